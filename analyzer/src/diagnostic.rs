@@ -1,0 +1,77 @@
+//! Diagnostics and fixes: plain data, so a fix can travel in an LSP diagnostic's `data`.
+
+use ruff_text_size::TextRange;
+use serde::{Deserialize, Serialize};
+
+use crate::registry::Rule;
+
+/// How bad a diagnostic is, in the mode it was found in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The real exporter fails on this code.
+    Error,
+    /// The export succeeds but specialises, drops or bakes in something, or fails only in strict mode.
+    Warning,
+    /// A hint.
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// Whether a fix may be applied without the user reading it (ruff's applicability levels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Applicability {
+    /// Keeps the program's meaning; `--fix` applies it.
+    Safe,
+    /// Probably right but may change meaning; `--unsafe-fixes` applies it.
+    Unsafe,
+    /// Shown to the user, never applied.
+    DisplayOnly,
+}
+
+/// Replace `range` of the file with `content`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edit {
+    pub range: TextRange,
+    pub content: String,
+}
+
+/// A titled set of edits that together fix one diagnostic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fix {
+    pub title: String,
+    pub edits: Vec<Edit>,
+    pub applicability: Applicability,
+}
+
+/// One problem at one place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub rule: Rule,
+    pub severity: Severity,
+    pub message: String,
+    pub range: TextRange,
+    pub fix: Option<Fix>,
+}
+
+/// Everything the analyzer found in one file, sorted by position.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Report {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(|diagnostic| diagnostic.severity == Severity::Error)
+    }
+}

@@ -1,0 +1,62 @@
+//! Static analysis of PyTorch model code for `torch.export`: Python source in, diagnostics out.
+//!
+//! The crate is pure: it reads no files, starts no processes and knows nothing of LSP. Offsets
+//! are byte offsets ([`TextRange`]); the server converts them to protocol positions.
+//!
+//! [`check`] is the one entry point for the CLI and the language server. Analysis never fails:
+//! a syntax error is a diagnostic and the rest of the file is still analysed. Facts that cross
+//! files (a `Module` base class imported from a sibling file, a fake kernel registered in
+//! another file) come in through a [`WorkspaceIndex`] built from each file's [`ModuleSummary`].
+
+mod diagnostic;
+mod line_index;
+mod registry;
+mod rules;
+mod semantic;
+mod settings;
+mod suppression;
+mod syntax;
+mod workspace;
+
+pub use diagnostic::{Applicability, Diagnostic, Edit, Fix, Report, Severity};
+pub use line_index::{LineColumn, LineIndex};
+pub use registry::Rule;
+pub use ruff_text_size::{TextRange, TextSize};
+pub use settings::{RuleSelector, Settings};
+pub use workspace::{ModuleSummary, WorkspaceIndex, summarize};
+
+/// One Python file as the analyzer sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceFile<'a> {
+    /// The file's text.
+    pub text: &'a str,
+    /// The dotted module name (`models.encoder`), when the file sits in a package the caller
+    /// could resolve. Relative imports and workspace look-ups need it.
+    pub module: Option<&'a str>,
+    /// True for a package's `__init__.py`, whose relative imports start one level lower.
+    pub is_package: bool,
+}
+
+impl<'a> SourceFile<'a> {
+    /// A file with no known place in a package.
+    pub fn detached(text: &'a str) -> Self {
+        Self { text, module: None, is_package: false }
+    }
+}
+
+/// Analyses one file on its own, with no workspace facts.
+pub fn check(source: &str, settings: &Settings) -> Report {
+    check_file(SourceFile::detached(source), settings, &WorkspaceIndex::default())
+}
+
+/// Analyses one file with the facts gathered from the rest of the workspace.
+pub fn check_file(file: SourceFile<'_>, settings: &Settings, workspace: &WorkspaceIndex) -> Report {
+    let parsed = syntax::parse(file.text);
+    let model = semantic::SemanticModel::build(&parsed, file, workspace);
+    let mut diagnostics = rules::run_all(&parsed, &model, settings);
+    diagnostics.retain(|diagnostic| settings.is_enabled(diagnostic.rule));
+    suppression::apply(file.text, &mut diagnostics);
+    diagnostics.sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));
+    diagnostics.dedup_by(|a, b| a.rule == b.rule && a.range == b.range);
+    Report { diagnostics }
+}

@@ -1,0 +1,76 @@
+//! PT102 `data-dependent-scalar`: a Python number read from a tensor drives control flow, a loop, indexing or a shape.
+
+use crate::diagnostic::Severity;
+use crate::registry::RuleMeta;
+
+pub(crate) const META: RuleMeta = RuleMeta {
+    code: "PT102",
+    name: "data-dependent-scalar",
+    summary: "A Python number read from a tensor drives control flow, a loop, indexing or a shape",
+    severity: Severity::Error,
+    is_static: true,
+    doc: r#"## What it does
+Follows the Python numbers made from tensor data (`.item()`, `int(t)`, `float(t)`, `.tolist()`)
+and reports where one decides a branch, a `range()`, an index into a Python list, or a shape
+argument (`view`, `reshape`, `expand`, `repeat`, slicing).
+
+## Why export fails
+The exporter turns such a number into an unbacked symbol (`u0`, `zuf0`). Arithmetic on it is
+recorded, but a branch, a loop count or a list index needs a concrete value, so export raises
+`GuardOnDataDependentSymNode` ("Could not extract specialized integer from data-dependent
+expression u0"). Bounds stated with `torch._check` are honoured: `if n < 6` after
+`torch._check(n <= 5)` is decided and reported by nobody.
+
+## Example
+```python
+def forward(self, x):
+    n = x.sum().item()
+    if n > 0.5:
+        return x * 2
+    return x
+```
+
+## Fix
+Keep the value a tensor (`torch.where(x.sum() > 0.5, x * 2, x)`), or tell the exporter what it may
+assume: `torch._check(n >= 0)`, `torch._check(n <= 16)`, `torch._check_is_size(n)` before the use.
+"#,
+};
+
+use crate::registry::Rule;
+use crate::rules::Checker;
+use crate::semantic::value::{Guard, GuardKind, Value};
+use crate::semantic::{BoolContext, EventKind, ScalarUse};
+
+// Measured: an `assert` on a data-dependent value becomes a runtime assertion in the graph.
+
+pub(crate) fn check(checker: &mut Checker) {
+    let strict = checker.strict();
+    for event in &checker.model.events {
+        let text = checker.model.text(event.range);
+        let message = match &event.kind {
+            EventKind::Truthiness {
+                value: Value::Guard(Guard { kind: GuardKind::Data, decided: false, .. }),
+                context,
+            } if *context != BoolContext::Assert => format!(
+                "{} on `{text}`, a number read from tensor data: the exporter cannot decide it; keep it a tensor (`torch.where`) or bound it with `torch._check`",
+                context.describe()
+            ),
+            EventKind::Scalar { value: Value::DataScalar(_), usage: ScalarUse::Range } => format!(
+                "`range()` over `{text}`, a number read from tensor data: the loop count must be known while tracing"
+            ),
+            EventKind::Scalar { value: Value::DataScalar(_), usage: ScalarUse::ListIndex } => format!(
+                "Indexing a Python sequence with `{text}`, a number read from tensor data: the exporter needs a concrete index"
+            ),
+            // Measured: non-strict export fails on `int(t)` / `float(t)` even in plain
+            // arithmetic; strict export captures the scalar.
+            EventKind::Scalar { usage: ScalarUse::Conversion, .. } if !strict => format!(
+                "`{text}` turns a tensor into a Python number, which non-strict export cannot do; use `.item()` and keep arithmetic in torch, or stay a tensor"
+            ),
+            EventKind::Scalar { usage: ScalarUse::MathCall, .. } => format!(
+                "`{text}` applies a `math` function to a tensor, which needs its value; use the `torch` function of the same name"
+            ),
+            _ => continue,
+        };
+        checker.report(Rule::DataDependentScalar, Severity::Error, event.range, message);
+    }
+}

@@ -1,0 +1,72 @@
+//! PT103 `data-dependent-shape`: the size of a data-dependent result is used as a Python value.
+
+use crate::diagnostic::Severity;
+use crate::registry::RuleMeta;
+
+pub(crate) const META: RuleMeta = RuleMeta {
+    code: "PT103",
+    name: "data-dependent-shape",
+    summary: "The size of a data-dependent result is used as a Python value",
+    severity: Severity::Error,
+    is_static: true,
+    doc: r#"## What it does
+Tracks tensors whose size depends on data: `nonzero()`, `unique()`, `masked_select()`,
+boolean-mask indexing `x[x > 0]`, `torch.where(cond)` with one argument. Reports where their size
+(`.shape[i]`, `.size(i)`, `len()`, `.numel()`) decides a branch or a loop.
+
+## Why export fails
+Such sizes are unbacked symbols. Feeding them to further tensor operations is fine, but a Python
+`if idx.shape[0] > 3` or `range(idx.shape[0])` needs a value the exporter does not have:
+`GuardOnDataDependentSymNode` (strict: `UserError` anti-pattern).
+
+## Example
+```python
+def forward(self, x):
+    idx = x.nonzero()
+    if idx.shape[0] > 3:
+        return x[:3]
+    return x
+```
+
+## Fix
+Keep the size symbolic: compute with it in tensor operations, or use `torch.cond` on
+`idx.shape[0] > 3`. Where a bound is known, state it with `torch._check(idx.shape[0] <= 16)`.
+"#,
+};
+
+use crate::registry::Rule;
+use crate::rules::Checker;
+use crate::semantic::value::{Guard, GuardKind, SizeOrigin, Value};
+use crate::semantic::{BoolContext, EventKind, ScalarUse};
+
+// Measured: an `assert` on a data-dependent value becomes a runtime assertion in the graph.
+
+pub(crate) fn check(checker: &mut Checker) {
+    let strict = checker.strict();
+    for event in &checker.model.events {
+        let text = checker.model.text(event.range);
+        let message = match &event.kind {
+            EventKind::Truthiness {
+                value: Value::Guard(Guard { kind: GuardKind::Unbacked, decided: false, .. }),
+                context,
+            } if *context != BoolContext::Assert => format!(
+                "{} on `{text}`, which depends on the size of a data-dependent result (`nonzero`, `unique`, a boolean mask); the exporter cannot decide it",
+                context.describe()
+            ),
+            EventKind::Scalar {
+                value: Value::Size { origin: SizeOrigin::Unbacked, .. },
+                usage: ScalarUse::Range | ScalarUse::ListIndex,
+            } => format!(
+                "`{text}` is the size of a data-dependent result; a Python loop or index over it needs a concrete value while tracing"
+            ),
+            EventKind::Scalar { value: Value::Size { origin: SizeOrigin::Unbacked, .. }, usage: ScalarUse::Len } if !strict => format!(
+                "`{text}` must return a Python int, but the length of a data-dependent result is unknown while tracing; use `t.shape[0]` in tensor arithmetic"
+            ),
+            EventKind::IterateTensor { tensor, .. } if tensor.data_dependent_shape => format!(
+                "Looping over `{text}`, whose length depends on data: the exporter cannot unroll it"
+            ),
+            _ => continue,
+        };
+        checker.report(Rule::DataDependentShape, Severity::Error, event.range, message);
+    }
+}

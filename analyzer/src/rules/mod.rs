@@ -1,0 +1,84 @@
+//! The rules: one file each, with its metadata, documentation and check.
+//!
+//! Every check reads the facts the semantic model gathered (`SemanticModel::events` and the
+//! declarations beside them) and pushes diagnostics; no check walks the tree on its own, so a
+//! file is parsed and interpreted once however many rules run.
+
+pub(crate) mod baked_in_value;
+pub(crate) mod data_dependent_branch;
+pub(crate) mod data_dependent_scalar;
+pub(crate) mod data_dependent_shape;
+pub(crate) mod dynamic_dim_guard;
+pub(crate) mod entrypoint_error;
+pub(crate) mod explicit_graph_break;
+pub(crate) mod export_failed;
+pub(crate) mod invalid_dynamic_shapes;
+pub(crate) mod mismatched_fake_kernel;
+pub(crate) mod missing_fake_kernel;
+pub(crate) mod shape_specialization;
+pub(crate) mod syntax_error;
+pub(crate) mod tensor_to_numpy;
+pub(crate) mod untraceable_call;
+pub(crate) mod worker_crash;
+
+use ruff_text_size::TextRange;
+
+use crate::diagnostic::{Diagnostic, Fix, Severity};
+use crate::registry::Rule;
+use crate::semantic::SemanticModel;
+use crate::settings::Settings;
+use crate::syntax::Parsed;
+
+/// What a rule's check gets: the file's facts, the settings, and a place to report.
+pub(crate) struct Checker<'a> {
+    pub(crate) parsed: &'a Parsed,
+    pub(crate) model: &'a SemanticModel<'a>,
+    pub(crate) settings: &'a Settings,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Checker<'_> {
+    pub(crate) fn report(&mut self, rule: Rule, severity: Severity, range: TextRange, message: String) {
+        self.report_with_fix(rule, severity, range, message, None);
+    }
+
+    pub(crate) fn report_with_fix(
+        &mut self,
+        rule: Rule,
+        severity: Severity,
+        range: TextRange,
+        message: String,
+        fix: Option<Fix>,
+    ) {
+        if self.settings.is_enabled(rule) {
+            self.diagnostics.push(Diagnostic { rule, severity, message, range, fix });
+        }
+    }
+
+    /// Whether the file is exported with `strict=True`, by settings or by its own declaration.
+    pub(crate) fn strict(&self) -> bool {
+        self.settings.strict || self.model.strict
+    }
+
+    /// The severity of a construct that fails only under strict export.
+    pub(crate) fn strict_only(&self) -> Severity {
+        if self.strict() { Severity::Error } else { Severity::Warning }
+    }
+}
+
+/// Runs every static rule over one analysed file.
+pub(crate) fn run_all<'a>(parsed: &'a Parsed, model: &'a SemanticModel<'a>, settings: &'a Settings) -> Vec<Diagnostic> {
+    let mut checker = Checker { parsed, model, settings, diagnostics: Vec::new() };
+    syntax_error::check(&mut checker);
+    data_dependent_branch::check(&mut checker);
+    data_dependent_scalar::check(&mut checker);
+    data_dependent_shape::check(&mut checker);
+    tensor_to_numpy::check(&mut checker);
+    untraceable_call::check(&mut checker);
+    explicit_graph_break::check(&mut checker);
+    missing_fake_kernel::check(&mut checker);
+    dynamic_dim_guard::check(&mut checker);
+    shape_specialization::check(&mut checker);
+    invalid_dynamic_shapes::check(&mut checker);
+    checker.diagnostics
+}

@@ -1,0 +1,87 @@
+//! PT202 `untraceable-call`: a call the exporter cannot trace: I/O, hashing, C extensions, raw data pointers.
+
+use crate::diagnostic::Severity;
+use crate::registry::RuleMeta;
+
+pub(crate) const META: RuleMeta = RuleMeta {
+    code: "PT202",
+    name: "untraceable-call",
+    summary: "A call the exporter cannot trace: I/O, hashing, C extensions, raw data pointers",
+    severity: Severity::Warning,
+    is_static: true,
+    doc: r#"## What it does
+Finds calls from traced code into libraries the exporter cannot trace: C-implemented standard
+modules (`zlib`, `hashlib`, `pickle`, `struct`), I/O (`open`, `os`, `subprocess`, `socket`),
+non-torch numeric libraries (`scipy`, `pandas`, `cv2`, `PIL`), and `Tensor.data_ptr()`.
+
+## Why export fails
+Strict export (Dynamo) refuses functions it cannot inline: `Unsupported: Attempted to call
+function marked as skipped`. Non-strict export runs them once at trace time and bakes their
+result into the graph as a constant, so the exported program silently stops calling them; with a
+tensor argument, or `data_ptr()`, it fails there too.
+
+## Example
+```python
+def forward(self, x):
+    return x + zlib.crc32(b"salt")
+```
+
+## Fix
+Compute the value outside the model and pass it in (an input or a buffer), or replace the call
+with torch operations.
+"#,
+};
+
+use crate::registry::Rule;
+use crate::rules::Checker;
+use crate::semantic::{EventKind, torch_api};
+
+/// Calls PT203 reports instead.
+fn is_side_effect(qualified: &str) -> bool {
+    qualified == "print" || qualified == "warnings.warn" || qualified.starts_with("logging.") || qualified.starts_with("torch._dynamo.")
+}
+
+/// Calls into C code that Dynamo skips, and builtins that do I/O: strict export fails.
+fn is_strict_failure(qualified: &str) -> bool {
+    let top = qualified.split('.').next().unwrap_or_default();
+    // Most of `os` is C (`posix.getcwd`), but its environment helpers and `os.path` are Python
+    // that Dynamo runs, baking the result in (measured: `os.getenv` exports in strict mode).
+    let python_os = qualified.starts_with("os.path.") || qualified.starts_with("os.environ") || qualified == "os.getenv";
+    torch_api::STRICT_UNTRACEABLE_MODULES.contains(&top)
+        || torch_api::UNTRACEABLE_BUILTINS.contains(&qualified)
+        || (top == "os" && !python_os)
+}
+
+pub(crate) fn check(checker: &mut Checker) {
+    let strict_only = checker.strict_only();
+    for event in &checker.model.events {
+        let (severity, message) = match &event.kind {
+            EventKind::Call { qualified, tensor_argument } if !is_side_effect(qualified) => {
+                if *tensor_argument {
+                    (
+                        Severity::Error,
+                        format!("`{qualified}` is called with a tensor; the exporter's tensors have no data for it to read"),
+                    )
+                } else if !is_strict_failure(qualified) {
+                    (
+                        Severity::Warning,
+                        format!("`{qualified}` runs once while tracing and its result is baked into the exported program as a constant"),
+                    )
+                } else {
+                    (
+                        strict_only,
+                        format!(
+                            "`{qualified}` cannot be traced: strict export rejects it, and non-strict export runs it once and bakes its result in as a constant"
+                        ),
+                    )
+                }
+            }
+            EventKind::UntraceableMethod { method } => (
+                Severity::Error,
+                format!("`Tensor.{method}()` needs real storage, which tensors have no data for while exporting"),
+            ),
+            _ => continue,
+        };
+        checker.report(Rule::UntraceableCall, severity, event.range, message);
+    }
+}

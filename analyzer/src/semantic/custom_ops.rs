@@ -1,0 +1,276 @@
+//! Custom operators and their fake kernels: `torch.library.custom_op`, `Library.define`,
+//! `register_fake`, `impl_abstract` and `Meta` implementations.
+
+use std::collections::HashMap;
+
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_text_size::{Ranged, TextRange};
+
+use super::names;
+use super::SemanticModel;
+use super::value::Value;
+use crate::syntax::ast::{self, Expr, Stmt};
+
+/// A custom operator defined in the file.
+#[derive(Debug, Clone)]
+pub(crate) struct CustomOp {
+    /// `namespace::name`.
+    pub(crate) name: String,
+    /// The decorator or `define` call that makes it.
+    pub(crate) range: TextRange,
+    /// Whether a fake or meta kernel is registered for it in this file or the workspace.
+    pub(crate) has_fake: bool,
+}
+
+/// Definitions and registrations found in one file.
+#[derive(Default)]
+pub(crate) struct Registrations {
+    pub(crate) definitions: Vec<(String, TextRange)>,
+    pub(crate) fakes: Vec<String>,
+}
+
+/// Dispatch keys whose kernel also serves fake tensors.
+fn serves_fake_tensors(key: &str) -> bool {
+    matches!(key, "Meta" | "CompositeImplicitAutograd" | "CompositeExplicitAutograd")
+}
+
+/// `ns::op.overload` → `ns::op`.
+fn canonical(op: &str) -> String {
+    match op.split_once("::") {
+        Some((namespace, rest)) => format!("{namespace}::{}", rest.split('.').next().unwrap_or(rest)),
+        None => op.to_owned(),
+    }
+}
+
+/// The operator name a schema string defines: `foo(Tensor x) -> Tensor` → `foo`.
+fn schema_name(schema: &str) -> &str {
+    let end = schema.find('(').unwrap_or(schema.len());
+    schema[..end].trim().split('.').next().unwrap_or_default()
+}
+
+struct Collector<'r> {
+    resolve: &'r dyn Fn(&Expr) -> Option<String>,
+    /// Variables holding a `torch.library.Library("ns", ...)`, by namespace.
+    libraries: HashMap<String, String>,
+    /// Python names of `custom_op`-decorated functions, by operator.
+    python_names: HashMap<String, String>,
+    /// `@foo.register_fake` on a Python name not yet mapped to an operator.
+    fake_by_python_name: Vec<String>,
+    found: Registrations,
+}
+
+impl Collector<'_> {
+    fn string_argument<'e>(&self, call: &'e ast::ExprCall, index: usize) -> Option<&'e str> {
+        call.arguments.args.get(index).and_then(names::string_literal)
+    }
+
+    fn library_namespace(&self, expr: &Expr) -> Option<String> {
+        let Expr::Name(name) = expr else { return None };
+        self.libraries.get(name.id.as_str()).cloned()
+    }
+
+    fn decorator(&mut self, decorator: &Expr, function: &ast::StmtFunctionDef) {
+        match decorator {
+            Expr::Call(call) => {
+                let callee = (self.resolve)(&call.func).unwrap_or_default();
+                match callee.as_str() {
+                    "torch.library.custom_op" | "torch._library.custom_ops.custom_op" | "torch.library.triton_op" => {
+                        if let Some(op) = self.string_argument(call, 0) {
+                            let op = canonical(op);
+                            self.python_names.insert(function.name.to_string(), op.clone());
+                            // triton_op builds its fake kernel from the Python implementation.
+                            if callee.ends_with("triton_op") {
+                                self.found.fakes.push(op);
+                            } else {
+                                self.found.definitions.push((op, decorator.range()));
+                            }
+                        }
+                    }
+                    "torch.library.register_fake" | "torch.library.impl_abstract" | "torch.library.register_meta" => {
+                        if let Some(op) = self.string_argument(call, 0) {
+                            self.found.fakes.push(canonical(op));
+                        }
+                    }
+                    "torch.library.impl" => self.impl_call(call),
+                    _ => {
+                        if let Expr::Attribute(attribute) = &*call.func {
+                            self.method_registration(attribute);
+                        }
+                    }
+                }
+            }
+            Expr::Attribute(attribute) => self.method_registration(attribute),
+            _ => {}
+        }
+    }
+
+    /// `@op.register_fake` / `op.register_fake(fn)` on a `custom_op` function.
+    fn method_registration(&mut self, attribute: &ast::ExprAttribute) {
+        if matches!(attribute.attr.as_str(), "register_fake" | "register_abstract" | "register_meta") {
+            if let Expr::Name(name) = &*attribute.value {
+                self.fake_by_python_name.push(name.id.to_string());
+            }
+        }
+    }
+
+    /// `torch.library.impl("ns::op", "Meta")` or `torch.library.impl(lib, "op", "Meta")`.
+    fn impl_call(&mut self, call: &ast::ExprCall) {
+        let keys: Vec<&str> = call
+            .arguments
+            .args
+            .iter()
+            .chain(call.arguments.keywords.iter().map(|keyword| &keyword.value))
+            .flat_map(|arg| match arg {
+                Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. }) => {
+                    elts.iter().filter_map(names::string_literal).collect::<Vec<_>>()
+                }
+                other => names::string_literal(other).into_iter().collect(),
+            })
+            .collect();
+        if !keys.iter().any(|key| serves_fake_tensors(key)) {
+            return;
+        }
+        if let Some(op) = self.string_argument(call, 0).filter(|op| op.contains("::")) {
+            self.found.fakes.push(canonical(op));
+        } else if let (Some(namespace), Some(op)) =
+            (call.arguments.args.first().and_then(|lib| self.library_namespace(lib)), self.string_argument(call, 1))
+        {
+            self.found.fakes.push(format!("{namespace}::{}", schema_name(op)));
+        }
+    }
+
+    fn call(&mut self, call: &ast::ExprCall) {
+        let callee = (self.resolve)(&call.func).unwrap_or_default();
+        match callee.as_str() {
+            "torch.library.register_fake" | "torch.library.impl_abstract" => {
+                if let Some(op) = self.string_argument(call, 0) {
+                    self.found.fakes.push(canonical(op));
+                }
+                return;
+            }
+            "torch.library.define" => {
+                if let Some(op) = self.string_argument(call, 0) {
+                    self.found.definitions.push((canonical(op), call.range()));
+                }
+                return;
+            }
+            "torch.library.impl" => {
+                // Called with the function directly: `torch.library.impl("ns::op", "Meta", fn)`.
+                if call.arguments.args.len() >= 3 {
+                    self.impl_call(call);
+                }
+                return;
+            }
+            _ => {}
+        }
+        let Expr::Attribute(attribute) = &*call.func else { return };
+        if attribute.attr.as_str() == "register_fake" {
+            self.method_registration(attribute);
+            return;
+        }
+        let Some(namespace) = self.library_namespace(&attribute.value) else { return };
+        match attribute.attr.as_str() {
+            "define" => {
+                if let Some(schema) = self.string_argument(call, 0) {
+                    self.found.definitions.push((format!("{namespace}::{}", schema_name(schema)), call.range()));
+                }
+            }
+            "impl" => {
+                let key = self
+                    .string_argument(call, 2)
+                    .or_else(|| call.arguments.find_keyword("dispatch_key").and_then(|k| names::string_literal(&k.value)));
+                if let (Some(op), Some(key)) = (self.string_argument(call, 0), key) {
+                    if serves_fake_tensors(key) {
+                        self.found.fakes.push(format!("{namespace}::{}", schema_name(op)));
+                    }
+                }
+            }
+            "_register_fake" => {
+                if let Some(op) = self.string_argument(call, 0) {
+                    self.found.fakes.push(format!("{namespace}::{}", schema_name(op)));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl<'a> Visitor<'a> for Collector<'_> {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        match stmt {
+            Stmt::Assign(assign) => {
+                if let ([target], Expr::Call(call)) = (assign.targets.as_slice(), &*assign.value) {
+                    let callee = (self.resolve)(&call.func).unwrap_or_default();
+                    if callee == "torch.library.Library" {
+                        if let (Some(namespace), Some(variable)) = (self.string_argument(call, 0), names::dotted(target)) {
+                            self.libraries.insert(variable.rsplit('.').next().unwrap_or_default().to_owned(), namespace.to_owned());
+                        }
+                    }
+                }
+            }
+            Stmt::FunctionDef(function) => {
+                for decorator in &function.decorator_list {
+                    self.decorator(&decorator.expression, function);
+                }
+            }
+            _ => {}
+        }
+        visitor::walk_stmt(self, stmt);
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Call(call) = expr {
+            self.call(call);
+        }
+        visitor::walk_expr(self, expr);
+    }
+
+    fn visit_decorator(&mut self, _decorator: &'a ast::Decorator) {
+        // Decorators were read with their function; walking them again as calls would count
+        // `@torch.library.register_fake("ns::op")` twice, which is harmless but wasteful.
+    }
+}
+
+/// Finds every operator definition and fake registration in a file.
+pub(crate) fn registrations(body: &[Stmt], resolve: &dyn Fn(&Expr) -> Option<String>) -> Registrations {
+    let mut collector = Collector {
+        resolve,
+        libraries: HashMap::new(),
+        python_names: HashMap::new(),
+        fake_by_python_name: Vec::new(),
+        found: Registrations::default(),
+    };
+    collector.visit_body(body);
+    for python_name in std::mem::take(&mut collector.fake_by_python_name) {
+        if let Some(op) = collector.python_names.get(&python_name) {
+            collector.found.fakes.push(op.clone());
+        }
+    }
+    collector.found
+}
+
+/// A resolver through the model's module-level bindings.
+pub(crate) fn resolver<'m>(model: &'m SemanticModel<'_>) -> impl Fn(&Expr) -> Option<String> + 'm {
+    move |expr: &Expr| {
+        let dotted = names::dotted(expr)?;
+        let (head, rest) = dotted.split_once('.').map_or((dotted.as_str(), None), |(head, rest)| (head, Some(rest)));
+        Some(match (model.globals.get(head), rest) {
+            (Some(Value::Qualified(qualified)), Some(rest)) => format!("{qualified}.{rest}"),
+            (Some(Value::Qualified(qualified)), None) => qualified.to_string(),
+            _ => dotted.clone(),
+        })
+    }
+}
+
+pub(crate) fn collect(body: &[Stmt], model: &SemanticModel) -> Vec<CustomOp> {
+    let resolve = resolver(model);
+    let found = registrations(body, &resolve);
+    found
+        .definitions
+        .into_iter()
+        .map(|(name, range)| {
+            let has_fake = found.fakes.contains(&name) || model.workspace.has_fake_kernel(&name);
+            CustomOp { name, range, has_fake }
+        })
+        .collect()
+}

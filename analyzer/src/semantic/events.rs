@@ -1,0 +1,79 @@
+//! What the interpreter saw happen in traced code, for the rules to judge.
+
+use ruff_text_size::TextRange;
+
+use super::value::{TensorInfo, Value};
+
+/// Where a value was turned into a Python `bool`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BoolContext {
+    /// `if` / `elif`; `raises_only` when the body only raises (input validation).
+    If { raises_only: bool },
+    While,
+    Ternary,
+    Assert,
+    Not,
+    /// An operand of `and` / `or` that decides which operand is the result.
+    BoolOperator,
+    /// `bool(...)`.
+    BoolCall,
+    /// A comprehension's `if` filter.
+    Comprehension,
+}
+
+impl BoolContext {
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            BoolContext::If { .. } => "`if`",
+            BoolContext::While => "`while`",
+            BoolContext::Ternary => "a conditional expression",
+            BoolContext::Assert => "`assert`",
+            BoolContext::Not => "`not`",
+            BoolContext::BoolOperator => "`and`/`or`",
+            BoolContext::BoolCall => "`bool()`",
+            BoolContext::Comprehension => "a comprehension filter",
+        }
+    }
+
+    /// Branches whose other side the exported graph loses (PT402 cares only about these).
+    pub(crate) fn is_branch(self) -> bool {
+        matches!(self, BoolContext::If { raises_only: false } | BoolContext::While | BoolContext::Ternary)
+    }
+}
+
+/// How a data-dependent number or size was used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScalarUse {
+    /// An argument of `range()`: the loop count must be concrete.
+    Range,
+    /// An index into a Python list or tuple.
+    ListIndex,
+    /// `int(t)` / `float(t)` on a tensor.
+    Conversion,
+    /// A `math` function applied to a tensor.
+    MathCall,
+    /// `len(t)`: Python needs a concrete integer back.
+    Len,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum EventKind {
+    /// A value was used as a condition.
+    Truthiness { value: Value, context: BoolContext },
+    /// A number or size was used where the exporter needs a concrete value.
+    Scalar { value: Value, usage: ScalarUse },
+    /// A Python loop over a tensor's first dimension.
+    IterateTensor { tensor: TensorInfo, size: Value },
+    /// `.numpy()` or a NumPy function applied to a tensor.
+    Numpy { call: String },
+    /// A call to a qualified function: `print`, `zlib.crc32`, `torch._dynamo.graph_break`.
+    Call { qualified: String, tensor_argument: bool },
+    /// A tensor method the exporter cannot trace (`data_ptr`).
+    UntraceableMethod { method: String },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Event {
+    pub(crate) kind: EventKind,
+    pub(crate) range: TextRange,
+}

@@ -1,0 +1,1462 @@
+//! The abstract interpreter: runs traced functions over [`Value`]s instead of data.
+//!
+//! Each module class's `forward` is a root. Calls to methods and functions of the same file are
+//! followed inline (memoised by arguments, bounded in depth and count), so a helper sees the
+//! values its caller passes. Branches are both taken and their bindings joined; loop bodies run
+//! twice so values assigned late in the body reach its start. Events are recorded where a value
+//! meets a construct the exporter cannot trace.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use ruff_text_size::{Ranged, TextRange};
+
+use super::events::{BoolContext, Event, EventKind, ScalarUse};
+use super::names;
+use super::torch_api::{self, AttributeResult, Constructed, MethodResult, TorchResult};
+use super::value::{CompareOp, Guard, GuardKind, Interval, SizeOrigin, TensorDims, TensorInfo, Value};
+use super::SemanticModel;
+use crate::syntax::ast::{self, Expr, Stmt};
+
+/// Calls followed inline from one root before the interpreter stops following.
+const INLINE_BUDGET: usize = 400;
+/// How deep inline calls may nest.
+const MAX_DEPTH: usize = 8;
+
+/// Local bindings of one function activation.
+#[derive(Clone, Default)]
+struct Env {
+    locals: HashMap<String, Value>,
+    /// The enclosing function's bindings, for nested functions (closures).
+    outer: Option<Rc<HashMap<String, Value>>>,
+    /// The class whose method is running, for `super()`.
+    class: Option<usize>,
+}
+
+impl Env {
+    fn join(branches: Vec<Env>) -> Env {
+        let mut iter = branches.into_iter();
+        let Some(mut joined) = iter.next() else { return Env::default() };
+        for branch in iter {
+            for (name, value) in branch.locals {
+                let merged = match joined.locals.get(&name) {
+                    Some(existing) => existing.join(&value),
+                    None => value,
+                };
+                joined.locals.insert(name, merged);
+            }
+        }
+        joined
+    }
+}
+
+pub(crate) struct Interpreter<'m, 'a> {
+    model: &'m SemanticModel<'a>,
+    events: Vec<Event>,
+    /// False while learning globals and attributes: that code is not traced.
+    emit: bool,
+    stack: Vec<usize>,
+    returns: Vec<Value>,
+    memo: HashMap<String, Value>,
+    budget: usize,
+    /// What a size of a tensor with untracked dimensions is: static when the model declares no
+    /// dynamic dimension, unknown otherwise.
+    untracked: SizeOrigin,
+}
+
+impl<'m, 'a> Interpreter<'m, 'a> {
+    fn new(model: &'m SemanticModel<'a>, emit: bool) -> Self {
+        Self {
+            model,
+            events: Vec::new(),
+            emit,
+            stack: Vec::new(),
+            returns: Vec::new(),
+            memo: HashMap::new(),
+            budget: INLINE_BUDGET,
+            untracked: SizeOrigin::Static,
+        }
+    }
+
+    /// Interprets every module class's `forward` and returns what happened.
+    pub(crate) fn run(model: &'m SemanticModel<'a>) -> Vec<Event> {
+        let mut interpreter = Interpreter::new(model, true);
+        let declares_dynamic = model.spec.as_ref().is_some_and(|spec| spec.has_dynamic_dims());
+        for (class, info) in model.classes.iter().enumerate() {
+            if !info.is_module {
+                continue;
+            }
+            let Some(&forward) = info.methods.get("forward") else { continue };
+            let spec = model.spec.as_ref().filter(|spec| spec.model_class == Some(class));
+            interpreter.untracked = if declares_dynamic { SizeOrigin::Unknown } else { SizeOrigin::Static };
+            interpreter.budget = INLINE_BUDGET;
+            interpreter.memo.clear();
+            let def = model.functions[forward].def;
+            let mut env = Env { class: Some(class), ..Env::default() };
+            let parameters = all_parameters(&def.parameters);
+            for (position, parameter) in parameters.iter().enumerate() {
+                let value = if position == 0 {
+                    Value::Module(Some(class))
+                } else {
+                    let dims = spec.map(|spec| spec.dims_for(parameter.parameter.name.as_str(), position - 1));
+                    root_parameter(parameter, dims)
+                };
+                env.locals.insert(parameter.parameter.name.to_string(), value);
+            }
+            for vararg in [&def.parameters.vararg, &def.parameters.kwarg].into_iter().flatten() {
+                env.locals.insert(vararg.name.to_string(), Value::Unknown);
+            }
+            interpreter.stack.push(forward);
+            interpreter.returns.push(Value::Bottom);
+            interpreter.exec_block(&def.body, &mut env);
+            interpreter.returns.pop();
+            interpreter.stack.pop();
+        }
+        interpreter.events
+    }
+
+    /// Evaluates a module-level expression (an alias, a base class) without tracing anything.
+    pub(crate) fn evaluate_global(model: &'m SemanticModel<'a>, expr: &Expr) -> Value {
+        let mut interpreter = Interpreter::new(model, false);
+        interpreter.eval(expr, &mut Env::default())
+    }
+
+    /// Records what each `self.<name> = ...` in a method body assigns.
+    pub(crate) fn collect_attributes(
+        model: &'m SemanticModel<'a>,
+        body: &[Stmt],
+        attributes: &mut HashMap<String, Value>,
+    ) {
+        let mut interpreter = Interpreter::new(model, false);
+        interpreter.attributes_in(body, attributes);
+    }
+
+    fn attributes_in(&mut self, body: &[Stmt], attributes: &mut HashMap<String, Value>) {
+        fn record(attributes: &mut HashMap<String, Value>, name: &str, value: Value) {
+            let value = match value {
+                Value::Tensor(_) | Value::Module(_) | Value::Modules | Value::Tuple(_) => value,
+                Value::None => Value::None,
+                _ => Value::Unknown,
+            };
+            let merged = match attributes.get(name) {
+                Some(existing) => existing.join(&value),
+                None => value,
+            };
+            attributes.insert(name.to_owned(), merged);
+        }
+        for stmt in body {
+            match stmt {
+                Stmt::Assign(assign) => {
+                    for target in &assign.targets {
+                        if let Some(name) = self_attribute(target) {
+                            let value = self.eval(&assign.value, &mut Env::default());
+                            record(attributes, name, value);
+                        }
+                    }
+                }
+                Stmt::AnnAssign(assign) => {
+                    if let (Some(name), Some(value)) = (self_attribute(&assign.target), &assign.value) {
+                        let value = self.eval(value, &mut Env::default());
+                        record(attributes, name, value);
+                    }
+                }
+                Stmt::Expr(expr) => {
+                    let Expr::Call(call) = &*expr.value else { continue };
+                    let Expr::Attribute(method) = &*call.func else { continue };
+                    if !matches!(&*method.value, Expr::Name(name) if name.id.as_str() == "self") {
+                        continue;
+                    }
+                    let Some(name) = call.arguments.args.first().and_then(names::string_literal) else { continue };
+                    match method.attr.as_str() {
+                        "register_buffer" | "register_parameter" => record(attributes, name, Value::tensor()),
+                        "add_module" | "register_module" => record(attributes, name, Value::Module(None)),
+                        _ => {}
+                    }
+                }
+                Stmt::If(if_stmt) => {
+                    self.attributes_in(&if_stmt.body, attributes);
+                    for clause in &if_stmt.elif_else_clauses {
+                        self.attributes_in(&clause.body, attributes);
+                    }
+                }
+                Stmt::For(for_stmt) => self.attributes_in(&for_stmt.body, attributes),
+                Stmt::With(with) => self.attributes_in(&with.body, attributes),
+                Stmt::Try(try_stmt) => {
+                    self.attributes_in(&try_stmt.body, attributes);
+                    self.attributes_in(&try_stmt.orelse, attributes);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn record(&mut self, kind: EventKind, range: TextRange) {
+        if self.emit {
+            self.events.push(Event { kind, range });
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Statements
+
+    /// Runs a block; returns whether control can fall off its end.
+    fn exec_block(&mut self, body: &[Stmt], env: &mut Env) -> bool {
+        for stmt in body {
+            if !self.exec(stmt, env) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn exec(&mut self, stmt: &Stmt, env: &mut Env) -> bool {
+        match stmt {
+            Stmt::Expr(expr) => {
+                self.eval(&expr.value, env);
+            }
+            Stmt::Assign(assign) => {
+                let value = self.eval(&assign.value, env);
+                for target in &assign.targets {
+                    self.bind(target, value.clone(), env);
+                }
+            }
+            Stmt::AnnAssign(assign) => {
+                if let Some(value) = &assign.value {
+                    let value = self.eval(value, env);
+                    self.bind(&assign.target, value, env);
+                }
+            }
+            Stmt::AugAssign(assign) => {
+                let left = self.eval(&assign.target, env);
+                let right = self.eval(&assign.value, env);
+                let value = self.binary(&left, assign.op, &right, number_of(&assign.value));
+                self.bind(&assign.target, value, env);
+            }
+            Stmt::Return(ret) => {
+                let value = ret.value.as_ref().map_or(Value::None, |value| self.eval(value, env));
+                if let Some(returned) = self.returns.last_mut() {
+                    *returned = returned.join(&value);
+                }
+                return false;
+            }
+            Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_) => return false,
+            Stmt::If(if_stmt) => return self.exec_if(if_stmt, env),
+            Stmt::While(while_stmt) => {
+                self.truthiness(&while_stmt.test, BoolContext::While, env);
+                self.exec_loop(&while_stmt.body, env, |interpreter, env| {
+                    interpreter.truthiness(&while_stmt.test, BoolContext::While, env);
+                });
+                self.exec_block(&while_stmt.orelse, env);
+            }
+            Stmt::For(for_stmt) => {
+                let iterable = self.eval(&for_stmt.iter, env);
+                if let Value::Tensor(info) = &iterable {
+                    let size = self.size_of(info, 0);
+                    self.record(EventKind::IterateTensor { tensor: info.clone(), size }, for_stmt.iter.range());
+                }
+                let element = element_of(&iterable);
+                self.exec_loop(&for_stmt.body, env, |interpreter, env| {
+                    interpreter.bind(&for_stmt.target, element.clone(), env);
+                });
+                self.exec_block(&for_stmt.orelse, env);
+            }
+            Stmt::With(with) => {
+                for item in &with.items {
+                    self.eval(&item.context_expr, env);
+                    if let Some(target) = &item.optional_vars {
+                        self.bind(target, Value::Unknown, env);
+                    }
+                }
+                return self.exec_block(&with.body, env);
+            }
+            Stmt::Try(try_stmt) => {
+                let mut branches = Vec::new();
+                let mut body_env = env.clone();
+                if self.exec_block(&try_stmt.body, &mut body_env) && self.exec_block(&try_stmt.orelse, &mut body_env) {
+                    branches.push(body_env);
+                }
+                for ast::ExceptHandler::ExceptHandler(handler) in &try_stmt.handlers {
+                    let mut handler_env = env.clone();
+                    if let Some(name) = &handler.name {
+                        handler_env.locals.insert(name.to_string(), Value::Unknown);
+                    }
+                    if self.exec_block(&handler.body, &mut handler_env) {
+                        branches.push(handler_env);
+                    }
+                }
+                let falls_through = !branches.is_empty();
+                if falls_through {
+                    *env = Env { class: env.class, outer: env.outer.clone(), ..Env::join(branches) };
+                }
+                return self.exec_block(&try_stmt.finalbody, env) && falls_through;
+            }
+            Stmt::Assert(assert) => {
+                self.truthiness(&assert.test, BoolContext::Assert, env);
+                // Past the assert, the condition holds, as after `torch._check`.
+                narrow(&assert.test, false, env);
+            }
+            Stmt::FunctionDef(def) => {
+                if let Some(index) = self.model.function_at(def) {
+                    env.locals.insert(def.name.to_string(), Value::Function(index));
+                }
+            }
+            Stmt::Import(_) | Stmt::ImportFrom(_) => {
+                for (local, qualified) in names::import_bindings(stmt, self.model.file) {
+                    env.locals.insert(local, Value::Qualified(Rc::from(qualified)));
+                }
+            }
+            Stmt::Match(match_stmt) => {
+                self.eval(&match_stmt.subject, env);
+                let mut branches = vec![env.clone()];
+                for case in &match_stmt.cases {
+                    let mut case_env = env.clone();
+                    if self.exec_block(&case.body, &mut case_env) {
+                        branches.push(case_env);
+                    }
+                }
+                *env = Env { class: env.class, outer: env.outer.clone(), ..Env::join(branches) };
+            }
+            _ => {}
+        }
+        true
+    }
+
+    fn exec_if(&mut self, if_stmt: &ast::StmtIf, env: &mut Env) -> bool {
+        self.truthiness(&if_stmt.test, BoolContext::If { raises_only: raises_only(&if_stmt.body) }, env);
+        let mut branches = Vec::new();
+        let mut branch_env = env.clone();
+        if self.exec_block(&if_stmt.body, &mut branch_env) {
+            branches.push(branch_env);
+        }
+        let mut has_else = false;
+        for clause in &if_stmt.elif_else_clauses {
+            match &clause.test {
+                Some(test) => {
+                    self.truthiness(test, BoolContext::If { raises_only: raises_only(&clause.body) }, env);
+                }
+                None => has_else = true,
+            }
+            let mut branch_env = env.clone();
+            if self.exec_block(&clause.body, &mut branch_env) {
+                branches.push(branch_env);
+            }
+        }
+        if !has_else {
+            branches.push(env.clone());
+        }
+        if branches.is_empty() {
+            return false;
+        }
+        *env = Env { class: env.class, outer: env.outer.clone(), ..Env::join(branches) };
+        true
+    }
+
+    /// Runs a loop body twice, so bindings made late in one iteration reach the next.
+    fn exec_loop(&mut self, body: &[Stmt], env: &mut Env, mut before: impl FnMut(&mut Self, &mut Env)) {
+        for _ in 0..2 {
+            let mut body_env = env.clone();
+            before(self, &mut body_env);
+            self.exec_block(body, &mut body_env);
+            let merged = Env::join(vec![env.clone(), body_env]);
+            *env = Env { class: env.class, outer: env.outer.clone(), ..merged };
+        }
+    }
+
+    fn bind(&mut self, target: &Expr, value: Value, env: &mut Env) {
+        match target {
+            Expr::Name(name) => {
+                env.locals.insert(name.id.to_string(), value);
+            }
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let has_star = elts.iter().any(Expr::is_starred_expr);
+                for (index, element) in elts.iter().enumerate() {
+                    let item = match &value {
+                        Value::Tuple(items) if !has_star && items.len() == elts.len() => items[index].clone(),
+                        Value::Shape(info) if !has_star => self.size_of(info, index as i64),
+                        Value::Tensor(_) | Value::Tensors(_) => Value::tensor(),
+                        Value::DataScalars => Value::DataScalar(Interval::default()),
+                        _ => Value::Unknown,
+                    };
+                    let item = if element.is_starred_expr() { Value::Unknown } else { item };
+                    self.bind(element, item, env);
+                }
+            }
+            Expr::Starred(starred) => self.bind(&starred.value, Value::Unknown, env),
+            Expr::Subscript(subscript) => {
+                self.eval(&subscript.value, env);
+                self.eval(&subscript.slice, env);
+            }
+            _ => {}
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Conditions
+
+    /// Evaluates an expression whose truth value Python takes.
+    fn truthiness(&mut self, expr: &Expr, context: BoolContext, env: &mut Env) {
+        match expr {
+            Expr::BoolOp(bool_op) => {
+                for value in &bool_op.values {
+                    self.truthiness(value, context, env);
+                }
+            }
+            Expr::UnaryOp(ast::ExprUnaryOp { op: ast::UnaryOp::Not, operand, .. }) => {
+                self.truthiness(operand, context, env);
+            }
+            _ => {
+                let value = self.eval(expr, env);
+                self.record_truthiness(value, expr, context);
+            }
+        }
+    }
+
+    fn record_truthiness(&mut self, value: Value, expr: &Expr, context: BoolContext) {
+        let value = match value {
+            // A bare optional parameter's truthiness is a `None` check in practice.
+            Value::Tensor(info) if info.maybe_none && matches!(expr, Expr::Name(_)) => return,
+            Value::Tensor(_) | Value::Guard(_) => value,
+            Value::DataScalar(interval) => Value::Guard(Guard {
+                kind: GuardKind::Data,
+                decided: interval.decide(CompareOp::NotEq, 0.0).is_some(),
+                suggestion: None,
+            }),
+            Value::Size { origin, interval } => match self.size_guard(&origin, interval, CompareOp::NotEq, &Value::Unknown, Some(0.0)) {
+                Value::Guard(guard) => Value::Guard(guard),
+                _ => return,
+            },
+            _ => return,
+        };
+        self.record(EventKind::Truthiness { value, context }, expr.range());
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Expressions
+
+    fn lookup(&self, name: &str, env: &Env) -> Value {
+        if let Some(value) = env.locals.get(name) {
+            return value.clone();
+        }
+        if let Some(value) = env.outer.as_ref().and_then(|outer| outer.get(name)) {
+            return value.clone();
+        }
+        if let Some(value) = self.model.globals.get(name) {
+            return value.clone();
+        }
+        Value::Qualified(Rc::from(format!("builtins.{name}")))
+    }
+
+    fn eval(&mut self, expr: &Expr, env: &mut Env) -> Value {
+        match expr {
+            Expr::Name(name) => self.lookup(name.id.as_str(), env),
+            Expr::NoneLiteral(_) => Value::None,
+            Expr::Attribute(attribute) => {
+                let receiver = self.eval(&attribute.value, env);
+                self.attribute(&receiver, attribute.attr.as_str())
+            }
+            Expr::Call(call) => self.call(call, env),
+            Expr::Subscript(subscript) => self.subscript(subscript, env),
+            Expr::BinOp(binary) => {
+                let left = self.eval(&binary.left, env);
+                let right = self.eval(&binary.right, env);
+                self.binary(&left, binary.op, &right, number_of(&binary.right))
+            }
+            Expr::UnaryOp(unary) => {
+                if unary.op == ast::UnaryOp::Not {
+                    self.truthiness(&unary.operand, BoolContext::Not, env);
+                    return Value::Unknown;
+                }
+                match self.eval(&unary.operand, env) {
+                    value @ (Value::Tensor(_) | Value::DataScalar(_)) => value,
+                    Value::Size { origin, .. } => Value::Size { origin, interval: Interval::default() },
+                    _ => Value::Unknown,
+                }
+            }
+            Expr::BoolOp(bool_op) => {
+                let (last, rest) = bool_op.values.split_last().expect("a boolean operation has operands");
+                for value in rest {
+                    self.truthiness(value, BoolContext::BoolOperator, env);
+                }
+                let mut result = self.eval(last, env);
+                for value in rest {
+                    let value = self.eval(value, env);
+                    result = result.join(&value);
+                }
+                result
+            }
+            Expr::Compare(compare) => self.compare(compare, env),
+            Expr::If(ternary) => {
+                self.truthiness(&ternary.test, BoolContext::Ternary, env);
+                let body = self.eval(&ternary.body, env);
+                let orelse = self.eval(&ternary.orelse, env);
+                body.join(&orelse)
+            }
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let items: Vec<Value> = elts.iter().map(|element| self.eval(element, env)).collect();
+                Value::Tuple(Rc::from(items))
+            }
+            Expr::Named(named) => {
+                let value = self.eval(&named.value, env);
+                self.bind(&named.target, value.clone(), env);
+                value
+            }
+            Expr::ListComp(ast::ExprListComp { elt, generators, .. })
+            | Expr::SetComp(ast::ExprSetComp { elt, generators, .. })
+            | Expr::Generator(ast::ExprGenerator { elt, generators, .. }) => {
+                let mut inner = env.clone();
+                self.comprehension(generators, &mut inner);
+                match self.eval(elt, &mut inner) {
+                    Value::Tensor(info) => Value::Tensors(info),
+                    Value::Module(_) => Value::Modules,
+                    _ => Value::Unknown,
+                }
+            }
+            Expr::DictComp(comprehension) => {
+                let mut inner = env.clone();
+                self.comprehension(&comprehension.generators, &mut inner);
+                if let Some(key) = &comprehension.key {
+                    self.eval(key, &mut inner);
+                }
+                self.eval(&comprehension.value, &mut inner);
+                Value::Unknown
+            }
+            Expr::Dict(dict) => {
+                for item in &dict.items {
+                    if let Some(key) = &item.key {
+                        self.eval(key, env);
+                    }
+                    self.eval(&item.value, env);
+                }
+                Value::Unknown
+            }
+            Expr::Starred(starred) => {
+                self.eval(&starred.value, env);
+                Value::Unknown
+            }
+            Expr::Await(await_expr) => self.eval(&await_expr.value, env),
+            _ => Value::Unknown,
+        }
+    }
+
+    fn comprehension(&mut self, generators: &[ast::Comprehension], env: &mut Env) {
+        for generator in generators {
+            let iterable = self.eval(&generator.iter, env);
+            self.bind(&generator.target, element_of(&iterable), env);
+            for condition in &generator.ifs {
+                self.truthiness(condition, BoolContext::Comprehension, env);
+            }
+        }
+    }
+
+    fn attribute(&mut self, receiver: &Value, name: &str) -> Value {
+        match receiver {
+            Value::Tensor(info) | Value::Tensors(info) => match torch_api::tensor_attribute(name) {
+                AttributeResult::Shape => Value::Shape(info.clone()),
+                AttributeResult::Tensor => Value::Tensor(TensorInfo {
+                    data_dependent_shape: info.data_dependent_shape,
+                    ..TensorInfo::default()
+                }),
+                AttributeResult::Other => Value::Unknown,
+            },
+            Value::Module(Some(class)) => {
+                if let Some(value) = self.model.find_attribute(*class, name) {
+                    return value.clone();
+                }
+                if let Some(method) = self.model.find_method(*class, name) {
+                    return Value::Method(Some(*class), method);
+                }
+                module_parameter(name)
+            }
+            Value::Module(None) => module_parameter(name),
+            Value::Qualified(qualified) => Value::Qualified(Rc::from(format!("{qualified}.{name}"))),
+            _ => Value::Unknown,
+        }
+    }
+
+    fn subscript(&mut self, subscript: &ast::ExprSubscript, env: &mut Env) -> Value {
+        let receiver = self.eval(&subscript.value, env);
+        let index = self.eval(&subscript.slice, env);
+        if let Value::DataScalar(_) = index {
+            if matches!(receiver, Value::Tuple(_) | Value::Tensors(_) | Value::Shape(_) | Value::Modules) {
+                self.record(EventKind::Scalar { value: index.clone(), usage: ScalarUse::ListIndex }, subscript.slice.range());
+            }
+        }
+        match receiver {
+            Value::Tensor(info) => {
+                let masked = is_boolean_mask(&subscript.slice, &index);
+                Value::Tensor(TensorInfo {
+                    data_dependent_shape: masked || info.data_dependent_shape,
+                    ..TensorInfo::default()
+                })
+            }
+            Value::Tensors(info) => Value::Tensor(TensorInfo { dims: None, ..info }),
+            Value::Shape(info) => match &*subscript.slice {
+                Expr::Slice(_) => {
+                    let keeps_dims = info.dims.as_ref().is_some_and(|dims| dims.dynamic.is_empty());
+                    Value::Shape(TensorInfo { dims: if keeps_dims { info.dims.clone() } else { None }, ..info })
+                }
+                slice => match names::int_literal(slice) {
+                    Some(position) => self.size_of(&info, position),
+                    None => Value::Size { origin: self.untracked_for(&info), interval: Interval::at_least(0.0) },
+                },
+            },
+            Value::Tuple(items) => match names::int_literal(&subscript.slice) {
+                Some(position) => {
+                    let position = if position < 0 { items.len() as i64 + position } else { position };
+                    usize::try_from(position).ok().and_then(|p| items.get(p)).cloned().unwrap_or(Value::Unknown)
+                }
+                None => Value::Unknown,
+            },
+            Value::DataScalars => Value::DataScalar(Interval::default()),
+            Value::Modules => Value::Module(None),
+            _ => Value::Unknown,
+        }
+    }
+
+    fn compare(&mut self, compare: &ast::ExprCompare, env: &mut Env) -> Value {
+        let left = self.eval(&compare.left, env);
+        let rights: Vec<Value> = compare.comparators.iter().map(|right| self.eval(right, env)).collect();
+        let (Some(op), Some(right), Some(right_expr)) = (compare.ops.first(), rights.first(), compare.comparators.first())
+        else {
+            return Value::Unknown;
+        };
+        let op = match op {
+            ast::CmpOp::Lt => CompareOp::Lt,
+            ast::CmpOp::LtE => CompareOp::LtE,
+            ast::CmpOp::Gt => CompareOp::Gt,
+            ast::CmpOp::GtE => CompareOp::GtE,
+            ast::CmpOp::Eq => CompareOp::Eq,
+            ast::CmpOp::NotEq => CompareOp::NotEq,
+            ast::CmpOp::Is | ast::CmpOp::IsNot | ast::CmpOp::In | ast::CmpOp::NotIn => return Value::Unknown,
+        };
+        if left.is_tensor() || rights.iter().any(Value::is_tensor) {
+            return boolean_tensor();
+        }
+        let left_number = number_of(&compare.left);
+        let right_number = number_of(right_expr);
+        match (&left, right) {
+            (Value::DataScalar(interval), _) => data_guard(*interval, op, right_number),
+            (_, Value::DataScalar(interval)) => data_guard(*interval, op.flipped(), left_number),
+            (Value::Size { origin, interval }, other) => self.size_guard(origin, *interval, op, other, right_number),
+            (other, Value::Size { origin, interval }) => {
+                self.size_guard(origin, *interval, op.flipped(), other, left_number)
+            }
+            _ => Value::Unknown,
+        }
+    }
+
+    /// The guard `size <op> other` adds, and whether the known ranges already decide it.
+    fn size_guard(
+        &self,
+        origin: &SizeOrigin,
+        interval: Interval,
+        op: CompareOp,
+        other: &Value,
+        constant: Option<f64>,
+    ) -> Value {
+        match origin {
+            SizeOrigin::Unknown => Value::Unknown,
+            SizeOrigin::Static => match other {
+                Value::Size { origin: other_origin @ (SizeOrigin::Dynamic { .. } | SizeOrigin::Unbacked), interval } => {
+                    self.size_guard(other_origin, *interval, op.flipped(), &Value::static_size(), None)
+                }
+                _ => Value::Guard(Guard { kind: GuardKind::Static, decided: false, suggestion: None }),
+            },
+            SizeOrigin::Unbacked => Value::Guard(Guard {
+                kind: GuardKind::Unbacked,
+                decided: constant.is_some_and(|constant| interval.decide(op, constant).is_some()),
+                suggestion: None,
+            }),
+            SizeOrigin::Dynamic { dim, exact } => {
+                if dim.automatic {
+                    return Value::Unknown;
+                }
+                let (decided, suggestion) = match (constant, other) {
+                    (Some(constant), _) => {
+                        let decided = interval.decide(op, constant).is_some();
+                        let suggestion = (!decided && *exact).then(|| suggest_range(&dim.name, op, constant));
+                        (decided, suggestion)
+                    }
+                    (None, Value::Size { origin: SizeOrigin::Dynamic { dim: other_dim, exact: other_exact }, .. }) => {
+                        let same = *exact && *other_exact && other_dim.name == dim.name;
+                        (same, None)
+                    }
+                    _ => (false, None),
+                };
+                Value::Guard(Guard { kind: GuardKind::Dynamic(dim.clone()), decided, suggestion })
+            }
+        }
+    }
+
+    fn binary(&self, left: &Value, op: ast::Operator, right: &Value, right_number: Option<f64>) -> Value {
+        match (left, right) {
+            (Value::Tensor(a), Value::Tensor(b)) => Value::Tensor(TensorInfo {
+                dims: if a.dims == b.dims && op != ast::Operator::MatMult { a.dims.clone() } else { None },
+                data_dependent_shape: a.data_dependent_shape || b.data_dependent_shape,
+                maybe_none: false,
+            }),
+            (Value::Tensor(info), _) | (_, Value::Tensor(info)) => Value::Tensor(TensorInfo {
+                dims: info.dims.clone(),
+                data_dependent_shape: info.data_dependent_shape,
+                maybe_none: false,
+            }),
+            (Value::Tensors(_), _) | (_, Value::Tensors(_)) => Value::Unknown,
+            (Value::DataScalar(_), _) | (_, Value::DataScalar(_)) => Value::DataScalar(Interval::default()),
+            (Value::Size { origin, interval }, other) => {
+                let origin = match other {
+                    Value::Size { origin: other_origin, .. } => origin.combine(other_origin),
+                    _ => origin.combine(&SizeOrigin::Static),
+                };
+                let interval = shift_interval(*interval, op, right_number);
+                Value::Size { origin, interval }
+            }
+            (_, Value::Size { origin, .. }) => {
+                Value::Size { origin: origin.combine(&SizeOrigin::Static), interval: Interval::default() }
+            }
+            _ => Value::Unknown,
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Calls
+
+    fn call(&mut self, call: &ast::ExprCall, env: &mut Env) -> Value {
+        let args: Vec<Value> = call.arguments.args.iter().map(|arg| self.eval(arg, env)).collect();
+        let kwargs: Vec<(String, Value)> = call
+            .arguments
+            .keywords
+            .iter()
+            .map(|keyword| {
+                let value = self.eval(&keyword.value, env);
+                (keyword.arg.as_ref().map(ToString::to_string).unwrap_or_default(), value)
+            })
+            .collect();
+        let any_tensor = args.iter().chain(kwargs.iter().map(|(_, value)| value)).any(|value| {
+            matches!(value, Value::Tensor(_) | Value::Tensors(_))
+                || matches!(value, Value::Tuple(items) if items.iter().any(Value::is_tensor))
+        });
+        if let Expr::Attribute(attribute) = &*call.func {
+            let name = attribute.attr.as_str();
+            if let Expr::Call(inner) = &*attribute.value {
+                if matches!(&*inner.func, Expr::Name(callee) if callee.id.as_str() == "super") {
+                    return self.super_call(name, &args, &kwargs, any_tensor, env);
+                }
+            }
+            let receiver = self.eval(&attribute.value, env);
+            return match receiver {
+                Value::Tensor(info) | Value::Tensors(info) => self.tensor_method(&info, name, call, &args, &kwargs),
+                Value::Module(class) => self.module_method(class, name, &args, &kwargs, any_tensor),
+                Value::Modules => match name {
+                    "values" | "children" | "modules" => Value::Modules,
+                    _ => Value::Unknown,
+                },
+                Value::Qualified(qualified) => {
+                    self.qualified_call(&format!("{qualified}.{name}"), call, &args, &kwargs, any_tensor, env)
+                }
+                Value::Shape(info) if matches!(name, "numel") => self.numel_of(&info),
+                _ => Value::Unknown,
+            };
+        }
+        let callee = self.eval(&call.func, env);
+        self.call_value(&callee, call, &args, &kwargs, any_tensor, env)
+    }
+
+    fn call_value(
+        &mut self,
+        callee: &Value,
+        call: &ast::ExprCall,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        any_tensor: bool,
+        env: &mut Env,
+    ) -> Value {
+        match callee {
+            Value::Qualified(qualified) => self.qualified_call(qualified, call, args, kwargs, any_tensor, env),
+            Value::Function(function) => {
+                let outer = self.closure_of(*function, env);
+                self.inline(*function, None, args, kwargs, outer)
+            }
+            Value::Method(class, method) => self.inline(*method, Some(Value::Module(*class)), args, kwargs, None),
+            Value::Class(class) if self.model.classes[*class].is_module => Value::Module(Some(*class)),
+            Value::Module(_) => Value::tensor(),
+            _ => Value::Unknown,
+        }
+    }
+
+    /// A nested function sees its parent's bindings; a module-level one does not.
+    fn closure_of(&self, function: usize, env: &Env) -> Option<Rc<HashMap<String, Value>>> {
+        let name = self.model.functions[function].def.name.as_str();
+        let is_global = matches!(self.model.globals.get(name), Some(Value::Function(index)) if *index == function);
+        if is_global {
+            return None;
+        }
+        let mut captured = env.outer.as_deref().cloned().unwrap_or_default();
+        captured.extend(env.locals.iter().map(|(name, value)| (name.clone(), value.clone())));
+        Some(Rc::new(captured))
+    }
+
+    fn super_call(
+        &mut self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        any_tensor: bool,
+        env: &Env,
+    ) -> Value {
+        let Some(class) = env.class else { return Value::Unknown };
+        for base in &self.model.classes[class].bases {
+            if let Value::Class(base) = base {
+                if let Some(method) = self.model.find_method(*base, name) {
+                    return self.inline(method, Some(Value::Module(Some(class))), args, kwargs, None);
+                }
+            }
+        }
+        if any_tensor && name == "forward" { Value::tensor() } else { Value::Unknown }
+    }
+
+    fn tensor_method(
+        &mut self,
+        info: &TensorInfo,
+        name: &str,
+        call: &ast::ExprCall,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Value {
+        match name {
+            "numpy" => {
+                self.record(EventKind::Numpy { call: ".numpy()".to_owned() }, call.range());
+                return Value::Unknown;
+            }
+            "data_ptr" | "storage" | "untyped_storage" => {
+                self.record(EventKind::UntraceableMethod { method: name.to_owned() }, call.range());
+                return Value::Unknown;
+            }
+            _ => {}
+        }
+        let _ = (args, kwargs);
+        match torch_api::tensor_method(name) {
+            MethodResult::DataScalar => Value::DataScalar(Interval::default()),
+            MethodResult::DataScalars => Value::DataScalars,
+            MethodResult::Size => {
+                let dim = call
+                    .arguments
+                    .args
+                    .first()
+                    .or_else(|| call.arguments.find_keyword("dim").map(|keyword| &keyword.value));
+                match dim {
+                    None => Value::Shape(info.clone()),
+                    Some(dim) => match names::int_literal(dim) {
+                        Some(position) => self.size_of(info, position),
+                        None => Value::Size { origin: self.untracked_for(info), interval: Interval::at_least(0.0) },
+                    },
+                }
+            }
+            MethodResult::Numel => self.numel_of(info),
+            MethodResult::Other => Value::Unknown,
+            MethodResult::SameShape => Value::Tensor(TensorInfo { maybe_none: false, ..info.clone() }),
+            MethodResult::Tensor => {
+                Value::Tensor(TensorInfo { data_dependent_shape: info.data_dependent_shape, ..TensorInfo::default() })
+            }
+            MethodResult::Tensors => Value::Tensors(TensorInfo::default()),
+            MethodResult::DataDependentShape => {
+                Value::Tensor(TensorInfo { data_dependent_shape: true, ..TensorInfo::default() })
+            }
+        }
+    }
+
+    fn module_method(
+        &mut self,
+        class: Option<usize>,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        any_tensor: bool,
+    ) -> Value {
+        if let Some(class) = class {
+            if let Some(method) = self.model.find_method(class, name) {
+                return self.inline(method, Some(Value::Module(Some(class))), args, kwargs, None);
+            }
+            match self.model.find_attribute(class, name) {
+                Some(Value::Module(_)) => return Value::tensor(),
+                Some(Value::Tensor(_) | Value::Modules) => return Value::Unknown,
+                _ => {}
+            }
+        }
+        match name {
+            "children" | "modules" => Value::Modules,
+            "get_submodule" => Value::Module(None),
+            "get_parameter" | "get_buffer" => Value::tensor(),
+            "parameters" | "named_parameters" | "buffers" | "named_buffers" | "state_dict" | "train" | "eval"
+            | "to" | "apply" | "register_buffer" | "register_parameter" | "add_module" | "named_children"
+            | "named_modules" | "zero_grad" | "requires_grad_" | "extra_repr" => Value::Unknown,
+            // A callable attribute the model cannot see (a submodule chosen at run time, an
+            // activation from a table): applied to tensors, it returns one.
+            _ if any_tensor => Value::tensor(),
+            _ => Value::Unknown,
+        }
+    }
+
+    fn qualified_call(
+        &mut self,
+        qualified: &str,
+        call: &ast::ExprCall,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        any_tensor: bool,
+        env: &mut Env,
+    ) -> Value {
+        if let Some(builtin) = qualified.strip_prefix("builtins.") {
+            return self.builtin_call(builtin, call, args, env);
+        }
+        let top = qualified.split('.').next().unwrap_or_default();
+        match qualified {
+            "torch._check" | "torch._check_is_size" => {
+                if let Some(condition) = call.arguments.args.first() {
+                    narrow(condition, qualified == "torch._check_is_size", env);
+                }
+                return Value::Unknown;
+            }
+            "torch._dynamo.graph_break" | "warnings.warn" => {
+                self.record(EventKind::Call { qualified: qualified.to_owned(), tensor_argument: any_tensor }, call.range());
+                return Value::Unknown;
+            }
+            "logging.getLogger" => return Value::Qualified(Rc::from("logging.Logger")),
+            "torch.cond" => {
+                let operands = match args.get(3) {
+                    Some(Value::Tuple(items)) => items.to_vec(),
+                    Some(other) => vec![other.clone()],
+                    None => Vec::new(),
+                };
+                for branch in args.iter().skip(1).take(2) {
+                    self.call_callable(branch, &operands, env);
+                }
+                return Value::tensor();
+            }
+            "torch.utils.checkpoint.checkpoint" => {
+                if let Some((function, rest)) = args.split_first() {
+                    return self.call_callable(function, rest, env);
+                }
+                return Value::Unknown;
+            }
+            _ => {}
+        }
+        if top == "logging" {
+            self.record(EventKind::Call { qualified: qualified.to_owned(), tensor_argument: any_tensor }, call.range());
+            return Value::Unknown;
+        }
+        if top == "math" {
+            return match args.first() {
+                Some(Value::Tensor(_)) => {
+                    self.record(EventKind::Scalar { value: Value::tensor(), usage: ScalarUse::MathCall }, call.range());
+                    Value::DataScalar(Interval::default())
+                }
+                Some(Value::DataScalar(_)) => Value::DataScalar(Interval::default()),
+                Some(Value::Size { origin, .. }) => Value::Size { origin: origin.combine(&SizeOrigin::Static), interval: Interval::default() },
+                _ => Value::Unknown,
+            };
+        }
+        if torch_api::is_numpy(qualified) {
+            if any_tensor {
+                self.record(EventKind::Numpy { call: qualified.to_owned() }, call.range());
+            }
+            return Value::Unknown;
+        }
+        if torch_api::STRICT_UNTRACEABLE_MODULES.contains(&top) || torch_api::BAKED_IN_MODULES.contains(&top) {
+            self.record(EventKind::Call { qualified: qualified.to_owned(), tensor_argument: any_tensor }, call.range());
+            return Value::Unknown;
+        }
+        if let Some(constructed) = torch_api::constructed(qualified) {
+            return match constructed {
+                Constructed::Module => Value::Module(None),
+                Constructed::Modules => Value::Modules,
+                Constructed::Parameter => Value::tensor(),
+            };
+        }
+        if let Some(class) = self.model.workspace_module_class(qualified) {
+            return class;
+        }
+        let _ = kwargs;
+        let first_tensor = args.iter().find_map(|arg| match arg {
+            Value::Tensor(info) => Some(info.clone()),
+            _ => None,
+        });
+        let name = qualified.rsplit('.').next().unwrap_or(qualified);
+        match torch_api::torch_function(qualified, call.arguments.args.len()) {
+            TorchResult::Tensor => {
+                let keeps_dims = torch_api::tensor_method(name) == MethodResult::SameShape;
+                match first_tensor {
+                    Some(info) if keeps_dims => Value::Tensor(TensorInfo { maybe_none: false, ..info }),
+                    _ => Value::tensor(),
+                }
+            }
+            TorchResult::Tensors => Value::Tensors(TensorInfo::default()),
+            TorchResult::DataDependentShape => {
+                Value::Tensor(TensorInfo { data_dependent_shape: true, ..TensorInfo::default() })
+            }
+            TorchResult::Size => first_tensor.map_or(Value::Unknown, |info| self.numel_of(&info)),
+            TorchResult::Other | TorchResult::Unknown => Value::Unknown,
+        }
+    }
+
+    fn builtin_call(&mut self, name: &str, call: &ast::ExprCall, args: &[Value], env: &mut Env) -> Value {
+        let first = args.first().cloned().unwrap_or(Value::Unknown);
+        match name {
+            "int" | "float" => match first {
+                Value::Tensor(_) => {
+                    self.record(EventKind::Scalar { value: first, usage: ScalarUse::Conversion }, call.range());
+                    Value::DataScalar(Interval::default())
+                }
+                Value::DataScalar(interval) => Value::DataScalar(interval),
+                size @ Value::Size { .. } => size,
+                _ => Value::Unknown,
+            },
+            "bool" => {
+                if let Some(argument) = call.arguments.args.first() {
+                    self.record_truthiness(first, argument, BoolContext::BoolCall);
+                }
+                Value::Unknown
+            }
+            "len" => match first {
+                Value::Tensor(info) => {
+                    let size = self.size_of(&info, 0);
+                    self.record(EventKind::Scalar { value: size.clone(), usage: ScalarUse::Len }, call.range());
+                    size
+                }
+                _ => Value::Unknown,
+            },
+            "range" => {
+                for (value, expr) in args.iter().zip(call.arguments.args.iter()) {
+                    if matches!(value, Value::DataScalar(_) | Value::Size { .. }) {
+                        self.record(EventKind::Scalar { value: value.clone(), usage: ScalarUse::Range }, expr.range());
+                    }
+                }
+                Value::Iter(Rc::new(Value::Unknown))
+            }
+            "min" | "max" => {
+                if args.iter().any(Value::is_tensor) {
+                    Value::tensor()
+                } else if args.iter().any(|arg| matches!(arg, Value::DataScalar(_))) {
+                    Value::DataScalar(Interval::default())
+                } else {
+                    args.iter().fold(Value::Bottom, |acc, arg| match (acc, arg) {
+                        (Value::Bottom, size @ Value::Size { .. }) => size.clone(),
+                        (Value::Size { origin, .. }, Value::Size { origin: other, .. }) => {
+                            Value::Size { origin: origin.combine(other), interval: Interval::default() }
+                        }
+                        (size @ Value::Size { .. }, _) => size,
+                        (_, size @ Value::Size { .. }) => size.clone(),
+                        _ => Value::Unknown,
+                    })
+                }
+            }
+            "abs" | "round" => match first {
+                value @ (Value::Tensor(_) | Value::DataScalar(_) | Value::Size { .. }) => value,
+                _ => Value::Unknown,
+            },
+            "sum" => match first {
+                Value::Tensors(_) => Value::tensor(),
+                Value::Tuple(items) if items.iter().any(Value::is_tensor) => Value::tensor(),
+                _ => Value::Unknown,
+            },
+            "tuple" | "list" => match first {
+                value @ (Value::Shape(_) | Value::Tensors(_) | Value::Tuple(_) | Value::DataScalars | Value::Modules) => value,
+                _ => Value::Unknown,
+            },
+            "zip" => Value::Iter(Rc::new(Value::Tuple(args.iter().map(element_of).collect()))),
+            "enumerate" => Value::Iter(Rc::new(Value::Tuple(Rc::from(vec![Value::Unknown, element_of(&first)])))),
+            "reversed" | "iter" => Value::Iter(Rc::new(element_of(&first))),
+            "print" => {
+                self.record(EventKind::Call { qualified: "print".to_owned(), tensor_argument: false }, call.range());
+                Value::Unknown
+            }
+            _ if torch_api::UNTRACEABLE_BUILTINS.contains(&name) => {
+                self.record(EventKind::Call { qualified: name.to_owned(), tensor_argument: false }, call.range());
+                Value::Unknown
+            }
+            _ => {
+                let _ = env;
+                Value::Unknown
+            }
+        }
+    }
+
+    /// Calls a function value (a `torch.cond` branch, a checkpointed function).
+    fn call_callable(&mut self, callee: &Value, args: &[Value], env: &Env) -> Value {
+        match callee {
+            Value::Function(function) => {
+                let outer = self.closure_of(*function, env);
+                self.inline(*function, None, args, &[], outer)
+            }
+            Value::Method(class, method) => self.inline(*method, Some(Value::Module(*class)), args, &[], None),
+            Value::Module(_) => Value::tensor(),
+            _ => Value::Unknown,
+        }
+    }
+
+    /// Interprets a call to a function of this file with the caller's argument values.
+    fn inline(
+        &mut self,
+        function: usize,
+        receiver: Option<Value>,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        outer: Option<Rc<HashMap<String, Value>>>,
+    ) -> Value {
+        if self.stack.contains(&function) || self.stack.len() >= MAX_DEPTH || self.budget == 0 {
+            return Value::Unknown;
+        }
+        let key = format!("{function}:{receiver:?}:{args:?}:{kwargs:?}:{}", outer.is_some());
+        if let Some(value) = self.memo.get(&key) {
+            return value.clone();
+        }
+        self.budget -= 1;
+        let info = &self.model.functions[function];
+        let def = info.def;
+        let mut env = Env { outer, class: info.class, ..Env::default() };
+        let parameters = all_parameters(&def.parameters);
+        let mut positional = receiver.into_iter().chain(args.iter().cloned());
+        for parameter in &parameters {
+            let name = parameter.parameter.name.as_str();
+            let value = positional
+                .next()
+                .or_else(|| kwargs.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone()))
+                .unwrap_or_else(|| default_value(parameter));
+            env.locals.insert(name.to_owned(), value);
+        }
+        for vararg in [&def.parameters.vararg, &def.parameters.kwarg].into_iter().flatten() {
+            env.locals.insert(vararg.name.to_string(), Value::Unknown);
+        }
+        self.stack.push(function);
+        self.returns.push(Value::Bottom);
+        let falls_through = self.exec_block(&def.body, &mut env);
+        let mut result = self.returns.pop().unwrap_or(Value::Unknown);
+        self.stack.pop();
+        if falls_through {
+            result = result.join(&Value::None);
+        }
+        self.memo.insert(key, result.clone());
+        result
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Sizes
+
+    fn untracked_for(&self, info: &TensorInfo) -> SizeOrigin {
+        match &info.dims {
+            Some(dims) if dims.dynamic.is_empty() => SizeOrigin::Static,
+            _ => self.untracked.clone(),
+        }
+    }
+
+    fn size_of(&self, info: &TensorInfo, position: i64) -> Value {
+        if info.data_dependent_shape {
+            return if position == 0 {
+                Value::Size { origin: SizeOrigin::Unbacked, interval: Interval::at_least(0.0) }
+            } else {
+                Value::Size { origin: self.untracked.clone(), interval: Interval::at_least(0.0) }
+            };
+        }
+        let Some(dims) = &info.dims else {
+            return Value::Size { origin: self.untracked.clone(), interval: Interval::at_least(0.0) };
+        };
+        let index = if position >= 0 {
+            usize::try_from(position).ok()
+        } else {
+            dims.rank.and_then(|rank| usize::try_from(rank as i64 + position).ok())
+        };
+        match index {
+            Some(index) => match dims.dynamic.iter().find(|(dim_index, _)| *dim_index == index) {
+                Some((_, dim)) => Value::Size {
+                    origin: SizeOrigin::Dynamic { dim: dim.clone(), exact: true },
+                    interval: dim.assumed_interval(),
+                },
+                None => Value::static_size(),
+            },
+            None if dims.dynamic.is_empty() => Value::static_size(),
+            None => Value::Size { origin: SizeOrigin::Unknown, interval: Interval::default() },
+        }
+    }
+
+    fn numel_of(&self, info: &TensorInfo) -> Value {
+        if info.data_dependent_shape {
+            return Value::Size { origin: SizeOrigin::Unbacked, interval: Interval::at_least(0.0) };
+        }
+        match &info.dims {
+            Some(dims) => match dims.dynamic.first() {
+                Some((_, dim)) => Value::Size {
+                    origin: SizeOrigin::Dynamic { dim: dim.clone(), exact: false },
+                    interval: Interval::at_least(0.0),
+                },
+                None => Value::static_size(),
+            },
+            None => Value::Size { origin: self.untracked.clone(), interval: Interval::at_least(0.0) },
+        }
+    }
+}
+
+impl SemanticModel<'_> {
+    /// Constructing a module class from another workspace file gives a module instance.
+    fn workspace_module_class(&self, qualified: &str) -> Option<Value> {
+        self.workspace.is_module_class(qualified).then_some(Value::Module(None))
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// Helpers
+
+fn all_parameters(parameters: &ast::Parameters) -> Vec<&ast::ParameterWithDefault> {
+    parameters.posonlyargs.iter().chain(parameters.args.iter()).chain(parameters.kwonlyargs.iter()).collect()
+}
+
+/// A `forward` parameter's value: a tensor unless its annotation or default says otherwise.
+fn root_parameter(parameter: &ast::ParameterWithDefault, dims: Option<Rc<TensorDims>>) -> Value {
+    let default_is_none = matches!(parameter.default.as_deref(), Some(Expr::NoneLiteral(_)));
+    if let Some(annotation) = &parameter.parameter.annotation {
+        return match annotation_kind(annotation) {
+            AnnotationKind::Tensor { optional } => {
+                Value::Tensor(TensorInfo { dims, maybe_none: optional || default_is_none, ..TensorInfo::default() })
+            }
+            AnnotationKind::Tensors => Value::Tensors(TensorInfo::default()),
+            AnnotationKind::Other => Value::Unknown,
+        };
+    }
+    match parameter.default.as_deref() {
+        None => Value::Tensor(TensorInfo { dims, ..TensorInfo::default() }),
+        // DESIGN.md: parameters defaulted to a literal (None, a number, a flag, a string) are
+        // configuration, not inputs.
+        Some(
+            Expr::NoneLiteral(_)
+            | Expr::NumberLiteral(_)
+            | Expr::BooleanLiteral(_)
+            | Expr::StringLiteral(_)
+            | Expr::UnaryOp(_),
+        ) => Value::Unknown,
+        Some(_) => Value::Unknown,
+    }
+}
+
+enum AnnotationKind {
+    Tensor { optional: bool },
+    Tensors,
+    Other,
+}
+
+fn annotation_kind(annotation: &Expr) -> AnnotationKind {
+    let text_of = |expr: &Expr| names::dotted(expr).unwrap_or_default();
+    match annotation {
+        Expr::Name(_) | Expr::Attribute(_) => {
+            let name = text_of(annotation);
+            if name == "Tensor" || name.ends_with(".Tensor") || name.ends_with("Tensor") && name.starts_with("torch.") {
+                AnnotationKind::Tensor { optional: false }
+            } else {
+                AnnotationKind::Other
+            }
+        }
+        Expr::StringLiteral(literal) => {
+            let text = literal.value.to_str();
+            if text == "Tensor" || text == "torch.Tensor" {
+                AnnotationKind::Tensor { optional: false }
+            } else {
+                AnnotationKind::Other
+            }
+        }
+        Expr::Subscript(subscript) => {
+            let head = text_of(&subscript.value);
+            let head = head.rsplit('.').next().unwrap_or_default();
+            match head {
+                "Optional" => match annotation_kind(&subscript.slice) {
+                    AnnotationKind::Tensor { .. } => AnnotationKind::Tensor { optional: true },
+                    other => other,
+                },
+                "Union" => union_kind(&subscript.slice),
+                "List" | "list" | "Tuple" | "tuple" | "Sequence" => {
+                    let elements: Vec<&Expr> = match &*subscript.slice {
+                        Expr::Tuple(tuple) => tuple.elts.iter().collect(),
+                        other => vec![other],
+                    };
+                    if elements.iter().all(|element| {
+                        matches!(annotation_kind(element), AnnotationKind::Tensor { .. })
+                            || matches!(element, Expr::EllipsisLiteral(_))
+                    }) {
+                        AnnotationKind::Tensors
+                    } else {
+                        AnnotationKind::Other
+                    }
+                }
+                _ => AnnotationKind::Other,
+            }
+        }
+        Expr::BinOp(binary) if binary.op == ast::Operator::BitOr => {
+            let sides = [&*binary.left, &*binary.right];
+            let tensor = sides.iter().any(|side| matches!(annotation_kind(side), AnnotationKind::Tensor { .. }));
+            let none = sides.iter().any(|side| matches!(side, Expr::NoneLiteral(_)));
+            let others = sides.iter().all(|side| {
+                matches!(annotation_kind(side), AnnotationKind::Tensor { .. }) || matches!(side, Expr::NoneLiteral(_))
+            });
+            if tensor && others { AnnotationKind::Tensor { optional: none } } else { AnnotationKind::Other }
+        }
+        _ => AnnotationKind::Other,
+    }
+}
+
+fn union_kind(slice: &Expr) -> AnnotationKind {
+    let Expr::Tuple(tuple) = slice else { return annotation_kind(slice) };
+    let mut optional = false;
+    for element in &tuple.elts {
+        match element {
+            Expr::NoneLiteral(_) => optional = true,
+            element if matches!(annotation_kind(element), AnnotationKind::Tensor { .. }) => {}
+            _ => return AnnotationKind::Other,
+        }
+    }
+    AnnotationKind::Tensor { optional }
+}
+
+fn default_value(parameter: &ast::ParameterWithDefault) -> Value {
+    match parameter.default.as_deref() {
+        Some(Expr::NoneLiteral(_)) => Value::None,
+        _ => Value::Unknown,
+    }
+}
+
+/// `self.<name>` as an assignment target.
+fn self_attribute(target: &Expr) -> Option<&str> {
+    let Expr::Attribute(attribute) = target else { return None };
+    matches!(&*attribute.value, Expr::Name(name) if name.id.as_str() == "self").then(|| attribute.attr.as_str())
+}
+
+/// Parameters and buffers every module of `torch.nn` has under these names.
+fn module_parameter(name: &str) -> Value {
+    match name {
+        "weight" | "bias" | "running_mean" | "running_var" | "in_proj_weight" | "in_proj_bias" => Value::tensor(),
+        _ => Value::Unknown,
+    }
+}
+
+fn boolean_tensor() -> Value {
+    Value::Tensor(TensorInfo::default())
+}
+
+/// Whether an index expression is a boolean mask, which makes the result's size data-dependent.
+fn is_boolean_mask(slice: &Expr, index: &Value) -> bool {
+    if !index.is_tensor() {
+        return false;
+    }
+    match slice {
+        Expr::Compare(_) => true,
+        Expr::UnaryOp(ast::ExprUnaryOp { op: ast::UnaryOp::Invert, .. }) => true,
+        Expr::Call(call) => {
+            let name = match &*call.func {
+                Expr::Attribute(attribute) => attribute.attr.as_str(),
+                Expr::Name(name) => name.id.as_str(),
+                _ => "",
+            };
+            matches!(name, "bool" | "isnan" | "isinf" | "isfinite" | "logical_not" | "logical_and" | "logical_or" | "eq" | "ne" | "gt" | "ge" | "lt" | "le")
+        }
+        Expr::Name(name) => {
+            let name = name.id.as_str();
+            name.contains("mask") || name.starts_with("is_") || name == "keep" || name == "valid"
+        }
+        _ => false,
+    }
+}
+
+/// The elements a `for` loop over the value binds.
+fn element_of(value: &Value) -> Value {
+    match value {
+        Value::Tensor(_) | Value::Tensors(_) => Value::tensor(),
+        Value::Tuple(items) => items.iter().fold(Value::Bottom, |acc, item| acc.join(item)),
+        Value::DataScalars => Value::DataScalar(Interval::default()),
+        Value::Modules => Value::Module(None),
+        Value::Iter(inner) => (**inner).clone(),
+        _ => Value::Unknown,
+    }
+}
+
+/// A numeric literal operand.
+fn number_of(expr: &Expr) -> Option<f64> {
+    names::number_literal(expr)
+}
+
+fn data_guard(interval: Interval, op: CompareOp, constant: Option<f64>) -> Value {
+    Value::Guard(Guard {
+        kind: GuardKind::Data,
+        decided: constant.is_some_and(|constant| interval.decide(op, constant).is_some()),
+        suggestion: None,
+    })
+}
+
+/// The interval of `size <op> constant` for `+`, `-` and `*` by a non-negative constant.
+fn shift_interval(interval: Interval, op: ast::Operator, constant: Option<f64>) -> Interval {
+    let Some(constant) = constant else { return Interval::default() };
+    match op {
+        ast::Operator::Add => Interval { low: interval.low.map(|low| low + constant), high: interval.high.map(|high| high + constant) },
+        ast::Operator::Sub => Interval { low: interval.low.map(|low| low - constant), high: interval.high.map(|high| high - constant) },
+        ast::Operator::Mult if constant >= 0.0 => {
+            Interval { low: interval.low.map(|low| low * constant), high: interval.high.map(|high| high * constant) }
+        }
+        _ => Interval::default(),
+    }
+}
+
+/// The `Dim` ranges under which `dim <op> constant` is decided, for the message.
+fn suggest_range(name: &str, op: CompareOp, constant: f64) -> String {
+    #[allow(clippy::cast_possible_truncation)] // Literal sizes.
+    let constant = constant.floor() as i64;
+    let (true_side, false_side) = match op {
+        CompareOp::Gt => (format!("min={}", constant + 1), format!("max={constant}")),
+        CompareOp::GtE => (format!("min={constant}"), format!("max={}", constant - 1)),
+        CompareOp::Lt => (format!("max={}", constant - 1), format!("min={constant}")),
+        CompareOp::LtE => (format!("max={constant}"), format!("min={}", constant + 1)),
+        CompareOp::Eq | CompareOp::NotEq => {
+            return format!("`{name} = {constant}` (make the dimension static), or remove the branch");
+        }
+    };
+    format!("`Dim(\"{name}\", {true_side})` or `Dim(\"{name}\", {false_side})`")
+}
+
+/// `torch._check(n <= 5)` narrows what the interpreter knows of `n` from here on.
+fn narrow(condition: &Expr, is_size: bool, env: &mut Env) {
+    if is_size {
+        if let Expr::Name(name) = condition {
+            narrow_name(name.id.as_str(), Interval::at_least(0.0), env);
+        }
+        return;
+    }
+    let Expr::Compare(compare) = condition else { return };
+    let (Some(op), Some(right)) = (compare.ops.first(), compare.comparators.first()) else { return };
+    let op = match op {
+        ast::CmpOp::Lt => CompareOp::Lt,
+        ast::CmpOp::LtE => CompareOp::LtE,
+        ast::CmpOp::Gt => CompareOp::Gt,
+        ast::CmpOp::GtE => CompareOp::GtE,
+        ast::CmpOp::Eq => CompareOp::Eq,
+        _ => return,
+    };
+    match (&*compare.left, number_of(right), number_of(&compare.left), right) {
+        (Expr::Name(name), Some(constant), _, _) => narrow_name(name.id.as_str(), Interval::satisfying(op, constant), env),
+        (_, _, Some(constant), Expr::Name(name)) => {
+            narrow_name(name.id.as_str(), Interval::satisfying(op.flipped(), constant), env);
+        }
+        _ => {}
+    }
+}
+
+fn narrow_name(name: &str, by: Interval, env: &mut Env) {
+    let Some(value) = env.locals.get_mut(name) else { return };
+    match value {
+        Value::DataScalar(interval) => *interval = interval.intersect(by),
+        Value::Size { origin: SizeOrigin::Unbacked, interval } => *interval = interval.intersect(by),
+        _ => {}
+    }
+}
+
+/// True when a block only raises: input validation, whose other side is the normal path.
+fn raises_only(body: &[Stmt]) -> bool {
+    !body.is_empty()
+        && body.iter().all(|stmt| {
+            matches!(stmt, Stmt::Raise(_) | Stmt::Pass(_))
+                || matches!(stmt, Stmt::Expr(expr) if matches!(&*expr.value, Expr::StringLiteral(_) | Expr::Call(_)))
+        })
+        && body.iter().any(|stmt| matches!(stmt, Stmt::Raise(_)))
+}

@@ -1,0 +1,291 @@
+//! The semantic model: what the names in a file mean, which code is traced, which values are
+//! tensors, and what happens to them.
+//!
+//! Building it runs three passes over the parsed file: module-level bindings and classes,
+//! `nn.Module` detection and attributes, then an abstract interpreter over every traced
+//! function (each `forward` and what it calls). The interpreter records [`Event`]s — a tensor
+//! used as a condition, a data-dependent number used as a loop count — and the rules turn
+//! events into diagnostics.
+
+mod custom_ops;
+mod events;
+mod interpreter;
+pub(crate) mod names;
+mod shapes;
+pub(crate) mod torch_api;
+
+/// Whether a qualified base class name makes a class an `nn.Module` (for the workspace index).
+pub(crate) fn torch_api_is_module_base(qualified: &str) -> bool {
+    torch_api::is_module_base(qualified)
+}
+pub(crate) mod value;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use ruff_text_size::{Ranged, TextSize};
+
+pub(crate) use custom_ops::{CustomOp, registrations};
+pub(crate) use events::{BoolContext, Event, EventKind, ScalarUse};
+use interpreter::Interpreter;
+pub(crate) use shapes::ShapesSpec;
+use value::Value;
+
+use crate::SourceFile;
+use crate::syntax::Parsed;
+use crate::syntax::ast::{self, Stmt};
+use crate::workspace::WorkspaceIndex;
+
+/// A function or method defined anywhere in the file.
+pub(crate) struct FunctionInfo<'a> {
+    pub(crate) def: &'a ast::StmtFunctionDef,
+    /// The class whose body defines it directly.
+    pub(crate) class: Option<usize>,
+}
+
+/// A class defined at module level.
+pub(crate) struct ClassInfo<'a> {
+    pub(crate) def: &'a ast::StmtClassDef,
+    pub(crate) bases: Vec<Value>,
+    pub(crate) is_module: bool,
+    pub(crate) methods: HashMap<&'a str, usize>,
+    /// What `self.<name>` holds, from assignments in any method.
+    pub(crate) attributes: HashMap<String, Value>,
+}
+
+pub(crate) struct SemanticModel<'a> {
+    pub(crate) file: SourceFile<'a>,
+    pub(crate) workspace: &'a WorkspaceIndex,
+    /// The file exports with `strict=True` (module-level `strict = True` or an export call).
+    pub(crate) strict: bool,
+    pub(crate) globals: HashMap<String, Value>,
+    pub(crate) functions: Vec<FunctionInfo<'a>>,
+    function_by_start: HashMap<TextSize, usize>,
+    pub(crate) classes: Vec<ClassInfo<'a>>,
+    pub(crate) events: Vec<Event>,
+    pub(crate) custom_ops: Vec<CustomOp>,
+    pub(crate) spec: Option<ShapesSpec>,
+}
+
+impl<'a> SemanticModel<'a> {
+    pub(crate) fn build(parsed: &'a Parsed, file: SourceFile<'a>, workspace: &'a WorkspaceIndex) -> Self {
+        let body: &'a [Stmt] = &parsed.module.body;
+        let mut model = SemanticModel {
+            file,
+            workspace,
+            strict: false,
+            globals: HashMap::new(),
+            functions: Vec::new(),
+            function_by_start: HashMap::new(),
+            classes: Vec::new(),
+            events: Vec::new(),
+            custom_ops: Vec::new(),
+            spec: None,
+        };
+        model.collect_functions(body, None);
+        model.collect_globals(body);
+        model.resolve_modules();
+        model.collect_attributes();
+        model.custom_ops = custom_ops::collect(body, &model);
+        // Files that define no module class and no custom op have nothing traced.
+        if model.classes.iter().any(|class| class.is_module) {
+            model.spec = shapes::collect(body, &model);
+            model.strict = shapes::declares_strict(body);
+            model.events = Interpreter::run(&model);
+        }
+        model
+    }
+
+    fn collect_functions(&mut self, body: &'a [Stmt], class: Option<usize>) {
+        for stmt in body {
+            match stmt {
+                Stmt::FunctionDef(def) => {
+                    self.function_by_start.insert(def.start(), self.functions.len());
+                    self.functions.push(FunctionInfo { def, class });
+                    self.collect_functions(&def.body, None);
+                }
+                Stmt::ClassDef(def) => {
+                    // Every class gets an entry, nested ones included (a model class defined
+                    // inside a test function or another class is still traced).
+                    self.classes.push(ClassInfo {
+                        def,
+                        bases: Vec::new(),
+                        is_module: false,
+                        methods: HashMap::new(),
+                        attributes: HashMap::new(),
+                    });
+                    let index = self.classes.len() - 1;
+                    let first = self.functions.len();
+                    self.collect_functions(&def.body, Some(index));
+                    for function in first..self.functions.len() {
+                        if self.functions[function].class == Some(index) {
+                            let name = self.functions[function].def.name.as_str();
+                            self.classes[index].methods.insert(name, function);
+                        }
+                    }
+                }
+                Stmt::If(if_stmt) => {
+                    self.collect_functions(&if_stmt.body, class);
+                    for clause in &if_stmt.elif_else_clauses {
+                        self.collect_functions(&clause.body, class);
+                    }
+                }
+                Stmt::Try(try_stmt) => {
+                    self.collect_functions(&try_stmt.body, class);
+                    for ast::ExceptHandler::ExceptHandler(handler) in &try_stmt.handlers {
+                        self.collect_functions(&handler.body, class);
+                    }
+                    self.collect_functions(&try_stmt.orelse, class);
+                    self.collect_functions(&try_stmt.finalbody, class);
+                }
+                Stmt::With(with) => self.collect_functions(&with.body, class),
+                Stmt::For(for_stmt) => self.collect_functions(&for_stmt.body, class),
+                Stmt::While(while_stmt) => self.collect_functions(&while_stmt.body, class),
+                _ => {}
+            }
+        }
+    }
+
+    pub(crate) fn function_at(&self, def: &ast::StmtFunctionDef) -> Option<usize> {
+        self.function_by_start.get(&def.start()).copied()
+    }
+
+    fn collect_globals(&mut self, body: &'a [Stmt]) {
+        for stmt in names::module_level_statements(body) {
+            match stmt {
+                Stmt::Import(_) | Stmt::ImportFrom(_) => {
+                    for (local, qualified) in names::import_bindings(stmt, self.file) {
+                        self.globals.insert(local, Value::Qualified(Rc::from(qualified)));
+                    }
+                }
+                Stmt::ClassDef(def) => {
+                    if let Some(index) = self.classes.iter().position(|class| std::ptr::eq(class.def, def)) {
+                        self.globals.insert(def.name.to_string(), Value::Class(index));
+                    }
+                }
+                Stmt::FunctionDef(def) => {
+                    if let Some(index) = self.function_at(def) {
+                        if self.functions[index].class.is_none() && self.is_module_level_function(def) {
+                            self.globals.insert(def.name.to_string(), Value::Function(index));
+                        }
+                    }
+                }
+                Stmt::Assign(assign) => {
+                    if let [ast::Expr::Name(target)] = assign.targets.as_slice() {
+                        let value = Interpreter::evaluate_global(self, &assign.value);
+                        if !matches!(value, Value::Unknown) {
+                            self.globals.insert(target.id.to_string(), value);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn is_module_level_function(&self, def: &ast::StmtFunctionDef) -> bool {
+        !self.functions.iter().any(|function| {
+            !std::ptr::eq(function.def, def) && function.def.range().contains_range(def.range())
+        }) && !self.classes.iter().any(|class| class.def.range().contains_range(def.range()))
+    }
+
+    /// Marks every class that derives from `nn.Module`, through local and workspace bases.
+    fn resolve_modules(&mut self) {
+        for index in 0..self.classes.len() {
+            let bases: Vec<Value> = self.classes[index]
+                .def
+                .arguments
+                .iter()
+                .flat_map(|arguments| arguments.args.iter())
+                .map(|base| Interpreter::evaluate_global(self, base))
+                .collect();
+            self.classes[index].bases = bases;
+        }
+        // Local bases may come later in the file, so iterate to a fixed point.
+        loop {
+            let mut changed = false;
+            for index in 0..self.classes.len() {
+                if self.classes[index].is_module {
+                    continue;
+                }
+                let is_module = self.classes[index].bases.iter().any(|base| match base {
+                    Value::Qualified(name) => {
+                        torch_api::is_module_base(name) || self.workspace.is_module_class(name)
+                    }
+                    Value::Class(base) => self.classes[*base].is_module,
+                    _ => false,
+                });
+                if is_module {
+                    self.classes[index].is_module = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    /// Learns what `self.<name>` holds in each module class from assignments in its methods.
+    fn collect_attributes(&mut self) {
+        for index in 0..self.classes.len() {
+            if !self.classes[index].is_module {
+                continue;
+            }
+            let methods: Vec<usize> = self.classes[index].methods.values().copied().collect();
+            let mut attributes: HashMap<String, Value> = HashMap::new();
+            for method in methods {
+                let def = self.functions[method].def;
+                Interpreter::collect_attributes(self, &def.body, &mut attributes);
+            }
+            self.classes[index].attributes = attributes;
+        }
+    }
+
+    /// The method `name` of class `class` or of its local bases, in MRO-like order.
+    pub(crate) fn find_method(&self, class: usize, name: &str) -> Option<usize> {
+        let mut stack = vec![class];
+        let mut seen = Vec::new();
+        while let Some(current) = stack.pop() {
+            if seen.contains(&current) {
+                continue;
+            }
+            seen.push(current);
+            if let Some(method) = self.classes[current].methods.get(name) {
+                return Some(*method);
+            }
+            for base in self.classes[current].bases.iter().rev() {
+                if let Value::Class(base) = base {
+                    stack.push(*base);
+                }
+            }
+        }
+        None
+    }
+
+    /// What `self.<name>` holds in class `class` or its local bases.
+    pub(crate) fn find_attribute(&self, class: usize, name: &str) -> Option<&Value> {
+        let mut stack = vec![class];
+        let mut seen = Vec::new();
+        while let Some(current) = stack.pop() {
+            if seen.contains(&current) {
+                continue;
+            }
+            seen.push(current);
+            if let Some(value) = self.classes[current].attributes.get(name) {
+                return Some(value);
+            }
+            for base in self.classes[current].bases.iter().rev() {
+                if let Value::Class(base) = base {
+                    stack.push(*base);
+                }
+            }
+        }
+        None
+    }
+
+    /// The source text of a range, for messages.
+    pub(crate) fn text(&self, ranged: impl Ranged) -> &'a str {
+        &self.file.text[ranged.range()]
+    }
+}

@@ -1,0 +1,139 @@
+//! Import resolution: which qualified name a module-level binding refers to.
+
+use crate::SourceFile;
+use crate::syntax::ast::{self, Stmt};
+
+/// The package a relative import of `level` dots starts from, for a file at `module`.
+fn relative_base(file: SourceFile<'_>, level: u32) -> Option<String> {
+    let module = file.module?;
+    let mut parts: Vec<&str> = module.split('.').collect();
+    // In `pkg/mod.py` one dot means `pkg`; in `pkg/__init__.py` it means `pkg` itself.
+    let drop = if file.is_package { level - 1 } else { level };
+    for _ in 0..drop {
+        parts.pop()?;
+    }
+    Some(parts.join("."))
+}
+
+/// Every name an import statement binds, with the qualified name it refers to.
+pub(crate) fn import_bindings(stmt: &Stmt, file: SourceFile<'_>) -> Vec<(String, String)> {
+    match stmt {
+        Stmt::Import(import) => import
+            .names
+            .iter()
+            .map(|alias| match &alias.asname {
+                Some(asname) => (asname.id.to_string(), alias.name.id.to_string()),
+                // `import a.b.c` binds `a`, which refers to the package `a`.
+                None => {
+                    let head = alias.name.id.split('.').next().unwrap_or_default().to_owned();
+                    (head.clone(), head)
+                }
+            })
+            .collect(),
+        Stmt::ImportFrom(import) => {
+            let module = import.module.as_ref().map(|m| m.id.to_string());
+            let base = if import.level == 0 {
+                module
+            } else {
+                let Some(package) = relative_base(file, import.level) else {
+                    return Vec::new();
+                };
+                Some(match module {
+                    Some(module) if package.is_empty() => module,
+                    Some(module) => format!("{package}.{module}"),
+                    None => package,
+                })
+            };
+            let Some(base) = base else { return Vec::new() };
+            import
+                .names
+                .iter()
+                .filter(|alias| alias.name.id.as_str() != "*")
+                .map(|alias| {
+                    let local = alias.asname.as_ref().unwrap_or(&alias.name).id.to_string();
+                    let qualified =
+                        if base.is_empty() { alias.name.id.to_string() } else { format!("{base}.{}", alias.name.id) };
+                    (local, qualified)
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The statements that run at module level, including those nested in `if`, `try` and `with`
+/// blocks (`if TYPE_CHECKING:`, `try: import x except ImportError:`, `if __name__ == ...`).
+pub(crate) fn module_level_statements(body: &[Stmt]) -> Vec<&Stmt> {
+    let mut out = Vec::new();
+    collect(body, &mut out);
+    out
+}
+
+fn collect<'a>(body: &'a [Stmt], out: &mut Vec<&'a Stmt>) {
+    for stmt in body {
+        out.push(stmt);
+        match stmt {
+            Stmt::If(if_stmt) => {
+                collect(&if_stmt.body, out);
+                for clause in &if_stmt.elif_else_clauses {
+                    collect(&clause.body, out);
+                }
+            }
+            Stmt::Try(try_stmt) => {
+                collect(&try_stmt.body, out);
+                for ast::ExceptHandler::ExceptHandler(handler) in &try_stmt.handlers {
+                    collect(&handler.body, out);
+                }
+                collect(&try_stmt.orelse, out);
+                collect(&try_stmt.finalbody, out);
+            }
+            Stmt::With(with) => collect(&with.body, out),
+            _ => {}
+        }
+    }
+}
+
+/// The dotted name an expression spells, if it is a chain of names: `torch.nn.Module`.
+pub(crate) fn dotted(expr: &ast::Expr) -> Option<String> {
+    match expr {
+        ast::Expr::Name(name) => Some(name.id.to_string()),
+        ast::Expr::Attribute(attribute) => {
+            let mut head = dotted(&attribute.value)?;
+            head.push('.');
+            head.push_str(attribute.attr.as_str());
+            Some(head)
+        }
+        _ => None,
+    }
+}
+
+/// A string literal's value.
+pub(crate) fn string_literal(expr: &ast::Expr) -> Option<&str> {
+    match expr {
+        ast::Expr::StringLiteral(literal) => Some(literal.value.to_str()),
+        _ => None,
+    }
+}
+
+/// An integer literal's value, with a leading minus sign.
+pub(crate) fn int_literal(expr: &ast::Expr) -> Option<i64> {
+    match expr {
+        ast::Expr::NumberLiteral(ast::ExprNumberLiteral { value: ast::Number::Int(int), .. }) => int.as_i64(),
+        ast::Expr::UnaryOp(ast::ExprUnaryOp { op: ast::UnaryOp::USub, operand, .. }) => {
+            int_literal(operand).map(|value| -value)
+        }
+        _ => None,
+    }
+}
+
+/// A numeric literal's value as a float.
+#[allow(clippy::cast_precision_loss)] // Literal bounds in model code are small.
+pub(crate) fn number_literal(expr: &ast::Expr) -> Option<f64> {
+    match expr {
+        ast::Expr::NumberLiteral(ast::ExprNumberLiteral { value: ast::Number::Float(value), .. }) => Some(*value),
+        ast::Expr::UnaryOp(ast::ExprUnaryOp { op: ast::UnaryOp::USub, operand, .. }) => {
+            number_literal(operand).map(|value| -value)
+        }
+        _ => int_literal(expr).map(|value| value as f64),
+    }
+}

@@ -1,0 +1,417 @@
+//! The file's export specification: which class is exported, its example inputs, and the
+//! `Dim`s that `dynamic_shapes` gives each `forward` parameter.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_text_size::{Ranged, TextRange};
+
+use super::names;
+use super::value::{DimDecl, TensorDims, Value};
+use super::SemanticModel;
+use crate::syntax::ast::{self, Expr, Stmt};
+
+/// A mistake in `dynamic_shapes` that `torch.export` rejects before tracing.
+#[derive(Debug, Clone)]
+pub(crate) struct SpecProblem {
+    pub(crate) range: TextRange,
+    pub(crate) message: String,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct ShapesSpec {
+    pub(crate) model_class: Option<usize>,
+    by_name: HashMap<String, Rc<TensorDims>>,
+    by_position: Vec<Rc<TensorDims>>,
+    ranks: Vec<Option<usize>>,
+    pub(crate) problems: Vec<SpecProblem>,
+}
+
+impl ShapesSpec {
+    pub(crate) fn has_dynamic_dims(&self) -> bool {
+        self.by_name.values().chain(self.by_position.iter()).any(|dims| !dims.dynamic.is_empty())
+    }
+
+    /// The dimensions of `forward`'s parameter `name` at `position` (after `self`).
+    pub(crate) fn dims_for(&self, name: &str, position: usize) -> Rc<TensorDims> {
+        if let Some(dims) = self.by_name.get(name).or_else(|| self.by_position.get(position)) {
+            return dims.clone();
+        }
+        let rank = self.ranks.get(position).copied().flatten();
+        Rc::new(TensorDims { rank, dynamic: Vec::new() })
+    }
+}
+
+/// Everything the spec is assembled from, gathered in one walk over the file.
+#[derive(Default)]
+struct Gathered<'a> {
+    /// Every `name = value` in any scope; the last one wins.
+    assignments: HashMap<String, &'a Expr>,
+    /// Names bound by `a, b = dims("a", "b")`.
+    dims_helper: HashMap<String, (String, TextRange)>,
+    export_calls: Vec<&'a ast::ExprCall>,
+}
+
+struct Gatherer<'m, 's, 'a> {
+    model: &'m SemanticModel<'s>,
+    gathered: Gathered<'a>,
+}
+
+impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        if let Stmt::Assign(assign) = stmt {
+            match assign.targets.as_slice() {
+                [Expr::Name(name)] => {
+                    self.gathered.assignments.insert(name.id.to_string(), &assign.value);
+                }
+                [Expr::Tuple(tuple)] => {
+                    if let Expr::Call(call) = &*assign.value {
+                        if qualified(self.model, &call.func).is_some_and(|q| q.ends_with("dims")) {
+                            for (target, arg) in tuple.elts.iter().zip(call.arguments.args.iter()) {
+                                if let (Expr::Name(name), Some(dim)) = (target, names::string_literal(arg)) {
+                                    self.gathered
+                                        .dims_helper
+                                        .insert(name.id.to_string(), (dim.to_owned(), call.range()));
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        visitor::walk_stmt(self, stmt);
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Call(call) = expr {
+            if qualified(self.model, &call.func).is_some_and(|q| is_export_function(&q)) {
+                self.gathered.export_calls.push(call);
+            }
+        }
+        visitor::walk_expr(self, expr);
+    }
+}
+
+fn is_export_function(qualified: &str) -> bool {
+    matches!(
+        qualified,
+        "torch.export.export" | "torch.export.draft_export" | "torch.export._trace._export" | "torch._export.export"
+    )
+}
+
+/// The qualified name an expression refers to through the file's imports.
+fn qualified(model: &SemanticModel, expr: &Expr) -> Option<String> {
+    let dotted = names::dotted(expr)?;
+    let (head, rest) = dotted.split_once('.').map_or((dotted.as_str(), None), |(head, rest)| (head, Some(rest)));
+    match model.globals.get(head) {
+        Some(Value::Qualified(qualified)) => Some(match rest {
+            Some(rest) => format!("{qualified}.{rest}"),
+            None => qualified.to_string(),
+        }),
+        _ => Some(dotted.clone()),
+    }
+}
+
+/// `strict = True` at module level, or `strict=True` in an export call.
+pub(crate) fn declares_strict(body: &[Stmt]) -> bool {
+    names::module_level_statements(body).iter().any(|stmt| {
+        matches!(stmt, Stmt::Assign(assign)
+            if matches!(assign.targets.as_slice(), [Expr::Name(name)] if name.id.as_str() == "strict")
+            && matches!(&*assign.value, Expr::BooleanLiteral(literal) if literal.value))
+    })
+}
+
+pub(crate) fn collect<'a>(body: &'a [Stmt], model: &SemanticModel) -> Option<ShapesSpec> {
+    let mut gatherer = Gatherer { model, gathered: Gathered::default() };
+    gatherer.visit_body(body);
+    let gathered = gatherer.gathered;
+    let module_level = |name: &str| {
+        names::module_level_statements(body).into_iter().rev().find_map(|stmt| match stmt {
+            Stmt::Assign(assign) => match assign.targets.as_slice() {
+                [Expr::Name(target)] if target.id.as_str() == name => Some(&*assign.value),
+                _ => None,
+            },
+            _ => None,
+        })
+    };
+    let export_call = gathered.export_calls.first().copied();
+    let keyword = |name: &str| export_call.and_then(|call| call.arguments.find_keyword(name)).map(|k| &k.value);
+    let resolve = |expr: &'a Expr| -> Option<&'a Expr> {
+        match expr {
+            Expr::Name(name) => gathered.assignments.get(name.id.as_str()).copied(),
+            other => Some(other),
+        }
+    };
+
+    let model_expr = module_level("model").or_else(|| export_call.and_then(|call| call.arguments.args.first()));
+    let model_class = model_expr.and_then(resolve).and_then(|expr| match expr {
+        Expr::Call(call) => {
+            let dotted = names::dotted(&call.func)?;
+            match model.globals.get(dotted.as_str()) {
+                Some(Value::Class(class)) if model.classes[*class].is_module => Some(*class),
+                // `Outer.Inner()`: a nested class, found by its own name when that is unique.
+                _ => {
+                    let last = dotted.rsplit('.').next()?;
+                    let mut matching = model.classes.iter().enumerate().filter(|(_, c)| c.def.name.as_str() == last);
+                    match (matching.next(), matching.next()) {
+                        (Some((index, class)), None) if class.is_module => Some(index),
+                        _ => None,
+                    }
+                }
+            }
+        }
+        _ => None,
+    });
+    let args_expr = module_level("example_args").or_else(|| export_call.and_then(|call| call.arguments.args.get(1)));
+    let ranks: Vec<Option<usize>> = match args_expr.and_then(resolve) {
+        Some(Expr::Tuple(tuple)) => tuple.elts.iter().map(example_rank).collect(),
+        Some(Expr::List(list)) => list.elts.iter().map(example_rank).collect(),
+        _ => Vec::new(),
+    };
+    let has_kwargs = module_level("example_kwargs").is_some() || keyword("kwargs").is_some();
+    let spec_expr = module_level("dynamic_shapes").or_else(|| keyword("dynamic_shapes"))?;
+    let spec_expr = resolve(spec_expr)?;
+
+    let parameters = model_class
+        .and_then(|class| model.find_method(class, "forward"))
+        .map(|forward| forward_parameters(model.functions[forward].def));
+    let reader = DimReader { model, gathered: &gathered };
+    let mut spec = ShapesSpec { model_class, ranks, ..ShapesSpec::default() };
+    match spec_expr {
+        Expr::Dict(dict) => {
+            if let Some(parameters) = &parameters {
+                let keys: Vec<&str> = dict.items.iter().filter_map(|item| item.key.as_ref().and_then(names::string_literal)).collect();
+                let missing: Vec<&str> = parameters
+                    .names
+                    .iter()
+                    .take(spec.ranks.len())
+                    .map(String::as_str)
+                    .filter(|name| !keys.contains(name))
+                    .collect();
+                let misnamed = keys.iter().any(|key| !parameters.names.iter().any(|name| name == key));
+                // A misspelled key is reported on itself; the input it meant is not "missing".
+                if !missing.is_empty() && !misnamed && keys.len() == dict.items.len() {
+                    spec.problems.push(SpecProblem {
+                        range: spec_expr.range(),
+                        message: format!(
+                            "`dynamic_shapes` must name every input of `forward`; add {} (`None` keeps an input static)",
+                            missing.iter().map(|name| format!("`\"{name}\": None`")).collect::<Vec<_>>().join(", ")
+                        ),
+                    });
+                }
+            }
+            for item in &dict.items {
+                let Some(key) = &item.key else { continue };
+                let Some(name) = names::string_literal(key) else { continue };
+                let position = parameters.as_ref().and_then(|p| p.names.iter().position(|n| n == name));
+                if let Some(parameters) = &parameters {
+                    if position.is_none() && !parameters.has_kwargs {
+                        spec.problems.push(SpecProblem {
+                            range: key.range(),
+                            message: format!(
+                                "`dynamic_shapes` key `{name}` is not a parameter of `forward` (its parameters: {})",
+                                parameters.names.join(", ")
+                            ),
+                        });
+                        continue;
+                    }
+                }
+                let rank = position.and_then(|p| spec.ranks.get(p).copied().flatten());
+                let dims = reader.tensor_dims(&item.value, rank, name, &mut spec.problems);
+                spec.by_name.insert(name.to_owned(), Rc::new(dims));
+            }
+        }
+        Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+            if !has_kwargs && !spec.ranks.is_empty() && elts.len() != spec.ranks.len() {
+                spec.problems.push(SpecProblem {
+                    range: spec_expr.range(),
+                    message: format!(
+                        "`dynamic_shapes` has {} entries but `example_args` has {} inputs; give one entry per input (`None` for a static one)",
+                        elts.len(),
+                        spec.ranks.len()
+                    ),
+                });
+            }
+            for (position, element) in elts.iter().enumerate() {
+                let rank = spec.ranks.get(position).copied().flatten();
+                let label = parameters
+                    .as_ref()
+                    .and_then(|p| p.names.get(position).cloned())
+                    .unwrap_or_else(|| format!("input {position}"));
+                let dims = reader.tensor_dims(element, rank, &label, &mut spec.problems);
+                spec.by_position.push(Rc::new(dims));
+            }
+        }
+        _ => {}
+    }
+    Some(spec)
+}
+
+struct ForwardParameters {
+    names: Vec<String>,
+    has_kwargs: bool,
+}
+
+fn forward_parameters(def: &ast::StmtFunctionDef) -> ForwardParameters {
+    let parameters = &def.parameters;
+    let names = parameters
+        .posonlyargs
+        .iter()
+        .chain(parameters.args.iter())
+        .chain(parameters.kwonlyargs.iter())
+        .skip(1)
+        .map(|parameter| parameter.parameter.name.to_string())
+        .collect();
+    ForwardParameters { names, has_kwargs: parameters.kwarg.is_some() }
+}
+
+/// The rank of an example input built by a torch factory call.
+fn example_rank(expr: &Expr) -> Option<usize> {
+    let Expr::Call(call) = expr else { return None };
+    let name = names::dotted(&call.func)?;
+    let name = name.rsplit('.').next()?;
+    let shape_of = |args: &[Expr]| -> Option<usize> {
+        match args {
+            [Expr::Tuple(tuple)] => Some(tuple.elts.len()),
+            [Expr::List(list)] => Some(list.elts.len()),
+            args if !args.is_empty() && args.iter().all(|arg| !matches!(arg, Expr::Starred(_))) => Some(args.len()),
+            _ => None,
+        }
+    };
+    match name {
+        "randn" | "rand" | "zeros" | "ones" | "empty" => shape_of(&call.arguments.args),
+        "full" => match call.arguments.args.first()? {
+            Expr::Tuple(tuple) => Some(tuple.elts.len()),
+            Expr::List(list) => Some(list.elts.len()),
+            _ => None,
+        },
+        "randint" => call.arguments.args.iter().find_map(|arg| match arg {
+            Expr::Tuple(tuple) => Some(tuple.elts.len()),
+            Expr::List(list) => Some(list.elts.len()),
+            _ => None,
+        }),
+        "tensor" => call.arguments.args.first().map(list_depth),
+        _ => None,
+    }
+}
+
+fn list_depth(expr: &Expr) -> usize {
+    match expr {
+        Expr::List(list) => 1 + list.elts.first().map_or(0, list_depth),
+        Expr::Tuple(tuple) => 1 + tuple.elts.first().map_or(0, list_depth),
+        _ => 0,
+    }
+}
+
+struct DimReader<'g, 'm, 'a> {
+    model: &'m SemanticModel<'a>,
+    gathered: &'g Gathered<'a>,
+}
+
+impl DimReader<'_, '_, '_> {
+    /// One parameter's entry: `{0: batch}`, `(batch, None)`, or `None`.
+    fn tensor_dims(&self, expr: &Expr, rank: Option<usize>, label: &str, problems: &mut Vec<SpecProblem>) -> TensorDims {
+        let mut dims = TensorDims { rank, dynamic: Vec::new() };
+        match expr {
+            Expr::Dict(dict) => {
+                for item in &dict.items {
+                    let Some(key) = &item.key else { continue };
+                    let Some(index) = names::int_literal(key) else { continue };
+                    let index = if index < 0 { rank.map_or(-1, |rank| rank as i64 + index) } else { index };
+                    let Ok(index) = usize::try_from(index) else { continue };
+                    if let Some(rank) = rank {
+                        if index >= rank {
+                            problems.push(SpecProblem {
+                                range: key.range(),
+                                message: format!(
+                                    "dimension {index} of `{label}` does not exist: its example input has {rank} dimension{}",
+                                    if rank == 1 { "" } else { "s" }
+                                ),
+                            });
+                            continue;
+                        }
+                    }
+                    if let Some(dim) = self.dim(&item.value, 0) {
+                        dims.dynamic.push((index, Rc::new(dim)));
+                    }
+                }
+            }
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                if let Some(rank) = rank {
+                    if elts.len() != rank {
+                        problems.push(SpecProblem {
+                            range: expr.range(),
+                            message: format!(
+                                "`{label}` has {rank} dimensions but its `dynamic_shapes` entry lists {}",
+                                elts.len()
+                            ),
+                        });
+                    }
+                }
+                for (index, element) in elts.iter().enumerate() {
+                    if let Some(dim) = self.dim(element, 0) {
+                        dims.dynamic.push((index, Rc::new(dim)));
+                    }
+                }
+            }
+            Expr::Name(_) => {
+                if let Some(resolved) = self.resolve(expr) {
+                    if !matches!(resolved, Expr::Name(_)) {
+                        return self.tensor_dims(resolved, rank, label, problems);
+                    }
+                }
+            }
+            _ => {}
+        }
+        dims
+    }
+
+    fn resolve(&self, expr: &Expr) -> Option<&Expr> {
+        let Expr::Name(name) = expr else { return None };
+        self.gathered.assignments.get(name.id.as_str()).copied()
+    }
+
+    /// A `Dim` expression; `None` for a static entry.
+    fn dim(&self, expr: &Expr, depth: usize) -> Option<DimDecl> {
+        if depth > 8 {
+            return None;
+        }
+        match expr {
+            Expr::Call(call) => {
+                let callee = qualified(self.model, &call.func)?;
+                if !(callee.ends_with("Dim") || callee.ends_with("Dim.DYNAMIC") || callee.ends_with("Dim.AUTO")) {
+                    return None;
+                }
+                let automatic = callee.ends_with("DYNAMIC") || callee.ends_with("AUTO");
+                let name = call.arguments.args.first().and_then(names::string_literal).unwrap_or("_").to_owned();
+                let bound = |key: &str| call.arguments.find_keyword(key).and_then(|k| names::int_literal(&k.value));
+                Some(DimDecl { name, min: bound("min"), max: bound("max"), automatic, range: call.range() })
+            }
+            Expr::Attribute(attribute) => match attribute.attr.as_str() {
+                "AUTO" | "DYNAMIC" => Some(DimDecl {
+                    name: attribute.attr.to_string(),
+                    min: None,
+                    max: None,
+                    automatic: true,
+                    range: expr.range(),
+                }),
+                _ => None,
+            },
+            Expr::Name(name) => {
+                if let Some((dim, range)) = self.gathered.dims_helper.get(name.id.as_str()) {
+                    return Some(DimDecl { name: dim.clone(), min: None, max: None, automatic: false, range: *range });
+                }
+                self.dim(self.resolve(expr)?, depth + 1)
+            }
+            // A derived dimension (`2 * batch`): its range follows another's; the interpreter
+            // does not reason about it.
+            Expr::BinOp(binary) => {
+                let base = self.dim(&binary.left, depth + 1).or_else(|| self.dim(&binary.right, depth + 1))?;
+                Some(DimDecl { automatic: true, range: expr.range(), ..base })
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! The abstract values the interpreter tracks: what a Python expression in traced code is.
+
+use std::rc::Rc;
+
+use ruff_text_size::TextRange;
+
+/// A closed range of numbers a value may take; `None` ends are unbounded.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct Interval {
+    pub(crate) low: Option<f64>,
+    pub(crate) high: Option<f64>,
+}
+
+impl Interval {
+    pub(crate) fn at_least(low: f64) -> Self {
+        Self { low: Some(low), high: None }
+    }
+
+    pub(crate) fn intersect(self, other: Interval) -> Interval {
+        let low = match (self.low, other.low) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let high = match (self.high, other.high) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Interval { low, high }
+    }
+
+    /// Whether `value <op> constant` holds for every value in the range (`Some(true)`), for
+    /// none (`Some(false)`), or depends on the value (`None`).
+    pub(crate) fn decide(self, op: CompareOp, constant: f64) -> Option<bool> {
+        let low = self.low.unwrap_or(f64::NEG_INFINITY);
+        let high = self.high.unwrap_or(f64::INFINITY);
+        let always_never = |always: bool, never: bool| {
+            if always {
+                Some(true)
+            } else if never {
+                Some(false)
+            } else {
+                None
+            }
+        };
+        match op {
+            CompareOp::Lt => always_never(high < constant, low >= constant),
+            CompareOp::LtE => always_never(high <= constant, low > constant),
+            CompareOp::Gt => always_never(low > constant, high <= constant),
+            CompareOp::GtE => always_never(low >= constant, high < constant),
+            #[allow(clippy::float_cmp)] // Sizes and checked bounds are small integers.
+            CompareOp::Eq => always_never(low == high && low == constant, constant < low || constant > high),
+            #[allow(clippy::float_cmp)]
+            CompareOp::NotEq => always_never(constant < low || constant > high, low == high && low == constant),
+        }
+    }
+
+    /// The range of values for which `value <op> constant` holds, to narrow it after a check.
+    pub(crate) fn satisfying(op: CompareOp, constant: f64) -> Interval {
+        match op {
+            CompareOp::Lt | CompareOp::LtE => Interval { low: None, high: Some(constant) },
+            CompareOp::Gt | CompareOp::GtE => Interval { low: Some(constant), high: None },
+            CompareOp::Eq => Interval { low: Some(constant), high: Some(constant) },
+            CompareOp::NotEq => Interval::default(),
+        }
+    }
+}
+
+/// The ordering comparisons the interpreter reasons about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CompareOp {
+    Lt,
+    LtE,
+    Gt,
+    GtE,
+    Eq,
+    NotEq,
+}
+
+impl CompareOp {
+    /// The same comparison with its operands swapped: `3 < n` is `n > 3`.
+    pub(crate) fn flipped(self) -> CompareOp {
+        match self {
+            CompareOp::Lt => CompareOp::Gt,
+            CompareOp::LtE => CompareOp::GtE,
+            CompareOp::Gt => CompareOp::Lt,
+            CompareOp::GtE => CompareOp::LtE,
+            CompareOp::Eq => CompareOp::Eq,
+            CompareOp::NotEq => CompareOp::NotEq,
+        }
+    }
+}
+
+/// A `Dim` declared in `dynamic_shapes`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DimDecl {
+    pub(crate) name: String,
+    pub(crate) min: Option<i64>,
+    pub(crate) max: Option<i64>,
+    /// `Dim.AUTO` / `Dim.DYNAMIC`: the exporter refines the range itself instead of failing.
+    pub(crate) automatic: bool,
+    /// Where the `Dim` is made, for fixes and messages.
+    pub(crate) range: TextRange,
+}
+
+impl DimDecl {
+    /// The sizes the exporter assumes: a dynamic size is never 0 or 1 while tracing.
+    pub(crate) fn assumed_interval(&self) -> Interval {
+        #[allow(clippy::cast_precision_loss)] // Bounds are small sizes.
+        Interval {
+            low: Some(self.min.map_or(2.0, |min| (min as f64).max(2.0))),
+            high: self.max.map(|max| max as f64),
+        }
+    }
+}
+
+/// What is known of a tensor's dimensions.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct TensorDims {
+    /// From the example input, when the file gives one.
+    pub(crate) rank: Option<usize>,
+    /// Declared dynamic dimensions by non-negative index.
+    pub(crate) dynamic: Vec<(usize, Rc<DimDecl>)>,
+}
+
+/// Where a Python integer that came from a shape came from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SizeOrigin {
+    /// A dimension that is not dynamic: the exporter specialises on it.
+    Static,
+    /// A dimension declared dynamic; `exact` when the value is that size itself, not derived.
+    Dynamic { dim: Rc<DimDecl>, exact: bool },
+    /// The size of a data-dependent result (`nonzero`, boolean masks).
+    Unbacked,
+    /// A size of a tensor whose dimensions the model does not track.
+    Unknown,
+}
+
+impl SizeOrigin {
+    /// Arithmetic on two sizes: the less predictable origin wins.
+    pub(crate) fn combine(&self, other: &SizeOrigin) -> SizeOrigin {
+        let rank = |origin: &SizeOrigin| match origin {
+            SizeOrigin::Static => 0,
+            SizeOrigin::Unknown => 1,
+            SizeOrigin::Dynamic { .. } => 2,
+            SizeOrigin::Unbacked => 3,
+        };
+        let winner = if rank(other) > rank(self) { other } else { self };
+        match winner {
+            SizeOrigin::Dynamic { dim, .. } => SizeOrigin::Dynamic { dim: dim.clone(), exact: false },
+            other => other.clone(),
+        }
+    }
+}
+
+/// What a condition that was not a tensor depends on.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum GuardKind {
+    /// A Python number read from tensor data.
+    Data,
+    /// A size of a data-dependent result.
+    Unbacked,
+    /// A dimension declared dynamic.
+    Dynamic(Rc<DimDecl>),
+    /// A static dimension.
+    Static,
+}
+
+/// A boolean made by comparing sizes or data-dependent numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Guard {
+    pub(crate) kind: GuardKind,
+    /// The exporter can decide it from the known ranges, so it adds no guard.
+    pub(crate) decided: bool,
+    /// A `Dim` range that would decide it, e.g. `Dim("batch", max=16)`.
+    pub(crate) suggestion: Option<String>,
+}
+
+/// Facts about one tensor value.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct TensorInfo {
+    /// Declared dynamic dimensions; `None` when not tracked.
+    pub(crate) dims: Option<Rc<TensorDims>>,
+    /// Its size depends on data (`nonzero`, `x[mask]`).
+    pub(crate) data_dependent_shape: bool,
+    /// The value may be `None` (an optional parameter): its truthiness is a `None` check.
+    pub(crate) maybe_none: bool,
+}
+
+/// An abstract Python value in traced code.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Value {
+    /// No value yet: the identity of `join`.
+    Bottom,
+    /// Anything not tracked: configuration, Python containers, unknown calls.
+    Unknown,
+    None,
+    Tensor(TensorInfo),
+    /// A tuple or list of tensors (`chunk`, `split`, `unbind`).
+    Tensors(TensorInfo),
+    /// A Python number read from tensor data, with the bounds `torch._check` gave it.
+    DataScalar(Interval),
+    /// `.tolist()`: a list of data-dependent numbers.
+    DataScalars,
+    /// `x.shape` / `x.size()` of a tensor.
+    Shape(TensorInfo),
+    /// A Python integer computed from sizes.
+    Size { origin: SizeOrigin, interval: Interval },
+    /// A comparison of sizes or data-dependent numbers.
+    Guard(Guard),
+    /// An `nn.Module` instance (`self`, a submodule, a layer taken from a `ModuleList`).
+    Module(Option<usize>),
+    /// A container of modules (`nn.ModuleList`, `nn.ModuleDict`, `nn.Sequential`).
+    Modules,
+    /// A module-level object known by its qualified name: `torch.nn.functional`, `np.mean`.
+    Qualified(Rc<str>),
+    /// A function defined in this file, by its index in the model's function table.
+    Function(usize),
+    /// A class defined in this file, by index.
+    Class(usize),
+    /// A method looked up on a module instance: its class and function index.
+    Method(Option<usize>, usize),
+    /// A tuple or list display with known elements.
+    Tuple(Rc<[Value]>),
+    /// Something iterable whose elements are the inner value (`zip`, `enumerate`, `range`).
+    Iter(Rc<Value>),
+}
+
+impl Value {
+    pub(crate) fn tensor() -> Value {
+        Value::Tensor(TensorInfo::default())
+    }
+
+    pub(crate) fn is_tensor(&self) -> bool {
+        matches!(self, Value::Tensor(_))
+    }
+
+    pub(crate) fn static_size() -> Value {
+        Value::Size { origin: SizeOrigin::Static, interval: Interval::at_least(0.0) }
+    }
+
+    /// The least value that is at least as general as both: where control flow merges.
+    pub(crate) fn join(&self, other: &Value) -> Value {
+        match (self, other) {
+            (Value::Bottom, value) | (value, Value::Bottom) => value.clone(),
+            (a, b) if a == b => a.clone(),
+            (Value::Tensor(a), Value::Tensor(b)) => Value::Tensor(TensorInfo {
+                dims: if a.dims == b.dims { a.dims.clone() } else { None },
+                data_dependent_shape: a.data_dependent_shape || b.data_dependent_shape,
+                maybe_none: a.maybe_none || b.maybe_none,
+            }),
+            (Value::Tensor(info), Value::None) | (Value::None, Value::Tensor(info)) => {
+                Value::Tensor(TensorInfo { maybe_none: true, ..info.clone() })
+            }
+            (Value::DataScalar(_), Value::DataScalar(_)) => Value::DataScalar(Interval::default()),
+            (Value::Size { origin: a, .. }, Value::Size { origin: b, .. }) => {
+                Value::Size { origin: a.combine(b), interval: Interval::at_least(0.0) }
+            }
+            (Value::Module(_), Value::Module(_)) => Value::Module(None),
+            _ => Value::Unknown,
+        }
+    }
+}

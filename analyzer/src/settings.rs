@@ -1,0 +1,88 @@
+//! Which rules run and in which export mode.
+
+use crate::registry::Rule;
+
+/// A rule code or a prefix of one (`PT`, `PT1`, `PT101`), as in `select` and `ignore`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleSelector(String);
+
+impl RuleSelector {
+    /// Parses a selector; `None` when it can match no rule (a typo the caller should report).
+    pub fn parse(text: &str) -> Option<Self> {
+        let upper = text.trim().to_ascii_uppercase();
+        let matches_any = Rule::ALL.iter().any(|rule| rule.code().starts_with(&upper));
+        (!upper.is_empty() && matches_any).then_some(Self(upper))
+    }
+
+    pub fn matches(&self, rule: Rule) -> bool {
+        rule.code().starts_with(&self.0)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Longer selectors are more specific, as in ruff: `--select PT1 --ignore PT101`.
+    fn specificity(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Analysis settings, from `[tool.pt2lsp]`, the command line or the editor.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `strict = true`: the user exports with `torch.export.export(..., strict=True)`, so
+    /// Dynamo-only problems (graph breaks, untraceable calls) fail the export.
+    pub strict: bool,
+    pub select: Vec<RuleSelector>,
+    pub ignore: Vec<RuleSelector>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self { strict: false, select: vec![RuleSelector("PT".to_owned())], ignore: Vec::new() }
+    }
+}
+
+impl Settings {
+    /// A rule runs when the most specific selector that matches it is a `select`.
+    pub fn is_enabled(&self, rule: Rule) -> bool {
+        let best = |selectors: &[RuleSelector]| {
+            selectors.iter().filter(|s| s.matches(rule)).map(RuleSelector::specificity).max()
+        };
+        match (best(&self.select), best(&self.ignore)) {
+            (Some(selected), Some(ignored)) => selected > ignored,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn selectors(codes: &[&str]) -> Vec<RuleSelector> {
+        codes.iter().map(|code| RuleSelector::parse(code).unwrap()).collect()
+    }
+
+    #[test]
+    fn most_specific_selector_wins() {
+        let settings =
+            Settings { strict: false, select: selectors(&["PT1"]), ignore: selectors(&["pt101"]) };
+        assert!(!settings.is_enabled(Rule::DataDependentBranch));
+        assert!(settings.is_enabled(Rule::DataDependentScalar));
+        assert!(!settings.is_enabled(Rule::TensorToNumpy));
+        let settings =
+            Settings { strict: false, select: selectors(&["PT101"]), ignore: selectors(&["PT1"]) };
+        assert!(settings.is_enabled(Rule::DataDependentBranch));
+        assert!(!settings.is_enabled(Rule::DataDependentScalar));
+    }
+
+    #[test]
+    fn unknown_selectors_are_refused() {
+        assert!(RuleSelector::parse("E501").is_none());
+        assert!(RuleSelector::parse("").is_none());
+        assert!(RuleSelector::parse("PT9").is_none());
+    }
+}

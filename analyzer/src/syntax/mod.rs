@@ -1,0 +1,40 @@
+//! The parser boundary: the only module that names ruff's parser crates.
+//!
+//! The rest of the analyzer reaches the syntax tree through [`ast`], so swapping the parser
+//! means changing this module and the tree walks, not the rule table or the public API.
+
+pub(crate) use ruff_python_ast as ast;
+use ruff_python_parser::{Mode, ParseOptions};
+use ruff_text_size::TextRange;
+
+/// A parsed file: the (possibly partial) module and the syntax errors met on the way.
+pub(crate) struct Parsed {
+    pub(crate) module: ast::ModModule,
+    pub(crate) errors: Vec<SyntaxError>,
+}
+
+pub(crate) struct SyntaxError {
+    pub(crate) message: String,
+    pub(crate) range: TextRange,
+}
+
+/// Parses a module, recovering from errors: the returned tree holds every statement the
+/// parser could make sense of, so later passes still see `if x.sum() > 0` with its colon missing.
+pub(crate) fn parse(source: &str) -> Parsed {
+    let parsed = ruff_python_parser::parse_unchecked(source, ParseOptions::from(Mode::Module));
+    let errors = parsed
+        .errors()
+        .iter()
+        .map(|error| SyntaxError { message: error.error.to_string(), range: error.location })
+        .collect();
+    let module = match parsed.into_syntax() {
+        ast::Mod::Module(module) => module,
+        // `Mode::Module` always yields a module; an expression is wrapped rather than lost.
+        ast::Mod::Expression(expression) => ast::ModModule {
+            node_index: ast::AtomicNodeIndex::default(),
+            range: expression.range,
+            body: Default::default(),
+        },
+    };
+    Parsed { module, errors }
+}
