@@ -72,6 +72,8 @@ pub struct Report {
 
 impl Report {
     pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(|diagnostic| diagnostic.severity == Severity::Error)
+        self.diagnostics
+            .iter()
+            .any(|diagnostic| diagnostic.severity == Severity::Error)
     }
 }

@@ -40,13 +40,21 @@ pub struct SourceFile<'a> {
 impl<'a> SourceFile<'a> {
     /// A file with no known place in a package.
     pub fn detached(text: &'a str) -> Self {
-        Self { text, module: None, is_package: false }
+        Self {
+            text,
+            module: None,
+            is_package: false,
+        }
     }
 }
 
 /// Analyses one file on its own, with no workspace facts.
 pub fn check(source: &str, settings: &Settings) -> Report {
-    check_file(SourceFile::detached(source), settings, &WorkspaceIndex::default())
+    check_file(
+        SourceFile::detached(source),
+        settings,
+        &WorkspaceIndex::default(),
+    )
 }
 
 /// Analyses one file with the facts gathered from the rest of the workspace.

@@ -48,7 +48,10 @@ impl LineIndex {
 
     pub fn line_column(&self, offset: TextSize) -> LineColumn {
         let line = self.line_starts.partition_point(|start| *start <= offset) - 1;
-        LineColumn { line: line as u32, byte_column: (offset - self.line_starts[line]).to_u32() }
+        LineColumn {
+            line: line as u32,
+            byte_column: (offset - self.line_starts[line]).to_u32(),
+        }
     }
 
     /// Zero-based line and the column counted in Unicode scalar values, as ruff prints it.
@@ -70,8 +73,20 @@ mod tests {
         let text = "ab\r\ncé\rx\n";
         let index = LineIndex::new(text);
         assert_eq!(index.line_count(), 4);
-        assert_eq!(index.line_column(TextSize::new(5)), LineColumn { line: 1, byte_column: 1 });
+        assert_eq!(
+            index.line_column(TextSize::new(5)),
+            LineColumn {
+                line: 1,
+                byte_column: 1
+            }
+        );
         assert_eq!(index.line_char_column(TextSize::new(7), text), (1, 2));
-        assert_eq!(index.line_column(TextSize::new(8)), LineColumn { line: 2, byte_column: 0 });
+        assert_eq!(
+            index.line_column(TextSize::new(8)),
+            LineColumn {
+                line: 2,
+                byte_column: 0
+            }
+        );
     }
 }

@@ -132,10 +132,23 @@ mod tests {
             assert!(seen.insert(rule.code()), "duplicate code {}", rule.code());
             assert!(seen.insert(rule.name()), "duplicate name {}", rule.name());
             assert!(rule.code().len() == 5 && rule.code().starts_with("PT"));
-            assert!(rule.name().chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+            assert!(
+                rule.name()
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '-')
+            );
             assert!(!rule.name().starts_with("no-") && !rule.name().starts_with("disallow-"));
-            for section in ["## What it does", "## Why export fails", "## Example", "## Fix"] {
-                assert!(rule.doc().contains(section), "{} lacks {section}", rule.code());
+            for section in [
+                "## What it does",
+                "## Why export fails",
+                "## Example",
+                "## Fix",
+            ] {
+                assert!(
+                    rule.doc().contains(section),
+                    "{} lacks {section}",
+                    rule.code()
+                );
             }
             assert_eq!(Rule::from_code_or_name(rule.code()), Some(rule));
             assert_eq!(Rule::from_code_or_name(rule.name()), Some(rule));

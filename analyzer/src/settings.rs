@@ -40,7 +40,11 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Self { strict: false, select: vec![RuleSelector("PT".to_owned())], ignore: Vec::new() }
+        Self {
+            strict: false,
+            select: vec![RuleSelector("PT".to_owned())],
+            ignore: Vec::new(),
+        }
     }
 }
 
@@ -48,7 +52,11 @@ impl Settings {
     /// A rule runs when the most specific selector that matches it is a `select`.
     pub fn is_enabled(&self, rule: Rule) -> bool {
         let best = |selectors: &[RuleSelector]| {
-            selectors.iter().filter(|s| s.matches(rule)).map(RuleSelector::specificity).max()
+            selectors
+                .iter()
+                .filter(|s| s.matches(rule))
+                .map(RuleSelector::specificity)
+                .max()
         };
         match (best(&self.select), best(&self.ignore)) {
             (Some(selected), Some(ignored)) => selected > ignored,
@@ -63,18 +71,27 @@ mod tests {
     use super::*;
 
     fn selectors(codes: &[&str]) -> Vec<RuleSelector> {
-        codes.iter().map(|code| RuleSelector::parse(code).unwrap()).collect()
+        codes
+            .iter()
+            .map(|code| RuleSelector::parse(code).unwrap())
+            .collect()
     }
 
     #[test]
     fn most_specific_selector_wins() {
-        let settings =
-            Settings { strict: false, select: selectors(&["PT1"]), ignore: selectors(&["pt101"]) };
+        let settings = Settings {
+            strict: false,
+            select: selectors(&["PT1"]),
+            ignore: selectors(&["pt101"]),
+        };
         assert!(!settings.is_enabled(Rule::DataDependentBranch));
         assert!(settings.is_enabled(Rule::DataDependentScalar));
         assert!(!settings.is_enabled(Rule::TensorToNumpy));
-        let settings =
-            Settings { strict: false, select: selectors(&["PT101"]), ignore: selectors(&["PT1"]) };
+        let settings = Settings {
+            strict: false,
+            select: selectors(&["PT101"]),
+            ignore: selectors(&["PT1"]),
+        };
         assert!(settings.is_enabled(Rule::DataDependentBranch));
         assert!(!settings.is_enabled(Rule::DataDependentScalar));
     }

@@ -21,7 +21,11 @@ fn parse_line(line: &str) -> Option<Suppression> {
     };
     let codes = &codes[..codes.find(']').unwrap_or(codes.len())];
     Some(Suppression::Codes(
-        codes.split(',').map(|code| code.trim().to_ascii_uppercase()).filter(|c| !c.is_empty()).collect(),
+        codes
+            .split(',')
+            .map(|code| code.trim().to_ascii_uppercase())
+            .filter(|c| !c.is_empty())
+            .collect(),
     ))
 }
 
@@ -37,7 +41,9 @@ pub(crate) fn apply(text: &str, diagnostics: &mut Vec<Diagnostic>) {
         let end = index.line_start(line + 1, text).to_usize();
         match parse_line(&text[start..end]) {
             Some(Suppression::All) => false,
-            Some(Suppression::Codes(codes)) => !codes.iter().any(|code| diagnostic.rule.code().starts_with(code.as_str())),
+            Some(Suppression::Codes(codes)) => !codes
+                .iter()
+                .any(|code| diagnostic.rule.code().starts_with(code.as_str())),
             None => true,
         }
     });

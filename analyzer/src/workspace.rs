@@ -43,7 +43,10 @@ impl WorkspaceIndex {
                 bases.insert(format!("{}.{class}", summary.module), class_bases);
             }
         }
-        let resolver = Resolver { aliases: &aliases, bases: &bases };
+        let resolver = Resolver {
+            aliases: &aliases,
+            bases: &bases,
+        };
         let mut memo = HashMap::new();
         let module_classes = bases
             .keys()
@@ -51,8 +54,14 @@ impl WorkspaceIndex {
             .filter(|name| resolver.is_module(name, &mut memo, 0))
             .cloned()
             .collect();
-        let fake_kernels = summaries.iter().flat_map(|summary| summary.fake_kernels.iter().cloned()).collect();
-        Self { module_classes, fake_kernels }
+        let fake_kernels = summaries
+            .iter()
+            .flat_map(|summary| summary.fake_kernels.iter().cloned())
+            .collect();
+        Self {
+            module_classes,
+            fake_kernels,
+        }
     }
 
     pub fn is_module_class(&self, qualified_name: &str) -> bool {
@@ -80,11 +89,15 @@ impl Resolver<'_> {
         // Guard against import cycles: assume "no" while this name is being resolved.
         memo.insert(name.to_owned(), false);
         let result = torch_api_is_module_base(name)
-            || self.aliases.get(name).is_some_and(|target| self.is_module(target, memo, depth + 1))
             || self
-                .bases
+                .aliases
                 .get(name)
-                .is_some_and(|bases| bases.iter().any(|base| self.is_module(base, memo, depth + 1)));
+                .is_some_and(|target| self.is_module(target, memo, depth + 1))
+            || self.bases.get(name).is_some_and(|bases| {
+                bases
+                    .iter()
+                    .any(|base| self.is_module(base, memo, depth + 1))
+            });
         memo.insert(name.to_owned(), result);
         result
     }
@@ -93,7 +106,11 @@ impl Resolver<'_> {
 /// Extracts a file's summary: its imports, its classes' bases, its fake registrations.
 pub fn summarize(source: &str, module: &str) -> ModuleSummary {
     let parsed = syntax::parse(source);
-    let file = SourceFile { text: source, module: Some(module), is_package: false };
+    let file = SourceFile {
+        text: source,
+        module: Some(module),
+        is_package: false,
+    };
     summarize_parsed(&parsed.module.body, file, module)
 }
 
@@ -103,13 +120,17 @@ fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>, module: &str) -> M
     let mut local_classes = HashSet::new();
     for stmt in &statements {
         match stmt {
-            ast::Stmt::Import(_) | ast::Stmt::ImportFrom(_) => imports.extend(names::import_bindings(stmt, file)),
+            ast::Stmt::Import(_) | ast::Stmt::ImportFrom(_) => {
+                imports.extend(names::import_bindings(stmt, file))
+            }
             ast::Stmt::ClassDef(class) => {
                 local_classes.insert(class.name.to_string());
             }
             ast::Stmt::Assign(assign) => {
                 // `Base = nn.Module` style aliases count as imports for resolution.
-                if let ([ast::Expr::Name(target)], Some(value)) = (assign.targets.as_slice(), names::dotted(&assign.value)) {
+                if let ([ast::Expr::Name(target)], Some(value)) =
+                    (assign.targets.as_slice(), names::dotted(&assign.value))
+                {
                     imports.push((target.id.to_string(), value));
                 }
             }
@@ -119,7 +140,9 @@ fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>, module: &str) -> M
     let import_map: HashMap<String, String> = imports.iter().cloned().collect();
     let resolve = |expr: &ast::Expr| -> Option<String> {
         let dotted = names::dotted(expr)?;
-        let (head, rest) = dotted.split_once('.').map_or((dotted.as_str(), None), |(h, r)| (h, Some(r)));
+        let (head, rest) = dotted
+            .split_once('.')
+            .map_or((dotted.as_str(), None), |(h, r)| (h, Some(r)));
         let head = if let Some(qualified) = import_map.get(head) {
             qualified.clone()
         } else if local_classes.contains(head) {
@@ -137,7 +160,12 @@ fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>, module: &str) -> M
         .filter_map(|stmt| match stmt {
             ast::Stmt::ClassDef(class) => Some((
                 class.name.to_string(),
-                class.arguments.iter().flat_map(|arguments| arguments.args.iter()).filter_map(&resolve).collect(),
+                class
+                    .arguments
+                    .iter()
+                    .flat_map(|arguments| arguments.args.iter())
+                    .filter_map(&resolve)
+                    .collect(),
             )),
             _ => None,
         })
@@ -147,7 +175,9 @@ fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>, module: &str) -> M
     let imports = imports
         .into_iter()
         .map(|(local, qualified)| {
-            let (head, rest) = qualified.split_once('.').map_or((qualified.as_str(), None), |(h, r)| (h, Some(r)));
+            let (head, rest) = qualified
+                .split_once('.')
+                .map_or((qualified.as_str(), None), |(h, r)| (h, Some(r)));
             let resolved = match (import_map.get(head), rest) {
                 (Some(target), Some(rest)) if target != &qualified => format!("{target}.{rest}"),
                 _ => qualified.clone(),
@@ -155,7 +185,12 @@ fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>, module: &str) -> M
             (local, resolved)
         })
         .collect();
-    ModuleSummary { module: module.to_owned(), classes, imports, fake_kernels }
+    ModuleSummary {
+        module: module.to_owned(),
+        classes,
+        imports,
+        fake_kernels,
+    }
 }
 
 #[cfg(test)]
@@ -164,10 +199,19 @@ mod tests {
 
     #[test]
     fn module_bases_resolve_across_files_and_re_exports() {
-        let base = summarize("import torch.nn as nn\nclass Base(nn.Module):\n    pass\n", "pkg.base");
+        let base = summarize(
+            "import torch.nn as nn\nclass Base(nn.Module):\n    pass\n",
+            "pkg.base",
+        );
         let init = summarize("from .base import Base\n", "pkg");
-        let init = ModuleSummary { imports: vec![("Base".into(), "pkg.base.Base".into())], ..init };
-        let child = summarize("from pkg import Base\nclass Child(Base):\n    pass\nclass Plain:\n    pass\n", "pkg.child");
+        let init = ModuleSummary {
+            imports: vec![("Base".into(), "pkg.base.Base".into())],
+            ..init
+        };
+        let child = summarize(
+            "from pkg import Base\nclass Child(Base):\n    pass\nclass Plain:\n    pass\n",
+            "pkg.child",
+        );
         let index = WorkspaceIndex::new(&[base, init, child]);
         assert!(index.is_module_class("pkg.base.Base"));
         assert!(index.is_module_class("pkg.Base"));

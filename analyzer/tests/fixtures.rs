@@ -13,7 +13,10 @@ use pt2lsp_analyzer::{LineIndex, Settings, check};
 type Mark = (u32, String, String);
 
 fn fixture_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).expect("fixtures directory is readable").flatten().collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("fixtures directory is readable")
+        .flatten()
+        .collect();
     entries.sort_by_key(std::fs::DirEntry::path);
     for entry in entries {
         let path = entry.path();
@@ -29,7 +32,9 @@ fn fixture_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn expected_marks(text: &str) -> BTreeSet<Mark> {
     let mut marks = BTreeSet::new();
     for (number, line) in text.lines().enumerate() {
-        let Some(comment) = line.rfind('#').map(|index| &line[index..]) else { continue };
+        let Some(comment) = line.rfind('#').map(|index| &line[index..]) else {
+            continue;
+        };
         for severity in ["error", "warning", "info"] {
             let mut rest = comment;
             let pattern = format!("{severity}[");
@@ -37,7 +42,11 @@ fn expected_marks(text: &str) -> BTreeSet<Mark> {
                 let after = &rest[start + pattern.len()..];
                 let end = after.find(']').unwrap_or(after.len());
                 for code in after[..end].split(',') {
-                    marks.insert((number as u32 + 1, severity.to_owned(), code.trim().to_owned()));
+                    marks.insert((
+                        number as u32 + 1,
+                        severity.to_owned(),
+                        code.trim().to_owned(),
+                    ));
                 }
                 rest = &after[end..];
             }
@@ -51,7 +60,12 @@ fn fixtures_match_their_inline_expectations() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
     let mut files = Vec::new();
     fixture_files(&root, &mut files);
-    assert!(files.len() >= 30, "expected the fixture corpus under {}, found {} files", root.display(), files.len());
+    assert!(
+        files.len() >= 30,
+        "expected the fixture corpus under {}, found {} files",
+        root.display(),
+        files.len()
+    );
     let mut failures = Vec::new();
     for path in &files {
         let text = std::fs::read_to_string(path).expect("fixture is UTF-8");
@@ -62,11 +76,19 @@ fn fixtures_match_their_inline_expectations() {
             .iter()
             .map(|diagnostic| {
                 let line = index.line_column(diagnostic.range.start()).line + 1;
-                (line, diagnostic.severity.as_str().to_owned(), diagnostic.rule.code().to_owned())
+                (
+                    line,
+                    diagnostic.severity.as_str().to_owned(),
+                    diagnostic.rule.code().to_owned(),
+                )
             })
             .collect();
         let expected = expected_marks(&text);
-        let relative = path.strip_prefix(&root).unwrap_or(path).display().to_string();
+        let relative = path
+            .strip_prefix(&root)
+            .unwrap_or(path)
+            .display()
+            .to_string();
         for (line, severity, code) in expected.difference(&actual) {
             failures.push(format!("{relative}:{line}: missing {severity}[{code}]"));
         }
@@ -74,11 +96,20 @@ fn fixtures_match_their_inline_expectations() {
             let message = report
                 .diagnostics
                 .iter()
-                .find(|d| d.rule.code() == code && index.line_column(d.range.start()).line + 1 == *line)
+                .find(|d| {
+                    d.rule.code() == code && index.line_column(d.range.start()).line + 1 == *line
+                })
                 .map(|d| d.message.as_str())
                 .unwrap_or_default();
-            failures.push(format!("{relative}:{line}: unexpected {severity}[{code}] {message}"));
+            failures.push(format!(
+                "{relative}:{line}: unexpected {severity}[{code}] {message}"
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} fixture mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} fixture mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

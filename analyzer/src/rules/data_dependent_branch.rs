@@ -43,7 +43,13 @@ use crate::semantic::{BoolContext, EventKind};
 pub(crate) fn check(checker: &mut Checker) {
     let strict = checker.strict();
     for event in &checker.model.events {
-        let EventKind::Truthiness { value: Value::Tensor(_), context } = &event.kind else { continue };
+        let EventKind::Truthiness {
+            value: Value::Tensor(_),
+            context,
+        } = &event.kind
+        else {
+            continue;
+        };
         // Measured on torch 2.15: strict export turns an `assert` on a tensor into a runtime
         // assertion and `bool(t)` into a captured scalar; only non-strict export fails on them.
         if strict && matches!(context, BoolContext::Assert | BoolContext::BoolCall) {
@@ -54,6 +60,11 @@ pub(crate) fn check(checker: &mut Checker) {
             "{} needs the value of tensor `{text}`, which `torch.export` does not have while tracing; use `torch.where` or `torch.cond`",
             context.describe()
         );
-        checker.report(Rule::DataDependentBranch, Severity::Error, event.range, message);
+        checker.report(
+            Rule::DataDependentBranch,
+            Severity::Error,
+            event.range,
+            message,
+        );
     }
 }

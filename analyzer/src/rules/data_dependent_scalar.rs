@@ -49,28 +49,50 @@ pub(crate) fn check(checker: &mut Checker) {
         let text = checker.model.text(event.range);
         let message = match &event.kind {
             EventKind::Truthiness {
-                value: Value::Guard(Guard { kind: GuardKind::Data, decided: false, .. }),
+                value:
+                    Value::Guard(Guard {
+                        kind: GuardKind::Data,
+                        decided: false,
+                        ..
+                    }),
                 context,
             } if *context != BoolContext::Assert => format!(
                 "{} on `{text}`, a number read from tensor data: the exporter cannot decide it; keep it a tensor (`torch.where`) or bound it with `torch._check`",
                 context.describe()
             ),
-            EventKind::Scalar { value: Value::DataScalar(_), usage: ScalarUse::Range } => format!(
+            EventKind::Scalar {
+                value: Value::DataScalar(_),
+                usage: ScalarUse::Range,
+            } => format!(
                 "`range()` over `{text}`, a number read from tensor data: the loop count must be known while tracing"
             ),
-            EventKind::Scalar { value: Value::DataScalar(_), usage: ScalarUse::ListIndex } => format!(
+            EventKind::Scalar {
+                value: Value::DataScalar(_),
+                usage: ScalarUse::ListIndex,
+            } => format!(
                 "Indexing a Python sequence with `{text}`, a number read from tensor data: the exporter needs a concrete index"
             ),
             // Measured: non-strict export fails on `int(t)` / `float(t)` even in plain
             // arithmetic; strict export captures the scalar.
-            EventKind::Scalar { usage: ScalarUse::Conversion, .. } if !strict => format!(
+            EventKind::Scalar {
+                usage: ScalarUse::Conversion,
+                ..
+            } if !strict => format!(
                 "`{text}` turns a tensor into a Python number, which non-strict export cannot do; use `.item()` and keep arithmetic in torch, or stay a tensor"
             ),
-            EventKind::Scalar { usage: ScalarUse::MathCall, .. } => format!(
+            EventKind::Scalar {
+                usage: ScalarUse::MathCall,
+                ..
+            } => format!(
                 "`{text}` applies a `math` function to a tensor, which needs its value; use the `torch` function of the same name"
             ),
             _ => continue,
         };
-        checker.report(Rule::DataDependentScalar, Severity::Error, event.range, message);
+        checker.report(
+            Rule::DataDependentScalar,
+            Severity::Error,
+            event.range,
+            message,
+        );
     }
 }

@@ -47,19 +47,35 @@ pub(crate) fn check(checker: &mut Checker) {
         let text = checker.model.text(event.range);
         let message = match &event.kind {
             EventKind::Truthiness {
-                value: Value::Guard(Guard { kind: GuardKind::Unbacked, decided: false, .. }),
+                value:
+                    Value::Guard(Guard {
+                        kind: GuardKind::Unbacked,
+                        decided: false,
+                        ..
+                    }),
                 context,
             } if *context != BoolContext::Assert => format!(
                 "{} on `{text}`, which depends on the size of a data-dependent result (`nonzero`, `unique`, a boolean mask); the exporter cannot decide it",
                 context.describe()
             ),
             EventKind::Scalar {
-                value: Value::Size { origin: SizeOrigin::Unbacked, .. },
+                value:
+                    Value::Size {
+                        origin: SizeOrigin::Unbacked,
+                        ..
+                    },
                 usage: ScalarUse::Range | ScalarUse::ListIndex,
             } => format!(
                 "`{text}` is the size of a data-dependent result; a Python loop or index over it needs a concrete value while tracing"
             ),
-            EventKind::Scalar { value: Value::Size { origin: SizeOrigin::Unbacked, .. }, usage: ScalarUse::Len } if !strict => format!(
+            EventKind::Scalar {
+                value:
+                    Value::Size {
+                        origin: SizeOrigin::Unbacked,
+                        ..
+                    },
+                usage: ScalarUse::Len,
+            } if !strict => format!(
                 "`{text}` must return a Python int, but the length of a data-dependent result is unknown while tracing; use `t.shape[0]` in tensor arithmetic"
             ),
             EventKind::IterateTensor { tensor, .. } if tensor.data_dependent_shape => format!(
@@ -67,6 +83,11 @@ pub(crate) fn check(checker: &mut Checker) {
             ),
             _ => continue,
         };
-        checker.report(Rule::DataDependentShape, Severity::Error, event.range, message);
+        checker.report(
+            Rule::DataDependentShape,
+            Severity::Error,
+            event.range,
+            message,
+        );
     }
 }

@@ -49,12 +49,17 @@ pub(crate) fn check(checker: &mut Checker) {
         let text = checker.model.text(event.range);
         let message = match &event.kind {
             EventKind::Truthiness {
-                value: Value::Guard(Guard { kind: GuardKind::Dynamic(dim), decided: false, suggestion }),
+                value:
+                    Value::Guard(Guard {
+                        kind: GuardKind::Dynamic(dim),
+                        decided: false,
+                        suggestion,
+                    }),
                 context,
             } => {
-                let fix = suggestion
-                    .as_ref()
-                    .map_or_else(String::new, |suggestion| format!("; declare the range it needs: {suggestion}"));
+                let fix = suggestion.as_ref().map_or_else(String::new, |suggestion| {
+                    format!("; declare the range it needs: {suggestion}")
+                });
                 format!(
                     "{} on `{text}` guards dynamic dimension `{}`: export fails with \"Constraints violated ({})\"{fix}",
                     context.describe(),
@@ -62,9 +67,14 @@ pub(crate) fn check(checker: &mut Checker) {
                     dim.name
                 )
             }
-            EventKind::Scalar { value: Value::Size { origin: SizeOrigin::Dynamic { dim, .. }, .. }, usage: ScalarUse::Range }
-                if !dim.automatic =>
-            {
+            EventKind::Scalar {
+                value:
+                    Value::Size {
+                        origin: SizeOrigin::Dynamic { dim, .. },
+                        ..
+                    },
+                usage: ScalarUse::Range,
+            } if !dim.automatic => {
                 format!(
                     "`range()` over `{text}`, dynamic dimension `{}`: the loop is unrolled, which fixes the dimension to the example's size; use tensor operations instead",
                     dim.name
@@ -72,15 +82,24 @@ pub(crate) fn check(checker: &mut Checker) {
             }
             // Measured: non-strict `len(x)` must return a Python int, which fixes the dimension.
             EventKind::Scalar {
-                value: Value::Size { origin: SizeOrigin::Dynamic { dim, .. }, .. },
+                value:
+                    Value::Size {
+                        origin: SizeOrigin::Dynamic { dim, .. },
+                        ..
+                    },
                 usage: ScalarUse::Len,
             } if !dim.automatic && !strict => format!(
                 "`{text}` returns a Python int, which fixes dynamic dimension `{}` to the example's size; use `x.shape[0]`, which stays symbolic",
                 dim.name
             ),
-            EventKind::IterateTensor { size: Value::Size { origin: SizeOrigin::Dynamic { dim, .. }, .. }, .. }
-                if !dim.automatic =>
-            {
+            EventKind::IterateTensor {
+                size:
+                    Value::Size {
+                        origin: SizeOrigin::Dynamic { dim, .. },
+                        ..
+                    },
+                ..
+            } if !dim.automatic => {
                 format!(
                     "Looping over `{text}` unrolls its dynamic dimension `{}` to the example's size; use tensor operations instead",
                     dim.name

@@ -38,13 +38,19 @@ use crate::semantic::EventKind;
 pub(crate) fn check(checker: &mut Checker) {
     let strict = checker.strict();
     for event in &checker.model.events {
-        let EventKind::Call { qualified, .. } = &event.kind else { continue };
+        let EventKind::Call { qualified, .. } = &event.kind else {
+            continue;
+        };
         let (severity, message) = if qualified == "torch._dynamo.graph_break" {
             (
                 checker.strict_only(),
                 "`torch._dynamo.graph_break()` splits the graph: strict export fails on it, non-strict export ignores it".to_owned(),
             )
-        } else if strict && (qualified == "print" || qualified == "warnings.warn" || qualified.starts_with("logging.")) {
+        } else if strict
+            && (qualified == "print"
+                || qualified == "warnings.warn"
+                || qualified.starts_with("logging."))
+        {
             // Measured: strict export succeeds and drops the call from the graph.
             (
                 Severity::Warning,

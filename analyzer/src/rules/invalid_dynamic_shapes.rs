@@ -38,8 +38,15 @@ use crate::registry::Rule;
 use crate::rules::Checker;
 
 pub(crate) fn check(checker: &mut Checker) {
-    let Some(spec) = &checker.model.spec else { return };
+    let Some(spec) = &checker.model.spec else {
+        return;
+    };
     for problem in &spec.problems {
-        checker.report(Rule::InvalidDynamicShapes, Severity::Error, problem.range, problem.message.clone());
+        checker.report(
+            Rule::InvalidDynamicShapes,
+            Severity::Error,
+            problem.range,
+            problem.message.clone(),
+        );
     }
 }

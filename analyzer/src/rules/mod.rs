@@ -38,7 +38,13 @@ pub(crate) struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    pub(crate) fn report(&mut self, rule: Rule, severity: Severity, range: TextRange, message: String) {
+    pub(crate) fn report(
+        &mut self,
+        rule: Rule,
+        severity: Severity,
+        range: TextRange,
+        message: String,
+    ) {
         self.report_with_fix(rule, severity, range, message, None);
     }
 
@@ -51,7 +57,13 @@ impl Checker<'_> {
         fix: Option<Fix>,
     ) {
         if self.settings.is_enabled(rule) {
-            self.diagnostics.push(Diagnostic { rule, severity, message, range, fix });
+            self.diagnostics.push(Diagnostic {
+                rule,
+                severity,
+                message,
+                range,
+                fix,
+            });
         }
     }
 
@@ -62,13 +74,26 @@ impl Checker<'_> {
 
     /// The severity of a construct that fails only under strict export.
     pub(crate) fn strict_only(&self) -> Severity {
-        if self.strict() { Severity::Error } else { Severity::Warning }
+        if self.strict() {
+            Severity::Error
+        } else {
+            Severity::Warning
+        }
     }
 }
 
 /// Runs every static rule over one analysed file.
-pub(crate) fn run_all<'a>(parsed: &'a Parsed, model: &'a SemanticModel<'a>, settings: &'a Settings) -> Vec<Diagnostic> {
-    let mut checker = Checker { parsed, model, settings, diagnostics: Vec::new() };
+pub(crate) fn run_all<'a>(
+    parsed: &'a Parsed,
+    model: &'a SemanticModel<'a>,
+    settings: &'a Settings,
+) -> Vec<Diagnostic> {
+    let mut checker = Checker {
+        parsed,
+        model,
+        settings,
+        diagnostics: Vec::new(),
+    };
     syntax_error::check(&mut checker);
     data_dependent_branch::check(&mut checker);
     data_dependent_scalar::check(&mut checker);

@@ -39,7 +39,14 @@ use crate::semantic::value::{Guard, GuardKind, Value};
 
 pub(crate) fn check(checker: &mut Checker) {
     for event in &checker.model.events {
-        let EventKind::Truthiness { value: Value::Guard(Guard { kind: GuardKind::Static, .. }), context } = &event.kind
+        let EventKind::Truthiness {
+            value:
+                Value::Guard(Guard {
+                    kind: GuardKind::Static,
+                    ..
+                }),
+            context,
+        } = &event.kind
         else {
             continue;
         };
@@ -51,6 +58,11 @@ pub(crate) fn check(checker: &mut Checker) {
             "{} on static shape `{text}`: the exported graph keeps only the side the example input takes",
             context.describe()
         );
-        checker.report(Rule::ShapeSpecialization, Severity::Warning, event.range, message);
+        checker.report(
+            Rule::ShapeSpecialization,
+            Severity::Warning,
+            event.range,
+            message,
+        );
     }
 }

@@ -36,13 +36,21 @@ use crate::semantic::EventKind;
 pub(crate) fn check(checker: &mut Checker) {
     // Strict export traces NumPy through `torch._numpy`; non-strict export has fake tensors
     // without data and fails.
-    let severity = if checker.strict() { Severity::Warning } else { Severity::Error };
+    let severity = if checker.strict() {
+        Severity::Warning
+    } else {
+        Severity::Error
+    };
     for event in &checker.model.events {
-        let EventKind::Numpy { call } = &event.kind else { continue };
+        let EventKind::Numpy { call } = &event.kind else {
+            continue;
+        };
         let message = if call == ".numpy()" {
             "`.numpy()` on a tensor inside traced code: export traces without data, so there is no array to return; use torch operations".to_owned()
         } else {
-            format!("`{call}` called on a tensor inside traced code: NumPy needs the tensor's data; use the torch function of the same name")
+            format!(
+                "`{call}` called on a tensor inside traced code: NumPy needs the tensor's data; use the torch function of the same name"
+            )
         };
         checker.report(Rule::TensorToNumpy, severity, event.range, message);
     }

@@ -38,7 +38,10 @@ use crate::semantic::{EventKind, torch_api};
 
 /// Calls PT203 reports instead.
 fn is_side_effect(qualified: &str) -> bool {
-    qualified == "print" || qualified == "warnings.warn" || qualified.starts_with("logging.") || qualified.starts_with("torch._dynamo.")
+    qualified == "print"
+        || qualified == "warnings.warn"
+        || qualified.starts_with("logging.")
+        || qualified.starts_with("torch._dynamo.")
 }
 
 /// Calls into C code that Dynamo skips, and builtins that do I/O: strict export fails.
@@ -46,7 +49,9 @@ fn is_strict_failure(qualified: &str) -> bool {
     let top = qualified.split('.').next().unwrap_or_default();
     // Most of `os` is C (`posix.getcwd`), but its environment helpers and `os.path` are Python
     // that Dynamo runs, baking the result in (measured: `os.getenv` exports in strict mode).
-    let python_os = qualified.starts_with("os.path.") || qualified.starts_with("os.environ") || qualified == "os.getenv";
+    let python_os = qualified.starts_with("os.path.")
+        || qualified.starts_with("os.environ")
+        || qualified == "os.getenv";
     torch_api::STRICT_UNTRACEABLE_MODULES.contains(&top)
         || torch_api::UNTRACEABLE_BUILTINS.contains(&qualified)
         || (top == "os" && !python_os)
@@ -56,16 +61,23 @@ pub(crate) fn check(checker: &mut Checker) {
     let strict_only = checker.strict_only();
     for event in &checker.model.events {
         let (severity, message) = match &event.kind {
-            EventKind::Call { qualified, tensor_argument } if !is_side_effect(qualified) => {
+            EventKind::Call {
+                qualified,
+                tensor_argument,
+            } if !is_side_effect(qualified) => {
                 if *tensor_argument {
                     (
                         Severity::Error,
-                        format!("`{qualified}` is called with a tensor; the exporter's tensors have no data for it to read"),
+                        format!(
+                            "`{qualified}` is called with a tensor; the exporter's tensors have no data for it to read"
+                        ),
                     )
                 } else if !is_strict_failure(qualified) {
                     (
                         Severity::Warning,
-                        format!("`{qualified}` runs once while tracing and its result is baked into the exported program as a constant"),
+                        format!(
+                            "`{qualified}` runs once while tracing and its result is baked into the exported program as a constant"
+                        ),
                     )
                 } else {
                     (
@@ -78,7 +90,9 @@ pub(crate) fn check(checker: &mut Checker) {
             }
             EventKind::UntraceableMethod { method } => (
                 Severity::Error,
-                format!("`Tensor.{method}()` needs real storage, which tensors have no data for while exporting"),
+                format!(
+                    "`Tensor.{method}()` needs real storage, which tensors have no data for while exporting"
+                ),
             ),
             _ => continue,
         };

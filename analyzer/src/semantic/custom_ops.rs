@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_text_size::{Ranged, TextRange};
 
-use super::names;
 use super::SemanticModel;
+use super::names;
 use super::value::Value;
 use crate::syntax::ast::{self, Expr, Stmt};
 
@@ -31,13 +31,18 @@ pub(crate) struct Registrations {
 
 /// Dispatch keys whose kernel also serves fake tensors.
 fn serves_fake_tensors(key: &str) -> bool {
-    matches!(key, "Meta" | "CompositeImplicitAutograd" | "CompositeExplicitAutograd")
+    matches!(
+        key,
+        "Meta" | "CompositeImplicitAutograd" | "CompositeExplicitAutograd"
+    )
 }
 
 /// `ns::op.overload` → `ns::op`.
 fn canonical(op: &str) -> String {
     match op.split_once("::") {
-        Some((namespace, rest)) => format!("{namespace}::{}", rest.split('.').next().unwrap_or(rest)),
+        Some((namespace, rest)) => {
+            format!("{namespace}::{}", rest.split('.').next().unwrap_or(rest))
+        }
         None => op.to_owned(),
     }
 }
@@ -61,7 +66,10 @@ struct Collector<'r> {
 
 impl Collector<'_> {
     fn string_argument<'e>(&self, call: &'e ast::ExprCall, index: usize) -> Option<&'e str> {
-        call.arguments.args.get(index).and_then(names::string_literal)
+        call.arguments
+            .args
+            .get(index)
+            .and_then(names::string_literal)
     }
 
     fn library_namespace(&self, expr: &Expr) -> Option<String> {
@@ -74,10 +82,13 @@ impl Collector<'_> {
             Expr::Call(call) => {
                 let callee = (self.resolve)(&call.func).unwrap_or_default();
                 match callee.as_str() {
-                    "torch.library.custom_op" | "torch._library.custom_ops.custom_op" | "torch.library.triton_op" => {
+                    "torch.library.custom_op"
+                    | "torch._library.custom_ops.custom_op"
+                    | "torch.library.triton_op" => {
                         if let Some(op) = self.string_argument(call, 0) {
                             let op = canonical(op);
-                            self.python_names.insert(function.name.to_string(), op.clone());
+                            self.python_names
+                                .insert(function.name.to_string(), op.clone());
                             // triton_op builds its fake kernel from the Python implementation.
                             if callee.ends_with("triton_op") {
                                 self.found.fakes.push(op);
@@ -86,7 +97,9 @@ impl Collector<'_> {
                             }
                         }
                     }
-                    "torch.library.register_fake" | "torch.library.impl_abstract" | "torch.library.register_meta" => {
+                    "torch.library.register_fake"
+                    | "torch.library.impl_abstract"
+                    | "torch.library.register_meta" => {
                         if let Some(op) = self.string_argument(call, 0) {
                             self.found.fakes.push(canonical(op));
                         }
@@ -106,7 +119,10 @@ impl Collector<'_> {
 
     /// `@op.register_fake` / `op.register_fake(fn)` on a `custom_op` function.
     fn method_registration(&mut self, attribute: &ast::ExprAttribute) {
-        if matches!(attribute.attr.as_str(), "register_fake" | "register_abstract" | "register_meta") {
+        if matches!(
+            attribute.attr.as_str(),
+            "register_fake" | "register_abstract" | "register_meta"
+        ) {
             if let Expr::Name(name) = &*attribute.value {
                 self.fake_by_python_name.push(name.id.to_string());
             }
@@ -121,9 +137,11 @@ impl Collector<'_> {
             .iter()
             .chain(call.arguments.keywords.iter().map(|keyword| &keyword.value))
             .flat_map(|arg| match arg {
-                Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. }) => {
-                    elts.iter().filter_map(names::string_literal).collect::<Vec<_>>()
-                }
+                Expr::List(ast::ExprList { elts, .. })
+                | Expr::Tuple(ast::ExprTuple { elts, .. }) => elts
+                    .iter()
+                    .filter_map(names::string_literal)
+                    .collect::<Vec<_>>(),
                 other => names::string_literal(other).into_iter().collect(),
             })
             .collect();
@@ -132,10 +150,16 @@ impl Collector<'_> {
         }
         if let Some(op) = self.string_argument(call, 0).filter(|op| op.contains("::")) {
             self.found.fakes.push(canonical(op));
-        } else if let (Some(namespace), Some(op)) =
-            (call.arguments.args.first().and_then(|lib| self.library_namespace(lib)), self.string_argument(call, 1))
-        {
-            self.found.fakes.push(format!("{namespace}::{}", schema_name(op)));
+        } else if let (Some(namespace), Some(op)) = (
+            call.arguments
+                .args
+                .first()
+                .and_then(|lib| self.library_namespace(lib)),
+            self.string_argument(call, 1),
+        ) {
+            self.found
+                .fakes
+                .push(format!("{namespace}::{}", schema_name(op)));
         }
     }
 
@@ -163,31 +187,44 @@ impl Collector<'_> {
             }
             _ => {}
         }
-        let Expr::Attribute(attribute) = &*call.func else { return };
+        let Expr::Attribute(attribute) = &*call.func else {
+            return;
+        };
         if attribute.attr.as_str() == "register_fake" {
             self.method_registration(attribute);
             return;
         }
-        let Some(namespace) = self.library_namespace(&attribute.value) else { return };
+        let Some(namespace) = self.library_namespace(&attribute.value) else {
+            return;
+        };
         match attribute.attr.as_str() {
             "define" => {
                 if let Some(schema) = self.string_argument(call, 0) {
-                    self.found.definitions.push((format!("{namespace}::{}", schema_name(schema)), call.range()));
+                    self.found.definitions.push((
+                        format!("{namespace}::{}", schema_name(schema)),
+                        call.range(),
+                    ));
                 }
             }
             "impl" => {
-                let key = self
-                    .string_argument(call, 2)
-                    .or_else(|| call.arguments.find_keyword("dispatch_key").and_then(|k| names::string_literal(&k.value)));
+                let key = self.string_argument(call, 2).or_else(|| {
+                    call.arguments
+                        .find_keyword("dispatch_key")
+                        .and_then(|k| names::string_literal(&k.value))
+                });
                 if let (Some(op), Some(key)) = (self.string_argument(call, 0), key) {
                     if serves_fake_tensors(key) {
-                        self.found.fakes.push(format!("{namespace}::{}", schema_name(op)));
+                        self.found
+                            .fakes
+                            .push(format!("{namespace}::{}", schema_name(op)));
                     }
                 }
             }
             "_register_fake" => {
                 if let Some(op) = self.string_argument(call, 0) {
-                    self.found.fakes.push(format!("{namespace}::{}", schema_name(op)));
+                    self.found
+                        .fakes
+                        .push(format!("{namespace}::{}", schema_name(op)));
                 }
             }
             _ => {}
@@ -202,8 +239,13 @@ impl<'a> Visitor<'a> for Collector<'_> {
                 if let ([target], Expr::Call(call)) = (assign.targets.as_slice(), &*assign.value) {
                     let callee = (self.resolve)(&call.func).unwrap_or_default();
                     if callee == "torch.library.Library" {
-                        if let (Some(namespace), Some(variable)) = (self.string_argument(call, 0), names::dotted(target)) {
-                            self.libraries.insert(variable.rsplit('.').next().unwrap_or_default().to_owned(), namespace.to_owned());
+                        if let (Some(namespace), Some(variable)) =
+                            (self.string_argument(call, 0), names::dotted(target))
+                        {
+                            self.libraries.insert(
+                                variable.rsplit('.').next().unwrap_or_default().to_owned(),
+                                namespace.to_owned(),
+                            );
                         }
                     }
                 }
@@ -232,7 +274,10 @@ impl<'a> Visitor<'a> for Collector<'_> {
 }
 
 /// Finds every operator definition and fake registration in a file.
-pub(crate) fn registrations(body: &[Stmt], resolve: &dyn Fn(&Expr) -> Option<String>) -> Registrations {
+pub(crate) fn registrations(
+    body: &[Stmt],
+    resolve: &dyn Fn(&Expr) -> Option<String>,
+) -> Registrations {
     let mut collector = Collector {
         resolve,
         libraries: HashMap::new(),
@@ -253,7 +298,9 @@ pub(crate) fn registrations(body: &[Stmt], resolve: &dyn Fn(&Expr) -> Option<Str
 pub(crate) fn resolver<'m>(model: &'m SemanticModel<'_>) -> impl Fn(&Expr) -> Option<String> + 'm {
     move |expr: &Expr| {
         let dotted = names::dotted(expr)?;
-        let (head, rest) = dotted.split_once('.').map_or((dotted.as_str(), None), |(head, rest)| (head, Some(rest)));
+        let (head, rest) = dotted
+            .split_once('.')
+            .map_or((dotted.as_str(), None), |(head, rest)| (head, Some(rest)));
         Some(match (model.globals.get(head), rest) {
             (Some(Value::Qualified(qualified)), Some(rest)) => format!("{qualified}.{rest}"),
             (Some(Value::Qualified(qualified)), None) => qualified.to_string(),
@@ -270,7 +317,11 @@ pub(crate) fn collect(body: &[Stmt], model: &SemanticModel) -> Vec<CustomOp> {
         .into_iter()
         .map(|(name, range)| {
             let has_fake = found.fakes.contains(&name) || model.workspace.has_fake_kernel(&name);
-            CustomOp { name, range, has_fake }
+            CustomOp {
+                name,
+                range,
+                has_fake,
+            }
         })
         .collect()
 }

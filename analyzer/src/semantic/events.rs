@@ -8,7 +8,9 @@ use super::value::{TensorInfo, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BoolContext {
     /// `if` / `elif`; `raises_only` when the body only raises (input validation).
-    If { raises_only: bool },
+    If {
+        raises_only: bool,
+    },
     While,
     Ternary,
     Assert,
@@ -37,7 +39,10 @@ impl BoolContext {
 
     /// Branches whose other side the exported graph loses (PT402 cares only about these).
     pub(crate) fn is_branch(self) -> bool {
-        matches!(self, BoolContext::If { raises_only: false } | BoolContext::While | BoolContext::Ternary)
+        matches!(
+            self,
+            BoolContext::If { raises_only: false } | BoolContext::While | BoolContext::Ternary
+        )
     }
 }
 
@@ -67,7 +72,10 @@ pub(crate) enum EventKind {
     /// `.numpy()` or a NumPy function applied to a tensor.
     Numpy { call: String },
     /// A call to a qualified function: `print`, `zlib.crc32`, `torch._dynamo.graph_break`.
-    Call { qualified: String, tensor_argument: bool },
+    Call {
+        qualified: String,
+        tensor_argument: bool,
+    },
     /// A tensor method the exporter cannot trace (`data_ptr`).
     UntraceableMethod { method: String },
 }

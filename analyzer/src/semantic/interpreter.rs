@@ -14,8 +14,10 @@ use ruff_text_size::{Ranged, TextRange};
 use super::events::{BoolContext, Event, EventKind, ScalarUse};
 use super::names;
 use super::torch_api::{self, AttributeResult, Constructed, MethodResult, TorchResult};
-use super::value::{CompareOp, Guard, GuardKind, Interval, SizeOrigin, TensorDims, TensorInfo, Value};
-use super::SemanticModel;
+use super::value::{
+    CompareOp, Guard, GuardKind, Interval, SizeOrigin, TensorDims, TensorInfo, Value,
+};
+use super::{SemanticModel, ShapesSpec};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 /// Calls followed inline from one root before the interpreter stops following.
@@ -36,7 +38,9 @@ struct Env {
 impl Env {
     fn join(branches: Vec<Env>) -> Env {
         let mut iter = branches.into_iter();
-        let Some(mut joined) = iter.next() else { return Env::default() };
+        let Some(mut joined) = iter.next() else {
+            return Env::default();
+        };
         for branch in iter {
             for (name, value) in branch.locals {
                 let merged = match joined.locals.get(&name) {
@@ -81,29 +85,60 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     /// Interprets every module class's `forward` and returns what happened.
     pub(crate) fn run(model: &'m SemanticModel<'a>) -> Vec<Event> {
         let mut interpreter = Interpreter::new(model, true);
-        let declares_dynamic = model.spec.as_ref().is_some_and(|spec| spec.has_dynamic_dims());
+        let declares_dynamic = model
+            .spec
+            .as_ref()
+            .is_some_and(ShapesSpec::has_dynamic_dims);
         for (class, info) in model.classes.iter().enumerate() {
             if !info.is_module {
                 continue;
             }
-            let Some(&forward) = info.methods.get("forward") else { continue };
-            let spec = model.spec.as_ref().filter(|spec| spec.model_class == Some(class));
-            interpreter.untracked = if declares_dynamic { SizeOrigin::Unknown } else { SizeOrigin::Static };
+            let Some(&forward) = info.methods.get("forward") else {
+                continue;
+            };
+            let spec = model.spec.as_ref().filter(|_| {
+                model
+                    .entry
+                    .as_ref()
+                    .is_some_and(|entry| entry.model_class == Some(class))
+            });
+            interpreter.untracked = if declares_dynamic {
+                SizeOrigin::Unknown
+            } else {
+                SizeOrigin::Static
+            };
             interpreter.budget = INLINE_BUDGET;
             interpreter.memo.clear();
             let def = model.functions[forward].def;
-            let mut env = Env { class: Some(class), ..Env::default() };
+            let mut env = Env {
+                class: Some(class),
+                ..Env::default()
+            };
             let parameters = all_parameters(&def.parameters);
+            let entry = model
+                .entry
+                .as_ref()
+                .filter(|entry| entry.model_class == Some(class));
             for (position, parameter) in parameters.iter().enumerate() {
                 let value = if position == 0 {
                     Value::Module(Some(class))
                 } else {
-                    let dims = spec.map(|spec| spec.dims_for(parameter.parameter.name.as_str(), position - 1));
-                    root_parameter(parameter, dims)
+                    let dims = spec
+                        .map(|spec| spec.dims_for(parameter.parameter.name.as_str(), position - 1));
+                    let role = match entry {
+                        Some(entry) => entry.role(parameter.parameter.name.as_str(), position - 1),
+                        None if position == 1 => ParameterRole::Input,
+                        None => ParameterRole::Extra,
+                    };
+                    root_parameter(parameter, dims, role)
                 };
-                env.locals.insert(parameter.parameter.name.to_string(), value);
+                env.locals
+                    .insert(parameter.parameter.name.to_string(), value);
             }
-            for vararg in [&def.parameters.vararg, &def.parameters.kwarg].into_iter().flatten() {
+            for vararg in [&def.parameters.vararg, &def.parameters.kwarg]
+                .into_iter()
+                .flatten()
+            {
                 env.locals.insert(vararg.name.to_string(), Value::Unknown);
             }
             interpreter.stack.push(forward);
@@ -155,21 +190,34 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     }
                 }
                 Stmt::AnnAssign(assign) => {
-                    if let (Some(name), Some(value)) = (self_attribute(&assign.target), &assign.value) {
+                    if let (Some(name), Some(value)) =
+                        (self_attribute(&assign.target), &assign.value)
+                    {
                         let value = self.eval(value, &mut Env::default());
                         record(attributes, name, value);
                     }
                 }
                 Stmt::Expr(expr) => {
-                    let Expr::Call(call) = &*expr.value else { continue };
-                    let Expr::Attribute(method) = &*call.func else { continue };
+                    let Expr::Call(call) = &*expr.value else {
+                        continue;
+                    };
+                    let Expr::Attribute(method) = &*call.func else {
+                        continue;
+                    };
                     if !matches!(&*method.value, Expr::Name(name) if name.id.as_str() == "self") {
                         continue;
                     }
-                    let Some(name) = call.arguments.args.first().and_then(names::string_literal) else { continue };
+                    let Some(name) = call.arguments.args.first().and_then(names::string_literal)
+                    else {
+                        continue;
+                    };
                     match method.attr.as_str() {
-                        "register_buffer" | "register_parameter" => record(attributes, name, Value::tensor()),
-                        "add_module" | "register_module" => record(attributes, name, Value::Module(None)),
+                        "register_buffer" | "register_parameter" => {
+                            record(attributes, name, Value::tensor())
+                        }
+                        "add_module" | "register_module" => {
+                            record(attributes, name, Value::Module(None))
+                        }
                         _ => {}
                     }
                 }
@@ -233,7 +281,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 self.bind(&assign.target, value, env);
             }
             Stmt::Return(ret) => {
-                let value = ret.value.as_ref().map_or(Value::None, |value| self.eval(value, env));
+                let value = ret
+                    .value
+                    .as_ref()
+                    .map_or(Value::None, |value| self.eval(value, env));
                 if let Some(returned) = self.returns.last_mut() {
                     *returned = returned.join(&value);
                 }
@@ -252,7 +303,13 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 let iterable = self.eval(&for_stmt.iter, env);
                 if let Value::Tensor(info) = &iterable {
                     let size = self.size_of(info, 0);
-                    self.record(EventKind::IterateTensor { tensor: info.clone(), size }, for_stmt.iter.range());
+                    self.record(
+                        EventKind::IterateTensor {
+                            tensor: info.clone(),
+                            size,
+                        },
+                        for_stmt.iter.range(),
+                    );
                 }
                 let element = element_of(&iterable);
                 self.exec_loop(&for_stmt.body, env, |interpreter, env| {
@@ -272,7 +329,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             Stmt::Try(try_stmt) => {
                 let mut branches = Vec::new();
                 let mut body_env = env.clone();
-                if self.exec_block(&try_stmt.body, &mut body_env) && self.exec_block(&try_stmt.orelse, &mut body_env) {
+                if self.exec_block(&try_stmt.body, &mut body_env)
+                    && self.exec_block(&try_stmt.orelse, &mut body_env)
+                {
                     branches.push(body_env);
                 }
                 for ast::ExceptHandler::ExceptHandler(handler) in &try_stmt.handlers {
@@ -286,7 +345,11 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 }
                 let falls_through = !branches.is_empty();
                 if falls_through {
-                    *env = Env { class: env.class, outer: env.outer.clone(), ..Env::join(branches) };
+                    *env = Env {
+                        class: env.class,
+                        outer: env.outer.clone(),
+                        ..Env::join(branches)
+                    };
                 }
                 return self.exec_block(&try_stmt.finalbody, env) && falls_through;
             }
@@ -297,12 +360,14 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             }
             Stmt::FunctionDef(def) => {
                 if let Some(index) = self.model.function_at(def) {
-                    env.locals.insert(def.name.to_string(), Value::Function(index));
+                    env.locals
+                        .insert(def.name.to_string(), Value::Function(index));
                 }
             }
             Stmt::Import(_) | Stmt::ImportFrom(_) => {
                 for (local, qualified) in names::import_bindings(stmt, self.model.file) {
-                    env.locals.insert(local, Value::Qualified(Rc::from(qualified)));
+                    env.locals
+                        .insert(local, Value::Qualified(Rc::from(qualified)));
                 }
             }
             Stmt::Match(match_stmt) => {
@@ -314,7 +379,11 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                         branches.push(case_env);
                     }
                 }
-                *env = Env { class: env.class, outer: env.outer.clone(), ..Env::join(branches) };
+                *env = Env {
+                    class: env.class,
+                    outer: env.outer.clone(),
+                    ..Env::join(branches)
+                };
             }
             _ => {}
         }
@@ -322,43 +391,145 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     }
 
     fn exec_if(&mut self, if_stmt: &ast::StmtIf, env: &mut Env) -> bool {
-        self.truthiness(&if_stmt.test, BoolContext::If { raises_only: raises_only(&if_stmt.body) }, env);
+        let clauses = std::iter::once((Some(&*if_stmt.test), &if_stmt.body[..])).chain(
+            if_stmt
+                .elif_else_clauses
+                .iter()
+                .map(|clause| (clause.test.as_ref(), &clause.body[..])),
+        );
         let mut branches = Vec::new();
-        let mut branch_env = env.clone();
-        if self.exec_block(&if_stmt.body, &mut branch_env) {
-            branches.push(branch_env);
-        }
-        let mut has_else = false;
-        for clause in &if_stmt.elif_else_clauses {
-            match &clause.test {
+        let mut may_skip_all = true;
+        for (test, body) in clauses {
+            let taken = match test {
+                None => Some(true),
                 Some(test) => {
-                    self.truthiness(test, BoolContext::If { raises_only: raises_only(&clause.body) }, env);
+                    let truth = self.static_truth(test, env);
+                    if truth.is_none() {
+                        self.truthiness(
+                            test,
+                            BoolContext::If {
+                                raises_only: raises_only(body),
+                            },
+                            env,
+                        );
+                    }
+                    truth
                 }
-                None => has_else = true,
+            };
+            if taken == Some(false) {
+                continue;
             }
             let mut branch_env = env.clone();
-            if self.exec_block(&clause.body, &mut branch_env) {
+            if self.exec_block(body, &mut branch_env) {
                 branches.push(branch_env);
             }
+            if taken == Some(true) {
+                may_skip_all = false;
+                break;
+            }
         }
-        if !has_else {
+        if may_skip_all {
             branches.push(env.clone());
         }
         if branches.is_empty() {
             return false;
         }
-        *env = Env { class: env.class, outer: env.outer.clone(), ..Env::join(branches) };
+        *env = Env {
+            class: env.class,
+            outer: env.outer.clone(),
+            ..Env::join(branches)
+        };
         true
     }
 
+    /// The truth of a condition the exporter decides the same way on every trace: `self.training`
+    /// (models are exported in eval mode), `torch.jit.is_scripting()`, `x is None` for a value
+    /// known to be `None` or known not to be.
+    fn static_truth(&mut self, expr: &Expr, env: &mut Env) -> Option<bool> {
+        match expr {
+            Expr::BooleanLiteral(literal) => Some(literal.value),
+            Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::Not,
+                operand,
+                ..
+            }) => self.static_truth(operand, env).map(|truth| !truth),
+            Expr::BoolOp(bool_op) => {
+                let truths: Vec<Option<bool>> = bool_op
+                    .values
+                    .iter()
+                    .map(|value| self.static_truth(value, env))
+                    .collect();
+                let (absorbing, identity) = match bool_op.op {
+                    ast::BoolOp::And => (false, true),
+                    ast::BoolOp::Or => (true, false),
+                };
+                if truths.contains(&Some(absorbing)) {
+                    Some(absorbing)
+                } else if truths.iter().all(|truth| *truth == Some(identity)) {
+                    Some(identity)
+                } else {
+                    None
+                }
+            }
+            Expr::Attribute(attribute) => {
+                let is_self =
+                    matches!(&*attribute.value, Expr::Name(name) if name.id.as_str() == "self");
+                (is_self && attribute.attr.as_str() == "training").then_some(false)
+            }
+            Expr::Compare(compare) => {
+                let ([op], [Expr::NoneLiteral(_)]) = (&*compare.ops, &*compare.comparators) else {
+                    return None;
+                };
+                let is = match op {
+                    ast::CmpOp::Is => true,
+                    ast::CmpOp::IsNot => false,
+                    _ => return None,
+                };
+                match self.eval(&compare.left, env) {
+                    Value::None => Some(is),
+                    Value::Tensor(info) if !info.maybe_none && !info.assumed => Some(!is),
+                    Value::Module(_)
+                    | Value::Modules
+                    | Value::Tuple(_)
+                    | Value::Shape(_)
+                    | Value::Size { .. } => Some(!is),
+                    _ => None,
+                }
+            }
+            Expr::Call(call) if call.arguments.args.is_empty() => {
+                let Value::Qualified(qualified) = self.eval(&call.func, env) else {
+                    return None;
+                };
+                match qualified.rsplit('.').next().unwrap_or_default() {
+                    "is_scripting" | "is_tracing" | "is_in_onnx_export" => Some(false),
+                    "is_compiling"
+                    | "is_dynamo_compiling"
+                    | "is_torchdynamo_compiling"
+                    | "is_exporting" => Some(true),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// Runs a loop body twice, so bindings made late in one iteration reach the next.
-    fn exec_loop(&mut self, body: &[Stmt], env: &mut Env, mut before: impl FnMut(&mut Self, &mut Env)) {
+    fn exec_loop(
+        &mut self,
+        body: &[Stmt],
+        env: &mut Env,
+        mut before: impl FnMut(&mut Self, &mut Env),
+    ) {
         for _ in 0..2 {
             let mut body_env = env.clone();
             before(self, &mut body_env);
             self.exec_block(body, &mut body_env);
             let merged = Env::join(vec![env.clone(), body_env]);
-            *env = Env { class: env.class, outer: env.outer.clone(), ..merged };
+            *env = Env {
+                class: env.class,
+                outer: env.outer.clone(),
+                ..merged
+            };
         }
     }
 
@@ -371,13 +542,22 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 let has_star = elts.iter().any(Expr::is_starred_expr);
                 for (index, element) in elts.iter().enumerate() {
                     let item = match &value {
-                        Value::Tuple(items) if !has_star && items.len() == elts.len() => items[index].clone(),
+                        Value::Tuple(items) if !has_star && items.len() == elts.len() => {
+                            items[index].clone()
+                        }
                         Value::Shape(info) if !has_star => self.size_of(info, index as i64),
-                        Value::Tensor(_) | Value::Tensors(_) => Value::tensor(),
+                        Value::Tensor(info) | Value::Tensors(info) => Value::Tensor(TensorInfo {
+                            assumed: info.opaque || info.assumed,
+                            ..TensorInfo::default()
+                        }),
                         Value::DataScalars => Value::DataScalar(Interval::default()),
                         _ => Value::Unknown,
                     };
-                    let item = if element.is_starred_expr() { Value::Unknown } else { item };
+                    let item = if element.is_starred_expr() {
+                        Value::Unknown
+                    } else {
+                        item
+                    };
                     self.bind(element, item, env);
                 }
             }
@@ -401,7 +581,11 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     self.truthiness(value, context, env);
                 }
             }
-            Expr::UnaryOp(ast::ExprUnaryOp { op: ast::UnaryOp::Not, operand, .. }) => {
+            Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::Not,
+                operand,
+                ..
+            }) => {
                 self.truthiness(operand, context, env);
             }
             _ => {
@@ -415,13 +599,20 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         let value = match value {
             // A bare optional parameter's truthiness is a `None` check in practice.
             Value::Tensor(info) if info.maybe_none && matches!(expr, Expr::Name(_)) => return,
+            Value::Tensor(info) if info.assumed => return,
             Value::Tensor(_) | Value::Guard(_) => value,
             Value::DataScalar(interval) => Value::Guard(Guard {
                 kind: GuardKind::Data,
                 decided: interval.decide(CompareOp::NotEq, 0.0).is_some(),
                 suggestion: None,
             }),
-            Value::Size { origin, interval } => match self.size_guard(&origin, interval, CompareOp::NotEq, &Value::Unknown, Some(0.0)) {
+            Value::Size { origin, interval } => match self.size_guard(
+                &origin,
+                interval,
+                CompareOp::NotEq,
+                &Value::Unknown,
+                Some(0.0),
+            ) {
                 Value::Guard(guard) => Value::Guard(guard),
                 _ => return,
             },
@@ -468,12 +659,18 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 }
                 match self.eval(&unary.operand, env) {
                     value @ (Value::Tensor(_) | Value::DataScalar(_)) => value,
-                    Value::Size { origin, .. } => Value::Size { origin, interval: Interval::default() },
+                    Value::Size { origin, .. } => Value::Size {
+                        origin,
+                        interval: Interval::default(),
+                    },
                     _ => Value::Unknown,
                 }
             }
             Expr::BoolOp(bool_op) => {
-                let (last, rest) = bool_op.values.split_last().expect("a boolean operation has operands");
+                let (last, rest) = bool_op
+                    .values
+                    .split_last()
+                    .expect("a boolean operation has operands");
                 for value in rest {
                     self.truthiness(value, BoolContext::BoolOperator, env);
                 }
@@ -486,13 +683,18 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             }
             Expr::Compare(compare) => self.compare(compare, env),
             Expr::If(ternary) => {
-                self.truthiness(&ternary.test, BoolContext::Ternary, env);
+                match self.static_truth(&ternary.test, env) {
+                    Some(true) => return self.eval(&ternary.body, env),
+                    Some(false) => return self.eval(&ternary.orelse, env),
+                    None => self.truthiness(&ternary.test, BoolContext::Ternary, env),
+                }
                 let body = self.eval(&ternary.body, env);
                 let orelse = self.eval(&ternary.orelse, env);
                 body.join(&orelse)
             }
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
-                let items: Vec<Value> = elts.iter().map(|element| self.eval(element, env)).collect();
+                let items: Vec<Value> =
+                    elts.iter().map(|element| self.eval(element, env)).collect();
                 Value::Tuple(Rc::from(items))
             }
             Expr::Named(named) => {
@@ -500,9 +702,15 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 self.bind(&named.target, value.clone(), env);
                 value
             }
-            Expr::ListComp(ast::ExprListComp { elt, generators, .. })
-            | Expr::SetComp(ast::ExprSetComp { elt, generators, .. })
-            | Expr::Generator(ast::ExprGenerator { elt, generators, .. }) => {
+            Expr::ListComp(ast::ExprListComp {
+                elt, generators, ..
+            })
+            | Expr::SetComp(ast::ExprSetComp {
+                elt, generators, ..
+            })
+            | Expr::Generator(ast::ExprGenerator {
+                elt, generators, ..
+            }) => {
                 let mut inner = env.clone();
                 self.comprehension(generators, &mut inner);
                 match self.eval(elt, &mut inner) {
@@ -568,7 +776,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 module_parameter(name)
             }
             Value::Module(None) => module_parameter(name),
-            Value::Qualified(qualified) => Value::Qualified(Rc::from(format!("{qualified}.{name}"))),
+            Value::Qualified(qualified) => {
+                Value::Qualified(Rc::from(format!("{qualified}.{name}")))
+            }
             _ => Value::Unknown,
         }
     }
@@ -577,33 +787,63 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         let receiver = self.eval(&subscript.value, env);
         let index = self.eval(&subscript.slice, env);
         if let Value::DataScalar(_) = index {
-            if matches!(receiver, Value::Tuple(_) | Value::Tensors(_) | Value::Shape(_) | Value::Modules) {
-                self.record(EventKind::Scalar { value: index.clone(), usage: ScalarUse::ListIndex }, subscript.slice.range());
+            if matches!(
+                receiver,
+                Value::Tuple(_) | Value::Tensors(_) | Value::Shape(_) | Value::Modules
+            ) {
+                self.record(
+                    EventKind::Scalar {
+                        value: index.clone(),
+                        usage: ScalarUse::ListIndex,
+                    },
+                    subscript.slice.range(),
+                );
             }
         }
         match receiver {
             Value::Tensor(info) => {
                 let masked = is_boolean_mask(&subscript.slice, &index);
+                // `outputs[0]` of an opaque call picks an element of what may be a tuple.
+                let element_of_opaque =
+                    info.opaque && names::int_literal(&subscript.slice).is_some();
                 Value::Tensor(TensorInfo {
                     data_dependent_shape: masked || info.data_dependent_shape,
+                    assumed: info.assumed || element_of_opaque,
                     ..TensorInfo::default()
                 })
             }
             Value::Tensors(info) => Value::Tensor(TensorInfo { dims: None, ..info }),
             Value::Shape(info) => match &*subscript.slice {
                 Expr::Slice(_) => {
-                    let keeps_dims = info.dims.as_ref().is_some_and(|dims| dims.dynamic.is_empty());
-                    Value::Shape(TensorInfo { dims: if keeps_dims { info.dims.clone() } else { None }, ..info })
+                    let keeps_dims = info
+                        .dims
+                        .as_ref()
+                        .is_some_and(|dims| dims.dynamic.is_empty());
+                    Value::Shape(TensorInfo {
+                        dims: if keeps_dims { info.dims.clone() } else { None },
+                        ..info
+                    })
                 }
                 slice => match names::int_literal(slice) {
                     Some(position) => self.size_of(&info, position),
-                    None => Value::Size { origin: self.untracked_for(&info), interval: Interval::at_least(0.0) },
+                    None => Value::Size {
+                        origin: self.untracked_for(&info),
+                        interval: Interval::at_least(0.0),
+                    },
                 },
             },
             Value::Tuple(items) => match names::int_literal(&subscript.slice) {
                 Some(position) => {
-                    let position = if position < 0 { items.len() as i64 + position } else { position };
-                    usize::try_from(position).ok().and_then(|p| items.get(p)).cloned().unwrap_or(Value::Unknown)
+                    let position = if position < 0 {
+                        items.len() as i64 + position
+                    } else {
+                        position
+                    };
+                    usize::try_from(position)
+                        .ok()
+                        .and_then(|p| items.get(p))
+                        .cloned()
+                        .unwrap_or(Value::Unknown)
                 }
                 None => Value::Unknown,
             },
@@ -615,9 +855,16 @@ impl<'m, 'a> Interpreter<'m, 'a> {
 
     fn compare(&mut self, compare: &ast::ExprCompare, env: &mut Env) -> Value {
         let left = self.eval(&compare.left, env);
-        let rights: Vec<Value> = compare.comparators.iter().map(|right| self.eval(right, env)).collect();
-        let (Some(op), Some(right), Some(right_expr)) = (compare.ops.first(), rights.first(), compare.comparators.first())
-        else {
+        let rights: Vec<Value> = compare
+            .comparators
+            .iter()
+            .map(|right| self.eval(right, env))
+            .collect();
+        let (Some(op), Some(right), Some(right_expr)) = (
+            compare.ops.first(),
+            rights.first(),
+            compare.comparators.first(),
+        ) else {
             return Value::Unknown;
         };
         let op = match op {
@@ -627,17 +874,28 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             ast::CmpOp::GtE => CompareOp::GtE,
             ast::CmpOp::Eq => CompareOp::Eq,
             ast::CmpOp::NotEq => CompareOp::NotEq,
-            ast::CmpOp::Is | ast::CmpOp::IsNot | ast::CmpOp::In | ast::CmpOp::NotIn => return Value::Unknown,
+            ast::CmpOp::Is | ast::CmpOp::IsNot | ast::CmpOp::In | ast::CmpOp::NotIn => {
+                return Value::Unknown;
+            }
         };
         if left.is_tensor() || rights.iter().any(Value::is_tensor) {
-            return boolean_tensor();
+            // A comparison involving only assumed tensors is as uncertain as they are.
+            let assumed = std::iter::once(&left).chain(rights.iter()).all(|value| {
+                !value.is_tensor() || matches!(value, Value::Tensor(info) if info.assumed)
+            });
+            return Value::Tensor(TensorInfo {
+                assumed,
+                ..TensorInfo::default()
+            });
         }
         let left_number = number_of(&compare.left);
         let right_number = number_of(right_expr);
         match (&left, right) {
             (Value::DataScalar(interval), _) => data_guard(*interval, op, right_number),
             (_, Value::DataScalar(interval)) => data_guard(*interval, op.flipped(), left_number),
-            (Value::Size { origin, interval }, other) => self.size_guard(origin, *interval, op, other, right_number),
+            (Value::Size { origin, interval }, other) => {
+                self.size_guard(origin, *interval, op, other, right_number)
+            }
             (other, Value::Size { origin, interval }) => {
                 self.size_guard(origin, *interval, op.flipped(), other, left_number)
             }
@@ -657,10 +915,21 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         match origin {
             SizeOrigin::Unknown => Value::Unknown,
             SizeOrigin::Static => match other {
-                Value::Size { origin: other_origin @ (SizeOrigin::Dynamic { .. } | SizeOrigin::Unbacked), interval } => {
-                    self.size_guard(other_origin, *interval, op.flipped(), &Value::static_size(), None)
-                }
-                _ => Value::Guard(Guard { kind: GuardKind::Static, decided: false, suggestion: None }),
+                Value::Size {
+                    origin: other_origin @ (SizeOrigin::Dynamic { .. } | SizeOrigin::Unbacked),
+                    interval,
+                } => self.size_guard(
+                    other_origin,
+                    *interval,
+                    op.flipped(),
+                    &Value::static_size(),
+                    None,
+                ),
+                _ => Value::Guard(Guard {
+                    kind: GuardKind::Static,
+                    decided: false,
+                    suggestion: None,
+                }),
             },
             SizeOrigin::Unbacked => Value::Guard(Guard {
                 kind: GuardKind::Unbacked,
@@ -674,45 +943,80 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 let (decided, suggestion) = match (constant, other) {
                     (Some(constant), _) => {
                         let decided = interval.decide(op, constant).is_some();
-                        let suggestion = (!decided && *exact).then(|| suggest_range(&dim.name, op, constant));
+                        let suggestion =
+                            (!decided && *exact).then(|| suggest_range(&dim.name, op, constant));
                         (decided, suggestion)
                     }
-                    (None, Value::Size { origin: SizeOrigin::Dynamic { dim: other_dim, exact: other_exact }, .. }) => {
+                    (
+                        None,
+                        Value::Size {
+                            origin:
+                                SizeOrigin::Dynamic {
+                                    dim: other_dim,
+                                    exact: other_exact,
+                                },
+                            ..
+                        },
+                    ) => {
                         let same = *exact && *other_exact && other_dim.name == dim.name;
                         (same, None)
                     }
                     _ => (false, None),
                 };
-                Value::Guard(Guard { kind: GuardKind::Dynamic(dim.clone()), decided, suggestion })
+                Value::Guard(Guard {
+                    kind: GuardKind::Dynamic(dim.clone()),
+                    decided,
+                    suggestion,
+                })
             }
         }
     }
 
-    fn binary(&self, left: &Value, op: ast::Operator, right: &Value, right_number: Option<f64>) -> Value {
+    fn binary(
+        &self,
+        left: &Value,
+        op: ast::Operator,
+        right: &Value,
+        right_number: Option<f64>,
+    ) -> Value {
         match (left, right) {
             (Value::Tensor(a), Value::Tensor(b)) => Value::Tensor(TensorInfo {
-                dims: if a.dims == b.dims && op != ast::Operator::MatMult { a.dims.clone() } else { None },
+                dims: if a.dims == b.dims && op != ast::Operator::MatMult {
+                    a.dims.clone()
+                } else {
+                    None
+                },
                 data_dependent_shape: a.data_dependent_shape || b.data_dependent_shape,
                 maybe_none: false,
+                assumed: a.assumed && b.assumed,
+                opaque: false,
             }),
             (Value::Tensor(info), _) | (_, Value::Tensor(info)) => Value::Tensor(TensorInfo {
                 dims: info.dims.clone(),
                 data_dependent_shape: info.data_dependent_shape,
                 maybe_none: false,
+                assumed: info.assumed,
+                opaque: false,
             }),
             (Value::Tensors(_), _) | (_, Value::Tensors(_)) => Value::Unknown,
-            (Value::DataScalar(_), _) | (_, Value::DataScalar(_)) => Value::DataScalar(Interval::default()),
+            (Value::DataScalar(_), _) | (_, Value::DataScalar(_)) => {
+                Value::DataScalar(Interval::default())
+            }
             (Value::Size { origin, interval }, other) => {
                 let origin = match other {
-                    Value::Size { origin: other_origin, .. } => origin.combine(other_origin),
+                    Value::Size {
+                        origin: other_origin,
+                        ..
+                    } => origin.combine(other_origin),
                     _ => origin.combine(&SizeOrigin::Static),
                 };
                 let interval = shift_interval(*interval, op, right_number);
                 Value::Size { origin, interval }
             }
-            (_, Value::Size { origin, .. }) => {
-                Value::Size { origin: origin.combine(&SizeOrigin::Static), interval: Interval::default() }
-            }
+            (_, Value::Size { origin, .. }) => Value::Size {
+                origin: origin.combine(&SizeOrigin::Static),
+                interval: Interval::default(),
+            },
             _ => Value::Unknown,
         }
     }
@@ -721,20 +1025,35 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     // Calls
 
     fn call(&mut self, call: &ast::ExprCall, env: &mut Env) -> Value {
-        let args: Vec<Value> = call.arguments.args.iter().map(|arg| self.eval(arg, env)).collect();
+        let args: Vec<Value> = call
+            .arguments
+            .args
+            .iter()
+            .map(|arg| self.eval(arg, env))
+            .collect();
         let kwargs: Vec<(String, Value)> = call
             .arguments
             .keywords
             .iter()
             .map(|keyword| {
                 let value = self.eval(&keyword.value, env);
-                (keyword.arg.as_ref().map(ToString::to_string).unwrap_or_default(), value)
+                (
+                    keyword
+                        .arg
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                    value,
+                )
             })
             .collect();
-        let any_tensor = args.iter().chain(kwargs.iter().map(|(_, value)| value)).any(|value| {
-            matches!(value, Value::Tensor(_) | Value::Tensors(_))
-                || matches!(value, Value::Tuple(items) if items.iter().any(Value::is_tensor))
-        });
+        let any_tensor = args
+            .iter()
+            .chain(kwargs.iter().map(|(_, value)| value))
+            .any(|value| {
+                matches!(value, Value::Tensor(_) | Value::Tensors(_))
+                    || matches!(value, Value::Tuple(items) if items.iter().any(Value::is_tensor))
+            });
         if let Expr::Attribute(attribute) = &*call.func {
             let name = attribute.attr.as_str();
             if let Expr::Call(inner) = &*attribute.value {
@@ -744,15 +1063,22 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             }
             let receiver = self.eval(&attribute.value, env);
             return match receiver {
-                Value::Tensor(info) | Value::Tensors(info) => self.tensor_method(&info, name, call, &args, &kwargs),
+                Value::Tensor(info) | Value::Tensors(info) => {
+                    self.tensor_method(&info, name, call, &args, &kwargs)
+                }
                 Value::Module(class) => self.module_method(class, name, &args, &kwargs, any_tensor),
                 Value::Modules => match name {
                     "values" | "children" | "modules" => Value::Modules,
                     _ => Value::Unknown,
                 },
-                Value::Qualified(qualified) => {
-                    self.qualified_call(&format!("{qualified}.{name}"), call, &args, &kwargs, any_tensor, env)
-                }
+                Value::Qualified(qualified) => self.qualified_call(
+                    &format!("{qualified}.{name}"),
+                    call,
+                    &args,
+                    &kwargs,
+                    any_tensor,
+                    env,
+                ),
                 Value::Shape(info) if matches!(name, "numel") => self.numel_of(&info),
                 _ => Value::Unknown,
             };
@@ -771,15 +1097,44 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         env: &mut Env,
     ) -> Value {
         match callee {
-            Value::Qualified(qualified) => self.qualified_call(qualified, call, args, kwargs, any_tensor, env),
+            Value::Qualified(qualified) => {
+                self.qualified_call(qualified, call, args, kwargs, any_tensor, env)
+            }
             Value::Function(function) => {
                 let outer = self.closure_of(*function, env);
                 self.inline(*function, None, args, kwargs, outer)
             }
-            Value::Method(class, method) => self.inline(*method, Some(Value::Module(*class)), args, kwargs, None),
-            Value::Class(class) if self.model.classes[*class].is_module => Value::Module(Some(*class)),
-            Value::Module(_) => Value::tensor(),
+            Value::Method(class, method) => {
+                self.inline(*method, Some(Value::Module(*class)), args, kwargs, None)
+            }
+            Value::Class(class) if self.model.classes[*class].is_module => {
+                Value::Module(Some(*class))
+            }
+            Value::Module(submodule) => self.call_module(*submodule, args, kwargs),
             _ => Value::Unknown,
+        }
+    }
+
+    /// Calls a module: a class of this file runs its `forward` on the caller's values, so shapes
+    /// and dynamic dimensions flow into submodules; any other module returns an opaque tensor.
+    fn call_module(
+        &mut self,
+        class: Option<usize>,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Value {
+        match class.and_then(|class| Some((class, self.model.find_method(class, "forward")?))) {
+            Some((class, forward)) => match self.inline(
+                forward,
+                Some(Value::Module(Some(class))),
+                args,
+                kwargs,
+                None,
+            ) {
+                Value::Unknown | Value::Bottom => Value::opaque_tensor(),
+                value => value,
+            },
+            None => Value::opaque_tensor(),
         }
     }
 
@@ -791,7 +1146,11 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             return None;
         }
         let mut captured = env.outer.as_deref().cloned().unwrap_or_default();
-        captured.extend(env.locals.iter().map(|(name, value)| (name.clone(), value.clone())));
+        captured.extend(
+            env.locals
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone())),
+        );
         Some(Rc::new(captured))
     }
 
@@ -803,15 +1162,27 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         any_tensor: bool,
         env: &Env,
     ) -> Value {
-        let Some(class) = env.class else { return Value::Unknown };
+        let Some(class) = env.class else {
+            return Value::Unknown;
+        };
         for base in &self.model.classes[class].bases {
             if let Value::Class(base) = base {
                 if let Some(method) = self.model.find_method(*base, name) {
-                    return self.inline(method, Some(Value::Module(Some(class))), args, kwargs, None);
+                    return self.inline(
+                        method,
+                        Some(Value::Module(Some(class))),
+                        args,
+                        kwargs,
+                        None,
+                    );
                 }
             }
         }
-        if any_tensor && name == "forward" { Value::tensor() } else { Value::Unknown }
+        if any_tensor && name == "forward" {
+            Value::opaque_tensor()
+        } else {
+            Value::Unknown
+        }
     }
 
     fn tensor_method(
@@ -824,11 +1195,23 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     ) -> Value {
         match name {
             "numpy" => {
-                self.record(EventKind::Numpy { call: ".numpy()".to_owned() }, call.range());
+                if !info.assumed {
+                    self.record(
+                        EventKind::Numpy {
+                            call: ".numpy()".to_owned(),
+                        },
+                        call.range(),
+                    );
+                }
                 return Value::Unknown;
             }
             "data_ptr" | "storage" | "untyped_storage" => {
-                self.record(EventKind::UntraceableMethod { method: name.to_owned() }, call.range());
+                self.record(
+                    EventKind::UntraceableMethod {
+                        method: name.to_owned(),
+                    },
+                    call.range(),
+                );
                 return Value::Unknown;
             }
             _ => {}
@@ -838,29 +1221,41 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             MethodResult::DataScalar => Value::DataScalar(Interval::default()),
             MethodResult::DataScalars => Value::DataScalars,
             MethodResult::Size => {
-                let dim = call
-                    .arguments
-                    .args
-                    .first()
-                    .or_else(|| call.arguments.find_keyword("dim").map(|keyword| &keyword.value));
+                let dim = call.arguments.args.first().or_else(|| {
+                    call.arguments
+                        .find_keyword("dim")
+                        .map(|keyword| &keyword.value)
+                });
                 match dim {
                     None => Value::Shape(info.clone()),
                     Some(dim) => match names::int_literal(dim) {
                         Some(position) => self.size_of(info, position),
-                        None => Value::Size { origin: self.untracked_for(info), interval: Interval::at_least(0.0) },
+                        None => Value::Size {
+                            origin: self.untracked_for(info),
+                            interval: Interval::at_least(0.0),
+                        },
                     },
                 }
             }
             MethodResult::Numel => self.numel_of(info),
             MethodResult::Other => Value::Unknown,
-            MethodResult::SameShape => Value::Tensor(TensorInfo { maybe_none: false, ..info.clone() }),
-            MethodResult::Tensor => {
-                Value::Tensor(TensorInfo { data_dependent_shape: info.data_dependent_shape, ..TensorInfo::default() })
-            }
-            MethodResult::Tensors => Value::Tensors(TensorInfo::default()),
-            MethodResult::DataDependentShape => {
-                Value::Tensor(TensorInfo { data_dependent_shape: true, ..TensorInfo::default() })
-            }
+            MethodResult::SameShape => Value::Tensor(TensorInfo {
+                maybe_none: false,
+                ..info.clone()
+            }),
+            MethodResult::Tensor => Value::Tensor(TensorInfo {
+                data_dependent_shape: info.data_dependent_shape,
+                assumed: info.assumed,
+                ..TensorInfo::default()
+            }),
+            MethodResult::Tensors => Value::Tensors(TensorInfo {
+                assumed: info.assumed,
+                ..TensorInfo::default()
+            }),
+            MethodResult::DataDependentShape => Value::Tensor(TensorInfo {
+                data_dependent_shape: true,
+                ..TensorInfo::default()
+            }),
         }
     }
 
@@ -877,7 +1272,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 return self.inline(method, Some(Value::Module(Some(class))), args, kwargs, None);
             }
             match self.model.find_attribute(class, name) {
-                Some(Value::Module(_)) => return Value::tensor(),
+                Some(Value::Module(submodule)) => {
+                    let submodule = *submodule;
+                    return self.call_module(submodule, args, kwargs);
+                }
                 Some(Value::Tensor(_) | Value::Modules) => return Value::Unknown,
                 _ => {}
             }
@@ -886,12 +1284,13 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             "children" | "modules" => Value::Modules,
             "get_submodule" => Value::Module(None),
             "get_parameter" | "get_buffer" => Value::tensor(),
-            "parameters" | "named_parameters" | "buffers" | "named_buffers" | "state_dict" | "train" | "eval"
-            | "to" | "apply" | "register_buffer" | "register_parameter" | "add_module" | "named_children"
-            | "named_modules" | "zero_grad" | "requires_grad_" | "extra_repr" => Value::Unknown,
+            "parameters" | "named_parameters" | "buffers" | "named_buffers" | "state_dict"
+            | "train" | "eval" | "to" | "apply" | "register_buffer" | "register_parameter"
+            | "add_module" | "named_children" | "named_modules" | "zero_grad"
+            | "requires_grad_" | "extra_repr" => Value::Unknown,
             // A callable attribute the model cannot see (a submodule chosen at run time, an
             // activation from a table): applied to tensors, it returns one.
-            _ if any_tensor => Value::tensor(),
+            _ if any_tensor => Value::opaque_tensor(),
             _ => Value::Unknown,
         }
     }
@@ -917,7 +1316,13 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 return Value::Unknown;
             }
             "torch._dynamo.graph_break" | "warnings.warn" => {
-                self.record(EventKind::Call { qualified: qualified.to_owned(), tensor_argument: any_tensor }, call.range());
+                self.record(
+                    EventKind::Call {
+                        qualified: qualified.to_owned(),
+                        tensor_argument: any_tensor,
+                    },
+                    call.range(),
+                );
                 return Value::Unknown;
             }
             "logging.getLogger" => return Value::Qualified(Rc::from("logging.Logger")),
@@ -941,28 +1346,63 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             _ => {}
         }
         if top == "logging" {
-            self.record(EventKind::Call { qualified: qualified.to_owned(), tensor_argument: any_tensor }, call.range());
+            self.record(
+                EventKind::Call {
+                    qualified: qualified.to_owned(),
+                    tensor_argument: any_tensor,
+                },
+                call.range(),
+            );
             return Value::Unknown;
         }
         if top == "math" {
             return match args.first() {
+                Some(Value::Tensor(info)) if info.assumed => Value::Unknown,
                 Some(Value::Tensor(_)) => {
-                    self.record(EventKind::Scalar { value: Value::tensor(), usage: ScalarUse::MathCall }, call.range());
+                    self.record(
+                        EventKind::Scalar {
+                            value: Value::tensor(),
+                            usage: ScalarUse::MathCall,
+                        },
+                        call.range(),
+                    );
                     Value::DataScalar(Interval::default())
                 }
                 Some(Value::DataScalar(_)) => Value::DataScalar(Interval::default()),
-                Some(Value::Size { origin, .. }) => Value::Size { origin: origin.combine(&SizeOrigin::Static), interval: Interval::default() },
+                Some(Value::Size { origin, .. }) => Value::Size {
+                    origin: origin.combine(&SizeOrigin::Static),
+                    interval: Interval::default(),
+                },
                 _ => Value::Unknown,
             };
         }
+        let any_certain_tensor = args
+            .iter()
+            .chain(kwargs.iter().map(|(_, value)| value))
+            .any(Value::is_certain_tensor);
         if torch_api::is_numpy(qualified) {
-            if any_tensor {
-                self.record(EventKind::Numpy { call: qualified.to_owned() }, call.range());
+            if any_certain_tensor {
+                self.record(
+                    EventKind::Numpy {
+                        call: qualified.to_owned(),
+                    },
+                    call.range(),
+                );
             }
             return Value::Unknown;
         }
-        if torch_api::STRICT_UNTRACEABLE_MODULES.contains(&top) || torch_api::BAKED_IN_MODULES.contains(&top) {
-            self.record(EventKind::Call { qualified: qualified.to_owned(), tensor_argument: any_tensor }, call.range());
+        if torch_api::STRICT_UNTRACEABLE_MODULES.contains(&top)
+            || torch_api::BAKED_IN_MODULES.contains(&top)
+        {
+            let tensor_argument =
+                any_certain_tensor && torch_api::DATA_READING_MODULES.contains(&top);
+            self.record(
+                EventKind::Call {
+                    qualified: qualified.to_owned(),
+                    tensor_argument,
+                },
+                call.range(),
+            );
             return Value::Unknown;
         }
         if let Some(constructed) = torch_api::constructed(qualified) {
@@ -975,35 +1415,57 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         if let Some(class) = self.model.workspace_module_class(qualified) {
             return class;
         }
-        let _ = kwargs;
         let first_tensor = args.iter().find_map(|arg| match arg {
             Value::Tensor(info) => Some(info.clone()),
             _ => None,
         });
         let name = qualified.rsplit('.').next().unwrap_or(qualified);
+        // A torch function of assumed tensors only is as uncertain as its arguments.
+        let assumed = any_tensor && !any_certain_tensor;
         match torch_api::torch_function(qualified, call.arguments.args.len()) {
             TorchResult::Tensor => {
                 let keeps_dims = torch_api::tensor_method(name) == MethodResult::SameShape;
                 match first_tensor {
-                    Some(info) if keeps_dims => Value::Tensor(TensorInfo { maybe_none: false, ..info }),
-                    _ => Value::tensor(),
+                    Some(info) if keeps_dims => Value::Tensor(TensorInfo {
+                        maybe_none: false,
+                        assumed,
+                        ..info
+                    }),
+                    _ => Value::Tensor(TensorInfo {
+                        assumed,
+                        ..TensorInfo::default()
+                    }),
                 }
             }
             TorchResult::Tensors => Value::Tensors(TensorInfo::default()),
-            TorchResult::DataDependentShape => {
-                Value::Tensor(TensorInfo { data_dependent_shape: true, ..TensorInfo::default() })
-            }
+            TorchResult::DataDependentShape => Value::Tensor(TensorInfo {
+                data_dependent_shape: true,
+                ..TensorInfo::default()
+            }),
             TorchResult::Size => first_tensor.map_or(Value::Unknown, |info| self.numel_of(&info)),
             TorchResult::Other | TorchResult::Unknown => Value::Unknown,
         }
     }
 
-    fn builtin_call(&mut self, name: &str, call: &ast::ExprCall, args: &[Value], env: &mut Env) -> Value {
+    fn builtin_call(
+        &mut self,
+        name: &str,
+        call: &ast::ExprCall,
+        args: &[Value],
+        env: &mut Env,
+    ) -> Value {
         let first = args.first().cloned().unwrap_or(Value::Unknown);
         match name {
             "int" | "float" => match first {
+                Value::Tensor(info) if info.assumed => Value::Unknown,
                 Value::Tensor(_) => {
-                    self.record(EventKind::Scalar { value: first, usage: ScalarUse::Conversion }, call.range());
+                    self.record(
+                        EventKind::Scalar {
+                            value: first,
+                            usage: ScalarUse::Conversion,
+                        },
+                        call.range(),
+                    );
                     Value::DataScalar(Interval::default())
                 }
                 Value::DataScalar(interval) => Value::DataScalar(interval),
@@ -1019,7 +1481,13 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             "len" => match first {
                 Value::Tensor(info) => {
                     let size = self.size_of(&info, 0);
-                    self.record(EventKind::Scalar { value: size.clone(), usage: ScalarUse::Len }, call.range());
+                    self.record(
+                        EventKind::Scalar {
+                            value: size.clone(),
+                            usage: ScalarUse::Len,
+                        },
+                        call.range(),
+                    );
                     size
                 }
                 _ => Value::Unknown,
@@ -1027,7 +1495,13 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             "range" => {
                 for (value, expr) in args.iter().zip(call.arguments.args.iter()) {
                     if matches!(value, Value::DataScalar(_) | Value::Size { .. }) {
-                        self.record(EventKind::Scalar { value: value.clone(), usage: ScalarUse::Range }, expr.range());
+                        self.record(
+                            EventKind::Scalar {
+                                value: value.clone(),
+                                usage: ScalarUse::Range,
+                            },
+                            expr.range(),
+                        );
                     }
                 }
                 Value::Iter(Rc::new(Value::Unknown))
@@ -1038,15 +1512,19 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 } else if args.iter().any(|arg| matches!(arg, Value::DataScalar(_))) {
                     Value::DataScalar(Interval::default())
                 } else {
-                    args.iter().fold(Value::Bottom, |acc, arg| match (acc, arg) {
-                        (Value::Bottom, size @ Value::Size { .. }) => size.clone(),
-                        (Value::Size { origin, .. }, Value::Size { origin: other, .. }) => {
-                            Value::Size { origin: origin.combine(other), interval: Interval::default() }
-                        }
-                        (size @ Value::Size { .. }, _) => size,
-                        (_, size @ Value::Size { .. }) => size.clone(),
-                        _ => Value::Unknown,
-                    })
+                    args.iter()
+                        .fold(Value::Bottom, |acc, arg| match (acc, arg) {
+                            (Value::Bottom, size @ Value::Size { .. }) => size.clone(),
+                            (Value::Size { origin, .. }, Value::Size { origin: other, .. }) => {
+                                Value::Size {
+                                    origin: origin.combine(other),
+                                    interval: Interval::default(),
+                                }
+                            }
+                            (size @ Value::Size { .. }, _) => size,
+                            (_, size @ Value::Size { .. }) => size.clone(),
+                            _ => Value::Unknown,
+                        })
                 }
             }
             "abs" | "round" => match first {
@@ -1059,18 +1537,37 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 _ => Value::Unknown,
             },
             "tuple" | "list" => match first {
-                value @ (Value::Shape(_) | Value::Tensors(_) | Value::Tuple(_) | Value::DataScalars | Value::Modules) => value,
+                value @ (Value::Shape(_)
+                | Value::Tensors(_)
+                | Value::Tuple(_)
+                | Value::DataScalars
+                | Value::Modules) => value,
                 _ => Value::Unknown,
             },
             "zip" => Value::Iter(Rc::new(Value::Tuple(args.iter().map(element_of).collect()))),
-            "enumerate" => Value::Iter(Rc::new(Value::Tuple(Rc::from(vec![Value::Unknown, element_of(&first)])))),
+            "enumerate" => Value::Iter(Rc::new(Value::Tuple(Rc::from(vec![
+                Value::Unknown,
+                element_of(&first),
+            ])))),
             "reversed" | "iter" => Value::Iter(Rc::new(element_of(&first))),
             "print" => {
-                self.record(EventKind::Call { qualified: "print".to_owned(), tensor_argument: false }, call.range());
+                self.record(
+                    EventKind::Call {
+                        qualified: "print".to_owned(),
+                        tensor_argument: false,
+                    },
+                    call.range(),
+                );
                 Value::Unknown
             }
             _ if torch_api::UNTRACEABLE_BUILTINS.contains(&name) => {
-                self.record(EventKind::Call { qualified: name.to_owned(), tensor_argument: false }, call.range());
+                self.record(
+                    EventKind::Call {
+                        qualified: name.to_owned(),
+                        tensor_argument: false,
+                    },
+                    call.range(),
+                );
                 Value::Unknown
             }
             _ => {
@@ -1087,8 +1584,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 let outer = self.closure_of(*function, env);
                 self.inline(*function, None, args, &[], outer)
             }
-            Value::Method(class, method) => self.inline(*method, Some(Value::Module(*class)), args, &[], None),
-            Value::Module(_) => Value::tensor(),
+            Value::Method(class, method) => {
+                self.inline(*method, Some(Value::Module(*class)), args, &[], None)
+            }
+            Value::Module(_) => Value::opaque_tensor(),
             _ => Value::Unknown,
         }
     }
@@ -1105,25 +1604,63 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         if self.stack.contains(&function) || self.stack.len() >= MAX_DEPTH || self.budget == 0 {
             return Value::Unknown;
         }
-        let key = format!("{function}:{receiver:?}:{args:?}:{kwargs:?}:{}", outer.is_some());
+        let key = format!(
+            "{function}:{receiver:?}:{args:?}:{kwargs:?}:{}",
+            outer.is_some()
+        );
         if let Some(value) = self.memo.get(&key) {
             return value.clone();
         }
         self.budget -= 1;
         let info = &self.model.functions[function];
         let def = info.def;
-        let mut env = Env { outer, class: info.class, ..Env::default() };
+        let mut env = Env {
+            outer,
+            class: info.class,
+            ..Env::default()
+        };
         let parameters = all_parameters(&def.parameters);
+        let decorated = |name: &str| {
+            def.decorator_list
+                .iter()
+                .any(|decorator| names::dotted(&decorator.expression).as_deref() == Some(name))
+        };
+        let receiver = if decorated("staticmethod") {
+            None
+        } else if decorated("classmethod") {
+            receiver.map(|_| Value::Unknown)
+        } else {
+            receiver
+        };
         let mut positional = receiver.into_iter().chain(args.iter().cloned());
         for parameter in &parameters {
             let name = parameter.parameter.name.as_str();
-            let value = positional
+            let mut value = positional
                 .next()
-                .or_else(|| kwargs.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone()))
+                .or_else(|| {
+                    kwargs
+                        .iter()
+                        .find(|(key, _)| key == name)
+                        .map(|(_, value)| value.clone())
+                })
                 .unwrap_or_else(|| default_value(parameter));
+            // A parameter annotated `int`, `tuple[int, int]`, ... is trusted over a caller the
+            // interpreter may have misjudged.
+            if let Some(annotation) = &parameter.parameter.annotation {
+                let keeps = matches!(
+                    value,
+                    Value::Size { .. } | Value::DataScalar(_) | Value::None
+                );
+                if matches!(annotation_kind(annotation), AnnotationKind::Other) && !keeps {
+                    value = Value::Unknown;
+                }
+            }
             env.locals.insert(name.to_owned(), value);
         }
-        for vararg in [&def.parameters.vararg, &def.parameters.kwarg].into_iter().flatten() {
+        for vararg in [&def.parameters.vararg, &def.parameters.kwarg]
+            .into_iter()
+            .flatten()
+        {
             env.locals.insert(vararg.name.to_string(), Value::Unknown);
         }
         self.stack.push(function);
@@ -1151,45 +1688,74 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     fn size_of(&self, info: &TensorInfo, position: i64) -> Value {
         if info.data_dependent_shape {
             return if position == 0 {
-                Value::Size { origin: SizeOrigin::Unbacked, interval: Interval::at_least(0.0) }
+                Value::Size {
+                    origin: SizeOrigin::Unbacked,
+                    interval: Interval::at_least(0.0),
+                }
             } else {
-                Value::Size { origin: self.untracked.clone(), interval: Interval::at_least(0.0) }
+                Value::Size {
+                    origin: self.untracked.clone(),
+                    interval: Interval::at_least(0.0),
+                }
             };
         }
         let Some(dims) = &info.dims else {
-            return Value::Size { origin: self.untracked.clone(), interval: Interval::at_least(0.0) };
+            return Value::Size {
+                origin: self.untracked.clone(),
+                interval: Interval::at_least(0.0),
+            };
         };
         let index = if position >= 0 {
             usize::try_from(position).ok()
         } else {
-            dims.rank.and_then(|rank| usize::try_from(rank as i64 + position).ok())
+            dims.rank
+                .and_then(|rank| usize::try_from(rank as i64 + position).ok())
         };
         match index {
-            Some(index) => match dims.dynamic.iter().find(|(dim_index, _)| *dim_index == index) {
+            Some(index) => match dims
+                .dynamic
+                .iter()
+                .find(|(dim_index, _)| *dim_index == index)
+            {
                 Some((_, dim)) => Value::Size {
-                    origin: SizeOrigin::Dynamic { dim: dim.clone(), exact: true },
+                    origin: SizeOrigin::Dynamic {
+                        dim: dim.clone(),
+                        exact: true,
+                    },
                     interval: dim.assumed_interval(),
                 },
                 None => Value::static_size(),
             },
             None if dims.dynamic.is_empty() => Value::static_size(),
-            None => Value::Size { origin: SizeOrigin::Unknown, interval: Interval::default() },
+            None => Value::Size {
+                origin: SizeOrigin::Unknown,
+                interval: Interval::default(),
+            },
         }
     }
 
     fn numel_of(&self, info: &TensorInfo) -> Value {
         if info.data_dependent_shape {
-            return Value::Size { origin: SizeOrigin::Unbacked, interval: Interval::at_least(0.0) };
+            return Value::Size {
+                origin: SizeOrigin::Unbacked,
+                interval: Interval::at_least(0.0),
+            };
         }
         match &info.dims {
             Some(dims) => match dims.dynamic.first() {
                 Some((_, dim)) => Value::Size {
-                    origin: SizeOrigin::Dynamic { dim: dim.clone(), exact: false },
+                    origin: SizeOrigin::Dynamic {
+                        dim: dim.clone(),
+                        exact: false,
+                    },
                     interval: Interval::at_least(0.0),
                 },
                 None => Value::static_size(),
             },
-            None => Value::Size { origin: self.untracked.clone(), interval: Interval::at_least(0.0) },
+            None => Value::Size {
+                origin: self.untracked.clone(),
+                interval: Interval::at_least(0.0),
+            },
         }
     }
 }
@@ -1197,7 +1763,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
 impl SemanticModel<'_> {
     /// Constructing a module class from another workspace file gives a module instance.
     fn workspace_module_class(&self, qualified: &str) -> Option<Value> {
-        self.workspace.is_module_class(qualified).then_some(Value::Module(None))
+        self.workspace
+            .is_module_class(qualified)
+            .then_some(Value::Module(None))
     }
 }
 
@@ -1205,32 +1773,62 @@ impl SemanticModel<'_> {
 // Helpers
 
 fn all_parameters(parameters: &ast::Parameters) -> Vec<&ast::ParameterWithDefault> {
-    parameters.posonlyargs.iter().chain(parameters.args.iter()).chain(parameters.kwonlyargs.iter()).collect()
+    parameters
+        .posonlyargs
+        .iter()
+        .chain(parameters.args.iter())
+        .chain(parameters.kwonlyargs.iter())
+        .collect()
+}
+
+/// How a root `forward` parameter is fed when the model is exported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ParameterRole {
+    /// The example inputs give it a value (or, with no entrypoint, it is the first input).
+    Input,
+    /// The example inputs leave it out: it takes its default.
+    Defaulted,
+    /// A further parameter of a module whose callers the file does not show.
+    Extra,
 }
 
 /// A `forward` parameter's value: a tensor unless its annotation or default says otherwise.
-fn root_parameter(parameter: &ast::ParameterWithDefault, dims: Option<Rc<TensorDims>>) -> Value {
-    let default_is_none = matches!(parameter.default.as_deref(), Some(Expr::NoneLiteral(_)));
+fn root_parameter(
+    parameter: &ast::ParameterWithDefault,
+    dims: Option<Rc<TensorDims>>,
+    role: ParameterRole,
+) -> Value {
+    let default = parameter.default.as_deref();
+    // An input left at its default `None` is `None` while tracing: the exporter never enters
+    // `if mask is not None:`.
+    if role == ParameterRole::Defaulted || (role == ParameterRole::Extra && default.is_some()) {
+        return match default {
+            Some(Expr::NoneLiteral(_)) => Value::None,
+            _ => Value::Unknown,
+        };
+    }
+    let tensor = |maybe_none: bool, assumed: bool| {
+        Value::Tensor(TensorInfo {
+            dims: dims.clone(),
+            maybe_none,
+            assumed,
+            ..TensorInfo::default()
+        })
+    };
     if let Some(annotation) = &parameter.parameter.annotation {
         return match annotation_kind(annotation) {
-            AnnotationKind::Tensor { optional } => {
-                Value::Tensor(TensorInfo { dims, maybe_none: optional || default_is_none, ..TensorInfo::default() })
-            }
+            AnnotationKind::Tensor { optional } => tensor(
+                optional || matches!(default, Some(Expr::NoneLiteral(_))),
+                false,
+            ),
             AnnotationKind::Tensors => Value::Tensors(TensorInfo::default()),
             AnnotationKind::Other => Value::Unknown,
         };
     }
-    match parameter.default.as_deref() {
-        None => Value::Tensor(TensorInfo { dims, ..TensorInfo::default() }),
+    match default {
+        None => tensor(false, role == ParameterRole::Extra),
         // DESIGN.md: parameters defaulted to a literal (None, a number, a flag, a string) are
         // configuration, not inputs.
-        Some(
-            Expr::NoneLiteral(_)
-            | Expr::NumberLiteral(_)
-            | Expr::BooleanLiteral(_)
-            | Expr::StringLiteral(_)
-            | Expr::UnaryOp(_),
-        ) => Value::Unknown,
         Some(_) => Value::Unknown,
     }
 }
@@ -1246,7 +1844,10 @@ fn annotation_kind(annotation: &Expr) -> AnnotationKind {
     match annotation {
         Expr::Name(_) | Expr::Attribute(_) => {
             let name = text_of(annotation);
-            if name == "Tensor" || name.ends_with(".Tensor") || name.ends_with("Tensor") && name.starts_with("torch.") {
+            if name == "Tensor"
+                || name.ends_with(".Tensor")
+                || name.ends_with("Tensor") && name.starts_with("torch.")
+            {
                 AnnotationKind::Tensor { optional: false }
             } else {
                 AnnotationKind::Other
@@ -1288,19 +1889,30 @@ fn annotation_kind(annotation: &Expr) -> AnnotationKind {
         }
         Expr::BinOp(binary) if binary.op == ast::Operator::BitOr => {
             let sides = [&*binary.left, &*binary.right];
-            let tensor = sides.iter().any(|side| matches!(annotation_kind(side), AnnotationKind::Tensor { .. }));
-            let none = sides.iter().any(|side| matches!(side, Expr::NoneLiteral(_)));
+            let tensor = sides
+                .iter()
+                .any(|side| matches!(annotation_kind(side), AnnotationKind::Tensor { .. }));
+            let none = sides
+                .iter()
+                .any(|side| matches!(side, Expr::NoneLiteral(_)));
             let others = sides.iter().all(|side| {
-                matches!(annotation_kind(side), AnnotationKind::Tensor { .. }) || matches!(side, Expr::NoneLiteral(_))
+                matches!(annotation_kind(side), AnnotationKind::Tensor { .. })
+                    || matches!(side, Expr::NoneLiteral(_))
             });
-            if tensor && others { AnnotationKind::Tensor { optional: none } } else { AnnotationKind::Other }
+            if tensor && others {
+                AnnotationKind::Tensor { optional: none }
+            } else {
+                AnnotationKind::Other
+            }
         }
         _ => AnnotationKind::Other,
     }
 }
 
 fn union_kind(slice: &Expr) -> AnnotationKind {
-    let Expr::Tuple(tuple) = slice else { return annotation_kind(slice) };
+    let Expr::Tuple(tuple) = slice else {
+        return annotation_kind(slice);
+    };
     let mut optional = false;
     for element in &tuple.elts {
         match element {
@@ -1321,20 +1933,21 @@ fn default_value(parameter: &ast::ParameterWithDefault) -> Value {
 
 /// `self.<name>` as an assignment target.
 fn self_attribute(target: &Expr) -> Option<&str> {
-    let Expr::Attribute(attribute) = target else { return None };
-    matches!(&*attribute.value, Expr::Name(name) if name.id.as_str() == "self").then(|| attribute.attr.as_str())
+    let Expr::Attribute(attribute) = target else {
+        return None;
+    };
+    matches!(&*attribute.value, Expr::Name(name) if name.id.as_str() == "self")
+        .then(|| attribute.attr.as_str())
 }
 
 /// Parameters and buffers every module of `torch.nn` has under these names.
 fn module_parameter(name: &str) -> Value {
     match name {
-        "weight" | "bias" | "running_mean" | "running_var" | "in_proj_weight" | "in_proj_bias" => Value::tensor(),
+        "weight" | "bias" | "running_mean" | "running_var" | "in_proj_weight" | "in_proj_bias" => {
+            Value::tensor()
+        }
         _ => Value::Unknown,
     }
-}
-
-fn boolean_tensor() -> Value {
-    Value::Tensor(TensorInfo::default())
 }
 
 /// Whether an index expression is a boolean mask, which makes the result's size data-dependent.
@@ -1344,14 +1957,32 @@ fn is_boolean_mask(slice: &Expr, index: &Value) -> bool {
     }
     match slice {
         Expr::Compare(_) => true,
-        Expr::UnaryOp(ast::ExprUnaryOp { op: ast::UnaryOp::Invert, .. }) => true,
+        Expr::UnaryOp(ast::ExprUnaryOp {
+            op: ast::UnaryOp::Invert,
+            ..
+        }) => true,
         Expr::Call(call) => {
             let name = match &*call.func {
                 Expr::Attribute(attribute) => attribute.attr.as_str(),
                 Expr::Name(name) => name.id.as_str(),
                 _ => "",
             };
-            matches!(name, "bool" | "isnan" | "isinf" | "isfinite" | "logical_not" | "logical_and" | "logical_or" | "eq" | "ne" | "gt" | "ge" | "lt" | "le")
+            matches!(
+                name,
+                "bool"
+                    | "isnan"
+                    | "isinf"
+                    | "isfinite"
+                    | "logical_not"
+                    | "logical_and"
+                    | "logical_or"
+                    | "eq"
+                    | "ne"
+                    | "gt"
+                    | "ge"
+                    | "lt"
+                    | "le"
+            )
         }
         Expr::Name(name) => {
             let name = name.id.as_str();
@@ -1388,13 +2019,22 @@ fn data_guard(interval: Interval, op: CompareOp, constant: Option<f64>) -> Value
 
 /// The interval of `size <op> constant` for `+`, `-` and `*` by a non-negative constant.
 fn shift_interval(interval: Interval, op: ast::Operator, constant: Option<f64>) -> Interval {
-    let Some(constant) = constant else { return Interval::default() };
+    let Some(constant) = constant else {
+        return Interval::default();
+    };
     match op {
-        ast::Operator::Add => Interval { low: interval.low.map(|low| low + constant), high: interval.high.map(|high| high + constant) },
-        ast::Operator::Sub => Interval { low: interval.low.map(|low| low - constant), high: interval.high.map(|high| high - constant) },
-        ast::Operator::Mult if constant >= 0.0 => {
-            Interval { low: interval.low.map(|low| low * constant), high: interval.high.map(|high| high * constant) }
-        }
+        ast::Operator::Add => Interval {
+            low: interval.low.map(|low| low + constant),
+            high: interval.high.map(|high| high + constant),
+        },
+        ast::Operator::Sub => Interval {
+            low: interval.low.map(|low| low - constant),
+            high: interval.high.map(|high| high - constant),
+        },
+        ast::Operator::Mult if constant >= 0.0 => Interval {
+            low: interval.low.map(|low| low * constant),
+            high: interval.high.map(|high| high * constant),
+        },
         _ => Interval::default(),
     }
 }
@@ -1409,7 +2049,9 @@ fn suggest_range(name: &str, op: CompareOp, constant: f64) -> String {
         CompareOp::Lt => (format!("max={}", constant - 1), format!("min={constant}")),
         CompareOp::LtE => (format!("max={constant}"), format!("min={}", constant + 1)),
         CompareOp::Eq | CompareOp::NotEq => {
-            return format!("`{name} = {constant}` (make the dimension static), or remove the branch");
+            return format!(
+                "`{name} = {constant}` (make the dimension static), or remove the branch"
+            );
         }
     };
     format!("`Dim(\"{name}\", {true_side})` or `Dim(\"{name}\", {false_side})`")
@@ -1423,8 +2065,12 @@ fn narrow(condition: &Expr, is_size: bool, env: &mut Env) {
         }
         return;
     }
-    let Expr::Compare(compare) = condition else { return };
-    let (Some(op), Some(right)) = (compare.ops.first(), compare.comparators.first()) else { return };
+    let Expr::Compare(compare) = condition else {
+        return;
+    };
+    let (Some(op), Some(right)) = (compare.ops.first(), compare.comparators.first()) else {
+        return;
+    };
     let op = match op {
         ast::CmpOp::Lt => CompareOp::Lt,
         ast::CmpOp::LtE => CompareOp::LtE,
@@ -1433,20 +2079,36 @@ fn narrow(condition: &Expr, is_size: bool, env: &mut Env) {
         ast::CmpOp::Eq => CompareOp::Eq,
         _ => return,
     };
-    match (&*compare.left, number_of(right), number_of(&compare.left), right) {
-        (Expr::Name(name), Some(constant), _, _) => narrow_name(name.id.as_str(), Interval::satisfying(op, constant), env),
+    match (
+        &*compare.left,
+        number_of(right),
+        number_of(&compare.left),
+        right,
+    ) {
+        (Expr::Name(name), Some(constant), _, _) => {
+            narrow_name(name.id.as_str(), Interval::satisfying(op, constant), env)
+        }
         (_, _, Some(constant), Expr::Name(name)) => {
-            narrow_name(name.id.as_str(), Interval::satisfying(op.flipped(), constant), env);
+            narrow_name(
+                name.id.as_str(),
+                Interval::satisfying(op.flipped(), constant),
+                env,
+            );
         }
         _ => {}
     }
 }
 
 fn narrow_name(name: &str, by: Interval, env: &mut Env) {
-    let Some(value) = env.locals.get_mut(name) else { return };
+    let Some(value) = env.locals.get_mut(name) else {
+        return;
+    };
     match value {
         Value::DataScalar(interval) => *interval = interval.intersect(by),
-        Value::Size { origin: SizeOrigin::Unbacked, interval } => *interval = interval.intersect(by),
+        Value::Size {
+            origin: SizeOrigin::Unbacked,
+            interval,
+        } => *interval = interval.intersect(by),
         _ => {}
     }
 }

@@ -28,7 +28,7 @@ use ruff_text_size::{Ranged, TextSize};
 pub(crate) use custom_ops::{CustomOp, registrations};
 pub(crate) use events::{BoolContext, Event, EventKind, ScalarUse};
 use interpreter::Interpreter;
-pub(crate) use shapes::ShapesSpec;
+pub(crate) use shapes::{Entrypoint, ShapesSpec};
 use value::Value;
 
 use crate::SourceFile;
@@ -65,10 +65,15 @@ pub(crate) struct SemanticModel<'a> {
     pub(crate) events: Vec<Event>,
     pub(crate) custom_ops: Vec<CustomOp>,
     pub(crate) spec: Option<ShapesSpec>,
+    pub(crate) entry: Option<Entrypoint>,
 }
 
 impl<'a> SemanticModel<'a> {
-    pub(crate) fn build(parsed: &'a Parsed, file: SourceFile<'a>, workspace: &'a WorkspaceIndex) -> Self {
+    pub(crate) fn build(
+        parsed: &'a Parsed,
+        file: SourceFile<'a>,
+        workspace: &'a WorkspaceIndex,
+    ) -> Self {
         let body: &'a [Stmt] = &parsed.module.body;
         let mut model = SemanticModel {
             file,
@@ -81,6 +86,7 @@ impl<'a> SemanticModel<'a> {
             events: Vec::new(),
             custom_ops: Vec::new(),
             spec: None,
+            entry: None,
         };
         model.collect_functions(body, None);
         model.collect_globals(body);
@@ -89,7 +95,7 @@ impl<'a> SemanticModel<'a> {
         model.custom_ops = custom_ops::collect(body, &model);
         // Files that define no module class and no custom op have nothing traced.
         if model.classes.iter().any(|class| class.is_module) {
-            model.spec = shapes::collect(body, &model);
+            (model.entry, model.spec) = shapes::collect(body, &model);
             model.strict = shapes::declares_strict(body);
             model.events = Interpreter::run(&model);
         }
@@ -100,7 +106,8 @@ impl<'a> SemanticModel<'a> {
         for stmt in body {
             match stmt {
                 Stmt::FunctionDef(def) => {
-                    self.function_by_start.insert(def.start(), self.functions.len());
+                    self.function_by_start
+                        .insert(def.start(), self.functions.len());
                     self.functions.push(FunctionInfo { def, class });
                     self.collect_functions(&def.body, None);
                 }
@@ -155,18 +162,27 @@ impl<'a> SemanticModel<'a> {
             match stmt {
                 Stmt::Import(_) | Stmt::ImportFrom(_) => {
                     for (local, qualified) in names::import_bindings(stmt, self.file) {
-                        self.globals.insert(local, Value::Qualified(Rc::from(qualified)));
+                        self.globals
+                            .insert(local, Value::Qualified(Rc::from(qualified)));
                     }
                 }
                 Stmt::ClassDef(def) => {
-                    if let Some(index) = self.classes.iter().position(|class| std::ptr::eq(class.def, def)) {
-                        self.globals.insert(def.name.to_string(), Value::Class(index));
+                    if let Some(index) = self
+                        .classes
+                        .iter()
+                        .position(|class| std::ptr::eq(class.def, def))
+                    {
+                        self.globals
+                            .insert(def.name.to_string(), Value::Class(index));
                     }
                 }
                 Stmt::FunctionDef(def) => {
                     if let Some(index) = self.function_at(def) {
-                        if self.functions[index].class.is_none() && self.is_module_level_function(def) {
-                            self.globals.insert(def.name.to_string(), Value::Function(index));
+                        if self.functions[index].class.is_none()
+                            && self.is_module_level_function(def)
+                        {
+                            self.globals
+                                .insert(def.name.to_string(), Value::Function(index));
                         }
                     }
                 }
@@ -186,7 +202,10 @@ impl<'a> SemanticModel<'a> {
     fn is_module_level_function(&self, def: &ast::StmtFunctionDef) -> bool {
         !self.functions.iter().any(|function| {
             !std::ptr::eq(function.def, def) && function.def.range().contains_range(def.range())
-        }) && !self.classes.iter().any(|class| class.def.range().contains_range(def.range()))
+        }) && !self
+            .classes
+            .iter()
+            .any(|class| class.def.range().contains_range(def.range()))
     }
 
     /// Marks every class that derives from `nn.Module`, through local and workspace bases.
@@ -284,8 +303,16 @@ impl<'a> SemanticModel<'a> {
         None
     }
 
-    /// The source text of a range, for messages.
-    pub(crate) fn text(&self, ranged: impl Ranged) -> &'a str {
-        &self.file.text[ranged.range()]
+    /// The source text of a range, for messages: on one line, shortened to fit.
+    pub(crate) fn text(&self, ranged: impl Ranged) -> String {
+        let text = &self.file.text[ranged.range()];
+        let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let collapsed = collapsed.replace("( ", "(").replace(" )", ")");
+        if collapsed.chars().count() <= 60 {
+            return collapsed;
+        }
+        let mut shown: String = collapsed.chars().take(59).collect();
+        shown.push('…');
+        shown
     }
 }

@@ -25,7 +25,13 @@ pub(crate) fn import_bindings(stmt: &Stmt, file: SourceFile<'_>) -> Vec<(String,
                 Some(asname) => (asname.id.to_string(), alias.name.id.to_string()),
                 // `import a.b.c` binds `a`, which refers to the package `a`.
                 None => {
-                    let head = alias.name.id.split('.').next().unwrap_or_default().to_owned();
+                    let head = alias
+                        .name
+                        .id
+                        .split('.')
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned();
                     (head.clone(), head)
                 }
             })
@@ -51,8 +57,11 @@ pub(crate) fn import_bindings(stmt: &Stmt, file: SourceFile<'_>) -> Vec<(String,
                 .filter(|alias| alias.name.id.as_str() != "*")
                 .map(|alias| {
                     let local = alias.asname.as_ref().unwrap_or(&alias.name).id.to_string();
-                    let qualified =
-                        if base.is_empty() { alias.name.id.to_string() } else { format!("{base}.{}", alias.name.id) };
+                    let qualified = if base.is_empty() {
+                        alias.name.id.to_string()
+                    } else {
+                        format!("{base}.{}", alias.name.id)
+                    };
                     (local, qualified)
                 })
                 .collect()
@@ -118,10 +127,15 @@ pub(crate) fn string_literal(expr: &ast::Expr) -> Option<&str> {
 /// An integer literal's value, with a leading minus sign.
 pub(crate) fn int_literal(expr: &ast::Expr) -> Option<i64> {
     match expr {
-        ast::Expr::NumberLiteral(ast::ExprNumberLiteral { value: ast::Number::Int(int), .. }) => int.as_i64(),
-        ast::Expr::UnaryOp(ast::ExprUnaryOp { op: ast::UnaryOp::USub, operand, .. }) => {
-            int_literal(operand).map(|value| -value)
-        }
+        ast::Expr::NumberLiteral(ast::ExprNumberLiteral {
+            value: ast::Number::Int(int),
+            ..
+        }) => int.as_i64(),
+        ast::Expr::UnaryOp(ast::ExprUnaryOp {
+            op: ast::UnaryOp::USub,
+            operand,
+            ..
+        }) => int_literal(operand).map(|value| -value),
         _ => None,
     }
 }
@@ -130,10 +144,15 @@ pub(crate) fn int_literal(expr: &ast::Expr) -> Option<i64> {
 #[allow(clippy::cast_precision_loss)] // Literal bounds in model code are small.
 pub(crate) fn number_literal(expr: &ast::Expr) -> Option<f64> {
     match expr {
-        ast::Expr::NumberLiteral(ast::ExprNumberLiteral { value: ast::Number::Float(value), .. }) => Some(*value),
-        ast::Expr::UnaryOp(ast::ExprUnaryOp { op: ast::UnaryOp::USub, operand, .. }) => {
-            number_literal(operand).map(|value| -value)
-        }
+        ast::Expr::NumberLiteral(ast::ExprNumberLiteral {
+            value: ast::Number::Float(value),
+            ..
+        }) => Some(*value),
+        ast::Expr::UnaryOp(ast::ExprUnaryOp {
+            op: ast::UnaryOp::USub,
+            operand,
+            ..
+        }) => number_literal(operand).map(|value| -value),
         _ => int_literal(expr).map(|value| value as f64),
     }
 }

@@ -7,9 +7,10 @@ use std::rc::Rc;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_text_size::{Ranged, TextRange};
 
+use super::SemanticModel;
+use super::interpreter::ParameterRole;
 use super::names;
 use super::value::{DimDecl, TensorDims, Value};
-use super::SemanticModel;
 use crate::syntax::ast::{self, Expr, Stmt};
 
 /// A mistake in `dynamic_shapes` that `torch.export` rejects before tracing.
@@ -19,9 +20,37 @@ pub(crate) struct SpecProblem {
     pub(crate) message: String,
 }
 
+/// The exported model and how its `forward` is called, from `model` / `example_args` or an
+/// export call.
+#[derive(Debug, Default)]
+pub(crate) struct Entrypoint {
+    pub(crate) model_class: Option<usize>,
+    /// How many positional example inputs there are, when the file says.
+    positional_inputs: Option<usize>,
+    /// Keyword example inputs, by name.
+    keyword_inputs: Vec<String>,
+    /// Parameter names of the model's `forward`, after `self`.
+    parameters: Vec<String>,
+}
+
+impl Entrypoint {
+    /// Whether the example inputs feed `forward`'s parameter `name` at `position`.
+    pub(crate) fn role(&self, name: &str, position: usize) -> ParameterRole {
+        let Some(count) = self.positional_inputs else {
+            return ParameterRole::Input;
+        };
+        if position < count || self.keyword_inputs.iter().any(|keyword| keyword == name) {
+            ParameterRole::Input
+        } else if self.parameters.iter().any(|parameter| parameter == name) {
+            ParameterRole::Defaulted
+        } else {
+            ParameterRole::Input
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct ShapesSpec {
-    pub(crate) model_class: Option<usize>,
     by_name: HashMap<String, Rc<TensorDims>>,
     by_position: Vec<Rc<TensorDims>>,
     ranks: Vec<Option<usize>>,
@@ -30,16 +59,26 @@ pub(crate) struct ShapesSpec {
 
 impl ShapesSpec {
     pub(crate) fn has_dynamic_dims(&self) -> bool {
-        self.by_name.values().chain(self.by_position.iter()).any(|dims| !dims.dynamic.is_empty())
+        self.by_name
+            .values()
+            .chain(self.by_position.iter())
+            .any(|dims| !dims.dynamic.is_empty())
     }
 
     /// The dimensions of `forward`'s parameter `name` at `position` (after `self`).
     pub(crate) fn dims_for(&self, name: &str, position: usize) -> Rc<TensorDims> {
-        if let Some(dims) = self.by_name.get(name).or_else(|| self.by_position.get(position)) {
+        if let Some(dims) = self
+            .by_name
+            .get(name)
+            .or_else(|| self.by_position.get(position))
+        {
             return dims.clone();
         }
         let rank = self.ranks.get(position).copied().flatten();
-        Rc::new(TensorDims { rank, dynamic: Vec::new() })
+        Rc::new(TensorDims {
+            rank,
+            dynamic: Vec::new(),
+        })
     }
 }
 
@@ -63,16 +102,21 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
         if let Stmt::Assign(assign) = stmt {
             match assign.targets.as_slice() {
                 [Expr::Name(name)] => {
-                    self.gathered.assignments.insert(name.id.to_string(), &assign.value);
+                    self.gathered
+                        .assignments
+                        .insert(name.id.to_string(), &assign.value);
                 }
                 [Expr::Tuple(tuple)] => {
                     if let Expr::Call(call) = &*assign.value {
                         if qualified(self.model, &call.func).is_some_and(|q| q.ends_with("dims")) {
                             for (target, arg) in tuple.elts.iter().zip(call.arguments.args.iter()) {
-                                if let (Expr::Name(name), Some(dim)) = (target, names::string_literal(arg)) {
-                                    self.gathered
-                                        .dims_helper
-                                        .insert(name.id.to_string(), (dim.to_owned(), call.range()));
+                                if let (Expr::Name(name), Some(dim)) =
+                                    (target, names::string_literal(arg))
+                                {
+                                    self.gathered.dims_helper.insert(
+                                        name.id.to_string(),
+                                        (dim.to_owned(), call.range()),
+                                    );
                                 }
                             }
                         }
@@ -97,14 +141,19 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
 fn is_export_function(qualified: &str) -> bool {
     matches!(
         qualified,
-        "torch.export.export" | "torch.export.draft_export" | "torch.export._trace._export" | "torch._export.export"
+        "torch.export.export"
+            | "torch.export.draft_export"
+            | "torch.export._trace._export"
+            | "torch._export.export"
     )
 }
 
 /// The qualified name an expression refers to through the file's imports.
 fn qualified(model: &SemanticModel, expr: &Expr) -> Option<String> {
     let dotted = names::dotted(expr)?;
-    let (head, rest) = dotted.split_once('.').map_or((dotted.as_str(), None), |(head, rest)| (head, Some(rest)));
+    let (head, rest) = dotted
+        .split_once('.')
+        .map_or((dotted.as_str(), None), |(head, rest)| (head, Some(rest)));
     match model.globals.get(head) {
         Some(Value::Qualified(qualified)) => Some(match rest {
             Some(rest) => format!("{qualified}.{rest}"),
@@ -123,21 +172,34 @@ pub(crate) fn declares_strict(body: &[Stmt]) -> bool {
     })
 }
 
-pub(crate) fn collect<'a>(body: &'a [Stmt], model: &SemanticModel) -> Option<ShapesSpec> {
-    let mut gatherer = Gatherer { model, gathered: Gathered::default() };
+pub(crate) fn collect<'a>(
+    body: &'a [Stmt],
+    model: &SemanticModel,
+) -> (Option<Entrypoint>, Option<ShapesSpec>) {
+    let mut gatherer = Gatherer {
+        model,
+        gathered: Gathered::default(),
+    };
     gatherer.visit_body(body);
     let gathered = gatherer.gathered;
     let module_level = |name: &str| {
-        names::module_level_statements(body).into_iter().rev().find_map(|stmt| match stmt {
-            Stmt::Assign(assign) => match assign.targets.as_slice() {
-                [Expr::Name(target)] if target.id.as_str() == name => Some(&*assign.value),
+        names::module_level_statements(body)
+            .into_iter()
+            .rev()
+            .find_map(|stmt| match stmt {
+                Stmt::Assign(assign) => match assign.targets.as_slice() {
+                    [Expr::Name(target)] if target.id.as_str() == name => Some(&*assign.value),
+                    _ => None,
+                },
                 _ => None,
-            },
-            _ => None,
-        })
+            })
     };
     let export_call = gathered.export_calls.first().copied();
-    let keyword = |name: &str| export_call.and_then(|call| call.arguments.find_keyword(name)).map(|k| &k.value);
+    let keyword = |name: &str| {
+        export_call
+            .and_then(|call| call.arguments.find_keyword(name))
+            .map(|k| &k.value)
+    };
     let resolve = |expr: &'a Expr| -> Option<&'a Expr> {
         match expr {
             Expr::Name(name) => gathered.assignments.get(name.id.as_str()).copied(),
@@ -145,7 +207,8 @@ pub(crate) fn collect<'a>(body: &'a [Stmt], model: &SemanticModel) -> Option<Sha
         }
     };
 
-    let model_expr = module_level("model").or_else(|| export_call.and_then(|call| call.arguments.args.first()));
+    let model_expr =
+        module_level("model").or_else(|| export_call.and_then(|call| call.arguments.args.first()));
     let model_class = model_expr.and_then(resolve).and_then(|expr| match expr {
         Expr::Call(call) => {
             let dotted = names::dotted(&call.func)?;
@@ -154,7 +217,11 @@ pub(crate) fn collect<'a>(body: &'a [Stmt], model: &SemanticModel) -> Option<Sha
                 // `Outer.Inner()`: a nested class, found by its own name when that is unique.
                 _ => {
                     let last = dotted.rsplit('.').next()?;
-                    let mut matching = model.classes.iter().enumerate().filter(|(_, c)| c.def.name.as_str() == last);
+                    let mut matching = model
+                        .classes
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.def.name.as_str() == last);
                     match (matching.next(), matching.next()) {
                         (Some((index, class)), None) if class.is_module => Some(index),
                         _ => None,
@@ -164,25 +231,65 @@ pub(crate) fn collect<'a>(body: &'a [Stmt], model: &SemanticModel) -> Option<Sha
         }
         _ => None,
     });
-    let args_expr = module_level("example_args").or_else(|| export_call.and_then(|call| call.arguments.args.get(1)));
+    let args_expr = module_level("example_args")
+        .or_else(|| export_call.and_then(|call| call.arguments.args.get(1)));
     let ranks: Vec<Option<usize>> = match args_expr.and_then(resolve) {
         Some(Expr::Tuple(tuple)) => tuple.elts.iter().map(example_rank).collect(),
         Some(Expr::List(list)) => list.elts.iter().map(example_rank).collect(),
         _ => Vec::new(),
     };
-    let has_kwargs = module_level("example_kwargs").is_some() || keyword("kwargs").is_some();
-    let spec_expr = module_level("dynamic_shapes").or_else(|| keyword("dynamic_shapes"))?;
-    let spec_expr = resolve(spec_expr)?;
-
+    let kwargs_expr = module_level("example_kwargs").or_else(|| keyword("kwargs"));
+    let has_kwargs = kwargs_expr.is_some();
+    let keyword_inputs = match kwargs_expr.and_then(resolve) {
+        Some(Expr::Dict(dict)) => dict
+            .items
+            .iter()
+            .filter_map(|item| item.key.as_ref().and_then(names::string_literal))
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
     let parameters = model_class
         .and_then(|class| model.find_method(class, "forward"))
         .map(|forward| forward_parameters(model.functions[forward].def));
-    let reader = DimReader { model, gathered: &gathered };
-    let mut spec = ShapesSpec { model_class, ranks, ..ShapesSpec::default() };
+    let positional_inputs =
+        match args_expr.and_then(resolve) {
+            Some(
+                Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }),
+            ) if !elts.iter().any(Expr::is_starred_expr) => Some(elts.len()),
+            _ => None,
+        };
+    let entry = model_class.map(|class| Entrypoint {
+        model_class: Some(class),
+        positional_inputs,
+        keyword_inputs,
+        parameters: parameters
+            .as_ref()
+            .map(|p| p.names.clone())
+            .unwrap_or_default(),
+    });
+    let Some(spec_expr) = module_level("dynamic_shapes")
+        .or_else(|| keyword("dynamic_shapes"))
+        .and_then(resolve)
+    else {
+        return (entry, None);
+    };
+    let reader = DimReader {
+        model,
+        gathered: &gathered,
+    };
+    let mut spec = ShapesSpec {
+        ranks,
+        ..ShapesSpec::default()
+    };
     match spec_expr {
         Expr::Dict(dict) => {
             if let Some(parameters) = &parameters {
-                let keys: Vec<&str> = dict.items.iter().filter_map(|item| item.key.as_ref().and_then(names::string_literal)).collect();
+                let keys: Vec<&str> = dict
+                    .items
+                    .iter()
+                    .filter_map(|item| item.key.as_ref().and_then(names::string_literal))
+                    .collect();
                 let missing: Vec<&str> = parameters
                     .names
                     .iter()
@@ -190,7 +297,9 @@ pub(crate) fn collect<'a>(body: &'a [Stmt], model: &SemanticModel) -> Option<Sha
                     .map(String::as_str)
                     .filter(|name| !keys.contains(name))
                     .collect();
-                let misnamed = keys.iter().any(|key| !parameters.names.iter().any(|name| name == key));
+                let misnamed = keys
+                    .iter()
+                    .any(|key| !parameters.names.iter().any(|name| name == key));
                 // A misspelled key is reported on itself; the input it meant is not "missing".
                 if !missing.is_empty() && !misnamed && keys.len() == dict.items.len() {
                     spec.problems.push(SpecProblem {
@@ -204,8 +313,12 @@ pub(crate) fn collect<'a>(body: &'a [Stmt], model: &SemanticModel) -> Option<Sha
             }
             for item in &dict.items {
                 let Some(key) = &item.key else { continue };
-                let Some(name) = names::string_literal(key) else { continue };
-                let position = parameters.as_ref().and_then(|p| p.names.iter().position(|n| n == name));
+                let Some(name) = names::string_literal(key) else {
+                    continue;
+                };
+                let position = parameters
+                    .as_ref()
+                    .and_then(|p| p.names.iter().position(|n| n == name));
                 if let Some(parameters) = &parameters {
                     if position.is_none() && !parameters.has_kwargs {
                         spec.problems.push(SpecProblem {
@@ -246,7 +359,7 @@ pub(crate) fn collect<'a>(body: &'a [Stmt], model: &SemanticModel) -> Option<Sha
         }
         _ => {}
     }
-    Some(spec)
+    (entry, Some(spec))
 }
 
 struct ForwardParameters {
@@ -264,7 +377,10 @@ fn forward_parameters(def: &ast::StmtFunctionDef) -> ForwardParameters {
         .skip(1)
         .map(|parameter| parameter.parameter.name.to_string())
         .collect();
-    ForwardParameters { names, has_kwargs: parameters.kwarg.is_some() }
+    ForwardParameters {
+        names,
+        has_kwargs: parameters.kwarg.is_some(),
+    }
 }
 
 /// The rank of an example input built by a torch factory call.
@@ -276,7 +392,9 @@ fn example_rank(expr: &Expr) -> Option<usize> {
         match args {
             [Expr::Tuple(tuple)] => Some(tuple.elts.len()),
             [Expr::List(list)] => Some(list.elts.len()),
-            args if !args.is_empty() && args.iter().all(|arg| !matches!(arg, Expr::Starred(_))) => Some(args.len()),
+            args if !args.is_empty() && args.iter().all(|arg| !matches!(arg, Expr::Starred(_))) => {
+                Some(args.len())
+            }
             _ => None,
         }
     };
@@ -312,15 +430,32 @@ struct DimReader<'g, 'm, 'a> {
 
 impl DimReader<'_, '_, '_> {
     /// One parameter's entry: `{0: batch}`, `(batch, None)`, or `None`.
-    fn tensor_dims(&self, expr: &Expr, rank: Option<usize>, label: &str, problems: &mut Vec<SpecProblem>) -> TensorDims {
-        let mut dims = TensorDims { rank, dynamic: Vec::new() };
+    fn tensor_dims(
+        &self,
+        expr: &Expr,
+        rank: Option<usize>,
+        label: &str,
+        problems: &mut Vec<SpecProblem>,
+    ) -> TensorDims {
+        let mut dims = TensorDims {
+            rank,
+            dynamic: Vec::new(),
+        };
         match expr {
             Expr::Dict(dict) => {
                 for item in &dict.items {
                     let Some(key) = &item.key else { continue };
-                    let Some(index) = names::int_literal(key) else { continue };
-                    let index = if index < 0 { rank.map_or(-1, |rank| rank as i64 + index) } else { index };
-                    let Ok(index) = usize::try_from(index) else { continue };
+                    let Some(index) = names::int_literal(key) else {
+                        continue;
+                    };
+                    let index = if index < 0 {
+                        rank.map_or(-1, |rank| rank as i64 + index)
+                    } else {
+                        index
+                    };
+                    let Ok(index) = usize::try_from(index) else {
+                        continue;
+                    };
                     if let Some(rank) = rank {
                         if index >= rank {
                             problems.push(SpecProblem {
@@ -381,13 +516,32 @@ impl DimReader<'_, '_, '_> {
         match expr {
             Expr::Call(call) => {
                 let callee = qualified(self.model, &call.func)?;
-                if !(callee.ends_with("Dim") || callee.ends_with("Dim.DYNAMIC") || callee.ends_with("Dim.AUTO")) {
+                if !(callee.ends_with("Dim")
+                    || callee.ends_with("Dim.DYNAMIC")
+                    || callee.ends_with("Dim.AUTO"))
+                {
                     return None;
                 }
                 let automatic = callee.ends_with("DYNAMIC") || callee.ends_with("AUTO");
-                let name = call.arguments.args.first().and_then(names::string_literal).unwrap_or("_").to_owned();
-                let bound = |key: &str| call.arguments.find_keyword(key).and_then(|k| names::int_literal(&k.value));
-                Some(DimDecl { name, min: bound("min"), max: bound("max"), automatic, range: call.range() })
+                let name = call
+                    .arguments
+                    .args
+                    .first()
+                    .and_then(names::string_literal)
+                    .unwrap_or("_")
+                    .to_owned();
+                let bound = |key: &str| {
+                    call.arguments
+                        .find_keyword(key)
+                        .and_then(|k| names::int_literal(&k.value))
+                };
+                Some(DimDecl {
+                    name,
+                    min: bound("min"),
+                    max: bound("max"),
+                    automatic,
+                    range: call.range(),
+                })
             }
             Expr::Attribute(attribute) => match attribute.attr.as_str() {
                 "AUTO" | "DYNAMIC" => Some(DimDecl {
@@ -401,15 +555,27 @@ impl DimReader<'_, '_, '_> {
             },
             Expr::Name(name) => {
                 if let Some((dim, range)) = self.gathered.dims_helper.get(name.id.as_str()) {
-                    return Some(DimDecl { name: dim.clone(), min: None, max: None, automatic: false, range: *range });
+                    return Some(DimDecl {
+                        name: dim.clone(),
+                        min: None,
+                        max: None,
+                        automatic: false,
+                        range: *range,
+                    });
                 }
                 self.dim(self.resolve(expr)?, depth + 1)
             }
             // A derived dimension (`2 * batch`): its range follows another's; the interpreter
             // does not reason about it.
             Expr::BinOp(binary) => {
-                let base = self.dim(&binary.left, depth + 1).or_else(|| self.dim(&binary.right, depth + 1))?;
-                Some(DimDecl { automatic: true, range: expr.range(), ..base })
+                let base = self
+                    .dim(&binary.left, depth + 1)
+                    .or_else(|| self.dim(&binary.right, depth + 1))?;
+                Some(DimDecl {
+                    automatic: true,
+                    range: expr.range(),
+                    ..base
+                })
             }
             _ => None,
         }

@@ -29,7 +29,9 @@ pub(crate) fn is_module_base(qualified: &str) -> bool {
         || package.starts_with("torchvision.ops")
         || package.starts_with("timm.layers")
         || package.starts_with("timm.models");
-    module_package && capitalised && !matches!(class, "Parameter" | "Buffer" | "UninitializedParameter")
+    module_package
+        && capitalised
+        && !matches!(class, "Parameter" | "Buffer" | "UninitializedParameter")
 }
 
 /// What constructing a `torch.nn` class gives.
@@ -41,7 +43,9 @@ pub(crate) enum Constructed {
 
 pub(crate) fn constructed(qualified: &str) -> Option<Constructed> {
     match qualified {
-        "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => Some(Constructed::Parameter),
+        "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => {
+            Some(Constructed::Parameter)
+        }
         "torch.nn.ModuleList" | "torch.nn.ModuleDict" => Some(Constructed::Modules),
         "torch.nn.Sequential" => Some(Constructed::Module),
         _ if is_module_base(qualified) => Some(Constructed::Module),
@@ -67,38 +71,146 @@ pub(crate) enum TorchResult {
 
 /// Namespaces of torch whose functions do not compute tensors from tensors.
 const NON_TENSOR_NAMESPACES: &[&str] = &[
-    "torch.jit.", "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.compiler.",
-    "torch.onnx.", "torch._C.", "torch.fx.", "torch._dynamo.", "torch.library.", "torch.utils.",
-    "torch.export.", "torch.overrides.", "torch.testing.", "torch.hub.", "torch.amp.", "torch.cpu.",
-    "torch.mps.", "torch.xpu.", "torch.autograd.", "torch.nn.utils.", "torch.nn.modules.",
-    "torch.multiprocessing.", "torch.profiler.", "torch.random.", "torch.serialization.",
-    "torch.package.", "torch.quantization.", "torch.ao.", "torch._logging.", "torch._inductor.",
+    "torch.jit.",
+    "torch.cuda.",
+    "torch.backends.",
+    "torch.distributed.",
+    "torch.compiler.",
+    "torch.onnx.",
+    "torch._C.",
+    "torch.fx.",
+    "torch._dynamo.",
+    "torch.library.",
+    "torch.utils.",
+    "torch.export.",
+    "torch.overrides.",
+    "torch.testing.",
+    "torch.hub.",
+    "torch.amp.",
+    "torch.cpu.",
+    "torch.mps.",
+    "torch.xpu.",
+    "torch.autograd.",
+    "torch.nn.utils.",
+    "torch.nn.modules.",
+    "torch.multiprocessing.",
+    "torch.profiler.",
+    "torch.random.",
+    "torch.serialization.",
+    "torch.package.",
+    "torch.quantization.",
+    "torch.ao.",
+    "torch._logging.",
+    "torch._inductor.",
 ];
 
 /// Functions in tensor-computing namespaces that return something else.
 const NON_TENSOR_FUNCTIONS: &[&str] = &[
-    "is_tensor", "is_storage", "is_floating_point", "is_complex", "is_grad_enabled",
-    "is_inference_mode_enabled", "is_autocast_enabled", "is_autocast_cpu_enabled",
-    "get_default_dtype", "set_default_dtype", "typename", "result_type", "promote_types", "can_cast",
-    "finfo", "iinfo", "broadcast_shapes", "get_num_threads", "set_num_threads", "manual_seed",
-    "seed", "initial_seed", "set_grad_enabled", "no_grad", "enable_grad", "inference_mode",
-    "autocast", "device", "dtype", "compile", "export", "_assert", "_assert_async", "_check",
-    "_check_is_size", "_check_with", "_check_value", "_check_index", "_check_type",
-    "_check_not_implemented", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite",
-    "is_same_size", "are_deterministic_algorithms_enabled", "use_deterministic_algorithms",
-    "set_printoptions", "get_rng_state", "set_rng_state", "is_nonzero_", "is_warn_always_enabled",
-    "is_vulkan_available", "vmap", "cond", "while_loop", "save", "load", "set_float32_matmul_precision",
-    "get_float32_matmul_precision", "is_deterministic_algorithms_warn_only_enabled",
+    "is_tensor",
+    "is_storage",
+    "is_floating_point",
+    "is_complex",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "is_autocast_enabled",
+    "is_autocast_cpu_enabled",
+    "get_default_dtype",
+    "set_default_dtype",
+    "typename",
+    "result_type",
+    "promote_types",
+    "can_cast",
+    "finfo",
+    "iinfo",
+    "broadcast_shapes",
+    "get_num_threads",
+    "set_num_threads",
+    "manual_seed",
+    "seed",
+    "initial_seed",
+    "set_grad_enabled",
+    "no_grad",
+    "enable_grad",
+    "inference_mode",
+    "autocast",
+    "device",
+    "dtype",
+    "compile",
+    "export",
+    "_assert",
+    "_assert_async",
+    "_check",
+    "_check_is_size",
+    "_check_with",
+    "_check_value",
+    "_check_index",
+    "_check_type",
+    "_check_not_implemented",
+    "sym_int",
+    "sym_float",
+    "sym_max",
+    "sym_min",
+    "sym_not",
+    "sym_ite",
+    "is_same_size",
+    "are_deterministic_algorithms_enabled",
+    "use_deterministic_algorithms",
+    "set_printoptions",
+    "get_rng_state",
+    "set_rng_state",
+    "is_nonzero_",
+    "is_warn_always_enabled",
+    "is_vulkan_available",
+    "vmap",
+    "cond",
+    "while_loop",
+    "save",
+    "load",
+    "set_float32_matmul_precision",
+    "get_float32_matmul_precision",
+    "is_deterministic_algorithms_warn_only_enabled",
 ];
 
-const DATA_DEPENDENT_SHAPE_FUNCTIONS: &[&str] =
-    &["nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "nonzero_static_"];
+const DATA_DEPENDENT_SHAPE_FUNCTIONS: &[&str] = &[
+    "nonzero",
+    "unique",
+    "unique_consecutive",
+    "masked_select",
+    "argwhere",
+    "nonzero_static_",
+];
 
 const TENSORS_FUNCTIONS: &[&str] = &[
-    "chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid",
-    "broadcast_tensors", "split_with_sizes", "sort", "topk", "kthvalue", "aminmax", "frexp",
-    "var_mean", "std_mean", "histogram", "unique_consecutive_", "slogdet", "lu", "qr", "svd",
-    "eig", "eigh", "lstsq", "cummax", "cummin", "mode", "median_",
+    "chunk",
+    "split",
+    "unbind",
+    "tensor_split",
+    "hsplit",
+    "vsplit",
+    "dsplit",
+    "meshgrid",
+    "broadcast_tensors",
+    "split_with_sizes",
+    "sort",
+    "topk",
+    "kthvalue",
+    "aminmax",
+    "frexp",
+    "var_mean",
+    "std_mean",
+    "histogram",
+    "unique_consecutive_",
+    "slogdet",
+    "lu",
+    "qr",
+    "svd",
+    "eig",
+    "eigh",
+    "lstsq",
+    "cummax",
+    "cummin",
+    "mode",
+    "median_",
 ];
 
 /// Classifies a call to a qualified name under `torch`.
@@ -106,7 +218,10 @@ pub(crate) fn torch_function(qualified: &str, positional_args: usize) -> TorchRe
     if !qualified.starts_with("torch.") {
         return TorchResult::Unknown;
     }
-    if NON_TENSOR_NAMESPACES.iter().any(|namespace| qualified.starts_with(namespace)) {
+    if NON_TENSOR_NAMESPACES
+        .iter()
+        .any(|namespace| qualified.starts_with(namespace))
+    {
         return TorchResult::Other;
     }
     if qualified.starts_with("torch.ops.") {
@@ -115,9 +230,20 @@ pub(crate) fn torch_function(qualified: &str, positional_args: usize) -> TorchRe
     let name = qualified.rsplit('.').next().unwrap_or(qualified);
     if name.starts_with(|c: char| c.is_ascii_uppercase()) {
         // `torch.Tensor(...)`, `torch.LongTensor(...)` build tensors; other classes do not.
-        return if name.ends_with("Tensor") { TorchResult::Tensor } else { TorchResult::Other };
+        return if name.ends_with("Tensor") {
+            TorchResult::Tensor
+        } else {
+            TorchResult::Other
+        };
     }
     if NON_TENSOR_FUNCTIONS.contains(&name) {
+        return TorchResult::Other;
+    }
+    // Accessors and flags: `torch.get_autocast_dtype`, `torch.is_autocast_enabled`, ...
+    let accessor = ["get_", "is_", "set_", "has_", "use_", "are_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix));
+    if accessor && name != "is_nonzero" {
         return TorchResult::Other;
     }
     if name == "numel" {
@@ -152,21 +278,131 @@ pub(crate) enum MethodResult {
 }
 
 const OTHER_METHODS: &[&str] = &[
-    "dim", "ndimension", "get_device", "element_size", "is_contiguous", "is_floating_point",
-    "is_complex", "is_signed", "data_ptr", "storage_offset", "stride", "is_pinned", "is_shared",
-    "is_set_to", "register_hook", "backward", "untyped_storage", "storage", "numpy", "type",
-    "is_inference", "has_names", "is_coalesced", "dense_dim", "sparse_dim", "retain_grad",
-    "__len__", "tolist_", "apply_", "map_", "copy_", "record_stream", "share_memory_",
+    "dim",
+    "ndimension",
+    "get_device",
+    "element_size",
+    "is_contiguous",
+    "is_floating_point",
+    "is_complex",
+    "is_signed",
+    "data_ptr",
+    "storage_offset",
+    "stride",
+    "is_pinned",
+    "is_shared",
+    "is_set_to",
+    "register_hook",
+    "backward",
+    "untyped_storage",
+    "storage",
+    "numpy",
+    "type",
+    "is_inference",
+    "has_names",
+    "is_coalesced",
+    "dense_dim",
+    "sparse_dim",
+    "retain_grad",
+    "__len__",
+    "tolist_",
+    "apply_",
+    "map_",
+    "copy_",
+    "record_stream",
+    "share_memory_",
+    // Not tensor methods at all: a value assumed to be a tensor that has them is a dict, a list
+    // or a string, so what they return is not a tensor either.
+    "items",
+    "keys",
+    "values",
+    "get",
+    "append",
+    "extend",
+    "update",
+    "pop",
+    "insert",
+    "startswith",
+    "endswith",
+    "format",
+    "join",
+    "lower",
+    "upper",
+    "strip",
+    "replace",
+    "encode",
+    "decode",
+    "setdefault",
 ];
 
 const SAME_SHAPE_METHODS: &[&str] = &[
-    "float", "half", "double", "int", "long", "bool", "bfloat16", "short", "byte", "char", "to",
-    "type_as", "contiguous", "clone", "detach", "detach_", "cpu", "cuda", "abs", "neg", "relu",
-    "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "clamp", "clamp_", "clip",
-    "masked_fill", "masked_fill_", "add", "sub", "mul", "div", "pow", "softmax", "log_softmax",
-    "requires_grad_", "add_", "sub_", "mul_", "div_", "zero_", "fill_", "sign", "round", "floor",
-    "ceil", "reciprocal", "square", "erf", "gelu", "silu", "logical_not", "isnan", "isinf",
-    "isfinite", "nan_to_num", "float_", "new_zeros_like", "zeros_like", "ones_like", "pin_memory",
+    "float",
+    "half",
+    "double",
+    "int",
+    "long",
+    "bool",
+    "bfloat16",
+    "short",
+    "byte",
+    "char",
+    "to",
+    "type_as",
+    "contiguous",
+    "clone",
+    "detach",
+    "detach_",
+    "cpu",
+    "cuda",
+    "abs",
+    "neg",
+    "relu",
+    "sigmoid",
+    "tanh",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "clamp",
+    "clamp_",
+    "clip",
+    "masked_fill",
+    "masked_fill_",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "pow",
+    "softmax",
+    "log_softmax",
+    "requires_grad_",
+    "add_",
+    "sub_",
+    "mul_",
+    "div_",
+    "zero_",
+    "fill_",
+    "sign",
+    "round",
+    "floor",
+    "ceil",
+    "reciprocal",
+    "square",
+    "erf",
+    "gelu",
+    "silu",
+    "logical_not",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "nan_to_num",
+    "float_",
+    "new_zeros_like",
+    "zeros_like",
+    "ones_like",
+    "pin_memory",
 ];
 
 pub(crate) fn tensor_method(method: &str) -> MethodResult {
@@ -175,9 +411,13 @@ pub(crate) fn tensor_method(method: &str) -> MethodResult {
         "tolist" => MethodResult::DataScalars,
         "size" => MethodResult::Size,
         "numel" | "nelement" => MethodResult::Numel,
-        "nonzero" | "unique" | "unique_consecutive" | "masked_select" | "argwhere" => MethodResult::DataDependentShape,
-        "chunk" | "split" | "unbind" | "tensor_split" | "sort" | "topk" | "kthvalue" | "split_with_sizes"
-        | "aminmax" | "var_mean" | "std_mean" | "cummax" | "cummin" => MethodResult::Tensors,
+        "nonzero" | "unique" | "unique_consecutive" | "masked_select" | "argwhere" => {
+            MethodResult::DataDependentShape
+        }
+        "chunk" | "split" | "unbind" | "tensor_split" | "sort" | "topk" | "kthvalue"
+        | "split_with_sizes" | "aminmax" | "var_mean" | "std_mean" | "cummax" | "cummin" => {
+            MethodResult::Tensors
+        }
         _ if OTHER_METHODS.contains(&method) => MethodResult::Other,
         _ if SAME_SHAPE_METHODS.contains(&method) => MethodResult::SameShape,
         _ => MethodResult::Tensor,
@@ -194,7 +434,9 @@ pub(crate) enum AttributeResult {
 pub(crate) fn tensor_attribute(attribute: &str) -> AttributeResult {
     match attribute {
         "shape" => AttributeResult::Shape,
-        "T" | "mT" | "H" | "mH" | "data" | "grad" | "real" | "imag" | "values" | "indices" => AttributeResult::Tensor,
+        "T" | "mT" | "H" | "mH" | "data" | "grad" | "real" | "imag" | "values" | "indices" => {
+            AttributeResult::Tensor
+        }
         _ => AttributeResult::Other,
     }
 }
@@ -202,17 +444,42 @@ pub(crate) fn tensor_attribute(attribute: &str) -> AttributeResult {
 /// Top-level modules implemented in C (or wrapping C libraries) that Dynamo skips: strict
 /// export fails on a call into them. NumPy is not here: PT201 owns it.
 pub(crate) const STRICT_UNTRACEABLE_MODULES: &[&str] = &[
-    "zlib", "hashlib", "binascii", "pickle", "marshal", "subprocess", "socket", "sqlite3", "ctypes",
-    "multiprocessing", "scipy", "sklearn", "pandas", "cv2", "PIL", "numba", "gzip", "bz2", "lzma",
+    "zlib",
+    "hashlib",
+    "binascii",
+    "pickle",
+    "marshal",
+    "subprocess",
+    "socket",
+    "sqlite3",
+    "ctypes",
+    "multiprocessing",
+    "scipy",
+    "sklearn",
+    "pandas",
+    "cv2",
+    "PIL",
+    "numba",
+    "gzip",
+    "bz2",
+    "lzma",
 ];
+
+/// Libraries that read a tensor's data when given one (through `__array__`): with a tensor
+/// argument they fail in both modes.
+pub(crate) const DATA_READING_MODULES: &[&str] =
+    &["scipy", "sklearn", "pandas", "cv2", "PIL", "numba"];
 
 /// Top-level modules whose results, read at trace time, become constants of the exported
 /// program (environment, clocks, files): both modes succeed, silently.
-pub(crate) const BAKED_IN_MODULES: &[&str] =
-    &["os", "sys", "time", "datetime", "pathlib", "tempfile", "shutil", "uuid", "secrets", "requests", "urllib", "http"];
+pub(crate) const BAKED_IN_MODULES: &[&str] = &[
+    "os", "sys", "time", "datetime", "pathlib", "tempfile", "shutil", "uuid", "secrets",
+    "requests", "urllib", "http",
+];
 
 /// Builtins that do I/O or run code; Dynamo refuses them.
-pub(crate) const UNTRACEABLE_BUILTINS: &[&str] = &["open", "input", "eval", "exec", "compile", "breakpoint"];
+pub(crate) const UNTRACEABLE_BUILTINS: &[&str] =
+    &["open", "input", "eval", "exec", "compile", "breakpoint"];
 
 /// Whether a qualified name is a NumPy function.
 pub(crate) fn is_numpy(qualified: &str) -> bool {

@@ -13,7 +13,10 @@ pub(crate) struct Interval {
 
 impl Interval {
     pub(crate) fn at_least(low: f64) -> Self {
-        Self { low: Some(low), high: None }
+        Self {
+            low: Some(low),
+            high: None,
+        }
     }
 
     pub(crate) fn intersect(self, other: Interval) -> Interval {
@@ -48,18 +51,33 @@ impl Interval {
             CompareOp::Gt => always_never(low > constant, high <= constant),
             CompareOp::GtE => always_never(low >= constant, high < constant),
             #[allow(clippy::float_cmp)] // Sizes and checked bounds are small integers.
-            CompareOp::Eq => always_never(low == high && low == constant, constant < low || constant > high),
+            CompareOp::Eq => always_never(
+                low == high && low == constant,
+                constant < low || constant > high,
+            ),
             #[allow(clippy::float_cmp)]
-            CompareOp::NotEq => always_never(constant < low || constant > high, low == high && low == constant),
+            CompareOp::NotEq => always_never(
+                constant < low || constant > high,
+                low == high && low == constant,
+            ),
         }
     }
 
     /// The range of values for which `value <op> constant` holds, to narrow it after a check.
     pub(crate) fn satisfying(op: CompareOp, constant: f64) -> Interval {
         match op {
-            CompareOp::Lt | CompareOp::LtE => Interval { low: None, high: Some(constant) },
-            CompareOp::Gt | CompareOp::GtE => Interval { low: Some(constant), high: None },
-            CompareOp::Eq => Interval { low: Some(constant), high: Some(constant) },
+            CompareOp::Lt | CompareOp::LtE => Interval {
+                low: None,
+                high: Some(constant),
+            },
+            CompareOp::Gt | CompareOp::GtE => Interval {
+                low: Some(constant),
+                high: None,
+            },
+            CompareOp::Eq => Interval {
+                low: Some(constant),
+                high: Some(constant),
+            },
             CompareOp::NotEq => Interval::default(),
         }
     }
@@ -144,9 +162,16 @@ impl SizeOrigin {
             SizeOrigin::Dynamic { .. } => 2,
             SizeOrigin::Unbacked => 3,
         };
-        let winner = if rank(other) > rank(self) { other } else { self };
+        let winner = if rank(other) > rank(self) {
+            other
+        } else {
+            self
+        };
         match winner {
-            SizeOrigin::Dynamic { dim, .. } => SizeOrigin::Dynamic { dim: dim.clone(), exact: false },
+            SizeOrigin::Dynamic { dim, .. } => SizeOrigin::Dynamic {
+                dim: dim.clone(),
+                exact: false,
+            },
             other => other.clone(),
         }
     }
@@ -184,6 +209,13 @@ pub(crate) struct TensorInfo {
     pub(crate) data_dependent_shape: bool,
     /// The value may be `None` (an optional parameter): its truthiness is a `None` check.
     pub(crate) maybe_none: bool,
+    /// Only assumed to be a tensor: an unannotated extra parameter of a submodule's `forward`
+    /// (`def forward(self, x, height, width)`), which is as often a Python number. Operations
+    /// on it are followed, but nothing is reported on its account alone.
+    pub(crate) assumed: bool,
+    /// The result of calling a submodule or an unknown callable: a tensor, or a tuple of
+    /// things that may not all be tensors. Its parts are only assumed to be tensors.
+    pub(crate) opaque: bool,
 }
 
 /// An abstract Python value in traced code.
@@ -204,7 +236,10 @@ pub(crate) enum Value {
     /// `x.shape` / `x.size()` of a tensor.
     Shape(TensorInfo),
     /// A Python integer computed from sizes.
-    Size { origin: SizeOrigin, interval: Interval },
+    Size {
+        origin: SizeOrigin,
+        interval: Interval,
+    },
     /// A comparison of sizes or data-dependent numbers.
     Guard(Guard),
     /// An `nn.Module` instance (`self`, a submodule, a layer taken from a `ModuleList`).
@@ -230,12 +265,28 @@ impl Value {
         Value::Tensor(TensorInfo::default())
     }
 
+    /// What calling a submodule or an unknown callable on tensors returns.
+    pub(crate) fn opaque_tensor() -> Value {
+        Value::Tensor(TensorInfo {
+            opaque: true,
+            ..TensorInfo::default()
+        })
+    }
+
     pub(crate) fn is_tensor(&self) -> bool {
         matches!(self, Value::Tensor(_))
     }
 
+    /// A tensor known from evidence, not only assumed.
+    pub(crate) fn is_certain_tensor(&self) -> bool {
+        matches!(self, Value::Tensor(info) | Value::Tensors(info) if !info.assumed)
+    }
+
     pub(crate) fn static_size() -> Value {
-        Value::Size { origin: SizeOrigin::Static, interval: Interval::at_least(0.0) }
+        Value::Size {
+            origin: SizeOrigin::Static,
+            interval: Interval::at_least(0.0),
+        }
     }
 
     /// The least value that is at least as general as both: where control flow merges.
@@ -244,17 +295,27 @@ impl Value {
             (Value::Bottom, value) | (value, Value::Bottom) => value.clone(),
             (a, b) if a == b => a.clone(),
             (Value::Tensor(a), Value::Tensor(b)) => Value::Tensor(TensorInfo {
-                dims: if a.dims == b.dims { a.dims.clone() } else { None },
+                dims: if a.dims == b.dims {
+                    a.dims.clone()
+                } else {
+                    None
+                },
                 data_dependent_shape: a.data_dependent_shape || b.data_dependent_shape,
                 maybe_none: a.maybe_none || b.maybe_none,
+                assumed: a.assumed || b.assumed,
+                opaque: a.opaque || b.opaque,
             }),
             (Value::Tensor(info), Value::None) | (Value::None, Value::Tensor(info)) => {
-                Value::Tensor(TensorInfo { maybe_none: true, ..info.clone() })
+                Value::Tensor(TensorInfo {
+                    maybe_none: true,
+                    ..info.clone()
+                })
             }
             (Value::DataScalar(_), Value::DataScalar(_)) => Value::DataScalar(Interval::default()),
-            (Value::Size { origin: a, .. }, Value::Size { origin: b, .. }) => {
-                Value::Size { origin: a.combine(b), interval: Interval::at_least(0.0) }
-            }
+            (Value::Size { origin: a, .. }, Value::Size { origin: b, .. }) => Value::Size {
+                origin: a.combine(b),
+                interval: Interval::at_least(0.0),
+            },
             (Value::Module(_), Value::Module(_)) => Value::Module(None),
             _ => Value::Unknown,
         }

@@ -25,7 +25,10 @@ pub(crate) fn parse(source: &str) -> Parsed {
     let errors = parsed
         .errors()
         .iter()
-        .map(|error| SyntaxError { message: error.error.to_string(), range: error.location })
+        .map(|error| SyntaxError {
+            message: error.error.to_string(),
+            range: error.location,
+        })
         .collect();
     let module = match parsed.into_syntax() {
         ast::Mod::Module(module) => module,
