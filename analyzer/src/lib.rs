@@ -25,6 +25,7 @@ pub use ruff_text_size::{TextRange, TextSize};
 pub use settings::{RuleSelector, Settings};
 pub use workspace::{ModuleSummary, WorkspaceIndex, summarize};
 
+
 /// One Python file as the analyzer sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct SourceFile<'a> {
@@ -61,7 +62,25 @@ pub fn check(source: &str, settings: &Settings) -> Report {
 pub fn check_file(file: SourceFile<'_>, settings: &Settings, workspace: &WorkspaceIndex) -> Report {
     let parsed = syntax::parse(file.text);
     let model = semantic::SemanticModel::build(&parsed, file, workspace);
-    let mut diagnostics = rules::run_all(&parsed, &model, settings);
+    report(&parsed, &model, file, settings)
+}
+
+/// Analyses one file without workspace facts and summarises it, from one parse.
+///
+/// A whole-workspace check calls this first for every file, builds the [`WorkspaceIndex`]
+/// from the summaries, and runs [`check_file`] again only for the files whose summary says
+/// [`ModuleSummary::needs_workspace`]: the others' reports cannot change.
+pub fn check_and_summarize(file: SourceFile<'_>, settings: &Settings) -> (Report, ModuleSummary) {
+    let parsed = syntax::parse(file.text);
+    let empty = WorkspaceIndex::default();
+    let model = semantic::SemanticModel::build(&parsed, file, &empty);
+    let mut summary = workspace::summarize_parsed(&parsed.module.body, file);
+    summary.needs_workspace = model.depends_on_workspace();
+    (report(&parsed, &model, file, settings), summary)
+}
+
+fn report(parsed: &syntax::Parsed, model: &semantic::SemanticModel<'_>, file: SourceFile<'_>, settings: &Settings) -> Report {
+    let mut diagnostics = rules::run_all(parsed, model, settings);
     diagnostics.retain(|diagnostic| settings.is_enabled(diagnostic.rule));
     suppression::apply(file.text, &mut diagnostics);
     diagnostics.sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));

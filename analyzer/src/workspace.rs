@@ -21,6 +21,9 @@ pub struct ModuleSummary {
     pub imports: Vec<(String, String)>,
     /// Custom operators (`ns::op`) that get a fake or meta kernel in this file.
     pub fake_kernels: Vec<String>,
+    /// Whether the file's own report may change with facts from other files: a class with a
+    /// `forward` whose bases are not all known, or a custom op without a local fake kernel.
+    pub needs_workspace: bool,
 }
 
 /// The workspace's cross-file facts, built once from every file's summary.
@@ -111,17 +114,18 @@ pub fn summarize(source: &str, module: &str) -> ModuleSummary {
         module: Some(module),
         is_package: false,
     };
-    summarize_parsed(&parsed.module.body, file, module)
+    summarize_parsed(&parsed.module.body, file)
 }
 
-fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>, module: &str) -> ModuleSummary {
+pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> ModuleSummary {
+    let module = file.module.unwrap_or_default();
     let statements = names::module_level_statements(body);
     let mut imports = Vec::new();
     let mut local_classes = HashSet::new();
     for stmt in &statements {
         match stmt {
             ast::Stmt::Import(_) | ast::Stmt::ImportFrom(_) => {
-                imports.extend(names::import_bindings(stmt, file))
+                imports.extend(names::import_bindings(stmt, file));
             }
             ast::Stmt::ClassDef(class) => {
                 local_classes.insert(class.name.to_string());
@@ -190,6 +194,8 @@ fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>, module: &str) -> M
         classes,
         imports,
         fake_kernels,
+        // Without the analysis, a summary cannot tell; `check_and_summarize` refines it.
+        needs_workspace: true,
     }
 }
 

@@ -53,6 +53,13 @@ fn schema_name(schema: &str) -> &str {
     schema[..end].trim().split('.').next().unwrap_or_default()
 }
 
+fn string_argument(call: &ast::ExprCall, index: usize) -> Option<&str> {
+    call.arguments
+        .args
+        .get(index)
+        .and_then(names::string_literal)
+}
+
 struct Collector<'r> {
     resolve: &'r dyn Fn(&Expr) -> Option<String>,
     /// Variables holding a `torch.library.Library("ns", ...)`, by namespace.
@@ -65,13 +72,6 @@ struct Collector<'r> {
 }
 
 impl Collector<'_> {
-    fn string_argument<'e>(&self, call: &'e ast::ExprCall, index: usize) -> Option<&'e str> {
-        call.arguments
-            .args
-            .get(index)
-            .and_then(names::string_literal)
-    }
-
     fn library_namespace(&self, expr: &Expr) -> Option<String> {
         let Expr::Name(name) = expr else { return None };
         self.libraries.get(name.id.as_str()).cloned()
@@ -85,7 +85,7 @@ impl Collector<'_> {
                     "torch.library.custom_op"
                     | "torch._library.custom_ops.custom_op"
                     | "torch.library.triton_op" => {
-                        if let Some(op) = self.string_argument(call, 0) {
+                        if let Some(op) = string_argument(call, 0) {
                             let op = canonical(op);
                             self.python_names
                                 .insert(function.name.to_string(), op.clone());
@@ -100,7 +100,7 @@ impl Collector<'_> {
                     "torch.library.register_fake"
                     | "torch.library.impl_abstract"
                     | "torch.library.register_meta" => {
-                        if let Some(op) = self.string_argument(call, 0) {
+                        if let Some(op) = string_argument(call, 0) {
                             self.found.fakes.push(canonical(op));
                         }
                     }
@@ -148,14 +148,14 @@ impl Collector<'_> {
         if !keys.iter().any(|key| serves_fake_tensors(key)) {
             return;
         }
-        if let Some(op) = self.string_argument(call, 0).filter(|op| op.contains("::")) {
+        if let Some(op) = string_argument(call, 0).filter(|op| op.contains("::")) {
             self.found.fakes.push(canonical(op));
         } else if let (Some(namespace), Some(op)) = (
             call.arguments
                 .args
                 .first()
                 .and_then(|lib| self.library_namespace(lib)),
-            self.string_argument(call, 1),
+            string_argument(call, 1),
         ) {
             self.found
                 .fakes
@@ -167,13 +167,13 @@ impl Collector<'_> {
         let callee = (self.resolve)(&call.func).unwrap_or_default();
         match callee.as_str() {
             "torch.library.register_fake" | "torch.library.impl_abstract" => {
-                if let Some(op) = self.string_argument(call, 0) {
+                if let Some(op) = string_argument(call, 0) {
                     self.found.fakes.push(canonical(op));
                 }
                 return;
             }
             "torch.library.define" => {
-                if let Some(op) = self.string_argument(call, 0) {
+                if let Some(op) = string_argument(call, 0) {
                     self.found.definitions.push((canonical(op), call.range()));
                 }
                 return;
@@ -199,7 +199,7 @@ impl Collector<'_> {
         };
         match attribute.attr.as_str() {
             "define" => {
-                if let Some(schema) = self.string_argument(call, 0) {
+                if let Some(schema) = string_argument(call, 0) {
                     self.found.definitions.push((
                         format!("{namespace}::{}", schema_name(schema)),
                         call.range(),
@@ -207,12 +207,12 @@ impl Collector<'_> {
                 }
             }
             "impl" => {
-                let key = self.string_argument(call, 2).or_else(|| {
+                let key = string_argument(call, 2).or_else(|| {
                     call.arguments
                         .find_keyword("dispatch_key")
                         .and_then(|k| names::string_literal(&k.value))
                 });
-                if let (Some(op), Some(key)) = (self.string_argument(call, 0), key) {
+                if let (Some(op), Some(key)) = (string_argument(call, 0), key) {
                     if serves_fake_tensors(key) {
                         self.found
                             .fakes
@@ -221,7 +221,7 @@ impl Collector<'_> {
                 }
             }
             "_register_fake" => {
-                if let Some(op) = self.string_argument(call, 0) {
+                if let Some(op) = string_argument(call, 0) {
                     self.found
                         .fakes
                         .push(format!("{namespace}::{}", schema_name(op)));
@@ -240,7 +240,7 @@ impl<'a> Visitor<'a> for Collector<'_> {
                     let callee = (self.resolve)(&call.func).unwrap_or_default();
                     if callee == "torch.library.Library" {
                         if let (Some(namespace), Some(variable)) =
-                            (self.string_argument(call, 0), names::dotted(target))
+                            (string_argument(call, 0), names::dotted(target))
                         {
                             self.libraries.insert(
                                 variable.rsplit('.').next().unwrap_or_default().to_owned(),

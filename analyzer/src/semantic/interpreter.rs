@@ -130,7 +130,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                         None if position == 1 => ParameterRole::Input,
                         None => ParameterRole::Extra,
                     };
-                    root_parameter(parameter, dims, role)
+                    root_parameter(parameter, dims.as_ref(), role)
                 };
                 env.locals
                     .insert(parameter.parameter.name.to_string(), value);
@@ -213,10 +213,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     };
                     match method.attr.as_str() {
                         "register_buffer" | "register_parameter" => {
-                            record(attributes, name, Value::tensor())
+                            record(attributes, name, Value::tensor());
                         }
                         "add_module" | "register_module" => {
-                            record(attributes, name, Value::Module(None))
+                            record(attributes, name, Value::Module(None));
                         }
                         _ => {}
                     }
@@ -277,7 +277,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             Stmt::AugAssign(assign) => {
                 let left = self.eval(&assign.target, env);
                 let right = self.eval(&assign.value, env);
-                let value = self.binary(&left, assign.op, &right, number_of(&assign.value));
+                let value = binary(&left, assign.op, &right, number_of(&assign.value));
                 self.bind(&assign.target, value, env);
             }
             Stmt::Return(ret) => {
@@ -606,7 +606,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 decided: interval.decide(CompareOp::NotEq, 0.0).is_some(),
                 suggestion: None,
             }),
-            Value::Size { origin, interval } => match self.size_guard(
+            Value::Size { origin, interval } => match size_guard(
                 &origin,
                 interval,
                 CompareOp::NotEq,
@@ -647,10 +647,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             }
             Expr::Call(call) => self.call(call, env),
             Expr::Subscript(subscript) => self.subscript(subscript, env),
-            Expr::BinOp(binary) => {
-                let left = self.eval(&binary.left, env);
-                let right = self.eval(&binary.right, env);
-                self.binary(&left, binary.op, &right, number_of(&binary.right))
+            Expr::BinOp(operation) => {
+                let left = self.eval(&operation.left, env);
+                let right = self.eval(&operation.right, env);
+                binary(&left, operation.op, &right, number_of(&operation.right))
             }
             Expr::UnaryOp(unary) => {
                 if unary.op == ast::UnaryOp::Not {
@@ -894,129 +894,11 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             (Value::DataScalar(interval), _) => data_guard(*interval, op, right_number),
             (_, Value::DataScalar(interval)) => data_guard(*interval, op.flipped(), left_number),
             (Value::Size { origin, interval }, other) => {
-                self.size_guard(origin, *interval, op, other, right_number)
+                size_guard(origin, *interval, op, other, right_number)
             }
             (other, Value::Size { origin, interval }) => {
-                self.size_guard(origin, *interval, op.flipped(), other, left_number)
+                size_guard(origin, *interval, op.flipped(), other, left_number)
             }
-            _ => Value::Unknown,
-        }
-    }
-
-    /// The guard `size <op> other` adds, and whether the known ranges already decide it.
-    fn size_guard(
-        &self,
-        origin: &SizeOrigin,
-        interval: Interval,
-        op: CompareOp,
-        other: &Value,
-        constant: Option<f64>,
-    ) -> Value {
-        match origin {
-            SizeOrigin::Unknown => Value::Unknown,
-            SizeOrigin::Static => match other {
-                Value::Size {
-                    origin: other_origin @ (SizeOrigin::Dynamic { .. } | SizeOrigin::Unbacked),
-                    interval,
-                } => self.size_guard(
-                    other_origin,
-                    *interval,
-                    op.flipped(),
-                    &Value::static_size(),
-                    None,
-                ),
-                _ => Value::Guard(Guard {
-                    kind: GuardKind::Static,
-                    decided: false,
-                    suggestion: None,
-                }),
-            },
-            SizeOrigin::Unbacked => Value::Guard(Guard {
-                kind: GuardKind::Unbacked,
-                decided: constant.is_some_and(|constant| interval.decide(op, constant).is_some()),
-                suggestion: None,
-            }),
-            SizeOrigin::Dynamic { dim, exact } => {
-                if dim.automatic {
-                    return Value::Unknown;
-                }
-                let (decided, suggestion) = match (constant, other) {
-                    (Some(constant), _) => {
-                        let decided = interval.decide(op, constant).is_some();
-                        let suggestion =
-                            (!decided && *exact).then(|| suggest_range(&dim.name, op, constant));
-                        (decided, suggestion)
-                    }
-                    (
-                        None,
-                        Value::Size {
-                            origin:
-                                SizeOrigin::Dynamic {
-                                    dim: other_dim,
-                                    exact: other_exact,
-                                },
-                            ..
-                        },
-                    ) => {
-                        let same = *exact && *other_exact && other_dim.name == dim.name;
-                        (same, None)
-                    }
-                    _ => (false, None),
-                };
-                Value::Guard(Guard {
-                    kind: GuardKind::Dynamic(dim.clone()),
-                    decided,
-                    suggestion,
-                })
-            }
-        }
-    }
-
-    fn binary(
-        &self,
-        left: &Value,
-        op: ast::Operator,
-        right: &Value,
-        right_number: Option<f64>,
-    ) -> Value {
-        match (left, right) {
-            (Value::Tensor(a), Value::Tensor(b)) => Value::Tensor(TensorInfo {
-                dims: if a.dims == b.dims && op != ast::Operator::MatMult {
-                    a.dims.clone()
-                } else {
-                    None
-                },
-                data_dependent_shape: a.data_dependent_shape || b.data_dependent_shape,
-                maybe_none: false,
-                assumed: a.assumed && b.assumed,
-                opaque: false,
-            }),
-            (Value::Tensor(info), _) | (_, Value::Tensor(info)) => Value::Tensor(TensorInfo {
-                dims: info.dims.clone(),
-                data_dependent_shape: info.data_dependent_shape,
-                maybe_none: false,
-                assumed: info.assumed,
-                opaque: false,
-            }),
-            (Value::Tensors(_), _) | (_, Value::Tensors(_)) => Value::Unknown,
-            (Value::DataScalar(_), _) | (_, Value::DataScalar(_)) => {
-                Value::DataScalar(Interval::default())
-            }
-            (Value::Size { origin, interval }, other) => {
-                let origin = match other {
-                    Value::Size {
-                        origin: other_origin,
-                        ..
-                    } => origin.combine(other_origin),
-                    _ => origin.combine(&SizeOrigin::Static),
-                };
-                let interval = shift_interval(*interval, op, right_number);
-                Value::Size { origin, interval }
-            }
-            (_, Value::Size { origin, .. }) => Value::Size {
-                origin: origin.combine(&SizeOrigin::Static),
-                interval: Interval::default(),
-            },
             _ => Value::Unknown,
         }
     }
@@ -1514,7 +1396,6 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 } else {
                     args.iter()
                         .fold(Value::Bottom, |acc, arg| match (acc, arg) {
-                            (Value::Bottom, size @ Value::Size { .. }) => size.clone(),
                             (Value::Size { origin, .. }, Value::Size { origin: other, .. }) => {
                                 Value::Size {
                                     origin: origin.combine(other),
@@ -1772,6 +1653,117 @@ impl SemanticModel<'_> {
 // -------------------------------------------------------------------------------------------
 // Helpers
 
+/// The guard `size <op> other` adds, and whether the known ranges already decide it.
+fn size_guard(
+    origin: &SizeOrigin,
+    interval: Interval,
+    op: CompareOp,
+    other: &Value,
+    constant: Option<f64>,
+) -> Value {
+    match origin {
+        SizeOrigin::Unknown => Value::Unknown,
+        SizeOrigin::Static => match other {
+            Value::Size {
+                origin: other_origin @ (SizeOrigin::Dynamic { .. } | SizeOrigin::Unbacked),
+                interval,
+            } => size_guard(
+                other_origin,
+                *interval,
+                op.flipped(),
+                &Value::static_size(),
+                None,
+            ),
+            _ => Value::Guard(Guard {
+                kind: GuardKind::Static,
+                decided: false,
+                suggestion: None,
+            }),
+        },
+        SizeOrigin::Unbacked => Value::Guard(Guard {
+            kind: GuardKind::Unbacked,
+            decided: constant.is_some_and(|constant| interval.decide(op, constant).is_some()),
+            suggestion: None,
+        }),
+        SizeOrigin::Dynamic { dim, exact } => {
+            if dim.automatic {
+                return Value::Unknown;
+            }
+            let (decided, suggestion) = match (constant, other) {
+                (Some(constant), _) => {
+                    let decided = interval.decide(op, constant).is_some();
+                    let suggestion =
+                        (!decided && *exact).then(|| suggest_range(&dim.name, op, constant));
+                    (decided, suggestion)
+                }
+                (
+                    None,
+                    Value::Size {
+                        origin:
+                            SizeOrigin::Dynamic {
+                                dim: other_dim,
+                                exact: other_exact,
+                            },
+                        ..
+                    },
+                ) => {
+                    let same = *exact && *other_exact && other_dim.name == dim.name;
+                    (same, None)
+                }
+                _ => (false, None),
+            };
+            Value::Guard(Guard {
+                kind: GuardKind::Dynamic(dim.clone()),
+                decided,
+                suggestion,
+            })
+        }
+    }
+}
+
+fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f64>) -> Value {
+    match (left, right) {
+        (Value::Tensor(a), Value::Tensor(b)) => Value::Tensor(TensorInfo {
+            dims: if a.dims == b.dims && op != ast::Operator::MatMult {
+                a.dims.clone()
+            } else {
+                None
+            },
+            data_dependent_shape: a.data_dependent_shape || b.data_dependent_shape,
+            maybe_none: false,
+            assumed: a.assumed && b.assumed,
+            opaque: false,
+        }),
+        (Value::Tensor(info), _) | (_, Value::Tensor(info)) => Value::Tensor(TensorInfo {
+            dims: info.dims.clone(),
+            data_dependent_shape: info.data_dependent_shape,
+            maybe_none: false,
+            assumed: info.assumed,
+            opaque: false,
+        }),
+        (Value::Tensors(_), _) | (_, Value::Tensors(_)) => Value::Unknown,
+        (Value::DataScalar(_), _) | (_, Value::DataScalar(_)) => {
+            Value::DataScalar(Interval::default())
+        }
+        (Value::Size { origin, interval }, other) => {
+            let origin = match other {
+                Value::Size {
+                    origin: other_origin,
+                    ..
+                } => origin.combine(other_origin),
+                _ => origin.combine(&SizeOrigin::Static),
+            };
+            let interval = shift_interval(*interval, op, right_number);
+            Value::Size { origin, interval }
+        }
+        (_, Value::Size { origin, .. }) => Value::Size {
+            origin: origin.combine(&SizeOrigin::Static),
+            interval: Interval::default(),
+        },
+        _ => Value::Unknown,
+    }
+}
+
 fn all_parameters(parameters: &ast::Parameters) -> Vec<&ast::ParameterWithDefault> {
     parameters
         .posonlyargs
@@ -1795,7 +1787,7 @@ pub(crate) enum ParameterRole {
 /// A `forward` parameter's value: a tensor unless its annotation or default says otherwise.
 fn root_parameter(
     parameter: &ast::ParameterWithDefault,
-    dims: Option<Rc<TensorDims>>,
+    dims: Option<&Rc<TensorDims>>,
     role: ParameterRole,
 ) -> Value {
     let default = parameter.default.as_deref();
@@ -1809,7 +1801,7 @@ fn root_parameter(
     }
     let tensor = |maybe_none: bool, assumed: bool| {
         Value::Tensor(TensorInfo {
-            dims: dims.clone(),
+            dims: dims.cloned(),
             maybe_none,
             assumed,
             ..TensorInfo::default()
@@ -1956,8 +1948,8 @@ fn is_boolean_mask(slice: &Expr, index: &Value) -> bool {
         return false;
     }
     match slice {
-        Expr::Compare(_) => true,
-        Expr::UnaryOp(ast::ExprUnaryOp {
+        Expr::Compare(_)
+        | Expr::UnaryOp(ast::ExprUnaryOp {
             op: ast::UnaryOp::Invert,
             ..
         }) => true,
@@ -2086,7 +2078,7 @@ fn narrow(condition: &Expr, is_size: bool, env: &mut Env) {
         right,
     ) {
         (Expr::Name(name), Some(constant), _, _) => {
-            narrow_name(name.id.as_str(), Interval::satisfying(op, constant), env)
+            narrow_name(name.id.as_str(), Interval::satisfying(op, constant), env);
         }
         (_, _, Some(constant), Expr::Name(name)) => {
             narrow_name(
@@ -2103,13 +2095,13 @@ fn narrow_name(name: &str, by: Interval, env: &mut Env) {
     let Some(value) = env.locals.get_mut(name) else {
         return;
     };
-    match value {
-        Value::DataScalar(interval) => *interval = interval.intersect(by),
-        Value::Size {
-            origin: SizeOrigin::Unbacked,
-            interval,
-        } => *interval = interval.intersect(by),
-        _ => {}
+    if let Value::DataScalar(interval)
+    | Value::Size {
+        origin: SizeOrigin::Unbacked,
+        interval,
+    } = value
+    {
+        *interval = interval.intersect(by);
     }
 }
 

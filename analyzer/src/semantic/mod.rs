@@ -261,6 +261,30 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// Whether facts from other files could change this file's report (see
+    /// [`crate::ModuleSummary::needs_workspace`]).
+    pub(crate) fn depends_on_workspace(&self) -> bool {
+        let undetermined = |class: usize| self.is_undetermined(class, 0);
+        let open_class = self
+            .classes
+            .iter()
+            .enumerate()
+            .any(|(index, class)| class.methods.contains_key("forward") && undetermined(index));
+        open_class || self.custom_ops.iter().any(|op| !op.has_fake)
+    }
+
+    /// A class not known to be a module that has a base from elsewhere.
+    fn is_undetermined(&self, class: usize, depth: usize) -> bool {
+        let info = &self.classes[class];
+        !info.is_module
+            && depth < 16
+            && info.bases.iter().any(|base| match base {
+                Value::Qualified(name) => !name.starts_with("builtins.") && !name.starts_with("typing."),
+                Value::Class(base) => self.is_undetermined(*base, depth + 1),
+                _ => true,
+            })
+    }
+
     /// The method `name` of class `class` or of its local bases, in MRO-like order.
     pub(crate) fn find_method(&self, class: usize, name: &str) -> Option<usize> {
         let mut stack = vec![class];

@@ -21,19 +21,19 @@ pub(crate) fn import_bindings(stmt: &Stmt, file: SourceFile<'_>) -> Vec<(String,
         Stmt::Import(import) => import
             .names
             .iter()
-            .map(|alias| match &alias.asname {
-                Some(asname) => (asname.id.to_string(), alias.name.id.to_string()),
-                // `import a.b.c` binds `a`, which refers to the package `a`.
-                None => {
-                    let head = alias
-                        .name
-                        .id
-                        .split('.')
-                        .next()
-                        .unwrap_or_default()
-                        .to_owned();
-                    (head.clone(), head)
+            .map(|alias| {
+                if let Some(asname) = &alias.asname {
+                    return (asname.id.to_string(), alias.name.id.to_string());
                 }
+                // `import a.b.c` binds `a`, which refers to the package `a`.
+                let head = alias
+                    .name
+                    .id
+                    .split('.')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                (head.clone(), head)
             })
             .collect(),
         Stmt::ImportFrom(import) => {

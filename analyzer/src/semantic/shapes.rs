@@ -176,12 +176,12 @@ pub(crate) fn collect<'a>(
     body: &'a [Stmt],
     model: &SemanticModel,
 ) -> (Option<Entrypoint>, Option<ShapesSpec>) {
-    let mut gatherer = Gatherer {
+    let mut walker = Gatherer {
         model,
         gathered: Gathered::default(),
     };
-    gatherer.visit_body(body);
-    let gathered = gatherer.gathered;
+    walker.visit_body(body);
+    let gathered = walker.gathered;
     let module_level = |name: &str| {
         names::module_level_statements(body)
             .into_iter()

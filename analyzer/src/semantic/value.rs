@@ -201,6 +201,8 @@ pub(crate) struct Guard {
 }
 
 /// Facts about one tensor value.
+// Independent facts, each read by different rules; an enum of their combinations would not be clearer.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct TensorInfo {
     /// Declared dynamic dimensions; `None` when not tracked.

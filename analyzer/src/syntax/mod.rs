@@ -33,6 +33,7 @@ pub(crate) fn parse(source: &str) -> Parsed {
     let module = match parsed.into_syntax() {
         ast::Mod::Module(module) => module,
         // `Mode::Module` always yields a module; an expression is wrapped rather than lost.
+        #[allow(clippy::default_trait_access)] // The body's vector type is the parser's own.
         ast::Mod::Expression(expression) => ast::ModModule {
             node_index: ast::AtomicNodeIndex::default(),
             range: expression.range,

@@ -1,0 +1,105 @@
+//! Real model code shipped with torch and torchvision: the ExportDB examples that torch
+//! exports successfully, and torchvision's classification models, must raise no
+//! error-severity diagnostic (the reference catalog measured all of them exporting).
+//!
+//! The test environment (`scripts/test.sh`) installs torch and torchvision into `.venv`.
+
+use std::path::{Path, PathBuf};
+
+use pt2lsp_analyzer::{LineIndex, Severity, check};
+
+/// `site-packages` of the test environment: `$PT2LSP_SITE_PACKAGES`, else `.venv`'s.
+fn site_packages() -> PathBuf {
+    if let Some(path) = std::env::var_os("PT2LSP_SITE_PACKAGES") {
+        return PathBuf::from(path);
+    }
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/lib");
+    std::fs::read_dir(&lib)
+        .ok()
+        .and_then(|entries| entries.flatten().map(|entry| entry.path().join("site-packages")).find(|path| path.is_dir()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no Python environment at {}: run `scripts/test.sh`, which installs torch and torchvision into .venv, or set PT2LSP_SITE_PACKAGES",
+                lib.display()
+            )
+        })
+}
+
+fn python_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|error| panic!("{} is not readable: {error}", dir.display()))
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Every error-severity diagnostic in the files, as `path:line: CODE message`.
+fn errors_in(files: &[PathBuf]) -> Vec<String> {
+    let mut errors = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(path).expect("model source is UTF-8");
+        let report = check(&text, &pt2lsp_analyzer::Settings::default());
+        let index = LineIndex::new(&text);
+        for diagnostic in report
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+        {
+            let line = index.line_column(diagnostic.range.start()).line + 1;
+            errors.push(format!(
+                "{}:{line}: {} {}",
+                path.display(),
+                diagnostic.rule.code(),
+                diagnostic.message
+            ));
+        }
+    }
+    errors
+}
+
+#[test]
+fn supported_exportdb_examples_have_no_errors() {
+    let examples = site_packages().join("torch/_export/db/examples");
+    let files: Vec<PathBuf> = python_files(&examples)
+        .into_iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            // The one example torch itself marks as failing (`dynamic_shape_round`).
+            !text.contains("SupportLevel.NOT_SUPPORTED_YET")
+                && path.file_name().is_some_and(|name| name != "__init__.py")
+        })
+        .collect();
+    assert!(
+        files.len() >= 35,
+        "expected the 35 supported ExportDB examples in {}, found {}",
+        examples.display(),
+        files.len()
+    );
+    let errors = errors_in(&files);
+    assert!(
+        errors.is_empty(),
+        "errors on examples torch exports:\n{}",
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn torchvision_classification_models_have_no_errors() {
+    let models = site_packages().join("torchvision/models");
+    let files = python_files(&models);
+    assert!(
+        files.len() >= 20,
+        "expected torchvision's model files in {}, found {}",
+        models.display(),
+        files.len()
+    );
+    let errors = errors_in(&files);
+    assert!(
+        errors.is_empty(),
+        "errors on torchvision models:\n{}",
+        errors.join("\n")
+    );
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every test of pt2lsp, installing what the tests need first: the Rust build, a .venv with
+# torch (from PyPI) for the real-exporter tests, and Debian's neovim for the editor test.
+# Idempotent: a second run reuses .venv, the cargo cache and the installed packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "Python environment (.venv: torch, torchvision, numpy, pytest)"
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+if ! .venv/bin/python -c 'import torch, torchvision, numpy, pytest' 2>/dev/null; then
+  .venv/bin/pip install --quiet --disable-pip-version-check --upgrade pip
+  .venv/bin/pip install --quiet --disable-pip-version-check torch torchvision numpy pytest
+fi
+.venv/bin/python -c 'import torch; print("torch", torch.__version__)' >&2
+
+step "Neovim (for the editor test)"
+if ! command -v nvim >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null
+  else
+    echo "nvim is missing: install Debian's neovim (apt-get install -y neovim)" >&2
+    [ -n "${CI:-}" ] && exit 1
+  fi
+fi
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+step "cargo test"
+export PT2LSP_PYTHON="$root/.venv/bin/python"
+cargo test --workspace
+
+if [ -d tests/python ]; then
+  step "pytest: fixtures against the real exporter"
+  .venv/bin/python -m pytest -q tests/python
+fi

@@ -1,0 +1,260 @@
+//! The command-line grammar (clap derive); `--help` is generated from the doc comments here.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::cli::output::OutputFormat;
+
+const ABOUT: &str = "Tell whether torch.export will accept your PyTorch model, and why not.";
+
+const LONG_ABOUT: &str = "\
+Tell whether torch.export will accept your PyTorch model, and why not.
+
+pt2lsp reads Python source and reports every construct that torch.export rejects or silently \
+specialises (data-dependent branches, .item() in control flow, custom ops without fake \
+kernels, ...) on the exact line, without running the model.";
+
+const AFTER_HELP: &str = "\
+`pt2lsp --check PATH...` is the same as `pt2lsp check PATH...`.
+
+Examples:
+  pt2lsp check                       Check every Python file under the current directory
+  pt2lsp check models/ --format json Machine-readable report of one directory
+  pt2lsp check --select PT1 --strict Only the data-dependence rules, for strict export
+  pt2lsp rule PT101                  Explain a rule
+
+Exit status: 0 when no error was found, 1 when one was, 2 on a usage or I/O problem.";
+
+/// `pt2lsp`: a checker for `torch.export` problems, on the command line and in editors.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pt2lsp",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP,
+    arg_required_else_help = true,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check Python files and report every problem torch.export would have with them.
+    #[command(after_help = CHECK_AFTER_HELP)]
+    Check(CheckArgs),
+    /// Explain a rule: what it finds, why export fails, and how to fix it.
+    Rule(RuleArgs),
+    /// Run the language server over stdin and stdout, for editors.
+    Serve,
+    // `export` (write the `.pt2` file) is added here by the issue that brings it.
+}
+
+const CHECK_AFTER_HELP: &str = "\
+Configuration comes from the nearest pyproject.toml with a [tool.pt2lsp] table, searched \
+upward from the first PATH (keys: select, ignore, strict, exclude). Command-line flags \
+override it.
+
+Exit status: 0 when no error-severity diagnostic was found, 1 when one was, 2 on a usage or \
+I/O problem (a missing path, an unreadable file, a bad pyproject.toml, an unknown rule).";
+
+/// Options of `pt2lsp check`.
+#[derive(Debug, Args)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each bool is one on/off command-line flag"
+)]
+pub struct CheckArgs {
+    /// Files or directories to check [default: .]. Directories are walked for *.py and *.pyi
+    /// files, skipping hidden files and what .gitignore or .ignore exclude; a file named here is
+    /// always checked.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// How to print the report: text for people, json for scripts, sarif for GitHub code
+    /// scanning, github for annotations in a GitHub Actions log.
+    #[arg(long, visible_alias = "output-format", value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+
+    /// Rules to run, as codes or prefixes (PT101, PT1, PT), comma-separated or repeated.
+    /// Replaces `select` and `ignore` from pyproject.toml [default: PT].
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    pub select: Option<Vec<String>>,
+
+    /// Rules to skip, as codes or prefixes, comma-separated or repeated. Added to `ignore` from
+    /// pyproject.toml; a more specific --select wins (--select PT101 --ignore PT1 runs PT101).
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    pub ignore: Option<Vec<String>>,
+
+    /// Check for `torch.export.export(..., strict=True)`: Dynamo-only problems (print,
+    /// untraceable calls, graph breaks) become errors.
+    #[arg(long, overrides_with = "no_strict")]
+    pub strict: bool,
+
+    /// Check for the default non-strict export, whatever pyproject.toml says.
+    #[arg(long, overrides_with = "strict")]
+    pub no_strict: bool,
+
+    /// Glob patterns of files or directories to skip while walking, comma-separated or repeated,
+    /// added to `exclude` from pyproject.toml. A bare name (`build`) matches at any depth; a
+    /// pattern with a slash is relative to the directory of the configuration file. venv,
+    /// site-packages, node_modules, dist, _build, buck-out and __pypackages__ are always skipped.
+    #[arg(long, value_delimiter = ',', value_name = "GLOBS")]
+    pub exclude: Vec<String>,
+
+    /// Read configuration from this file instead of searching for pyproject.toml.
+    #[arg(long, value_name = "FILE", conflicts_with = "isolated")]
+    pub config: Option<PathBuf>,
+
+    /// Ignore every configuration file; use only the command line.
+    #[arg(long)]
+    pub isolated: bool,
+
+    /// Exit with 0 even when errors were found (2 still reports a usage or I/O problem).
+    #[arg(long)]
+    pub exit_zero: bool,
+
+    /// Print the diagnostics only: no summary line and no warnings.
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Print how many times each rule fired instead of the diagnostics (text or json).
+    #[arg(long)]
+    pub statistics: bool,
+}
+
+impl CheckArgs {
+    /// `--strict` → `Some(true)`, `--no-strict` → `Some(false)`, neither → the config decides.
+    pub fn strict_override(&self) -> Option<bool> {
+        if self.strict {
+            Some(true)
+        } else if self.no_strict {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+/// Options of `pt2lsp rule`.
+#[derive(Debug, Args)]
+pub struct RuleArgs {
+    /// A rule code (PT101) or name (data-dependent-branch).
+    #[arg(
+        value_name = "RULE",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub rule: Option<String>,
+
+    /// Print every rule.
+    #[arg(long)]
+    pub all: bool,
+
+    /// text prints the rule's Markdown documentation; json prints its code, name, severity and
+    /// documentation as an object (an array with --all).
+    #[arg(long, visible_alias = "output-format", value_enum, default_value_t = RuleFormat::Text)]
+    pub format: RuleFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RuleFormat {
+    /// The rule's documentation as Markdown.
+    Text,
+    /// The rule's metadata and documentation as JSON.
+    Json,
+}
+
+/// Turns `pt2lsp [OPTIONS] --check PATH...` into `pt2lsp check [OPTIONS] PATH...`.
+///
+/// `--check` is the spelling some editors and pre-commit hooks expect. Rewriting it here keeps
+/// one grammar (the `check` subcommand's) instead of a second, top-level copy of every option.
+/// Nothing is rewritten when a subcommand comes first or after a `--`.
+pub fn rewrite_check_flag(mut args: Vec<OsString>) -> Vec<OsString> {
+    let is_subcommand = args
+        .get(1)
+        .and_then(|first| first.to_str())
+        .is_some_and(|first| Cli::command_names().any(|name| name == first));
+    if is_subcommand {
+        return args;
+    }
+    let position = args
+        .iter()
+        .skip(1)
+        .take_while(|arg| *arg != "--")
+        .position(|arg| {
+            arg.to_str()
+                .is_some_and(|arg| arg == "--check" || arg.starts_with("--check="))
+        });
+    let Some(position) = position.map(|position| position + 1) else {
+        return args;
+    };
+    let flag = args.remove(position);
+    if let Some(value) = flag.to_str().and_then(|flag| flag.strip_prefix("--check=")) {
+        args.insert(position, OsString::from(value));
+    }
+    args.insert(1.min(args.len()), OsString::from("check"));
+    args
+}
+
+impl Cli {
+    fn command_names() -> impl Iterator<Item = String> {
+        use clap::CommandFactory;
+        let command = Cli::command();
+        let names: Vec<String> = command
+            .get_subcommands()
+            .flat_map(|sub| {
+                std::iter::once(sub.get_name().to_owned())
+                    .chain(sub.get_all_aliases().map(str::to_owned))
+            })
+            .chain(["help".to_owned()])
+            .collect();
+        names.into_iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(args: &[&str]) -> Vec<String> {
+        let args = args.iter().map(OsString::from).collect();
+        rewrite_check_flag(args)
+            .into_iter()
+            .map(|arg| arg.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn check_flag_becomes_the_subcommand() {
+        assert_eq!(
+            rewrite(&["pt2lsp", "--check", "a.py"]),
+            ["pt2lsp", "check", "a.py"]
+        );
+        assert_eq!(
+            rewrite(&["pt2lsp", "--format", "json", "--check", "a.py"]),
+            ["pt2lsp", "check", "--format", "json", "a.py"]
+        );
+        assert_eq!(
+            rewrite(&["pt2lsp", "--check=a.py"]),
+            ["pt2lsp", "check", "a.py"]
+        );
+        assert_eq!(
+            rewrite(&["pt2lsp", "check", "--check"]),
+            ["pt2lsp", "check", "--check"]
+        );
+        assert_eq!(rewrite(&["pt2lsp", "--version"]), ["pt2lsp", "--version"]);
+    }
+
+    #[test]
+    fn the_grammar_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

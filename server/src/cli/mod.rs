@@ -1,0 +1,46 @@
+//! The command line: `pt2lsp check` and `pt2lsp rule`, and the exit codes they share.
+//!
+//! Exit codes follow ruff's: 0 when no error-severity diagnostic was found, 1 when one was,
+//! 2 when pt2lsp could not do what was asked (a bad flag, a missing path, an unreadable file, a
+//! broken `pyproject.toml`). Messages for the user go to stderr; stdout carries only the report,
+//! so `pt2lsp check --format json > report.json` is always valid JSON.
+
+pub mod args;
+pub mod check;
+pub mod config;
+pub mod output;
+pub mod rule;
+pub mod walk;
+
+use std::process::ExitCode;
+
+/// How a command ended, mapped onto the process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Nothing at error severity: exit 0.
+    Success,
+    /// At least one error-severity diagnostic: exit 1.
+    Failure,
+    /// Usage or I/O problem: exit 2.
+    Error,
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(status: ExitStatus) -> Self {
+        match status {
+            ExitStatus::Success => ExitCode::SUCCESS,
+            ExitStatus::Failure => ExitCode::from(1),
+            ExitStatus::Error => ExitCode::from(2),
+        }
+    }
+}
+
+/// Prints a warning on stderr, where it cannot corrupt a machine-readable report.
+pub fn warn(message: &str) {
+    eprintln!("warning: {message}");
+}
+
+/// Prints an error on stderr for a problem that does not stop the run (one unreadable file).
+pub fn report_error(message: &str) {
+    eprintln!("error: {message}");
+}

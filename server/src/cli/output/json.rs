@@ -1,0 +1,158 @@
+//! `--format json`: one array of diagnostics with 1-based positions, sorted by file and position.
+
+use std::io::{self, Write};
+
+use pt2lsp_analyzer::{Applicability, Severity, TextRange};
+use serde::Serialize;
+
+use super::{FileReport, statistics};
+
+#[derive(Serialize)]
+struct JsonDiagnostic<'a> {
+    file: String,
+    line: u32,
+    column: u32,
+    end_line: u32,
+    end_column: u32,
+    code: &'static str,
+    name: &'static str,
+    severity: Severity,
+    message: &'a str,
+    /// `static` for this checker; the tracer's findings will say `tracer`.
+    source: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<JsonFix<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonFix<'a> {
+    title: &'a str,
+    applicability: Applicability,
+    edits: Vec<JsonEdit<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonEdit<'a> {
+    line: u32,
+    column: u32,
+    end_line: u32,
+    end_column: u32,
+    content: &'a str,
+}
+
+/// Start and end of a range, 1-based, the end exclusive (the character after the range).
+fn span(report: &FileReport, range: TextRange) -> (u32, u32, u32, u32) {
+    let start = report.position(range.start());
+    let end = report.position(range.end());
+    (start.line, start.column, end.line, end.column)
+}
+
+pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<()> {
+    let mut items = Vec::new();
+    for report in reports {
+        let file = report.path_string();
+        for diagnostic in &report.diagnostics {
+            let (line, column, end_line, end_column) = span(report, diagnostic.range);
+            let fix = diagnostic.fix.as_ref().map(|fix| JsonFix {
+                title: &fix.title,
+                applicability: fix.applicability,
+                edits: fix
+                    .edits
+                    .iter()
+                    .map(|edit| {
+                        let (line, column, end_line, end_column) = span(report, edit.range);
+                        JsonEdit {
+                            line,
+                            column,
+                            end_line,
+                            end_column,
+                            content: &edit.content,
+                        }
+                    })
+                    .collect(),
+            });
+            items.push(JsonDiagnostic {
+                file: file.clone(),
+                line,
+                column,
+                end_line,
+                end_column,
+                code: diagnostic.rule.code(),
+                name: diagnostic.rule.name(),
+                severity: diagnostic.severity,
+                message: &diagnostic.message,
+                source: "static",
+                fix,
+            });
+        }
+    }
+    serde_json::to_writer_pretty(&mut *out, &items)?;
+    writeln!(out)
+}
+
+#[derive(Serialize)]
+struct JsonStatistic {
+    code: &'static str,
+    name: &'static str,
+    count: usize,
+}
+
+pub(super) fn render_statistics(reports: &[FileReport], out: &mut dyn Write) -> io::Result<()> {
+    let rows: Vec<JsonStatistic> = statistics(reports)
+        .into_iter()
+        .map(|(rule, count)| JsonStatistic {
+            code: rule.code(),
+            name: rule.name(),
+            count,
+        })
+        .collect();
+    serde_json::to_writer_pretty(&mut *out, &rows)?;
+    writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use pt2lsp_analyzer::{Diagnostic, Edit, Fix, Rule, TextSize};
+
+    use super::*;
+
+    #[test]
+    fn fixes_carry_their_edits_in_line_and_column() {
+        let text = "x = 1\nif t.sum() > 0:\n    pass\n";
+        let range = |start: u32, end: u32| TextRange::new(TextSize::new(start), TextSize::new(end));
+        let diagnostic = Diagnostic {
+            rule: Rule::DataDependentBranch,
+            severity: Severity::Warning,
+            message: "branch".to_owned(),
+            range: range(9, 20),
+            fix: Some(Fix {
+                title: "Use torch.cond".to_owned(),
+                edits: vec![Edit {
+                    range: range(6, 8),
+                    content: "torch.cond".to_owned(),
+                }],
+                applicability: Applicability::DisplayOnly,
+            }),
+        };
+        let report = FileReport::new("m.py".into(), text.to_owned(), vec![diagnostic]);
+        let mut out = Vec::new();
+        render(&[report], &mut out).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!([{
+                "file": "m.py", "line": 2, "column": 4, "end_line": 2, "end_column": 15,
+                "code": "PT101", "name": "data-dependent-branch", "severity": "warning",
+                "message": "branch", "source": "static",
+                "fix": {
+                    "title": "Use torch.cond",
+                    "applicability": "display-only",
+                    "edits": [{
+                        "line": 2, "column": 1, "end_line": 2, "end_column": 3,
+                        "content": "torch.cond",
+                    }],
+                },
+            }])
+        );
+    }
+}

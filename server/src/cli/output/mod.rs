@@ -1,0 +1,176 @@
+//! Renders the results of a check, one file per format, and owns the process's stdout.
+//!
+//! Formats take plain data ([`FileReport`]s, already sorted by path and position) and write to
+//! any `io::Write`, so tests can render into a buffer. Positions are 1-based lines and 1-based
+//! columns counted in characters (Unicode scalar values), as ruff prints them.
+
+mod github;
+mod json;
+mod sarif;
+mod text;
+
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use pt2lsp_analyzer::{Diagnostic, LineIndex, Rule, Severity, TextSize};
+
+/// The `--format` values of `pt2lsp check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// `path:line:col: CODE [severity] message` lines and a summary, for people.
+    Text,
+    /// One JSON array of diagnostics, for scripts.
+    Json,
+    /// SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+    Sarif,
+    /// GitHub Actions workflow commands, shown as annotations on the pull request.
+    Github,
+}
+
+/// One checked file: what is shown for it and what was found in it.
+#[derive(Debug)]
+pub struct FileReport {
+    /// The path as shown: relative to the current directory when under it.
+    pub path: PathBuf,
+    /// The text the diagnostics' offsets point into.
+    pub text: String,
+    pub line_index: LineIndex,
+    /// Sorted by position.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A 1-based line and a 1-based column counted in characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    pub line: u32,
+    pub column: u32,
+}
+
+impl FileReport {
+    pub fn new(path: PathBuf, text: String, diagnostics: Vec<Diagnostic>) -> Self {
+        let line_index = LineIndex::new(&text);
+        Self {
+            path,
+            text,
+            line_index,
+            diagnostics,
+        }
+    }
+
+    pub fn position(&self, offset: TextSize) -> Position {
+        let (line, column) = self.line_index.line_char_column(offset, &self.text);
+        Position {
+            line: line + 1,
+            column: column + 1,
+        }
+    }
+
+    /// The path with `/` separators, as JSON, SARIF and GitHub expect on every platform.
+    pub fn path_string(&self) -> String {
+        path_string(&self.path)
+    }
+}
+
+fn path_string(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if std::path::MAIN_SEPARATOR == '/' {
+        text.into_owned()
+    } else {
+        text.replace('\\', "/")
+    }
+}
+
+/// Counts by severity, for summaries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub errors: usize,
+    pub warnings: usize,
+    pub infos: usize,
+    /// Files with at least one diagnostic.
+    pub files: usize,
+}
+
+impl Counts {
+    pub fn of(reports: &[FileReport]) -> Self {
+        let mut counts = Self::default();
+        for report in reports {
+            counts.files += usize::from(!report.diagnostics.is_empty());
+            for diagnostic in &report.diagnostics {
+                match diagnostic.severity {
+                    Severity::Error => counts.errors += 1,
+                    Severity::Warning => counts.warnings += 1,
+                    Severity::Info => counts.infos += 1,
+                }
+            }
+        }
+        counts
+    }
+
+    pub fn total(self) -> usize {
+        self.errors + self.warnings + self.infos
+    }
+}
+
+/// How many diagnostics each rule produced, most frequent first (`--statistics`).
+pub fn statistics(reports: &[FileReport]) -> Vec<(Rule, usize)> {
+    let mut counts: Vec<(Rule, usize)> = Vec::new();
+    for diagnostic in reports.iter().flat_map(|report| &report.diagnostics) {
+        match counts.iter_mut().find(|(rule, _)| *rule == diagnostic.rule) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((diagnostic.rule, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    counts
+}
+
+/// What to render and how.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub format: OutputFormat,
+    /// Diagnostics only: no summary line.
+    pub quiet: bool,
+    /// Counts per rule instead of diagnostics (text and json only).
+    pub statistics: bool,
+    /// ANSI colours in the text format.
+    pub color: bool,
+}
+
+/// Writes the report in the chosen format.
+pub fn render(reports: &[FileReport], options: Options, out: &mut dyn Write) -> io::Result<()> {
+    match (options.format, options.statistics) {
+        (OutputFormat::Text, false) => text::render(reports, options, out),
+        (OutputFormat::Text, true) => text::render_statistics(reports, out),
+        (OutputFormat::Json, false) => json::render(reports, out),
+        (OutputFormat::Json, true) => json::render_statistics(reports, out),
+        (OutputFormat::Sarif, _) => sarif::render(reports, out),
+        (OutputFormat::Github, _) => github::render(reports, out),
+    }
+}
+
+/// Whether the text report may use colour: only for a terminal, and never when the user set
+/// `NO_COLOR` (https://no-color.org: any non-empty value).
+pub fn use_color() -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+    !no_color && io::stdout().is_terminal()
+}
+
+/// Runs `write` against the process's stdout, buffered, and flushes it.
+///
+/// The crate denies `clippy::print_stdout` because in `serve` stdout is the LSP channel, where
+/// one stray line corrupts every message after it. The report is the only thing the CLI ever
+/// writes to stdout, and this is the only function that touches it.
+#[allow(
+    clippy::print_stdout,
+    reason = "the single, deliberate writer of the CLI's report"
+)]
+pub fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let result = write(&mut out).and_then(|()| out.flush());
+    match result {
+        // `pt2lsp check | head` closes the pipe early; that is the reader's choice, not a failure.
+        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}

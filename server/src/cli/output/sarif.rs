@@ -1,0 +1,193 @@
+//! `--format sarif`: SARIF 2.1.0, the format GitHub code scanning uploads.
+//!
+//! Every rule is listed in `tool.driver.rules` (with its documentation as the help GitHub shows
+//! next to an alert), not only the rules that fired, so an alert that disappears keeps its
+//! description. Columns are counted in characters (`columnKind: unicodeCodePoints`), the same
+//! columns the text and JSON formats print. Paths under the current directory are relative to
+//! `%SRCROOT%`, which GitHub resolves to the repository checkout.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::Path;
+
+use pt2lsp_analyzer::{Rule, Severity, TextRange};
+use serde_json::{Value, json};
+
+use super::{FileReport, path_string};
+
+const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+/// Used when Cargo.toml names no `repository`.
+const FALLBACK_REPOSITORY: &str = "https://github.com/pt2lsp/pt2lsp";
+
+fn repository() -> &'static str {
+    let declared = env!("CARGO_PKG_REPOSITORY");
+    if declared.is_empty() {
+        FALLBACK_REPOSITORY
+    } else {
+        declared
+    }
+}
+
+fn level(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+/// The "What it does" section of a rule's page: a paragraph, as `fullDescription` wants.
+fn what_it_does(doc: &str) -> &str {
+    let Some((_, rest)) = doc.split_once("## What it does") else {
+        return doc.trim();
+    };
+    rest.split("\n## ").next().unwrap_or(rest).trim()
+}
+
+fn rule_descriptor(rule: Rule) -> Value {
+    let description = what_it_does(rule.doc());
+    json!({
+        "id": rule.code(),
+        "name": rule.name(),
+        "shortDescription": { "text": rule.summary() },
+        "fullDescription": { "text": description, "markdown": description },
+        "help": { "text": rule.doc(), "markdown": rule.doc() },
+        "helpUri": format!("{}/blob/main/{}", repository(), rule.doc_path()),
+        "defaultConfiguration": { "level": level(rule.default_severity()) },
+        "properties": { "tags": [if rule.is_static() { "static" } else { "tracer" }] },
+    })
+}
+
+fn region(report: &FileReport, range: TextRange) -> Value {
+    let start = report.position(range.start());
+    let end = report.position(range.end());
+    json!({
+        "startLine": start.line,
+        "startColumn": start.column,
+        "endLine": end.line,
+        "endColumn": end.column,
+    })
+}
+
+fn artifact_location(path: &Path) -> Value {
+    if path.is_absolute() {
+        json!({ "uri": file_uri(path) })
+    } else {
+        json!({ "uri": percent_encode(&path_string(path), false), "uriBaseId": "%SRCROOT%" })
+    }
+}
+
+fn file_uri(path: &Path) -> String {
+    let text = path_string(path);
+    let slash = if text.starts_with('/') { "" } else { "/" };
+    format!("file://{slash}{}", percent_encode(&text, true))
+}
+
+/// RFC 3986 percent-encoding of a path. A `:` is kept only in absolute paths (a Windows drive);
+/// in a relative reference it would read as a URI scheme.
+fn percent_encode(text: &str, keep_colon: bool) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        let keep = byte.is_ascii_alphanumeric()
+            || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/')
+            || (keep_colon && byte == b':');
+        if keep {
+            encoded.push(char::from(byte));
+        } else {
+            let _ = write!(encoded, "%{byte:02X}");
+        }
+    }
+    encoded
+}
+
+pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<()> {
+    let mut results = Vec::new();
+    for report in reports {
+        let location = artifact_location(&report.path);
+        for diagnostic in &report.diagnostics {
+            let rule_index = Rule::ALL.iter().position(|rule| *rule == diagnostic.rule);
+            let mut result = json!({
+                "ruleId": diagnostic.rule.code(),
+                "ruleIndex": rule_index,
+                "level": level(diagnostic.severity),
+                "message": { "text": diagnostic.message },
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": location,
+                        "region": region(report, diagnostic.range),
+                    }
+                }],
+            });
+            if let Some(fix) = &diagnostic.fix {
+                let replacements: Vec<Value> = fix
+                    .edits
+                    .iter()
+                    .map(|edit| {
+                        json!({
+                            "deletedRegion": region(report, edit.range),
+                            "insertedContent": { "text": edit.content },
+                        })
+                    })
+                    .collect();
+                result["fixes"] = json!([{
+                    "description": { "text": fix.title },
+                    "artifactChanges": [{ "artifactLocation": location, "replacements": replacements }],
+                }]);
+            }
+            results.push(result);
+        }
+    }
+
+    let mut run = json!({
+        "tool": {
+            "driver": {
+                "name": "pt2lsp",
+                "version": env!("CARGO_PKG_VERSION"),
+                "semanticVersion": env!("CARGO_PKG_VERSION"),
+                "informationUri": repository(),
+                "rules": Rule::ALL.into_iter().map(rule_descriptor).collect::<Vec<_>>(),
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    });
+    // Relative paths are relative to the current directory (see `walk::display_path`); saying
+    // which one lets a viewer other than GitHub find the files.
+    if let Ok(cwd) = std::env::current_dir() {
+        let mut base = file_uri(&cwd);
+        if !base.ends_with('/') {
+            base.push('/');
+        }
+        run["originalUriBaseIds"] = json!({ "%SRCROOT%": { "uri": base } });
+    }
+
+    let log = json!({
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [run],
+    });
+    serde_json::to_writer_pretty(&mut *out, &log)?;
+    writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_are_percent_encoded() {
+        assert_eq!(
+            percent_encode("models/my model#1.py", false),
+            "models/my%20model%231.py"
+        );
+        assert_eq!(percent_encode("a:b.py", false), "a%3Ab.py");
+        assert_eq!(file_uri(Path::new("/tmp/é.py")), "file:///tmp/%C3%A9.py");
+    }
+
+    #[test]
+    fn full_description_is_the_first_section() {
+        let doc = "## What it does\nFinds x.\n\n## Why export fails\nBecause.\n";
+        assert_eq!(what_it_does(doc), "Finds x.");
+    }
+}

@@ -1,0 +1,114 @@
+//! `--format text`: one line per diagnostic, `path:line:col: CODE [severity] message`, and a
+//! summary line, like ruff's concise output.
+
+use std::io::{self, Write};
+
+use pt2lsp_analyzer::Severity;
+
+use super::{Counts, FileReport, Options, statistics};
+
+const RESET: &str = "\x1b[0m";
+const BOLD: &str = "\x1b[1m";
+
+fn severity_color(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "\x1b[1;31m",
+        Severity::Warning => "\x1b[1;33m",
+        Severity::Info => "\x1b[1;36m",
+    }
+}
+
+pub(super) fn render(
+    reports: &[FileReport],
+    options: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let paint = |style: &'static str| if options.color { style } else { "" };
+    for report in reports {
+        let path = report.path.display();
+        for diagnostic in &report.diagnostics {
+            let start = report.position(diagnostic.range.start());
+            // The severity is spelled out even with colour, so a log read without ANSI support
+            // (or a screen reader) still tells errors from warnings.
+            let color = paint(severity_color(diagnostic.severity));
+            let (bold, reset) = (paint(BOLD), paint(RESET));
+            writeln!(
+                out,
+                "{bold}{path}{reset}:{line}:{column}: {color}{code} [{severity}]{reset} {message}",
+                line = start.line,
+                column = start.column,
+                code = diagnostic.rule.code(),
+                severity = diagnostic.severity.as_str(),
+                message = diagnostic.message,
+            )?;
+        }
+    }
+    if !options.quiet {
+        writeln!(out, "{}", summary(Counts::of(reports)))?;
+    }
+    Ok(())
+}
+
+/// `Found 3 errors, 1 warning in 2 files.` or `All checks passed!`.
+pub(super) fn summary(counts: Counts) -> String {
+    if counts.total() == 0 {
+        return "All checks passed!".to_owned();
+    }
+    let plural = |count: usize, one: &str, many: &str| {
+        format!("{count} {}", if count == 1 { one } else { many })
+    };
+    let parts: Vec<String> = [
+        (counts.errors, "error", "errors"),
+        (counts.warnings, "warning", "warnings"),
+        // "info" is a mass noun: "2 info", as in "2 info diagnostics".
+        (counts.infos, "info", "info"),
+    ]
+    .into_iter()
+    .filter(|(count, _, _)| *count > 0)
+    .map(|(count, one, many)| plural(count, one, many))
+    .collect();
+    format!(
+        "Found {} in {}.",
+        parts.join(", "),
+        plural(counts.files, "file", "files")
+    )
+}
+
+/// `--statistics`: `count<TAB>code<TAB>name` per rule, most frequent first, as ruff prints it.
+pub(super) fn render_statistics(reports: &[FileReport], out: &mut dyn Write) -> io::Result<()> {
+    let rows = statistics(reports);
+    let width = rows
+        .iter()
+        .map(|(_, count)| count.to_string().len())
+        .max()
+        .unwrap_or(1);
+    for (rule, count) in rows {
+        writeln!(out, "{count:>width$}\t{}\t{}", rule.code(), rule.name())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_count_by_severity() {
+        let counts = |errors, warnings, infos, files| Counts {
+            errors,
+            warnings,
+            infos,
+            files,
+        };
+        assert_eq!(summary(counts(0, 0, 0, 0)), "All checks passed!");
+        assert_eq!(
+            summary(counts(3, 1, 0, 2)),
+            "Found 3 errors, 1 warning in 2 files."
+        );
+        assert_eq!(summary(counts(1, 0, 0, 1)), "Found 1 error in 1 file.");
+        assert_eq!(
+            summary(counts(0, 2, 2, 1)),
+            "Found 2 warnings, 2 info in 1 file."
+        );
+    }
+}

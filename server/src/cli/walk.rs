@@ -1,0 +1,345 @@
+//! Finding the Python files to check, naming their modules, and reading them.
+//!
+//! Directories are walked in parallel with the `ignore` crate (ripgrep's walker), so
+//! `.gitignore`, `.ignore` and hidden files are honoured exactly as ripgrep and ruff honour them,
+//! also outside a git repository. Paths named on the command line are never filtered: asking
+//! for a file checks it.
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result, bail};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use ignore::{WalkBuilder, WalkState};
+
+/// Directories that hold installed or generated code, never the user's model. Hidden ones
+/// (`.venv`, `.git`, `.tox`) are already skipped as hidden files; these are ruff's defaults for
+/// the rest. Without them a `venv/` beside the model would mean checking all of torch.
+pub const DEFAULT_EXCLUDE: [&str; 7] = [
+    "__pypackages__",
+    "_build",
+    "buck-out",
+    "dist",
+    "node_modules",
+    "site-packages",
+    "venv",
+];
+
+/// Compiled `exclude` patterns, matched the way ruff matches them: a pattern matches a file or
+/// directory by its name (`build`, `*_pb2.py`) or by its path relative to the configuration
+/// root (`models/generated/*`).
+#[derive(Debug, Clone)]
+pub struct Exclude {
+    set: GlobSet,
+}
+
+impl Exclude {
+    pub fn new(patterns: &[String], root: &Path) -> Result<Self> {
+        let mut builder = GlobSetBuilder::new();
+        let root = globset::escape(&root.to_string_lossy());
+        for pattern in patterns {
+            let trimmed = pattern.trim_start_matches("./").trim_end_matches('/');
+            let glob = |text: &str| {
+                Glob::new(text).with_context(|| format!("invalid exclude pattern {pattern:?}"))
+            };
+            builder.add(glob(trimmed)?);
+            if !Path::new(trimmed).is_absolute() {
+                builder.add(glob(&format!("{}/{trimmed}", root.trim_end_matches('/')))?);
+            }
+        }
+        let set = builder
+            .build()
+            .context("cannot compile the exclude patterns")?;
+        Ok(Self { set })
+    }
+
+    /// Whether an absolute, normalised path is excluded.
+    pub fn is_excluded(&self, path: &Path) -> bool {
+        self.set.is_match(path) || path.file_name().is_some_and(|name| self.set.is_match(name))
+    }
+}
+
+/// What the walk found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Absolute paths, sorted and without duplicates.
+    pub files: Vec<PathBuf>,
+    /// Directories or files that could not be read (exit 2).
+    pub errors: Vec<String>,
+    /// Problems that do not stop the run, such as a bad line in a `.gitignore`.
+    pub warnings: Vec<String>,
+}
+
+/// Collects the files to check under `roots` (absolute, existing paths).
+pub fn discover(roots: &[PathBuf], exclude: &Exclude) -> Discovery {
+    let (directories, files): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        roots.iter().partition(|root| root.is_dir());
+    let found = Mutex::new(Discovery {
+        files: files.into_iter().cloned().collect(),
+        ..Discovery::default()
+    });
+    if let Some((first, rest)) = directories.split_first() {
+        let mut builder = WalkBuilder::new(first);
+        for root in rest {
+            builder.add(root);
+        }
+        let exclude = Arc::new(exclude.clone());
+        builder
+            .standard_filters(true)
+            // A fresh checkout, an sdist or a CI cache may lack `.git`; its `.gitignore` still
+            // says what is not source.
+            .require_git(false)
+            .filter_entry(move |entry| !exclude.is_excluded(entry.path()));
+        builder.build_parallel().run(|| {
+            let found = &found;
+            Box::new(move |entry| {
+                let mut found = found
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                match entry {
+                    Ok(entry) => {
+                        let is_file = entry.file_type().is_some_and(|kind| kind.is_file());
+                        if is_file && is_python(entry.path()) {
+                            found.files.push(entry.into_path());
+                        }
+                    }
+                    Err(error) if error.io_error().is_some() => {
+                        found.errors.push(error.to_string());
+                    }
+                    Err(error) => found.warnings.push(error.to_string()),
+                }
+                WalkState::Continue
+            })
+        });
+    }
+    let mut found = found
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    found.files.sort();
+    found.files.dedup();
+    found
+}
+
+fn is_python(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|extension| extension == "py" || extension == "pyi")
+}
+
+/// The dotted module name of a file, and whether it is a package's `__init__`.
+///
+/// Walks up while the directory is a package (has an `__init__.py` or `__init__.pyi`): the
+/// first directory that is not one is where `import` would find the top-level name.
+pub fn module_name(path: &Path) -> Option<(String, bool)> {
+    let stem = path.file_stem()?.to_str()?;
+    let is_package = stem == "__init__";
+    let mut parts = if is_package { Vec::new() } else { vec![stem] };
+    let mut directory = path.parent();
+    while let Some(current) = directory {
+        let is_package_directory =
+            current.join("__init__.py").is_file() || current.join("__init__.pyi").is_file();
+        if !is_package_directory {
+            break;
+        }
+        parts.push(current.file_name()?.to_str()?);
+        directory = current.parent();
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    parts.reverse();
+    Some((parts.join("."), is_package))
+}
+
+/// A file's text, or as much of it as could be decoded and why the rest could not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceText {
+    pub text: String,
+    /// Set when the file is not UTF-8 Python source; `text` then holds the valid prefix only
+    /// and the file is not analysed.
+    pub problem: Option<DecodeProblem>,
+}
+
+/// Why a file could not be read as Python source, and where (a byte offset into `text`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeProblem {
+    pub offset: usize,
+    pub message: String,
+}
+
+/// Reads a file once; its text is kept for both phases of the check. Errors name the file as
+/// `shown`, the way the report shows it.
+pub fn read(path: &Path, shown: &Path) -> Result<SourceText> {
+    let metadata =
+        fs::metadata(path).with_context(|| format!("cannot read {}", shown.display()))?;
+    check_size(shown, metadata.len())?;
+    let bytes = fs::read(path).with_context(|| format!("cannot read {}", shown.display()))?;
+    // The file may have grown between the two calls.
+    check_size(shown, bytes.len() as u64)?;
+    Ok(decode(bytes))
+}
+
+/// Offsets are `u32` inside the analyzer, so larger files are refused here, once.
+fn check_size(path: &Path, size: u64) -> Result<()> {
+    if size > u64::from(u32::MAX) {
+        bail!(
+            "{} is {size} bytes; pt2lsp reads files up to 4 GiB",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Decodes source bytes as UTF-8, describing the first problem instead of failing.
+pub fn decode(bytes: Vec<u8>) -> SourceText {
+    if let Some(nul) = bytes.iter().position(|byte| *byte == 0) {
+        // Python refuses source with NUL bytes too; the file is almost surely not source.
+        return SourceText {
+            text: String::new(),
+            problem: Some(DecodeProblem {
+                offset: 0,
+                message: format!(
+                    "File contains a NUL byte (at offset {nul}); it looks binary, not Python source"
+                ),
+            }),
+        };
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => SourceText {
+            text,
+            problem: None,
+        },
+        Err(error) => {
+            let offset = error.utf8_error().valid_up_to();
+            let mut bytes = error.into_bytes();
+            let byte = bytes[offset];
+            bytes.truncate(offset);
+            let text = String::from_utf8(bytes).unwrap_or_default();
+            let message = format!(
+                "File is not valid UTF-8 (invalid byte 0x{byte:02X} at offset {offset}); \
+                 pt2lsp reads Python source as UTF-8"
+            );
+            SourceText {
+                text,
+                problem: Some(DecodeProblem { offset, message }),
+            }
+        }
+    }
+}
+
+/// `base.join(path)` with `.` and `..` removed lexically, so that `./a.py`, `a.py` and
+/// `src/../a.py` are one file and print the same way.
+pub fn absolute(base: &Path, path: &Path) -> PathBuf {
+    let mut result = PathBuf::new();
+    for component in base.join(path).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                result.pop();
+            }
+            other => result.push(other),
+        }
+    }
+    result
+}
+
+/// How a path is shown: relative to `cwd` when under it, else absolute.
+pub fn display_path(path: &Path, cwd: &Path) -> PathBuf {
+    path.strip_prefix(cwd)
+        .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names_follow_packages() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path();
+        for file in [
+            "pkg/__init__.py",
+            "pkg/sub/__init__.py",
+            "pkg/sub/mod.py",
+            "a.py",
+            "loose/b.py",
+        ] {
+            let path = root.join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "").unwrap();
+        }
+        let name = |file: &str| module_name(&root.join(file));
+        assert_eq!(
+            name("pkg/sub/mod.py"),
+            Some(("pkg.sub.mod".to_owned(), false))
+        );
+        assert_eq!(
+            name("pkg/sub/__init__.py"),
+            Some(("pkg.sub".to_owned(), true))
+        );
+        assert_eq!(name("pkg/__init__.py"), Some(("pkg".to_owned(), true)));
+        assert_eq!(name("a.py"), Some(("a".to_owned(), false)));
+        assert_eq!(name("loose/b.py"), Some(("b".to_owned(), false)));
+    }
+
+    #[test]
+    fn undecodable_files_keep_the_valid_prefix() {
+        let decoded = decode(b"x = 1\ny = '\xff'\n".to_vec());
+        assert_eq!(decoded.text, "x = 1\ny = '");
+        let problem = decoded.problem.unwrap();
+        assert_eq!(problem.offset, 11);
+        assert!(
+            problem.message.contains("invalid byte 0xFF at offset 11"),
+            "{}",
+            problem.message
+        );
+
+        let binary = decode(b"\x7fELF\x02\x01\x00\x00".to_vec());
+        assert!(
+            binary
+                .problem
+                .unwrap()
+                .message
+                .contains("NUL byte (at offset 6)")
+        );
+        assert_eq!(decode(b"ok = 1\n".to_vec()).problem, None);
+    }
+
+    #[test]
+    fn excludes_match_names_and_rooted_paths() {
+        let root = Path::new("/project");
+        let exclude = Exclude::new(
+            &[
+                "build".to_owned(),
+                "models/gen/*".to_owned(),
+                "*_pb2.py".to_owned(),
+            ],
+            root,
+        )
+        .unwrap();
+        assert!(exclude.is_excluded(Path::new("/project/build")));
+        assert!(exclude.is_excluded(Path::new("/project/deep/build")));
+        assert!(exclude.is_excluded(Path::new("/project/models/gen/x.py")));
+        assert!(!exclude.is_excluded(Path::new("/project/other/models/gen/x.py")));
+        assert!(exclude.is_excluded(Path::new("/project/a/msg_pb2.py")));
+        assert!(!exclude.is_excluded(Path::new("/project/a/builder.py")));
+    }
+
+    #[test]
+    fn paths_are_normalised_lexically() {
+        let cwd = Path::new("/work/project");
+        assert_eq!(
+            absolute(cwd, Path::new("./a/../b.py")),
+            Path::new("/work/project/b.py")
+        );
+        assert_eq!(absolute(cwd, Path::new("/x/./y")), Path::new("/x/y"));
+        assert_eq!(
+            display_path(Path::new("/work/project/b.py"), cwd),
+            Path::new("b.py")
+        );
+        assert_eq!(
+            display_path(Path::new("/work/other.py"), cwd),
+            Path::new("/work/other.py")
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! Analyzer diagnostics to LSP diagnostics, with the fix carried in `data`.
+//!
+//! A diagnostic's `data` holds everything its code actions need: the analyzer's fix as it is
+//! (byte ranges of the analysed text) and the same edits already converted to LSP ranges, with
+//! the document version they apply to. A quick fix is then a pure function of the request.
+
+use pt2lsp_analyzer::{Applicability, Diagnostic, Fix, Rule, Severity};
+use serde::{Deserialize, Serialize};
+use tower_lsp_server::ls_types::{
+    self as lsp, CodeDescription, DiagnosticSeverity, NumberOrString, Range, TextEdit, Uri,
+};
+
+use super::document::TextPositions;
+
+/// Where the rule pages live; a rule's `doc_path()` is appended.
+pub const DOCS_BASE_URL: &str = "https://github.com/pt2lsp/pt2lsp/blob/main/";
+
+/// The `source` of every diagnostic the server publishes.
+pub const SOURCE: &str = "pt2lsp";
+
+/// What travels in an LSP diagnostic's `data`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DiagnosticData {
+    pub code: String,
+    pub name: String,
+    /// The document version the ranges below refer to.
+    pub version: i32,
+    pub fix: Option<Fix>,
+    /// `fix`'s edits in LSP coordinates of `version`.
+    #[serde(default)]
+    pub edits: Vec<TextEdit>,
+}
+
+impl DiagnosticData {
+    pub fn from_lsp(diagnostic: &lsp::Diagnostic) -> Option<Self> {
+        serde_json::from_value(diagnostic.data.clone()?).ok()
+    }
+}
+
+/// What the server remembers of a published diagnostic, for hover.
+#[derive(Debug, Clone)]
+pub struct Published {
+    pub range: Range,
+    pub rule: Rule,
+    pub display_only_fix: Option<String>,
+}
+
+pub fn to_lsp(
+    diagnostic: &Diagnostic,
+    positions: &TextPositions<'_>,
+    version: i32,
+) -> lsp::Diagnostic {
+    let edits = diagnostic
+        .fix
+        .as_ref()
+        .map(|fix| fix_edits(fix, positions))
+        .unwrap_or_default();
+    let data = DiagnosticData {
+        code: diagnostic.rule.code().to_owned(),
+        name: diagnostic.rule.name().to_owned(),
+        version,
+        fix: diagnostic.fix.clone(),
+        edits,
+    };
+    lsp::Diagnostic {
+        range: positions.range(diagnostic.range),
+        severity: Some(severity(diagnostic.severity)),
+        code: Some(NumberOrString::String(diagnostic.rule.code().to_owned())),
+        code_description: doc_url(diagnostic.rule).map(|href| CodeDescription { href }),
+        source: Some(SOURCE.to_owned()),
+        message: diagnostic.message.clone(),
+        related_information: None,
+        tags: None,
+        data: serde_json::to_value(data).ok(),
+    }
+}
+
+pub fn published(diagnostic: &Diagnostic, positions: &TextPositions<'_>) -> Published {
+    Published {
+        range: positions.range(diagnostic.range),
+        rule: diagnostic.rule,
+        display_only_fix: diagnostic
+            .fix
+            .as_ref()
+            .filter(|fix| fix.applicability == Applicability::DisplayOnly)
+            .map(|fix| fix.title.clone()),
+    }
+}
+
+pub fn fix_edits(fix: &Fix, positions: &TextPositions<'_>) -> Vec<TextEdit> {
+    fix.edits
+        .iter()
+        .map(|edit| TextEdit {
+            range: positions.range(edit.range),
+            new_text: edit.content.clone(),
+        })
+        .collect()
+}
+
+pub fn doc_url(rule: Rule) -> Option<Uri> {
+    format!("{DOCS_BASE_URL}{}", rule.doc_path()).parse().ok()
+}
+
+fn severity(severity: Severity) -> DiagnosticSeverity {
+    match severity {
+        Severity::Error => DiagnosticSeverity::ERROR,
+        Severity::Warning => DiagnosticSeverity::WARNING,
+        Severity::Info => DiagnosticSeverity::INFORMATION,
+    }
+}
+
+/// The edits of every safe fix, skipping a fix whose edits overlap one taken before it, so the
+/// result is one consistent change (the rest is fixed by the next round).
+pub fn safe_fix_edits(diagnostics: &[Diagnostic], positions: &TextPositions<'_>) -> Vec<TextEdit> {
+    let mut fixes: Vec<&Fix> = diagnostics
+        .iter()
+        .filter_map(|diagnostic| diagnostic.fix.as_ref())
+        .filter(|fix| fix.applicability == Applicability::Safe && !fix.edits.is_empty())
+        .collect();
+    fixes.sort_by_key(|fix| fix.edits.iter().map(|edit| edit.range.start()).min());
+    let mut taken: Vec<pt2lsp_analyzer::TextRange> = Vec::new();
+    let mut edits = Vec::new();
+    for fix in fixes {
+        let overlaps = fix.edits.iter().any(|edit| {
+            taken.iter().any(|range| {
+                edit.range.start() < range.end() && range.start() < edit.range.end()
+                    // Two insertions at the same offset would have an order the fixes never agreed on.
+                    || edit.range.start() == range.start()
+            })
+        });
+        if overlaps {
+            continue;
+        }
+        taken.extend(fix.edits.iter().map(|edit| edit.range));
+        edits.extend(fix_edits(fix, positions));
+    }
+    edits
+}
+
+#[cfg(test)]
+mod tests {
+    use pt2lsp_analyzer::{Edit, TextRange, TextSize};
+
+    use super::*;
+
+    fn fix(start: u32, end: u32, applicability: Applicability) -> Diagnostic {
+        Diagnostic {
+            rule: Rule::DataDependentBranch,
+            severity: Severity::Error,
+            message: "m".to_owned(),
+            range: TextRange::new(TextSize::new(start), TextSize::new(end)),
+            fix: Some(Fix {
+                title: "t".to_owned(),
+                edits: vec![Edit {
+                    range: TextRange::new(TextSize::new(start), TextSize::new(end)),
+                    content: "x".to_owned(),
+                }],
+                applicability,
+            }),
+        }
+    }
+
+    #[test]
+    fn data_round_trips_and_carries_lsp_edits() {
+        let text = "é = 1\nb = 2\n";
+        let positions = TextPositions::new(text);
+        let diagnostic = to_lsp(&fix(8, 9, Applicability::Safe), &positions, 4);
+        let data = DiagnosticData::from_lsp(&diagnostic).unwrap();
+        assert_eq!((data.code.as_str(), data.version), ("PT101", 4));
+        assert_eq!(
+            data.edits[0].range.start,
+            lsp::Position {
+                line: 1,
+                character: 1
+            }
+        );
+        assert!(
+            diagnostic
+                .code_description
+                .unwrap()
+                .href
+                .as_str()
+                .ends_with("docs/rules/PT101.md")
+        );
+    }
+
+    #[test]
+    fn fix_all_skips_overlapping_and_unsafe_fixes() {
+        let text = "abcdefghij";
+        let positions = TextPositions::new(text);
+        let diagnostics = [
+            fix(0, 4, Applicability::Safe),
+            fix(2, 6, Applicability::Safe),
+            fix(6, 7, Applicability::Unsafe),
+            fix(8, 9, Applicability::Safe),
+        ];
+        let edits = safe_fix_edits(&diagnostics, &positions);
+        let starts: Vec<u32> = edits
+            .iter()
+            .map(|edit| edit.range.start.character)
+            .collect();
+        assert_eq!(starts, [0, 8]);
+    }
+}

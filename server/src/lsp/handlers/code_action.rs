@@ -1,0 +1,250 @@
+//! `textDocument/codeAction`: each diagnostic's fix, an "ignore on this line" action for each
+//! diagnostic, and `source.fixAll.pt2lsp` for every safe fix.
+//!
+//! Quick fixes come from the diagnostic's `data` alone. "Fix all" analyses the current text
+//! again, since the client sends only the diagnostics in the requested range.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pt2lsp_analyzer::Applicability;
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::{
+    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, CodeActionResponse,
+    Diagnostic, DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier, Position, Range,
+    TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
+};
+
+use crate::lsp::FIX_ALL_KIND;
+use crate::lsp::diagnostics::{self, DiagnosticData, SOURCE};
+use crate::lsp::document::{Document, TextPositions};
+use crate::lsp::session::Session;
+
+const MARKER: &str = "pt2lsp: ignore";
+
+pub async fn code_action(
+    session: Arc<Session>,
+    params: CodeActionParams,
+) -> Result<Option<CodeActionResponse>> {
+    let uri = params.text_document.uri;
+    let Some((document, path)) = session
+        .documents
+        .get(&uri)
+        .map(|open| (open.document.clone(), open.path.clone()))
+    else {
+        crate::lsp::log_stderr(&format!(
+            "codeAction on a document that is not open: {}",
+            uri.as_str()
+        ));
+        return Ok(None);
+    };
+    let only = params.context.only.as_deref();
+    let mut actions = Vec::new();
+    if wants(only, &CodeActionKind::QUICKFIX) {
+        let mut ignored = Vec::new();
+        for diagnostic in &params.context.diagnostics {
+            if diagnostic.source.as_deref() != Some(SOURCE) {
+                continue;
+            }
+            let Some(data) = DiagnosticData::from_lsp(diagnostic) else {
+                continue;
+            };
+            if let Some(fix) = data
+                .fix
+                .as_ref()
+                .filter(|fix| fix.applicability != Applicability::DisplayOnly)
+            {
+                if !data.edits.is_empty() {
+                    actions.push(action(
+                        &session,
+                        fix.title.clone(),
+                        CodeActionKind::QUICKFIX,
+                        (&uri, data.version, data.edits.clone()),
+                        Some(diagnostic),
+                        fix.applicability == Applicability::Safe,
+                    ));
+                }
+            }
+            let line = diagnostic.range.start.line;
+            if ignored.contains(&(line, data.code.clone())) {
+                continue;
+            }
+            if let Some(edit) = ignore_edit(&document, line, &data.code) {
+                ignored.push((line, data.code.clone()));
+                actions.push(action(
+                    &session,
+                    format!("Ignore {} on this line", data.code),
+                    CodeActionKind::QUICKFIX,
+                    (&uri, document.version(), vec![edit]),
+                    Some(diagnostic),
+                    false,
+                ));
+            }
+        }
+    }
+    if wants(only, &FIX_ALL_KIND) {
+        let version = document.version();
+        let analysis = Arc::clone(&session);
+        let edits = tokio::task::spawn_blocking(move || {
+            let text = document.text();
+            let (settings, _) = analysis.resolve_settings(path.as_deref());
+            let report = analysis.check(&text, path.as_deref(), &settings);
+            diagnostics::safe_fix_edits(&report.diagnostics, &TextPositions::new(&text))
+        })
+        .await
+        .unwrap_or_default();
+        if !edits.is_empty() {
+            actions.push(action(
+                &session,
+                "Fix all auto-fixable pt2lsp problems".to_owned(),
+                FIX_ALL_KIND,
+                (&uri, version, edits),
+                None,
+                false,
+            ));
+        }
+    }
+    Ok(Some(actions))
+}
+
+/// True when the client asked for no kinds or for a kind that `kind` falls under.
+fn wants(only: Option<&[CodeActionKind]>, kind: &CodeActionKind) -> bool {
+    only.is_none_or(|only| {
+        only.iter().any(|asked| {
+            let asked = asked.as_str();
+            kind.as_str() == asked || kind.as_str().starts_with(&format!("{asked}."))
+        })
+    })
+}
+
+fn action(
+    session: &Session,
+    title: String,
+    kind: CodeActionKind,
+    (uri, version, edits): (&Uri, i32, Vec<TextEdit>),
+    diagnostic: Option<&Diagnostic>,
+    is_preferred: bool,
+) -> CodeActionOrCommand {
+    // With versioned edits the client refuses a fix computed for a text it no longer has.
+    let edit = if session.flags().document_changes {
+        WorkspaceEdit {
+            document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
+                text_document: OptionalVersionedTextDocumentIdentifier {
+                    uri: uri.clone(),
+                    version: Some(version),
+                },
+                edits: edits.into_iter().map(OneOf::Left).collect(),
+            }])),
+            ..WorkspaceEdit::default()
+        }
+    } else {
+        WorkspaceEdit {
+            changes: Some(HashMap::from([(uri.clone(), edits)])),
+            ..WorkspaceEdit::default()
+        }
+    };
+    CodeActionOrCommand::CodeAction(CodeAction {
+        title,
+        kind: Some(kind),
+        diagnostics: diagnostic.map(|diagnostic| vec![diagnostic.clone()]),
+        edit: Some(edit),
+        is_preferred: is_preferred.then_some(true),
+        ..CodeAction::default()
+    })
+}
+
+/// The edit that adds `code` to line `line`'s suppression comment, or appends one.
+/// `None` when the line already suppresses it, or ends in a backslash continuation, where a
+/// comment would break the code.
+pub fn ignore_edit(document: &Document, line: u32, code: &str) -> Option<TextEdit> {
+    let text = document.line(line)?;
+    if text.trim_end().ends_with('\\') {
+        return None;
+    }
+    let at = |byte: usize| Position {
+        line,
+        character: text[..byte].encode_utf16().count() as u32,
+    };
+    let insert = |byte: usize, new_text: String| {
+        let position = at(byte);
+        Some(TextEdit {
+            range: Range {
+                start: position,
+                end: position,
+            },
+            new_text,
+        })
+    };
+    let marker = text.find('#').and_then(|hash| {
+        text[hash..]
+            .find(MARKER)
+            .map(|found| hash + found + MARKER.len())
+    });
+    let Some(after_marker) = marker else {
+        return insert(text.len(), format!("  # {MARKER}[{code}]"));
+    };
+    // A bare marker already suppresses every rule on the line.
+    let list_start = after_marker + text[after_marker..].strip_prefix('[').map(|_| 1)?;
+    let list_end = list_start + text[list_start..].find(']')?;
+    let codes: Vec<&str> = text[list_start..list_end]
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    if codes
+        .iter()
+        .any(|listed| code.starts_with(&listed.to_ascii_uppercase()))
+    {
+        return None;
+    }
+    let new_text = if codes.is_empty() {
+        code.to_owned()
+    } else {
+        format!(", {code}")
+    };
+    insert(list_end, new_text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply(text: &str, code: &str) -> Option<String> {
+        let document = Document::new(text, 0);
+        let edit = ignore_edit(&document, 0, code)?;
+        let positions = TextPositions::new(text);
+        let offset = positions.offset(edit.range.start).to_usize();
+        Some(format!(
+            "{}{}{}",
+            &text[..offset],
+            edit.new_text,
+            &text[offset..]
+        ))
+    }
+
+    #[test]
+    fn ignore_comments_are_appended_or_extended() {
+        assert_eq!(
+            apply("if x.sum() > 0:  # 😀\n", "PT101").unwrap(),
+            "if x.sum() > 0:  # 😀  # pt2lsp: ignore[PT101]\n"
+        );
+        assert_eq!(apply("y = z  # pt2lsp: ignore[PT1]\n", "PT101"), None);
+        assert_eq!(apply("y = z  # pt2lsp: ignore\n", "PT101"), None);
+        assert_eq!(
+            apply("y = '漢'  # pt2lsp: ignore[PT201]\r\n", "PT101").unwrap(),
+            "y = '漢'  # pt2lsp: ignore[PT201, PT101]\r\n"
+        );
+        assert_eq!(apply("y = 1 + \\\n 2\n", "PT101"), None);
+    }
+
+    #[test]
+    fn kinds_match_by_prefix() {
+        assert!(wants(None, &FIX_ALL_KIND));
+        assert!(wants(
+            Some(&[CodeActionKind::SOURCE_FIX_ALL]),
+            &FIX_ALL_KIND
+        ));
+        assert!(!wants(Some(&[CodeActionKind::QUICKFIX]), &FIX_ALL_KIND));
+        assert!(wants(Some(&[CodeActionKind::new("source")]), &FIX_ALL_KIND));
+    }
+}

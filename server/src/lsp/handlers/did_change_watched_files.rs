@@ -1,0 +1,57 @@
+//! `workspace/didChangeWatchedFiles`: keep the index in step with files changed on disk.
+//!
+//! A changed `pyproject.toml` may change any file's settings, so every open document is
+//! re-analysed; a changed Python file only matters when its summary changed.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use tower_lsp_server::ls_types::{DidChangeWatchedFilesParams, FileChangeType};
+
+use crate::lsp::session::Session;
+use crate::lsp::workspace;
+
+pub fn did_change_watched_files(session: &Arc<Session>, params: DidChangeWatchedFilesParams) {
+    let mut pyproject_changed = false;
+    let mut python = Vec::new();
+    for change in params.changes {
+        let Some(path) = change.uri.to_file_path().map(Cow::into_owned) else {
+            continue;
+        };
+        if path
+            .file_name()
+            .is_some_and(|name| name == "pyproject.toml")
+        {
+            pyproject_changed = true;
+        } else if workspace::is_python(&path) {
+            python.push((path, change.typ == FileChangeType::DELETED));
+        }
+    }
+    if pyproject_changed {
+        session.forget_projects();
+    }
+    let session = Arc::clone(session);
+    tokio::spawn(async move {
+        let summary_session = Arc::clone(&session);
+        let index_changed = tokio::task::spawn_blocking(move || {
+            let mut changed = false;
+            for (path, deleted) in python {
+                let summary = if deleted {
+                    None
+                } else {
+                    workspace::summarize_file(&path)
+                };
+                changed |= summary_session.update_summary(&path, summary);
+            }
+            changed
+        })
+        .await
+        .unwrap_or(false);
+        if index_changed {
+            session.rebuild_index();
+        }
+        if index_changed || pyproject_changed {
+            session.schedule_all();
+        }
+    });
+}

@@ -1,0 +1,37 @@
+//! `textDocument/didSave`: the saved text is now what other files import, so refresh its
+//! summary in the workspace index.
+
+use std::sync::Arc;
+
+use pt2lsp_analyzer::summarize;
+use tower_lsp_server::ls_types::DidSaveTextDocumentParams;
+
+use crate::lsp::session::Session;
+use crate::lsp::workspace;
+
+pub fn did_save(session: &Arc<Session>, params: &DidSaveTextDocumentParams) {
+    let Some((rope, path)) = session
+        .documents
+        .get(&params.text_document.uri)
+        .and_then(|open| Some((open.document.rope().clone(), open.path.clone()?)))
+    else {
+        return;
+    };
+    let Some(place) = workspace::module_place(&path).filter(|_| workspace::is_python(&path)) else {
+        return;
+    };
+    let session = Arc::clone(session);
+    tokio::spawn(async move {
+        let summary_session = Arc::clone(&session);
+        let changed = tokio::task::spawn_blocking(move || {
+            let summary = summarize(&rope.to_string(), &place.module);
+            summary_session.update_summary(&path, Some(summary))
+        })
+        .await
+        .unwrap_or(false);
+        if changed {
+            session.rebuild_index();
+            session.schedule_all();
+        }
+    });
+}

@@ -1,0 +1,110 @@
+//! The language server: `pt2lsp serve`, LSP over stdio.
+//!
+//! A thin shell around the analyzer (ruff_server's layout): [`session`] holds the state,
+//! [`handlers`] has one small function per request or notification, [`document`] and
+//! [`diagnostics`] convert between the analyzer's byte offsets and the protocol.
+//!
+//! Nothing but protocol may reach stdout; every other line goes to stderr through
+//! [`log_stderr`] or to the client's log.
+
+pub mod diagnostics;
+pub mod document;
+pub mod handlers;
+pub mod server;
+pub mod session;
+pub mod settings;
+pub mod transport;
+pub mod workspace;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tower_lsp_server::ls_types::{
+    CodeActionKind, CodeActionOptions, CodeActionProviderCapability, ExecuteCommandOptions,
+    HoverProviderCapability, OneOf, PositionEncodingKind, SaveOptions, ServerCapabilities,
+    TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
+    TextDocumentSyncSaveOptions, WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
+};
+use tower_lsp_server::{LspService, Server};
+
+/// The code action kind of "apply every safe fix".
+pub const FIX_ALL_KIND: CodeActionKind = CodeActionKind::new("source.fixAll.pt2lsp");
+
+/// Re-scans the workspace and re-analyses every open document.
+pub const REANALYZE_COMMAND: &str = "pt2lsp.reanalyze";
+
+/// Serves LSP on stdin and stdout until the client sends `exit` or closes stdin.
+///
+/// Fails when the client exits without asking for `shutdown` first, so the process ends with
+/// status 1 as the protocol asks.
+pub fn run() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let shut_down = runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout()));
+    // Tokio reads stdin on a blocking thread that may never return (the client need not close
+    // its end), and analyses may still be running: neither is worth waiting for after `exit`.
+    runtime.shutdown_background();
+    if shut_down {
+        Ok(())
+    } else {
+        anyhow::bail!("the client exited without a shutdown request")
+    }
+}
+
+/// Serves LSP on any pair of streams; returns whether the client asked for `shutdown` first.
+pub async fn serve<I, O>(input: I, output: O) -> bool
+where
+    I: AsyncRead + Unpin + Send + 'static,
+    O: AsyncWrite,
+{
+    let shutdown_requested = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&shutdown_requested);
+    let (service, socket) = LspService::build(move |client| server::Server::new(client, flag))
+        .custom_method(transport::INVALID_MESSAGE_METHOD, server::invalid_message)
+        .finish();
+    Server::new(transport::guard(input), output, socket)
+        .serve(service)
+        .await;
+    shutdown_requested.load(Ordering::SeqCst)
+}
+
+pub fn capabilities() -> ServerCapabilities {
+    ServerCapabilities {
+        position_encoding: Some(PositionEncodingKind::UTF16),
+        text_document_sync: Some(TextDocumentSyncCapability::Options(
+            TextDocumentSyncOptions {
+                open_close: Some(true),
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
+                will_save: None,
+                will_save_wait_until: None,
+                save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
+                    include_text: Some(false),
+                })),
+            },
+        )),
+        code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+            code_action_kinds: Some(vec![CodeActionKind::QUICKFIX, FIX_ALL_KIND]),
+            ..CodeActionOptions::default()
+        })),
+        hover_provider: Some(HoverProviderCapability::Simple(true)),
+        execute_command_provider: Some(ExecuteCommandOptions {
+            commands: vec![REANALYZE_COMMAND.to_owned()],
+            ..ExecuteCommandOptions::default()
+        }),
+        workspace: Some(WorkspaceServerCapabilities {
+            workspace_folders: Some(WorkspaceFoldersServerCapabilities {
+                supported: Some(true),
+                change_notifications: Some(OneOf::Left(true)),
+            }),
+            file_operations: None,
+        }),
+        ..ServerCapabilities::default()
+    }
+}
+
+/// One line on stderr, the only output channel besides the protocol.
+pub fn log_stderr(message: &str) {
+    eprintln!("pt2lsp: {message}");
+}

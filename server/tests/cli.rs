@@ -1,0 +1,609 @@
+//! `pt2lsp check` and `pt2lsp rule`, run as the real binary.
+//!
+//! Inputs contain syntax errors only (PT001), so the expectations hold however many other
+//! rules the analyzer grows. Trees that need `.gitignore` or `pyproject.toml` are built in
+//! temporary directories; the snapshot tree is `tests/data/tree`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// What one run of the binary produced.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn pt2lsp(dir: &Path, args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("pt2lsp runs");
+    Run {
+        code: output.status.code().expect("pt2lsp exits by itself"),
+        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// A temporary directory holding `files` (path, contents).
+fn tree(files: &[(&str, &[u8])]) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, contents) in files {
+        let path = dir.path().join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, contents).unwrap();
+    }
+    dir
+}
+
+/// One syntax error, at 1:9: the colon is missing.
+const BROKEN: &[u8] = b"def f(x)\n    return x\n";
+const CLEAN: &[u8] = b"def f(x):\n    return x\n";
+
+fn data_tree() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tree")
+}
+
+/// The files named in a text report, one per diagnostic line.
+fn reported_files(run: &Run) -> Vec<&str> {
+    let mut files: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|line| line.contains(": PT"))
+        .map(|line| line.split(':').next().unwrap())
+        .collect();
+    files.dedup();
+    files
+}
+
+fn json(run: &Run) -> Value {
+    serde_json::from_str(&run.stdout).unwrap_or_else(|error| panic!("{error}: {}", run.stdout))
+}
+
+#[test]
+fn exit_codes() {
+    let dir = tree(&[("clean.py", CLEAN)]);
+    let clean = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(clean.code, 0, "{clean:?}");
+    assert_eq!(clean.stdout, "All checks passed!\n");
+
+    fs::write(dir.path().join("broken.py"), BROKEN).unwrap();
+    let broken = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(broken.code, 1, "{broken:?}");
+    assert!(
+        broken.stdout.starts_with("broken.py:1:9: PT001 [error] "),
+        "{}",
+        broken.stdout
+    );
+    assert!(
+        broken.stdout.ends_with("Found 1 error in 1 file.\n"),
+        "{}",
+        broken.stdout
+    );
+
+    let exit_zero = pt2lsp(dir.path(), &["check", "--exit-zero"]);
+    assert_eq!(exit_zero.code, 0);
+    assert_eq!(exit_zero.stdout, broken.stdout);
+
+    let missing = pt2lsp(dir.path(), &["check", "clean.py", "nowhere/missing.py"]);
+    assert_eq!(missing.code, 2, "{missing:?}");
+    assert!(
+        missing.stderr.contains("nowhere/missing.py"),
+        "{}",
+        missing.stderr
+    );
+    assert_eq!(missing.stdout, "");
+}
+
+#[test]
+fn check_flag_is_the_check_subcommand() {
+    let dir = tree(&[("broken.py", BROKEN)]);
+    let flag = pt2lsp(dir.path(), &["--format", "json", "--check", "broken.py"]);
+    let subcommand = pt2lsp(dir.path(), &["check", "--format", "json", "broken.py"]);
+    assert_eq!(flag.code, 1, "{flag:?}");
+    assert_eq!(flag.stdout, subcommand.stdout);
+}
+
+#[test]
+fn undecodable_files_are_diagnostics() {
+    let dir = tree(&[
+        ("latin1.py", b"# caf\xe9\nx = 1\n"),
+        ("binary.py", b"\x7fELF\x02\x01\x01\x00\x00\x00"),
+        ("clean.py", CLEAN),
+    ]);
+    let run = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout.contains(
+            "latin1.py:1:6: PT001 [error] File is not valid UTF-8 (invalid byte 0xE9 at offset 5); \
+             pt2lsp reads Python source as UTF-8"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("binary.py:1:1: PT001 [error] File contains a NUL byte (at offset 7)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.ends_with("Found 2 errors in 2 files.\n"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn files_past_four_gib_are_refused() {
+    let dir = tree(&[]);
+    // A sparse file: its size is checked before a byte of it is read.
+    let huge = fs::File::create(dir.path().join("huge.py")).unwrap();
+    huge.set_len(u64::from(u32::MAX) + 1).unwrap();
+    let run = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("huge.py") && run.stderr.contains("4 GiB"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn ignore_files_and_hidden_files_are_honoured_but_explicit_paths_win() {
+    let dir = tree(&[
+        (".gitignore", b"ignored/\n"),
+        (".ignore", b"scratch.py\n"),
+        ("ignored/broken.py", BROKEN),
+        ("scratch.py", BROKEN),
+        (".hidden/broken.py", BROKEN),
+        ("venv/lib/broken.py", BROKEN),
+        ("notes.txt", BROKEN),
+        ("stub.pyi", BROKEN),
+        ("src/ok.py", CLEAN),
+    ]);
+    let run = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(reported_files(&run), ["stub.pyi"], "{run:?}");
+
+    let explicit = pt2lsp(
+        dir.path(),
+        &["check", "ignored/broken.py", "scratch.py", "notes.txt"],
+    );
+    assert_eq!(
+        reported_files(&explicit),
+        ["ignored/broken.py", "notes.txt", "scratch.py"]
+    );
+    let explicit_dir = pt2lsp(dir.path(), &["check", "ignored"]);
+    assert_eq!(reported_files(&explicit_dir), ["ignored/broken.py"]);
+}
+
+#[test]
+fn exclude_from_pyproject_and_flag() {
+    let dir = tree(&[
+        (
+            "pyproject.toml",
+            b"[tool.pt2lsp]\nexclude = [\"generated\", \"models/legacy_*.py\"]\n",
+        ),
+        ("generated/broken.py", BROKEN),
+        ("models/legacy_v1.py", BROKEN),
+        ("models/current.py", BROKEN),
+        ("models/other.py", BROKEN),
+    ]);
+    let run = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(
+        reported_files(&run),
+        ["models/current.py", "models/other.py"],
+        "{run:?}"
+    );
+
+    let flag = pt2lsp(dir.path(), &["check", "--exclude", "other.py"]);
+    assert_eq!(reported_files(&flag), ["models/current.py"], "{flag:?}");
+
+    // Paths are relative to the configuration file, wherever pt2lsp runs from.
+    let from_below = pt2lsp(&dir.path().join("models"), &["check", "."]);
+    assert_eq!(
+        reported_files(&from_below),
+        ["current.py", "other.py"],
+        "{from_below:?}"
+    );
+
+    let explicit = pt2lsp(dir.path(), &["check", "generated/broken.py"]);
+    assert_eq!(reported_files(&explicit), ["generated/broken.py"]);
+}
+
+#[test]
+fn select_and_ignore_from_flags_and_pyproject() {
+    let dir = tree(&[("broken.py", BROKEN)]);
+    let codes = |args: &[&str]| pt2lsp(dir.path(), args).code;
+    assert_eq!(codes(&["check", "--ignore", "PT001"]), 0);
+    assert_eq!(codes(&["check", "--ignore", "PT1,PT0"]), 0);
+    assert_eq!(codes(&["check", "--select", "PT1"]), 0);
+    assert_eq!(codes(&["check", "--select", "PT1", "--select", "PT001"]), 1);
+    assert_eq!(codes(&["check", "--select", "PT0", "--ignore", "PT"]), 1);
+
+    fs::write(
+        dir.path().join("pyproject.toml"),
+        "[tool.pt2lsp]\nselect = [\"PT1\"]\n",
+    )
+    .unwrap();
+    assert_eq!(codes(&["check"]), 0);
+    assert_eq!(codes(&["check", "--select", "PT001"]), 1);
+    assert_eq!(codes(&["check", "--isolated"]), 1);
+
+    fs::write(
+        dir.path().join("pyproject.toml"),
+        "[tool.pt2lsp]\nignore = [\"PT001\"]\n",
+    )
+    .unwrap();
+    assert_eq!(codes(&["check"]), 0);
+    // `--select` starts over: the file's `ignore` no longer applies.
+    assert_eq!(codes(&["check", "--select", "PT"]), 1);
+
+    let unknown = pt2lsp(dir.path(), &["check", "--select", "E501"]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("`E501` in --select"),
+        "{}",
+        unknown.stderr
+    );
+    fs::write(
+        dir.path().join("pyproject.toml"),
+        "[tool.pt2lsp]\nignore = [\"PT9\"]\n",
+    )
+    .unwrap();
+    let unknown = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown
+            .stderr
+            .contains("pyproject.toml: tool.pt2lsp.ignore"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[test]
+fn configuration_problems() {
+    let dir = tree(&[("broken.py", BROKEN)]);
+    let write = |text: &str| fs::write(dir.path().join("pyproject.toml"), text).unwrap();
+
+    write("[tool.pt2lsp\n");
+    let run = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("pyproject.toml is not valid TOML"),
+        "{}",
+        run.stderr
+    );
+
+    write("[tool.pt2lsp]\nstrict = \"yes\"\n");
+    let run = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("tool.pt2lsp.strict"), "{}", run.stderr);
+
+    write(
+        "[tool.pt2lsp]\nselectt = [\"PT\"]\ntimeout = 60\n[[tool.pt2lsp.entrypoints]]\nname = \"m\"\n",
+    );
+    let run = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("unknown key `tool.pt2lsp.selectt`"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        run.stderr.matches("warning:").count(),
+        1,
+        "only the unknown key: {}",
+        run.stderr
+    );
+
+    // A pyproject.toml without the table is passed over for the next one up.
+    let inner = dir.path().join("inner");
+    fs::create_dir(&inner).unwrap();
+    fs::write(
+        inner.join("pyproject.toml"),
+        "[project]\nname = \"inner\"\n",
+    )
+    .unwrap();
+    fs::write(inner.join("broken.py"), BROKEN).unwrap();
+    write("[tool.pt2lsp]\nignore = [\"PT001\"]\n");
+    assert_eq!(pt2lsp(&inner, &["check"]).code, 0);
+
+    // `--config` names a file; another TOML file holds the table at its top level.
+    fs::write(dir.path().join("pt2lsp.toml"), "select = [\"PT001\"]\n").unwrap();
+    assert_eq!(
+        pt2lsp(&inner, &["check", "--config", "../pt2lsp.toml"]).code,
+        1
+    );
+    let missing = pt2lsp(&inner, &["check", "--config", "nowhere.toml"]);
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing.stderr.contains("nowhere.toml"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn json_output_has_every_field() {
+    let dir = tree(&[("b.py", BROKEN), ("a.py", b"x = (\n")]);
+    let run = pt2lsp(dir.path(), &["check", "--format", "json"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let diagnostics = json(&run);
+    let diagnostics = diagnostics.as_array().unwrap();
+    let files: Vec<&str> = diagnostics
+        .iter()
+        .map(|d| d["file"].as_str().unwrap())
+        .collect();
+    let mut sorted = files.clone();
+    sorted.sort_unstable();
+    assert_eq!(files, sorted);
+    for diagnostic in diagnostics {
+        for field in ["line", "column", "end_line", "end_column"] {
+            assert!(
+                diagnostic[field].as_u64().unwrap() >= 1,
+                "{field} in {diagnostic}"
+            );
+        }
+        assert_eq!(diagnostic["code"], "PT001");
+        assert_eq!(diagnostic["name"], "syntax-error");
+        assert_eq!(diagnostic["severity"], "error");
+        assert_eq!(diagnostic["source"], "static");
+        assert!(
+            diagnostic["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Syntax error: ")
+        );
+        assert!(
+            diagnostic.get("fix").is_none(),
+            "no fix for a syntax error: {diagnostic}"
+        );
+    }
+
+    let empty = pt2lsp(dir.path(), &["check", "--format", "json", "--ignore", "PT"]);
+    assert_eq!(empty.code, 0);
+    assert_eq!(json(&empty), serde_json::json!([]));
+}
+
+#[test]
+fn sarif_output_is_valid_for_code_scanning() {
+    let dir = tree(&[("src/broken.py", BROKEN)]);
+    let run = pt2lsp(dir.path(), &["check", "--format", "sarif"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let log = json(&run);
+    assert_eq!(log["version"], "2.1.0");
+    assert!(log["$schema"].as_str().unwrap().contains("sarif"));
+    let sarif_run = &log["runs"][0];
+    let driver = &sarif_run["tool"]["driver"];
+    assert_eq!(driver["name"], "pt2lsp");
+    assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
+    assert!(
+        driver["informationUri"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://")
+    );
+    let rules = driver["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), 16);
+    for rule in rules {
+        assert!(rule["id"].as_str().unwrap().starts_with("PT"), "{rule}");
+        assert!(rule["name"].is_string() && rule["shortDescription"]["text"].is_string());
+        assert!(rule["fullDescription"]["text"].is_string(), "{rule}");
+        assert!(
+            rule["help"]["markdown"]
+                .as_str()
+                .unwrap()
+                .contains("## Why export fails")
+        );
+        assert!(rule["helpUri"].as_str().unwrap().contains("docs/rules/PT"));
+        let level = rule["defaultConfiguration"]["level"].as_str().unwrap();
+        assert!(["error", "warning", "note"].contains(&level), "{rule}");
+    }
+
+    let results = sarif_run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1);
+    let result = &results[0];
+    assert_eq!(result["ruleId"], "PT001");
+    assert_eq!(
+        rules[result["ruleIndex"].as_u64().unwrap() as usize]["id"],
+        "PT001"
+    );
+    assert_eq!(result["level"], "error");
+    assert!(result["message"]["text"].is_string());
+    let location = &result["locations"][0]["physicalLocation"];
+    assert_eq!(location["artifactLocation"]["uri"], "src/broken.py");
+    assert_eq!(location["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+    assert_eq!(location["region"]["startLine"], 1);
+    assert_eq!(location["region"]["startColumn"], 9);
+    assert_eq!(sarif_run["columnKind"], "unicodeCodePoints");
+    assert!(
+        sarif_run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+            .as_str()
+            .unwrap()
+            .starts_with("file:///")
+    );
+}
+
+#[test]
+fn github_output_escapes_properties_and_data() {
+    let dir = tree(&[("a,b:c%.py", BROKEN)]);
+    let run = pt2lsp(dir.path(), &["check", "--format", "github"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let line = run.stdout.lines().next().unwrap();
+    assert!(
+        line.starts_with("::error file=a%2Cb%3Ac%25.py,line=1,col=9,endLine=2,endColumn=1,"),
+        "{line}"
+    );
+    assert!(line.contains(",title=PT001::Syntax error: "), "{line}");
+    assert_eq!(
+        run.stdout.lines().count(),
+        1,
+        "no summary line: {}",
+        run.stdout
+    );
+}
+
+#[test]
+fn quiet_and_statistics() {
+    let dir = tree(&[("a.py", BROKEN), ("b.py", b"x = (\n")]);
+    let quiet = pt2lsp(dir.path(), &["check", "--quiet"]);
+    assert_eq!(quiet.code, 1);
+    assert_eq!(quiet.stdout.lines().count(), 2, "{}", quiet.stdout);
+    assert!(!quiet.stdout.contains("Found"));
+
+    let statistics = pt2lsp(dir.path(), &["check", "--statistics"]);
+    assert_eq!(statistics.code, 1);
+    assert_eq!(statistics.stdout, "2\tPT001\tsyntax-error\n");
+    let statistics = pt2lsp(dir.path(), &["check", "--statistics", "--format", "json"]);
+    assert_eq!(
+        json(&statistics),
+        serde_json::json!([{"code": "PT001", "name": "syntax-error", "count": 2}])
+    );
+    assert_eq!(
+        pt2lsp(dir.path(), &["check", "--statistics", "--format", "sarif"]).code,
+        2
+    );
+}
+
+#[test]
+fn text_without_a_terminal_has_no_colour() {
+    let dir = tree(&[("a.py", BROKEN)]);
+    let run = pt2lsp(dir.path(), &["check"]);
+    assert!(!run.stdout.contains('\x1b'), "{:?}", run.stdout);
+}
+
+#[test]
+fn empty_directories_pass_with_a_warning() {
+    let dir = tree(&[("README.md", b"# nothing to check\n")]);
+    let run = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains("no Python files found"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn rule_prints_documentation() {
+    let dir = tree(&[]);
+    let by_code = pt2lsp(dir.path(), &["rule", "PT001"]);
+    assert_eq!(by_code.code, 0, "{by_code:?}");
+    assert!(
+        by_code.stdout.starts_with("# syntax-error (PT001)\n"),
+        "{}",
+        by_code.stdout
+    );
+    assert!(by_code.stdout.contains("## Why export fails"));
+    assert_eq!(
+        pt2lsp(dir.path(), &["rule", "syntax-error"]).stdout,
+        by_code.stdout
+    );
+    assert_eq!(
+        pt2lsp(dir.path(), &["rule", "pt001"]).stdout,
+        by_code.stdout
+    );
+
+    let all = pt2lsp(dir.path(), &["rule", "--all"]);
+    assert_eq!(all.code, 0);
+    assert_eq!(all.stdout.matches("\n## What it does").count(), 16);
+    assert!(all.stdout.contains("(PT101)") && all.stdout.contains("(PT601)"));
+
+    let json_rule = pt2lsp(dir.path(), &["rule", "PT101", "--format", "json"]);
+    let info = json(&json_rule);
+    assert_eq!(info["code"], "PT101");
+    assert_eq!(info["name"], "data-dependent-branch");
+    assert_eq!(
+        json(&pt2lsp(dir.path(), &["rule", "--all", "--format", "json"]))
+            .as_array()
+            .unwrap()
+            .len(),
+        16
+    );
+
+    let unknown = pt2lsp(dir.path(), &["rule", "PT999"]);
+    assert_eq!(unknown.code, 2);
+    assert!(unknown.stderr.contains("PT999"), "{}", unknown.stderr);
+    assert_eq!(pt2lsp(dir.path(), &["rule"]).code, 2);
+}
+
+#[test]
+fn help_and_version() {
+    let dir = tree(&[]);
+    let help = pt2lsp(dir.path(), &["--help"]);
+    assert_eq!(help.code, 0);
+    for word in ["check", "rule", "--check"] {
+        assert!(help.stdout.contains(word), "{word} in {}", help.stdout);
+    }
+    let check_help = pt2lsp(dir.path(), &["check", "--help"]);
+    for flag in [
+        "--format",
+        "--select",
+        "--ignore",
+        "--strict",
+        "--no-strict",
+        "--exclude",
+        "--config",
+        "--isolated",
+        "--exit-zero",
+        "--quiet",
+        "--statistics",
+        "pyproject.toml",
+    ] {
+        assert!(
+            check_help.stdout.contains(flag),
+            "{flag} in {}",
+            check_help.stdout
+        );
+    }
+    let version = pt2lsp(dir.path(), &["--version"]);
+    assert_eq!(
+        version.stdout,
+        format!("pt2lsp {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(pt2lsp(dir.path(), &["check", "--format", "yaml"]).code, 2);
+}
+
+#[test]
+fn snapshot_text() {
+    let run = pt2lsp(&data_tree(), &["check"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    insta::assert_snapshot!("text", run.stdout);
+}
+
+#[test]
+fn snapshot_json() {
+    let run = pt2lsp(&data_tree(), &["check", "--format", "json"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    insta::assert_snapshot!("json", run.stdout);
+}
+
+#[test]
+fn snapshot_github() {
+    let run = pt2lsp(&data_tree(), &["check", "--format", "github"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    insta::assert_snapshot!("github", run.stdout);
+}
+
+#[test]
+fn snapshot_sarif_results() {
+    let run = pt2lsp(&data_tree(), &["check", "--format", "sarif"]);
+    let mut log = json(&run);
+    // The rule table repeats every rule's documentation and the base URI is this machine's
+    // checkout; the snapshot keeps what varies with the input.
+    let results = log["runs"][0]["results"].take();
+    insta::assert_snapshot!(
+        "sarif_results",
+        serde_json::to_string_pretty(&results).unwrap()
+    );
+}

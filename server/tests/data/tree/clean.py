@@ -1,0 +1,5 @@
+import torch
+
+
+def ok(x):
+    return x + 1

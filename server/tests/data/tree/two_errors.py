@@ -1,0 +1,6 @@
+class M:
+    def forward(self, x)
+        return x
+
+
+value = [1, 2

@@ -1,0 +1,653 @@
+//! The language server in process: the real `serve` loop over in-memory pipes.
+//!
+//! The `lsp` module is compiled into this test crate from its source, so these tests can also
+//! reach its documents directly (the random edit tests below).
+
+// Parts of the module only the binary's `serve` command reaches are unused here.
+#[allow(dead_code)]
+#[path = "../src/lsp/mod.rs"]
+mod lsp;
+
+mod common;
+
+use std::path::Path;
+
+use common::{TestClient, file_uri};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// Starts a server on in-memory pipes and returns a client connected to it.
+fn start() -> TestClient {
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    let (server_read, server_write) = tokio::io::split(server_end);
+    tokio::spawn(lsp::serve(server_read, server_write));
+    let (client_read, client_write) = tokio::io::split(client_end);
+    TestClient::new(client_read, client_write)
+}
+
+async fn started(root: Option<&Path>, options: Value) -> TestClient {
+    let mut client = start();
+    let response = client.initialize(root, options).await;
+    assert_eq!(
+        response["result"]["capabilities"]["textDocumentSync"]["change"], 2,
+        "{response}"
+    );
+    client
+}
+
+fn codes(diagnostics: &[Value]) -> Vec<&str> {
+    diagnostics
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect()
+}
+
+fn change(version: i32, start: (u32, u32), end: (u32, u32), text: &str) -> Value {
+    json!({
+        "textDocument": {"uri": "file:///tmp/pt2lsp-test/model.py", "version": version},
+        "contentChanges": [{
+            "range": {"start": {"line": start.0, "character": start.1}, "end": {"line": end.0, "character": end.1}},
+            "text": text
+        }]
+    })
+}
+
+const URI: &str = "file:///tmp/pt2lsp-test/model.py";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn syntax_error_is_published_with_its_version_and_rule_page() {
+    let mut client = started(None, Value::Null).await;
+    client.open(URI, 1, "def f(:\n    return 1\n").await;
+    let diagnostics = client.diagnostics(URI, 1).await;
+    assert_eq!(codes(&diagnostics)[0], "PT001", "{diagnostics:#?}");
+    let diagnostic = &diagnostics[0];
+    assert_eq!(diagnostic["source"], "pt2lsp");
+    assert_eq!(diagnostic["severity"], 1);
+    assert!(
+        diagnostic["codeDescription"]["href"]
+            .as_str()
+            .unwrap()
+            .ends_with("docs/rules/PT001.md")
+    );
+    assert_eq!(diagnostic["data"]["code"], "PT001");
+    assert_eq!(diagnostic["data"]["name"], "syntax-error");
+    assert_eq!(diagnostic["data"]["version"], 1);
+    client.shutdown_and_exit().await;
+    assert!(client.closed().await, "the server did not stop after exit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn positions_count_utf16_units_after_emoji_and_cjk() {
+    let mut client = started(None, Value::Null).await;
+    client.open(URI, 1, "s = '😀漢字'\nt = 1\n").await;
+    assert!(client.diagnostics(URI, 1).await.is_empty());
+    // `'😀漢字'` spans UTF-16 columns 4..10: the emoji takes two units. Replace the closing
+    // quote with `(`, leaving an unterminated string on line 0.
+    client
+        .notify("textDocument/didChange", change(2, (0, 9), (0, 10), ""))
+        .await;
+    let diagnostics = client.diagnostics(URI, 2).await;
+    assert_eq!(codes(&diagnostics)[0], "PT001", "{diagnostics:#?}");
+    assert_eq!(diagnostics[0]["range"]["start"]["line"], 0);
+    assert_eq!(
+        diagnostics[0]["range"]["start"]["character"], 4,
+        "{diagnostics:#?}"
+    );
+    // Put it back, in two edits in one notification: both apply, in order.
+    let both = json!({
+        "textDocument": {"uri": URI, "version": 3},
+        "contentChanges": [
+            {"range": {"start": {"line": 0, "character": 9}, "end": {"line": 0, "character": 9}}, "text": "X"},
+            {"range": {"start": {"line": 0, "character": 9}, "end": {"line": 0, "character": 10}}, "text": "'"}
+        ]
+    });
+    client.notify("textDocument/didChange", both).await;
+    assert!(client.diagnostics(URI, 3).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_edits_publishes_the_last_version_last() {
+    let mut client = started(None, Value::Null).await;
+    client.open(URI, 1, "x = 1\n").await;
+    client.diagnostics(URI, 1).await;
+    for version in 2..=60 {
+        let text = if version % 2 == 0 { "(" } else { ")" };
+        client
+            .notify(
+                "textDocument/didChange",
+                change(version, (0, 0), (0, 0), text),
+            )
+            .await;
+    }
+    // 30 `(` and 29 `)`: one unclosed bracket.
+    let diagnostics = client.diagnostics(URI, 60).await;
+    assert!(codes(&diagnostics).contains(&"PT001"), "{diagnostics:#?}");
+    // A request round trip, then nothing older may have been published after version 60.
+    client
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": 9, "character": 0}}),
+        )
+        .await;
+    client
+        .notify("textDocument/didChange", change(61, (0, 0), (0, 1), ""))
+        .await;
+    client.diagnostics(URI, 61).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hover_on_a_diagnostic_shows_its_rule_doc() {
+    let mut client = started(None, Value::Null).await;
+    client.open(URI, 1, "def f(:\n    return 1\n").await;
+    let diagnostics = client.diagnostics(URI, 1).await;
+    let start = diagnostics[0]["range"]["start"].clone();
+    let hover = client
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": start}),
+        )
+        .await;
+    let markdown = hover["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(hover["result"]["contents"]["kind"], "markdown");
+    assert!(
+        markdown.contains("PT001") && markdown.contains("## What it does"),
+        "{hover}"
+    );
+    assert!(markdown.contains("docs/rules/PT001.md"), "{markdown}");
+    let away = client
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": 1, "character": 12}}),
+        )
+        .await;
+    assert_eq!(away["result"], Value::Null, "{away}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ignore_action_suppresses_the_diagnostic() {
+    let mut client = started(None, Value::Null).await;
+    client.open(URI, 1, "x = (1,\n").await;
+    let diagnostics = client.diagnostics(URI, 1).await;
+    assert_eq!(codes(&diagnostics), ["PT001"]);
+    let response = client
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": {"uri": URI},
+                "range": diagnostics[0]["range"],
+                "context": {"diagnostics": diagnostics, "only": ["quickfix"]}
+            }),
+        )
+        .await;
+    let actions = response["result"].as_array().unwrap();
+    let ignore = actions
+        .iter()
+        .find(|a| a["title"] == "Ignore PT001 on this line")
+        .expect("an ignore action");
+    assert_eq!(ignore["kind"], "quickfix");
+    let document_edit = &ignore["edit"]["documentChanges"][0];
+    assert_eq!(document_edit["textDocument"]["version"], 1);
+    let edit = &document_edit["edits"][0];
+    let position = &edit["range"]["start"];
+    assert_eq!(edit["newText"], "  # pt2lsp: ignore[PT001]");
+    let line = position["line"].as_u64().unwrap() as u32;
+    let character = position["character"].as_u64().unwrap() as u32;
+    client
+        .notify(
+            "textDocument/didChange",
+            change(
+                2,
+                (line, character),
+                (line, character),
+                edit["newText"].as_str().unwrap(),
+            ),
+        )
+        .await;
+    assert!(client.diagnostics(URI, 2).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_fixes_come_from_diagnostic_data_alone() {
+    let mut client = started(None, Value::Null).await;
+    client.open(URI, 7, "y = x.item()\n").await;
+    client.diagnostics(URI, 7).await;
+    let edit = json!({"range": {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 12}}, "newText": "x"});
+    let diagnostic = json!({
+        "range": {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 12}},
+        "message": "m",
+        "source": "pt2lsp",
+        "code": "PT102",
+        "data": {
+            "code": "PT102", "name": "data-dependent-scalar", "version": 7,
+            "fix": {"title": "Keep it a tensor", "edits": [{"range": [4, 12], "content": "x"}], "applicability": "safe"},
+            "edits": [edit]
+        }
+    });
+    let response = client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": URI}, "range": diagnostic["range"], "context": {"diagnostics": [diagnostic]}}),
+        )
+        .await;
+    let actions = response["result"].as_array().unwrap();
+    let fix = actions
+        .iter()
+        .find(|a| a["title"] == "Keep it a tensor")
+        .expect("the fix");
+    assert_eq!(fix["isPreferred"], true);
+    assert_eq!(fix["edit"]["documentChanges"][0]["edits"][0], edit);
+    assert_eq!(
+        fix["edit"]["documentChanges"][0]["textDocument"]["version"],
+        7
+    );
+    // No rule has a safe fix for this text, so "fix all" has nothing to offer.
+    assert!(
+        !actions.iter().any(|a| a["kind"] == "source.fixAll.pt2lsp"),
+        "{actions:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_settings_override_pyproject_and_pyproject_changes_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let pyproject = dir.path().join("pyproject.toml");
+    std::fs::write(&pyproject, "[tool.pt2lsp]\nignore = [\"PT001\"]\n").unwrap();
+    let path = dir.path().join("broken.py");
+    std::fs::write(&path, "x = (1,\n").unwrap();
+    let uri = file_uri(&path);
+    let mut client = started(Some(dir.path()), Value::Null).await;
+    client.open(&uri, 1, "x = (1,\n").await;
+    client.settles_to(&uri, 1, &[]).await;
+
+    client
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": {"pt2lsp": {"ignore": []}}}),
+        )
+        .await;
+    // The editor's empty `ignore` wins over the pyproject's.
+    client.settles_to(&uri, 1, &["PT001"]).await;
+
+    // A pull-model client sends no settings and answers workspace/configuration instead.
+    *client.configuration.lock().unwrap() = json!({"select": ["PT2"]});
+    client
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": null}),
+        )
+        .await;
+    client.settles_to(&uri, 1, &[]).await;
+
+    // No editor settings: the pyproject applies again, and a change to it is picked up.
+    *client.configuration.lock().unwrap() = Value::Null;
+    client
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": null}),
+        )
+        .await;
+    client.settles_to(&uri, 1, &[]).await;
+    std::fs::write(&pyproject, "[tool.pt2lsp]\nstrict = true\n").unwrap();
+    client
+        .notify(
+            "workspace/didChangeWatchedFiles",
+            json!({"changes": [{"uri": file_uri(&pyproject), "type": 2}]}),
+        )
+        .await;
+    client.settles_to(&uri, 1, &["PT001"]).await;
+}
+
+const PT101_MODEL: &str = "import torch\n\n\nclass M(torch.nn.Module):  # 😀 漢字\n    def forward(self, x):\n        s = '😀漢字'; y = x.sum()  # 👍🏽\n        if y > 0:  # 😀\n            return x * 2\n        return x\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_dependent_branch_is_reported_explained_and_ignorable() {
+    let mut client = started(None, Value::Null).await;
+    client.open(URI, 1, PT101_MODEL).await;
+    let diagnostics = client.diagnostics(URI, 1).await;
+    assert_eq!(codes(&diagnostics), ["PT101"], "{diagnostics:#?}");
+    // `if y > 0:` on line 6: the condition starts at UTF-16 column 11.
+    assert_eq!(
+        diagnostics[0]["range"]["start"],
+        json!({"line": 6, "character": 11})
+    );
+    let hover = client
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": 6, "character": 12}}),
+        )
+        .await;
+    let markdown = hover["result"]["contents"]["value"].as_str().unwrap();
+    assert!(markdown.contains("data-dependent-branch") && markdown.contains("## Fix"));
+    let response = client
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": {"uri": URI},
+                "range": diagnostics[0]["range"],
+                "context": {"diagnostics": diagnostics}
+            }),
+        )
+        .await;
+    let actions = response["result"].as_array().unwrap();
+    let ignore = actions
+        .iter()
+        .find(|a| a["title"] == "Ignore PT101 on this line")
+        .expect("an ignore action");
+    let edit = &ignore["edit"]["documentChanges"][0]["edits"][0];
+    // After `        if y > 0:  # 😀`, whose emoji counts two units.
+    assert_eq!(edit["range"]["start"], json!({"line": 6, "character": 23}));
+    client
+        .notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": {"uri": URI, "version": 2},
+                "contentChanges": [{"range": edit["range"], "text": edit["newText"]}]
+            }),
+        )
+        .await;
+    assert!(client.diagnostics(URI, 2).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_base_class_in_another_file_is_found_through_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let package = dir.path().join("pkg");
+    std::fs::create_dir(&package).unwrap();
+    std::fs::write(package.join("__init__.py"), "").unwrap();
+    let base = package.join("base.py");
+    std::fs::write(
+        &base,
+        "import torch\n\n\nclass Base(torch.nn.Module):\n    pass\n",
+    )
+    .unwrap();
+    let model = package.join("model.py");
+    let text = "from pkg.base import Base\n\n\nclass M(Base):\n    def forward(self, x):\n        if x.sum() > 0:\n            return x\n        return -x\n";
+    std::fs::write(&model, text).unwrap();
+    let uri = file_uri(&model);
+    let mut client = started(Some(dir.path()), Value::Null).await;
+    client.open(&uri, 1, text).await;
+    client.settles_to(&uri, 1, &["PT101"]).await;
+
+    // `Base` stops being a module on disk: the watcher's event updates the index.
+    std::fs::write(&base, "class Base:\n    pass\n").unwrap();
+    client
+        .notify(
+            "workspace/didChangeWatchedFiles",
+            json!({"changes": [{"uri": file_uri(&base), "type": 2}]}),
+        )
+        .await;
+    client.settles_to(&uri, 1, &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialization_options_are_settings() {
+    let mut client = started(
+        None,
+        json!({"ignore": ["PT0"], "trace": "off", "timeout": 5}),
+    )
+    .await;
+    client.open(URI, 1, "def f(:\n").await;
+    assert!(client.diagnostics(URI, 1).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspace_scan_reports_progress_and_registers_watchers() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("pkg")).unwrap();
+    std::fs::write(dir.path().join("pkg/__init__.py"), "").unwrap();
+    std::fs::write(
+        dir.path().join("pkg/layers.py"),
+        "import torch\nclass Block(torch.nn.Module):\n    pass\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("pkg/blob.py"), [0xff, 0xfe, 0x00, 0x41]).unwrap();
+    let mut client = started(Some(dir.path()), Value::Null).await;
+    let end = client
+        .wait_for(|message| {
+            message["method"] == "$/progress" && message["params"]["value"]["kind"] == "end"
+        })
+        .await;
+    assert_eq!(
+        end["params"]["value"]["message"], "2 files indexed",
+        "{end}"
+    );
+    let requests = client.server_requests.lock().unwrap().clone();
+    let registration = requests
+        .iter()
+        .find(|r| r["method"] == "client/registerCapability")
+        .expect("a registration");
+    let watchers = &registration["params"]["registrations"][0]["registerOptions"]["watchers"];
+    assert!(
+        watchers
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["globPattern"] == "**/*.py"),
+        "{registration}"
+    );
+    assert!(
+        requests
+            .iter()
+            .any(|r| r["method"] == "window/workDoneProgress/create")
+    );
+
+    let response = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "pt2lsp.reanalyze"}),
+        )
+        .await;
+    assert_eq!(response["result"], Value::Null, "{response}");
+    let response = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "pt2lsp.nothing"}),
+        )
+        .await;
+    assert_eq!(response["error"]["code"], -32602, "{response}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_answers_not_a_crash() {
+    let mut client = started(None, Value::Null).await;
+    let unknown = "file:///nowhere/unknown.py";
+    let hover = client
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": unknown}, "position": {"line": 0, "character": 0}}),
+        )
+        .await;
+    assert_eq!(hover["result"], Value::Null, "{hover}");
+    let actions = client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": unknown}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "context": {"diagnostics": []}}),
+        )
+        .await;
+    assert_eq!(actions["result"], Value::Null, "{actions}");
+    client
+        .notify("textDocument/didChange", change(3, (0, 0), (0, 0), "x"))
+        .await;
+    let response = client.request("pt2lsp/noSuchMethod", json!({})).await;
+    assert_eq!(response["error"]["code"], -32601, "{response}");
+    client
+        .send_raw(b"{\"jsonrpc\": \"2.0\", \"method\": ")
+        .await;
+    let error = client
+        .wait_for(|message| message["id"].is_null() && message.get("error").is_some())
+        .await;
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    client.send_raw(b"{\"id\": 77, \"method\": 5}").await;
+    let error = client.wait_for(|message| message["id"] == 77).await;
+    assert_eq!(error["error"]["code"], -32600, "{error}");
+    client.send_raw(&[0xff, 0xfe, 0x00]).await;
+    let error = client
+        .wait_for(|message| message["id"].is_null() && message.get("error").is_some())
+        .await;
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    // Out-of-range positions and NUL characters are taken in stride.
+    client
+        .open(URI, 1, "x = '\u{0}\u{1b}'\n\u{feff}y = 1\n")
+        .await;
+    client.diagnostics(URI, 1).await;
+    client
+        .notify("textDocument/didChange", change(2, (90, 4), (3, 200), "z"))
+        .await;
+    client.diagnostics(URI, 2).await;
+    // A 5 MB document is analysed like any other.
+    let big = "x = torch.zeros(3)  # 😀 漢字\n".repeat(5 * 1024 * 1024 / 33);
+    client.open("file:///tmp/pt2lsp-test/big.py", 1, &big).await;
+    assert!(
+        client
+            .diagnostics("file:///tmp/pt2lsp-test/big.py", 1)
+            .await
+            .is_empty()
+    );
+    client.shutdown_and_exit().await;
+    assert!(client.closed().await);
+}
+
+/// Converts a byte offset of `text` to an LSP position, independently of the server's code.
+fn position_of(text: &str, offset: usize) -> (u32, u32) {
+    let (mut line, mut character) = (0, 0);
+    let mut chars = text[..offset].chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' | '\n' => {
+                if c == '\r' && chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                line += 1;
+                character = 0;
+            }
+            c => character += c.len_utf16() as u32,
+        }
+    }
+    (line, character)
+}
+
+/// Moves an offset off the inside of a character and of a `\r\n` pair, which no position names.
+fn snap(text: &str, mut offset: usize) -> usize {
+    offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    if offset > 0 && text[..offset].ends_with('\r') && text[offset..].starts_with('\n') {
+        offset -= 1;
+    }
+    offset
+}
+
+const FRAGMENTS: &[&str] = &[
+    "def f(x):\n",
+    "    if x.sum() > 0:\n",
+    "        return x\n",
+    "😀",
+    "漢字",
+    "(",
+    ")",
+    ":",
+    "'",
+    "\"",
+    "\n",
+    "\r\n",
+    "\r",
+    " ",
+    "x",
+    "é",
+    "\u{2028}",
+    "\u{c}",
+    "# c",
+    "1",
+    "\t",
+    "👍🏽",
+];
+
+fn text_strategy(max: usize) -> impl Strategy<Value = String> {
+    proptest::collection::vec(proptest::sample::select(FRAGMENTS), 0..max)
+        .prop_map(|parts| parts.concat())
+}
+
+/// One edit: where it starts and how much it replaces, in thousandths of the text's length,
+/// and what it inserts.
+fn edit_strategy() -> impl Strategy<Value = (usize, usize, String)> {
+    (0..=1000usize, 0..=300usize, text_strategy(4))
+}
+
+/// Applies an edit to the model text; returns the LSP change the client would send.
+fn apply(text: &mut String, (at, length, insert): &(usize, usize, String)) -> Value {
+    let start = snap(text, text.len() * at / 1000);
+    let end = snap(text, start + text.len() * length / 1000).max(start);
+    let (start_line, start_character) = position_of(text, start);
+    let (end_line, end_character) = position_of(text, end);
+    text.replace_range(start..end, insert);
+    json!({
+        "range": {
+            "start": {"line": start_line, "character": start_character},
+            "end": {"line": end_line, "character": end_character}
+        },
+        "text": insert
+    })
+}
+
+fn without_versions(mut diagnostics: Vec<Value>) -> Vec<Value> {
+    for diagnostic in &mut diagnostics {
+        diagnostic["data"]["version"] = Value::Null;
+    }
+    diagnostics
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_edits_keep_the_document_equal_to_the_model(
+        initial in text_strategy(24),
+        edits in proptest::collection::vec(edit_strategy(), 1..16),
+    ) {
+        let mut model = initial.clone();
+        let mut document = lsp::document::Document::new(&initial, 0);
+        for (version, edit) in (1..).zip(&edits) {
+            let change: tower_lsp_server::ls_types::TextDocumentContentChangeEvent =
+                serde_json::from_value(apply(&mut model, edit)).unwrap();
+            document.apply_changes(&[change], version);
+            prop_assert_eq!(document.text(), model.clone());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_edits_end_with_the_diagnostics_of_the_final_text(
+        initial in text_strategy(24),
+        edits in proptest::collection::vec(edit_strategy(), 1..12),
+    ) {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let (edited, fresh) = runtime.block_on(async {
+            let mut client = started(None, Value::Null).await;
+            let mut model = initial.clone();
+            client.open(URI, 0, &initial).await;
+            let mut version = 0;
+            for edit in &edits {
+                version += 1;
+                let change = apply(&mut model, edit);
+                client
+                    .notify(
+                        "textDocument/didChange",
+                        json!({"textDocument": {"uri": URI, "version": version}, "contentChanges": [change]}),
+                    )
+                    .await;
+            }
+            let edited = client.diagnostics(URI, version).await;
+            let fresh_uri = "file:///tmp/pt2lsp-test/fresh.py";
+            client.open(fresh_uri, 0, &model).await;
+            let fresh = client.diagnostics(fresh_uri, 0).await;
+            (without_versions(edited), without_versions(fresh))
+        });
+        prop_assert_eq!(edited, fresh);
+    }
+}

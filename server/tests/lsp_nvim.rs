@@ -1,0 +1,67 @@
+//! Headless Neovim as the client: `tests/nvim/diagnostics.lua` opens a broken file, sees its
+//! diagnostic, fixes the line and sees it go. Fails, never skips, without nvim when `CI` is set.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MODEL: &str = "import torch\n\n\nclass M(torch.nn.Module):  # 😀 漢字\n    def forward(self, x):\n        s = '😀漢字'\n        if x.sum() > 0:\n            return x\n        return -x\n";
+
+fn find_nvim() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("nvim"))
+        .find(|candidate| candidate.is_file())
+}
+
+#[test]
+fn neovim_shows_and_clears_a_data_dependent_branch() {
+    let Some(nvim) = find_nvim() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "nvim is not installed (Debian: apt-get install -y neovim) and CI is set"
+        );
+        eprintln!("nvim not found: skipping the Neovim test outside CI");
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/nvim/diagnostics.lua");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("model.py");
+    // The data-dependent branch sits after lines of emoji and CJK: the diagnostic lands on the
+    // right line only if the server's positions are right, and it goes away only if Neovim's
+    // incremental edits are applied right.
+    std::fs::write(&file, MODEL).unwrap();
+    let mut child = Command::new(nvim)
+        .args(["--headless", "--clean", "-n", "-c"])
+        .arg(format!("luafile {}", script.display()))
+        .env("PT2LSP_BIN", env!("CARGO_BIN_EXE_pt2lsp"))
+        .env("PT2LSP_FILE", &file)
+        .env("PT2LSP_CODE", "PT101")
+        .env("PT2LSP_LINE", "6")
+        .env("PT2LSP_FIXED_LINE", "        if True:")
+        // Keep Neovim's log and state out of the user's home.
+        .env("XDG_STATE_HOME", dir.path())
+        .env("XDG_CACHE_HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nvim starts");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "nvim exited with {}\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -1,0 +1,164 @@
+"""Export one fixture file with real torch and write the outcome as JSON.
+
+Usage:
+    python export_fixture.py FIXTURE.py OUT.json [--strict=0|1]
+    python export_fixture.py --serve
+
+The first form exports one fixture in this (fresh) process. The fixture follows the ExportDB
+convention: module-level `model`, `example_args`, optional `example_kwargs`, `dynamic_shapes`,
+`strict`. `--strict=0|1` overrides the fixture's own `strict` (used to check that a construct
+marked as a strict-only problem really is one).
+
+`--serve` is a fork server: it imports torch once (nothing else: no export ever runs in it), then
+reads one JSON request per line on stdin, {"fixture", "out", "strict", "tmpdir", "timeout"}, and
+runs each in a freshly forked child, answering one line per request on stdout. Every export still
+gets its own process (torch.library namespaces, dynamo caches and other global state must not
+leak between fixtures); only the 3-5 s `import torch` is shared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import signal
+import sys
+import tempfile
+import traceback
+
+
+def _frames_in(exc: BaseException, path: str) -> list[int]:
+    """Lines of `path` on the failure's user stack, outermost first."""
+    lines: list[int] = []
+    seen: set[int] = set()
+    chain: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    for e in chain:
+        # Non-strict: the user's forward really runs, its frame is in the traceback.
+        for fs in traceback.extract_tb(e.__traceback__):
+            if os.path.abspath(fs.filename) == path:
+                lines.append(fs.lineno)
+        # Strict: dynamo interprets the bytecode; the user frames are in real_stack.
+        for fs in getattr(e, "real_stack", None) or []:
+            fname = getattr(fs, "filename", None)
+            if fname and os.path.abspath(fname) == path:
+                lines.append(fs.lineno)
+        if lines:
+            break
+    return lines
+
+
+def run_one(path: str, out: str, override: bool | None) -> None:
+    """Import the fixture, export it, write the result JSON to `out`."""
+    path = os.path.abspath(path)
+    result: dict = {"fixture": path}
+    sys.stdout.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    saved = os.dup(1)
+    os.dup2(devnull, 1)  # user prints (non-strict runs forward for real) go nowhere
+    try:
+        with contextlib.redirect_stdout(open(os.devnull, "w")):
+            import torch
+
+            spec = importlib.util.spec_from_file_location("pt2lsp_fixture", path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules["pt2lsp_fixture"] = mod
+            try:
+                spec.loader.exec_module(mod)
+            except BaseException as exc:  # the fixture itself is broken
+                result.update(
+                    phase="import",
+                    ok=False,
+                    exc_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
+                    message=str(exc)[:4000],
+                    traceback="".join(traceback.format_exception(exc))[-6000:],
+                )
+                return
+
+            strict = bool(getattr(mod, "strict", False)) if override is None else override
+            result["strict"] = strict
+            result["phase"] = "export"
+            try:
+                torch.export.export(
+                    mod.model,
+                    tuple(mod.example_args),
+                    getattr(mod, "example_kwargs", None),
+                    dynamic_shapes=getattr(mod, "dynamic_shapes", None),
+                    strict=strict,
+                )
+                result["ok"] = True
+            except Exception as exc:
+                error_type = getattr(exc, "error_type", None)
+                result.update(
+                    ok=False,
+                    exc_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
+                    error_type=None if error_type is None else getattr(error_type, "name", str(error_type)),
+                    message=str(exc)[:4000],
+                    user_lines=_frames_in(exc, path),
+                    traceback="".join(traceback.format_exception(exc))[-6000:],
+                )
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+        with open(out, "w") as f:
+            json.dump(result, f)
+
+
+def serve() -> int:
+    import torch  # noqa: F401  (the shared, expensive part)
+    import torch._dynamo  # noqa: F401
+    import torch.export  # noqa: F401
+
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    # Nothing but protocol lines may reach the pipe.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    proto.write("ready\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # child: a fresh process for this one export
+            code = 0
+            try:
+                tmp = req.get("tmpdir") or tempfile.mkdtemp()
+                os.environ["TMPDIR"] = tmp
+                tempfile.tempdir = tmp
+                os.chdir(tmp)
+                signal.alarm(int(req.get("timeout") or 300))
+                s = req.get("strict")
+                run_one(req["fixture"], req["out"], None if s is None else bool(s))
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        proto.write(json.dumps({"status": status}) + "\n")
+    return 0
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--serve"]:
+        return serve()
+    override = None
+    for a in sys.argv[3:]:
+        if a.startswith("--strict="):
+            v = a.split("=", 1)[1]
+            if v in ("0", "1"):
+                override = v == "1"
+    run_one(sys.argv[1], sys.argv[2], override)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
