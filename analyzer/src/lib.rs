@@ -25,7 +25,6 @@ pub use ruff_text_size::{TextRange, TextSize};
 pub use settings::{RuleSelector, Settings};
 pub use workspace::{ModuleSummary, WorkspaceIndex, summarize};
 
-
 /// One Python file as the analyzer sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct SourceFile<'a> {
@@ -79,7 +78,12 @@ pub fn check_and_summarize(file: SourceFile<'_>, settings: &Settings) -> (Report
     (report(&parsed, &model, file, settings), summary)
 }
 
-fn report(parsed: &syntax::Parsed, model: &semantic::SemanticModel<'_>, file: SourceFile<'_>, settings: &Settings) -> Report {
+fn report(
+    parsed: &syntax::Parsed,
+    model: &semantic::SemanticModel<'_>,
+    file: SourceFile<'_>,
+    settings: &Settings,
+) -> Report {
     let mut diagnostics = rules::run_all(parsed, model, settings);
     diagnostics.retain(|diagnostic| settings.is_enabled(diagnostic.rule));
     suppression::apply(file.text, &mut diagnostics);

@@ -382,6 +382,37 @@ async fn a_module_base_class_in_another_file_is_found_through_the_index() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_added_workspace_folder_is_indexed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("layers.py"),
+        "import torch\n\n\nclass Base(torch.nn.Module):\n    pass\n",
+    )
+    .unwrap();
+    let model = dir.path().join("model.py");
+    let text = "from layers import Base\n\n\nclass M(Base):\n    def forward(self, x):\n        while x.max() > 1:\n            x = x / 2\n        return x\n";
+    std::fs::write(&model, text).unwrap();
+    let uri = file_uri(&model);
+    let mut client = started(None, Value::Null).await;
+    client.open(&uri, 1, text).await;
+    client.settles_to(&uri, 1, &[]).await;
+    client
+        .notify(
+            "workspace/didChangeWorkspaceFolders",
+            json!({"event": {"added": [{"uri": file_uri(dir.path()), "name": "models"}], "removed": []}}),
+        )
+        .await;
+    client.settles_to(&uri, 1, &["PT101"]).await;
+    client
+        .notify(
+            "workspace/didChangeWorkspaceFolders",
+            json!({"event": {"added": [], "removed": [{"uri": file_uri(dir.path()), "name": "models"}]}}),
+        )
+        .await;
+    client.settles_to(&uri, 1, &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initialization_options_are_settings() {
     let mut client = started(
         None,

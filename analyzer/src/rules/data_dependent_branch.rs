@@ -18,7 +18,9 @@ each `forward` of an `nn.Module`, what it calls, and `torch.cond` branches.
 `torch.export` traces with symbolic tensors that have shapes but no values. Turning a tensor into a
 Python `bool` needs its value, so non-strict export raises `GuardOnDataDependentSymNode`
 (strict export: `Unsupported: Data-dependent branching`). A graph has no Python `if`: only one
-side could be kept.
+side could be kept. Measured on torch 2.15: an `assert` on a tensor and `bool(t)` fail only in
+non-strict export (strict export turns them into runtime checks), so under `strict = true` they
+are not reported; `if`, `while` and ternaries fail in both modes.
 
 ## Example
 ```python

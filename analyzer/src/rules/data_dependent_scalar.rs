@@ -10,9 +10,12 @@ pub(crate) const META: RuleMeta = RuleMeta {
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
-Follows the Python numbers made from tensor data (`.item()`, `int(t)`, `float(t)`, `.tolist()`)
-and reports where one decides a branch, a `range()`, an index into a Python list, or a shape
-argument (`view`, `reshape`, `expand`, `repeat`, slicing).
+Follows the Python numbers made from tensor data (`.item()`, `.tolist()`) and reports where one
+decides a branch, a `range()` or an index into a Python list. Also reports `int(t)` and
+`float(t)` on a tensor (non-strict export fails on them even in plain arithmetic) and `math`
+functions applied to a tensor. Using such a number in tensor arithmetic, in a factory
+(`torch.zeros(n)`), in slicing or in `view`/`expand`/`repeat` is fine and not reported, and so
+is an `assert` on it (the exporter keeps it as a runtime check).
 
 ## Why export fails
 The exporter turns such a number into an unbacked symbol (`u0`, `zuf0`). Arithmetic on it is

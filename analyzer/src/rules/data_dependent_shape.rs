@@ -12,7 +12,8 @@ pub(crate) const META: RuleMeta = RuleMeta {
     doc: r#"## What it does
 Tracks tensors whose size depends on data: `nonzero()`, `unique()`, `masked_select()`,
 boolean-mask indexing `x[x > 0]`, `torch.where(cond)` with one argument. Reports where their size
-(`.shape[i]`, `.size(i)`, `len()`, `.numel()`) decides a branch or a loop.
+(`.shape[i]`, `.size(i)`, `len()`, `.numel()`) decides a branch or a loop, where `len()` must
+return it as a Python int (non-strict), and Python loops over such a tensor.
 
 ## Why export fails
 Such sizes are unbacked symbols. Feeding them to further tensor operations is fine, but a Python

@@ -13,7 +13,10 @@ pub(crate) const META: RuleMeta = RuleMeta {
 Reads the file's `dynamic_shapes` (module level or in a `torch.export.export` call) and the `Dim`
 given to each dimension of each `forward` parameter, then finds branches, asserts and loops on
 those dimensions that the `Dim`'s range does not already decide: `if x.shape[0] > 16` with
-`Dim("batch")`, `for i in range(x.shape[0])`, iterating over the tensor itself.
+`Dim("batch")`, `for i in range(x.shape[0])`, iterating over the tensor itself, and (non-strict)
+`len(x)`, which must return a Python int. The exporter assumes a dynamic size is at least 2, so
+`if x.shape[0] == 1` is decided and not reported. `Dim.AUTO` and `Dim.DYNAMIC` let the
+exporter refine the range itself and are not checked.
 
 ## Why export fails
 A branch on a dynamic size adds a guard (`s0 > 16`) that narrows the range you declared, and a loop

@@ -10,7 +10,10 @@ pub(crate) const META: RuleMeta = RuleMeta {
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
-Finds `torch._dynamo.graph_break()`, and `print`, `logging` and `warnings` calls in traced code.
+Finds `torch._dynamo.graph_break()` (a warning; an error under `strict = true`) and, under
+`strict = true` only, `print`, `logging` and `warnings` calls in traced code (a warning: they
+are dropped from the graph). Non-strict export runs prints while tracing, so they are not
+reported there.
 
 ## Why export fails
 Strict export must capture one whole graph, so `graph_break()` is an error there

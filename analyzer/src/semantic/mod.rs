@@ -279,7 +279,9 @@ impl<'a> SemanticModel<'a> {
         !info.is_module
             && depth < 16
             && info.bases.iter().any(|base| match base {
-                Value::Qualified(name) => !name.starts_with("builtins.") && !name.starts_with("typing."),
+                Value::Qualified(name) => {
+                    !name.starts_with("builtins.") && !name.starts_with("typing.")
+                }
                 Value::Class(base) => self.is_undetermined(*base, depth + 1),
                 _ => true,
             })

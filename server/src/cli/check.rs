@@ -225,7 +225,11 @@ fn analyse(
     let mut reports: Vec<FileReport> = files
         .into_par_iter()
         .map(|mut file| {
-            if file.summary.as_ref().is_some_and(|summary| summary.needs_workspace) {
+            if file
+                .summary
+                .as_ref()
+                .is_some_and(|summary| summary.needs_workspace)
+            {
                 file.diagnostics =
                     pt2lsp_analyzer::check_file(source_file(&file), settings, &workspace)
                         .diagnostics;

@@ -156,10 +156,6 @@ impl<'a> TextPositions<'a> {
         }
     }
 
-    pub fn text(&self) -> &'a str {
-        self.text
-    }
-
     /// The LSP position of a byte offset. Offsets past the end or inside a character, which a
     /// correct analyzer never reports, are moved to the nearest earlier character boundary.
     pub fn position(&self, offset: TextSize) -> Position {

@@ -151,7 +151,7 @@ impl Session {
 
     /// The settings for a file: the editor's over its project's. Must run off the reactor: the
     /// first look-up in a directory reads files.
-    pub fn resolve_settings(&self, path: Option<&Path>) -> (Resolved, Option<PathBuf>) {
+    pub fn resolve_settings(&self, path: Option<&Path>) -> Resolved {
         let mut warnings = Vec::new();
         let project = path
             .and_then(Path::parent)
@@ -168,10 +168,10 @@ impl Session {
             Some(project) => editor.or(&project.options),
             None => editor,
         };
-        (
-            Resolved::new(&options),
-            project.map(|project| project.pyproject.clone()),
-        )
+        Resolved {
+            project: project.map(|project| project.pyproject.clone()),
+            ..Resolved::new(&options)
+        }
     }
 
     pub fn index(&self) -> Arc<WorkspaceIndex> {
@@ -270,7 +270,7 @@ impl Session {
                 );
                 return Some((uri, Vec::new(), Vec::new()));
             }
-            let (settings, _) = session.resolve_settings(path.as_deref());
+            let settings = session.resolve_settings(path.as_deref());
             let report = session.check(&text, path.as_deref(), &settings);
             let positions = TextPositions::new(&text);
             let lsp = report

@@ -131,6 +131,8 @@ pub struct Resolved {
     pub timeout_seconds: f64,
     /// Selectors that match no rule, to report.
     pub unknown_selectors: Vec<String>,
+    /// The `pyproject.toml` whose `[tool.pt2lsp]` applied, if any.
+    pub project: Option<PathBuf>,
 }
 
 impl Resolved {
@@ -166,6 +168,7 @@ impl Resolved {
             trace: options.trace.unwrap_or(TraceMode::OnSave),
             timeout_seconds: options.timeout.unwrap_or(60.0),
             unknown_selectors,
+            project: None,
         }
     }
 
@@ -187,6 +190,9 @@ impl Resolved {
             self.timeout_seconds,
             self.python.as_deref().unwrap_or("(default)"),
         );
+        if let Some(project) = &self.project {
+            let _ = write!(line, " project={}", project.display());
+        }
         if !self.unknown_selectors.is_empty() {
             let _ = write!(
                 line,

@@ -87,7 +87,7 @@ pub async fn code_action(
         let analysis = Arc::clone(&session);
         let edits = tokio::task::spawn_blocking(move || {
             let text = document.text();
-            let (settings, _) = analysis.resolve_settings(path.as_deref());
+            let settings = analysis.resolve_settings(path.as_deref());
             let report = analysis.check(&text, path.as_deref(), &settings);
             diagnostics::safe_fix_edits(&report.diagnostics, &TextPositions::new(&text))
         })

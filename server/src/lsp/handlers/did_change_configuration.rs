@@ -42,7 +42,7 @@ pub fn apply(session: &Arc<Session>, value: &Value) {
     for warning in session.set_editor_options(value) {
         session.log(MessageType::WARNING, warning);
     }
-    let (resolved, _) = session.resolve_settings(None);
+    let resolved = session.resolve_settings(None);
     session.log(
         MessageType::INFO,
         format!("editor settings: {}", resolved.describe()),
