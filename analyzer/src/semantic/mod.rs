@@ -287,46 +287,37 @@ impl<'a> SemanticModel<'a> {
             })
     }
 
-    /// The method `name` of class `class` or of its local bases, in MRO-like order.
-    pub(crate) fn find_method(&self, class: usize, name: &str) -> Option<usize> {
+    /// The class and its local bases, depth first, left to right: the order Python's method
+    /// resolution takes for the single-inheritance and simple mixin cases that model code uses.
+    fn lineage(&self, class: usize) -> Vec<usize> {
+        let mut order = Vec::new();
         let mut stack = vec![class];
-        let mut seen = Vec::new();
         while let Some(current) = stack.pop() {
-            if seen.contains(&current) {
+            if order.contains(&current) {
                 continue;
             }
-            seen.push(current);
-            if let Some(method) = self.classes[current].methods.get(name) {
-                return Some(*method);
-            }
+            order.push(current);
             for base in self.classes[current].bases.iter().rev() {
                 if let Value::Class(base) = base {
                     stack.push(*base);
                 }
             }
         }
-        None
+        order
+    }
+
+    /// The method `name` of class `class` or of its local bases.
+    pub(crate) fn find_method(&self, class: usize, name: &str) -> Option<usize> {
+        self.lineage(class)
+            .into_iter()
+            .find_map(|current| self.classes[current].methods.get(name).copied())
     }
 
     /// What `self.<name>` holds in class `class` or its local bases.
     pub(crate) fn find_attribute(&self, class: usize, name: &str) -> Option<&Value> {
-        let mut stack = vec![class];
-        let mut seen = Vec::new();
-        while let Some(current) = stack.pop() {
-            if seen.contains(&current) {
-                continue;
-            }
-            seen.push(current);
-            if let Some(value) = self.classes[current].attributes.get(name) {
-                return Some(value);
-            }
-            for base in self.classes[current].bases.iter().rev() {
-                if let Value::Class(base) = base {
-                    stack.push(*base);
-                }
-            }
-        }
-        None
+        self.lineage(class)
+            .into_iter()
+            .find_map(|current| self.classes[current].attributes.get(name))
     }
 
     /// The source text of a range, for messages: on one line, shortened to fit.
