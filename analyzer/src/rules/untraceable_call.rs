@@ -52,11 +52,9 @@ fn is_side_effect(qualified: &str) -> bool {
 /// Calls into C code that Dynamo skips, and builtins that do I/O: strict export fails.
 fn is_strict_failure(qualified: &str) -> bool {
     let top = qualified.split('.').next().unwrap_or_default();
-    // Most of `os` is C (`posix.getcwd`), but its environment helpers and `os.path` are Python
-    // that Dynamo runs, baking the result in (measured: `os.getenv` exports in strict mode).
-    let python_os = qualified.starts_with("os.path.")
-        || qualified.starts_with("os.environ")
-        || qualified == "os.getenv";
+    // Most of `os` is C (`posix.getcwd`, `os.path.exists`), but its environment helpers are
+    // Python that Dynamo runs, baking the result in (measured: `os.getenv` exports in strict).
+    let python_os = qualified.starts_with("os.environ") || qualified == "os.getenv";
     torch_api::STRICT_UNTRACEABLE_MODULES.contains(&top)
         || torch_api::UNTRACEABLE_BUILTINS.contains(&qualified)
         || (top == "os" && !python_os)

@@ -463,6 +463,10 @@ pub(crate) const STRICT_UNTRACEABLE_MODULES: &[&str] = &[
     "gzip",
     "bz2",
     "lzma",
+    // Measured on torch 2.15: `json.dumps`, `time.time()` and `random.random()` fail strict export.
+    "json",
+    "time",
+    "random",
 ];
 
 /// Libraries that read a tensor's data when given one (through `__array__`): with a tensor
@@ -473,8 +477,8 @@ pub(crate) const DATA_READING_MODULES: &[&str] =
 /// Top-level modules whose results, read at trace time, become constants of the exported
 /// program (environment, clocks, files): both modes succeed, silently.
 pub(crate) const BAKED_IN_MODULES: &[&str] = &[
-    "os", "sys", "time", "datetime", "pathlib", "tempfile", "shutil", "uuid", "secrets",
-    "requests", "urllib", "http",
+    "os", "sys", "datetime", "pathlib", "tempfile", "shutil", "uuid", "secrets", "requests",
+    "urllib", "http",
 ];
 
 /// Builtins that do I/O or run code; Dynamo refuses them.

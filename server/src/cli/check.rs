@@ -20,6 +20,11 @@ use crate::cli::output::{self, FileReport, OutputFormat};
 use crate::cli::walk::{self, Exclude, SourceText};
 use crate::cli::{ExitStatus, report_error, warn};
 
+/// Stack for each analysis thread. The parser and the analyzer recurse on the syntax tree, and
+/// generated code can nest expressions tens of thousands deep (`a + a + ... + a`); the memory is
+/// only reserved, pages are touched as deep as a file actually goes.
+const ANALYSIS_STACK_BYTES: usize = 512 << 20;
+
 pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
     if args.statistics && !matches!(args.format, OutputFormat::Text | OutputFormat::Json) {
         bail!("--statistics works with --format text or json");
@@ -65,7 +70,13 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         }
     }
     let mut io_errors = discovery.errors;
-    let reports = analyse(&discovery.files, &settings, &cwd, &mut io_errors);
+    // Every file is analysed on the pool's threads (rayon runs an unsplit job on the calling
+    // thread otherwise), so each gets the large stack.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .stack_size(ANALYSIS_STACK_BYTES)
+        .build()
+        .context("cannot start the analysis threads")?;
+    let reports = pool.install(|| analyse(&discovery.files, &settings, &cwd, &mut io_errors));
     for error in &io_errors {
         report_error(error);
     }
