@@ -95,6 +95,10 @@ pub(crate) fn check(checker: &mut Checker) {
                 "`{text}` returns a Python int, which fixes dynamic dimension `{}` to the example's size; use `x.shape[0]`, which stays symbolic",
                 dim.name
             ),
+            EventKind::DimMismatch { left, right } => format!(
+                "`{text}` broadcasts dynamic dimensions `{}` and `{}` against each other, so they must be equal: export fails with \"Constraints violated ({})\"; declare `{} = {}` in `dynamic_shapes`",
+                left.name, right.name, right.name, right.name, left.name
+            ),
             EventKind::IterateTensor {
                 size:
                     Value::Size {

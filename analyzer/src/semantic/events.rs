@@ -2,7 +2,9 @@
 
 use ruff_text_size::TextRange;
 
-use super::value::{TensorInfo, Value};
+use std::rc::Rc;
+
+use super::value::{DimDecl, TensorInfo, Value};
 
 /// Where a value was turned into a Python `bool`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +80,12 @@ pub(crate) enum EventKind {
     },
     /// A tensor method the exporter cannot trace (`data_ptr`).
     UntraceableMethod { method: String },
+    /// An elementwise operation lines up two different dynamic dimensions, which broadcasting
+    /// requires to be equal.
+    DimMismatch {
+        left: Rc<DimDecl>,
+        right: Rc<DimDecl>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

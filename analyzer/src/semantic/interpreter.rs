@@ -15,7 +15,7 @@ use super::events::{BoolContext, Event, EventKind, ScalarUse};
 use super::names;
 use super::torch_api::{self, AttributeResult, Constructed, MethodResult, TorchResult};
 use super::value::{
-    CompareOp, Guard, GuardKind, Interval, SizeOrigin, TensorDims, TensorInfo, Value,
+    CompareOp, DimDecl, Guard, GuardKind, Interval, SizeOrigin, TensorDims, TensorInfo, Value,
 };
 use super::{SemanticModel, ShapesSpec};
 use crate::syntax::ast::{self, Expr, Stmt};
@@ -650,6 +650,17 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             Expr::BinOp(operation) => {
                 let left = self.eval(&operation.left, env);
                 let right = self.eval(&operation.right, env);
+                if let (Value::Tensor(a), Value::Tensor(b)) = (&left, &right) {
+                    if operation.op != ast::Operator::MatMult {
+                        if let Some((left_dim, right_dim)) = mismatched_dims(a, b) {
+                            let kind = EventKind::DimMismatch {
+                                left: left_dim,
+                                right: right_dim,
+                            };
+                            self.record(kind, expr.range());
+                        }
+                    }
+                }
                 binary(&left, operation.op, &right, number_of(&operation.right))
             }
             Expr::UnaryOp(unary) => {
@@ -1994,6 +2005,20 @@ fn element_of(value: &Value) -> Value {
         Value::Iter(inner) => (**inner).clone(),
         _ => Value::Unknown,
     }
+}
+
+/// Two different declared dynamic dimensions that broadcasting lines up (aligned from the
+/// right, as broadcasting does), when both tensors' ranks are known.
+fn mismatched_dims(a: &TensorInfo, b: &TensorInfo) -> Option<(Rc<DimDecl>, Rc<DimDecl>)> {
+    let (a, b) = (a.dims.as_ref()?, b.dims.as_ref()?);
+    let (rank_a, rank_b) = (a.rank?, b.rank?);
+    a.dynamic.iter().find_map(|(index_a, dim_a)| {
+        let from_right = rank_a.checked_sub(*index_a)?;
+        let index_b = rank_b.checked_sub(from_right)?;
+        let (_, dim_b) = b.dynamic.iter().find(|(index, _)| *index == index_b)?;
+        let differ = dim_a.name != dim_b.name && !dim_a.automatic && !dim_b.automatic;
+        differ.then(|| (dim_a.clone(), dim_b.clone()))
+    })
 }
 
 /// A numeric literal operand.
