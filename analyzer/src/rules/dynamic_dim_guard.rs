@@ -15,7 +15,9 @@ given to each dimension of each `forward` parameter, then finds branches, assert
 those dimensions that the `Dim`'s range does not already decide: `if x.shape[0] > 16` with
 `Dim("batch")`, `for i in range(x.shape[0])`, iterating over the tensor itself, and (non-strict)
 `len(x)`, which must return a Python int. The exporter assumes a dynamic size is at least 2, so
-`if x.shape[0] == 1` is decided and not reported. `Dim.AUTO` and `Dim.DYNAMIC` let the
+`if x.shape[0] == 1` is decided and not reported. An elementwise operation that broadcasts two
+inputs' different `Dim`s against each other (`x + y` with `Dim("a")` and `Dim("b")`) is
+reported too: the exporter requires them equal. `Dim.AUTO` and `Dim.DYNAMIC` let the
 exporter refine the range itself and are not checked.
 
 ## Why export fails
