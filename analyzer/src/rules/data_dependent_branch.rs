@@ -64,7 +64,7 @@ pub(crate) fn check(checker: &mut Checker) {
         );
         checker.report(
             Rule::DataDependentBranch,
-            Severity::Error,
+            Checker::failure_severity(event),
             event.range,
             message,
         );

@@ -93,7 +93,7 @@ pub(crate) fn check(checker: &mut Checker) {
         };
         checker.report(
             Rule::DataDependentScalar,
-            Severity::Error,
+            Checker::failure_severity(event),
             event.range,
             message,
         );

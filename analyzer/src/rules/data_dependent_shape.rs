@@ -86,7 +86,7 @@ pub(crate) fn check(checker: &mut Checker) {
         };
         checker.report(
             Rule::DataDependentShape,
-            Severity::Error,
+            Checker::failure_severity(event),
             event.range,
             message,
         );

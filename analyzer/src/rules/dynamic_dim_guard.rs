@@ -116,6 +116,11 @@ pub(crate) fn check(checker: &mut Checker) {
             }
             _ => continue,
         };
-        checker.report(Rule::DynamicDimGuard, Severity::Error, event.range, message);
+        checker.report(
+            Rule::DynamicDimGuard,
+            Checker::failure_severity(event),
+            event.range,
+            message,
+        );
     }
 }

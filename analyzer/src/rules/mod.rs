@@ -25,7 +25,7 @@ use ruff_text_size::TextRange;
 
 use crate::diagnostic::{Diagnostic, Fix, Severity};
 use crate::registry::Rule;
-use crate::semantic::SemanticModel;
+use crate::semantic::{Event, SemanticModel};
 use crate::settings::Settings;
 use crate::syntax::Parsed;
 
@@ -70,6 +70,16 @@ impl Checker<'_> {
     /// Whether the file is exported with `strict=True`, by settings or by its own declaration.
     pub(crate) fn strict(&self) -> bool {
         self.settings.strict || self.model.strict
+    }
+
+    /// An event's error severity: a warning when the event runs only under a condition the
+    /// analysis cannot decide, since the export may never reach it.
+    pub(crate) fn failure_severity(event: &Event) -> Severity {
+        if event.conditional {
+            Severity::Warning
+        } else {
+            Severity::Error
+        }
     }
 
     /// The severity of a construct that fails only under strict export.

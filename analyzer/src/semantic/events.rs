@@ -92,4 +92,7 @@ pub(crate) enum EventKind {
 pub(crate) struct Event {
     pub(crate) kind: EventKind,
     pub(crate) range: TextRange,
+    /// It happens only if an earlier operand of `and`/`or`, which the analysis cannot decide
+    /// (a dtype test, a config flag), lets it run.
+    pub(crate) conditional: bool,
 }

@@ -63,6 +63,9 @@ pub(crate) struct Interpreter<'m, 'a> {
     returns: Vec<Value>,
     memo: HashMap<String, Value>,
     budget: usize,
+    /// Above zero while interpreting operands that run only if an earlier `and`/`or` operand,
+    /// which the analysis cannot decide, lets them.
+    conditional: usize,
     /// What a size of a tensor with untracked dimensions is: static when the model declares no
     /// dynamic dimension, unknown otherwise.
     untracked: SizeOrigin,
@@ -79,6 +82,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             memo: HashMap::new(),
             budget: INLINE_BUDGET,
             untracked: SizeOrigin::Static,
+            conditional: 0,
         }
     }
 
@@ -240,7 +244,12 @@ impl<'m, 'a> Interpreter<'m, 'a> {
 
     fn record(&mut self, kind: EventKind, range: TextRange) {
         if self.emit {
-            self.events.push(Event { kind, range });
+            let conditional = self.conditional > 0;
+            self.events.push(Event {
+                kind,
+                range,
+                conditional,
+            });
         }
     }
 
@@ -577,9 +586,25 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     fn truthiness(&mut self, expr: &Expr, context: BoolContext, env: &mut Env) {
         match expr {
             Expr::BoolOp(bool_op) => {
+                // `x.dtype == torch.float16 and not torch.isfinite(x).all()`: operands after one
+                // the exporter decides from something the analysis cannot see (a dtype, a
+                // config flag) may never run, so what they do is reported as conditional.
+                let outer = self.conditional;
                 for value in &bool_op.values {
-                    self.truthiness(value, context, env);
+                    let decided = self.static_truth(value, env).is_some();
+                    let evaluated = self.truthiness_value(value, context, env);
+                    let opaque_condition = !matches!(
+                        evaluated,
+                        Value::Tensor(_)
+                            | Value::Guard(_)
+                            | Value::DataScalar(_)
+                            | Value::Size { .. }
+                    );
+                    if !decided && opaque_condition && self.conditional == outer {
+                        self.conditional += 1;
+                    }
                 }
+                self.conditional = outer;
             }
             Expr::UnaryOp(ast::ExprUnaryOp {
                 op: ast::UnaryOp::Not,
@@ -591,6 +616,25 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             _ => {
                 let value = self.eval(expr, env);
                 self.record_truthiness(value, expr, context);
+            }
+        }
+    }
+
+    /// [`Self::truthiness`] that also returns what a plain operand evaluated to.
+    fn truthiness_value(&mut self, expr: &Expr, context: BoolContext, env: &mut Env) -> Value {
+        match expr {
+            Expr::BoolOp(_)
+            | Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::Not,
+                ..
+            }) => {
+                self.truthiness(expr, context, env);
+                Value::Unknown
+            }
+            _ => {
+                let value = self.eval(expr, env);
+                self.record_truthiness(value.clone(), expr, context);
+                value
             }
         }
     }
