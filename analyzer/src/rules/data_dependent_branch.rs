@@ -13,6 +13,9 @@ pub(crate) const META: RuleMeta = RuleMeta {
 Finds `if`, `while`, ternaries, `assert`, `bool()`, `not`, `and`/`or` and comprehension filters
 whose condition is a tensor (`x.sum() > 0`, `mask.any()`, `torch.equal(a, b)`) inside traced code:
 each `forward` of an `nn.Module`, what it calls, and `torch.cond` branches.
+A condition behind an `and`/`or` operand the analysis cannot decide
+(`x.dtype == torch.float16 and not torch.isfinite(x).all()`) is a warning: with float32
+inputs the exporter never evaluates it.
 
 ## Why export fails
 `torch.export` traces with symbolic tensors that have shapes but no values. Turning a tensor into a
