@@ -607,3 +607,36 @@ fn snapshot_sarif_results() {
         serde_json::to_string_pretty(&results).unwrap()
     );
 }
+
+/// Facts that cross files: a module base class and a fake kernel defined in sibling files of a
+/// package, seen by a whole-workspace check, and missed when each file is checked alone.
+#[test]
+fn workspace_facts_cross_files() {
+    let dir = tree(&[
+        ("pkg/__init__.py", b"from .base import Backbone\n"),
+        ("pkg/base.py", b"import torch.nn as nn\n\nclass Backbone(nn.Module):\n    pass\n"),
+        (
+            "pkg/model.py",
+            b"from pkg import Backbone\n\nclass Head(Backbone):\n    def forward(self, x):\n        if x.sum() > 0:\n            return x\n        return -x\n",
+        ),
+        (
+            "pkg/ops.py",
+            b"import torch\n\n@torch.library.custom_op(\"ws::scale\", mutates_args=())\ndef scale(x: torch.Tensor) -> torch.Tensor:\n    return x * 2\n",
+        ),
+        (
+            "pkg/fakes.py",
+            b"import torch\n\n@torch.library.register_fake(\"ws::scale\")\ndef _(x):\n    return torch.empty_like(x)\n",
+        ),
+    ]);
+    let whole = json(&pt2lsp(dir.path(), &["check", "--format", "json", "."]));
+    let codes: Vec<(String, String)> = whole
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["file"].as_str().unwrap().to_owned(), d["code"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(codes, vec![("pkg/model.py".to_owned(), "PT101".to_owned())], "{whole}");
+
+    let alone = json(&pt2lsp(dir.path(), &["check", "--format", "json", "pkg/ops.py"]));
+    assert_eq!(alone[0]["code"], "PT301", "{alone}");
+}
