@@ -207,8 +207,9 @@ pub(crate) fn collect<'a>(
         }
     };
 
-    let model_expr =
-        module_level("model").or_else(|| export_call.and_then(|call| call.arguments.args.first()));
+    let model_expr = module_level("model")
+        .or_else(|| export_call.and_then(|call| call.arguments.args.first()))
+        .or_else(|| keyword("mod"));
     let model_class = model_expr.and_then(resolve).and_then(|expr| match expr {
         Expr::Call(call) => {
             let dotted = names::dotted(&call.func)?;
@@ -232,7 +233,8 @@ pub(crate) fn collect<'a>(
         _ => None,
     });
     let args_expr = module_level("example_args")
-        .or_else(|| export_call.and_then(|call| call.arguments.args.get(1)));
+        .or_else(|| export_call.and_then(|call| call.arguments.args.get(1)))
+        .or_else(|| keyword("args"));
     let ranks: Vec<Option<usize>> = match args_expr.and_then(resolve) {
         Some(Expr::Tuple(tuple)) => tuple.elts.iter().map(example_rank).collect(),
         Some(Expr::List(list)) => list.elts.iter().map(example_rank).collect(),
