@@ -86,6 +86,8 @@ pub(crate) enum EventKind {
         left: Rc<DimDecl>,
         right: Rc<DimDecl>,
     },
+    /// A parameter or buffer sliced up to a dynamic size with no declared maximum.
+    BufferSlice { dim: Rc<DimDecl> },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -840,6 +840,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
 
     fn subscript(&mut self, subscript: &ast::ExprSubscript, env: &mut Env) -> Value {
         let receiver = self.eval(&subscript.value, env);
+        if receiver.is_tensor() && self_attribute(&subscript.value).is_some() {
+            self.check_buffer_slice(&subscript.slice, env);
+        }
         let index = self.eval(&subscript.slice, env);
         if let Value::DataScalar(_) = index {
             if matches!(
@@ -905,6 +908,29 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             Value::DataScalars => Value::DataScalar(Interval::default()),
             Value::Modules => Value::Module(None),
             _ => Value::Unknown,
+        }
+    }
+
+    /// `self.pos[:x.shape[1]]`: slicing a parameter or buffer, whose size is fixed, up to a
+    /// dynamic size adds the guard `size <= len(buffer)`, which a `Dim` without `max` violates.
+    fn check_buffer_slice(&mut self, slice: &Expr, env: &mut Env) {
+        let slices: Vec<&ast::ExprSlice> = match slice {
+            Expr::Slice(single) => vec![single],
+            Expr::Tuple(tuple) => tuple.elts.iter().filter_map(Expr::as_slice_expr).collect(),
+            _ => Vec::new(),
+        };
+        for slice in slices {
+            let Some(upper) = &slice.upper else { continue };
+            let value = self.eval(upper, env);
+            if let Value::Size {
+                origin: SizeOrigin::Dynamic { dim, exact: true },
+                ..
+            } = value
+            {
+                if !dim.automatic && dim.max.is_none() {
+                    self.record(EventKind::BufferSlice { dim }, upper.range());
+                }
+            }
         }
     }
 
