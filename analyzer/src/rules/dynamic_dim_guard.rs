@@ -17,7 +17,8 @@ those dimensions that the `Dim`'s range does not already decide: `if x.shape[0] 
 `len(x)`, which must return a Python int. The exporter assumes a dynamic size is at least 2, so
 `if x.shape[0] == 1` is decided and not reported. An elementwise operation that broadcasts two
 inputs' different `Dim`s against each other (`x + y` with `Dim("a")` and `Dim("b")`) is
-reported too: the exporter requires them equal. So is slicing a parameter or buffer up to a dynamic
+reported too: the exporter requires them equal; against a literal size other than 1
+(`x + torch.ones(8, 3)`) it specialises the dimension, also reported. So is slicing a parameter or buffer up to a dynamic
 size (`self.pos[:, :x.shape[1]]`) when the `Dim` has no `max`. `Dim.AUTO` and `Dim.DYNAMIC` let the
 exporter refine the range itself and are not checked.
 
@@ -101,6 +102,10 @@ pub(crate) fn check(checker: &mut Checker) {
             EventKind::DimMismatch { left, right } => format!(
                 "`{text}` broadcasts dynamic dimensions `{}` and `{}` against each other, so they must be equal: export fails with \"Constraints violated ({})\"; declare `{} = {}` in `dynamic_shapes`",
                 left.name, right.name, right.name, right.name, left.name
+            ),
+            EventKind::DimSpecialized { dim, size } => format!(
+                "`{text}` broadcasts dynamic dimension `{}` against a fixed size {size}, which specialises it: export fails with \"Constraints violated ({})\"; make the other operand follow the input's shape, or declare the dimension static",
+                dim.name, dim.name
             ),
             EventKind::BufferSlice { dim } => format!(
                 "Slicing a fixed-size parameter or buffer up to `{text}` guards dynamic dimension `{}` to at most its length: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", max=...)` with that length",

@@ -86,6 +86,9 @@ pub(crate) enum EventKind {
         left: Rc<DimDecl>,
         right: Rc<DimDecl>,
     },
+    /// An elementwise operation broadcasts a dynamic dimension against a literal size, which
+    /// specialises it.
+    DimSpecialized { dim: Rc<DimDecl>, size: i64 },
     /// A parameter or buffer sliced up to a dynamic size with no declared maximum.
     BufferSlice { dim: Rc<DimDecl> },
 }

@@ -696,11 +696,16 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 let right = self.eval(&operation.right, env);
                 if let (Value::Tensor(a), Value::Tensor(b)) = (&left, &right) {
                     if operation.op != ast::Operator::MatMult {
-                        if let Some((left_dim, right_dim)) = mismatched_dims(a, b) {
-                            let kind = EventKind::DimMismatch {
-                                left: left_dim,
-                                right: right_dim,
-                            };
+                        let kind = match broadcast_conflict(a, b) {
+                            Some(BroadcastConflict::Dims(left, right)) => {
+                                Some(EventKind::DimMismatch { left, right })
+                            }
+                            Some(BroadcastConflict::Constant(dim, size)) => {
+                                Some(EventKind::DimSpecialized { dim, size })
+                            }
+                            None => None,
+                        };
+                        if let Some(kind) = kind {
                             self.record(kind, expr.range());
                         }
                     }
@@ -1385,6 +1390,12 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         let name = qualified.rsplit('.').next().unwrap_or(qualified);
         // A torch function of assumed tensors only is as uncertain as its arguments.
         let assumed = any_tensor && !any_certain_tensor;
+        if let Some(dims) = literal_shape(name, call) {
+            return Value::Tensor(TensorInfo {
+                dims: Some(Rc::new(dims)),
+                ..TensorInfo::default()
+            });
+        }
         match torch_api::torch_function(qualified, call.arguments.args.len()) {
             TorchResult::Tensor => {
                 let keeps_dims = torch_api::tensor_method(name) == MethodResult::SameShape;
@@ -2077,17 +2088,65 @@ fn element_of(value: &Value) -> Value {
     }
 }
 
-/// Two different declared dynamic dimensions that broadcasting lines up (aligned from the
-/// right, as broadcasting does), when both tensors' ranks are known.
-fn mismatched_dims(a: &TensorInfo, b: &TensorInfo) -> Option<(Rc<DimDecl>, Rc<DimDecl>)> {
+/// What broadcasting two tensors with known dimensions forces on a dynamic dimension.
+enum BroadcastConflict {
+    /// Two different `Dim`s line up: they must be equal.
+    Dims(Rc<DimDecl>, Rc<DimDecl>),
+    /// A `Dim` lines up with a literal size other than 1: it is specialised to that size.
+    Constant(Rc<DimDecl>, i64),
+}
+
+/// Aligns the dimensions of `a` and `b` from the right, as broadcasting does, when both ranks
+/// are known, and finds the first dynamic dimension the operation constrains.
+fn broadcast_conflict(a: &TensorInfo, b: &TensorInfo) -> Option<BroadcastConflict> {
     let (a, b) = (a.dims.as_ref()?, b.dims.as_ref()?);
     let (rank_a, rank_b) = (a.rank?, b.rank?);
-    a.dynamic.iter().find_map(|(index_a, dim_a)| {
-        let from_right = rank_a.checked_sub(*index_a)?;
-        let index_b = rank_b.checked_sub(from_right)?;
-        let (_, dim_b) = b.dynamic.iter().find(|(index, _)| *index == index_b)?;
-        let differ = dim_a.name != dim_b.name && !dim_a.automatic && !dim_b.automatic;
-        differ.then(|| (dim_a.clone(), dim_b.clone()))
+    let aligned = |index: usize, from: usize, to: usize| to.checked_sub(from.checked_sub(index)?);
+    let one_way = |x: &TensorDims, rank_x: usize, y: &TensorDims, rank_y: usize| {
+        x.dynamic.iter().find_map(|(index, dim)| {
+            if dim.automatic {
+                return None;
+            }
+            let other = aligned(*index, rank_x, rank_y)?;
+            if let Some((_, other_dim)) = y.dynamic.iter().find(|(i, _)| *i == other) {
+                return (other_dim.name != dim.name && !other_dim.automatic)
+                    .then(|| BroadcastConflict::Dims(dim.clone(), other_dim.clone()));
+            }
+            let (_, size) = y.literal.iter().find(|(i, _)| *i == other)?;
+            (*size != 1).then(|| BroadcastConflict::Constant(dim.clone(), *size))
+        })
+    };
+    one_way(a, rank_a, b, rank_b).or_else(|| one_way(b, rank_b, a, rank_a))
+}
+
+/// The dimensions of `torch.ones(8, 3)`-style factory calls whose sizes are all literals.
+fn literal_shape(name: &str, call: &ast::ExprCall) -> Option<TensorDims> {
+    if !matches!(name, "ones" | "zeros" | "randn" | "rand" | "empty" | "full") {
+        return None;
+    }
+    let args = &call.arguments.args;
+    let sizes: Vec<&Expr> = match (name, args.first()?) {
+        (
+            "full",
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }),
+        ) => elts.iter().collect(),
+        ("full", _) => return None,
+        (_, Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }))
+            if args.len() == 1 =>
+        {
+            elts.iter().collect()
+        }
+        _ => args.iter().collect(),
+    };
+    let literal: Option<Vec<(usize, i64)>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(index, size)| Some((index, names::int_literal(size)?)))
+        .collect();
+    Some(TensorDims {
+        rank: Some(sizes.len()),
+        dynamic: Vec::new(),
+        literal: literal?,
     })
 }
 

@@ -78,6 +78,7 @@ impl ShapesSpec {
         Rc::new(TensorDims {
             rank,
             dynamic: Vec::new(),
+            literal: Vec::new(),
         })
     }
 }
@@ -442,6 +443,7 @@ impl DimReader<'_, '_, '_> {
         let mut dims = TensorDims {
             rank,
             dynamic: Vec::new(),
+            literal: Vec::new(),
         };
         match expr {
             Expr::Dict(dict) => {

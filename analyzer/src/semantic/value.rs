@@ -138,6 +138,8 @@ pub(crate) struct TensorDims {
     pub(crate) rank: Option<usize>,
     /// Declared dynamic dimensions by non-negative index.
     pub(crate) dynamic: Vec<(usize, Rc<DimDecl>)>,
+    /// Sizes written as literals (`torch.ones(8, 3)`), by non-negative index.
+    pub(crate) literal: Vec<(usize, i64)>,
 }
 
 /// Where a Python integer that came from a shape came from.
