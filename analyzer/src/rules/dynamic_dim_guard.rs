@@ -18,7 +18,9 @@ those dimensions that the `Dim`'s range does not already decide: `if x.shape[0] 
 `if x.shape[0] == 1` is decided and not reported. An elementwise operation that broadcasts two
 inputs' different `Dim`s against each other (`x + y` with `Dim("a")` and `Dim("b")`) is
 reported too: the exporter requires them equal; against a literal size other than 1
-(`x + torch.ones(8, 3)`) it specialises the dimension, also reported. So is slicing a parameter or buffer up to a dynamic
+(`x + torch.ones(8, 3)`) it specialises the dimension, also reported. So are `view`/`reshape` to literal sizes that the
+dynamic dimension's element count must divide into (`x.reshape(-1, 4)` on `x: [batch, 2]`), and
+slicing a parameter or buffer up to a dynamic
 size (`self.pos[:, :x.shape[1]]`) when the `Dim` has no `max`. `Dim.AUTO` and `Dim.DYNAMIC` let the
 exporter refine the range itself and are not checked.
 
@@ -106,6 +108,10 @@ pub(crate) fn check(checker: &mut Checker) {
             EventKind::DimSpecialized { dim, size } => format!(
                 "`{text}` broadcasts dynamic dimension `{}` against a fixed size {size}, which specialises it: export fails with \"Constraints violated ({})\"; make the other operand follow the input's shape, or declare the dimension static",
                 dim.name, dim.name
+            ),
+            EventKind::ReshapeGuard { dim, multiple } => format!(
+                "`{text}` needs the element count to divide into the new shape, which guards dynamic dimension `{}`: export fails with \"Constraints violated ({})\"; declare it a multiple of {multiple} (`_{} = Dim(\"_{}\"); {} = {multiple} * _{}`) or use sizes taken from the input",
+                dim.name, dim.name, dim.name, dim.name, dim.name, dim.name
             ),
             EventKind::BufferSlice { dim } => format!(
                 "Slicing a fixed-size parameter or buffer up to `{text}` guards dynamic dimension `{}` to at most its length: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", max=...)` with that length",

@@ -89,6 +89,9 @@ pub(crate) enum EventKind {
     /// An elementwise operation broadcasts a dynamic dimension against a literal size, which
     /// specialises it.
     DimSpecialized { dim: Rc<DimDecl>, size: i64 },
+    /// `view`/`reshape` to literal sizes that a dynamic dimension's element count must divide
+    /// into: `dim` must be a multiple of `multiple`.
+    ReshapeGuard { dim: Rc<DimDecl>, multiple: i64 },
     /// A parameter or buffer sliced up to a dynamic size with no declared maximum.
     BufferSlice { dim: Rc<DimDecl> },
 }

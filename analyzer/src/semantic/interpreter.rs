@@ -13,6 +13,7 @@ use ruff_text_size::{Ranged, TextRange};
 
 use super::events::{BoolContext, Event, EventKind, ScalarUse};
 use super::names;
+use super::shapes::literal_shape;
 use super::torch_api::{self, AttributeResult, Constructed, MethodResult, TorchResult};
 use super::value::{
     CompareOp, DimDecl, Guard, GuardKind, Interval, SizeOrigin, TensorDims, TensorInfo, Value,
@@ -1173,6 +1174,11 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 }
                 return Value::Unknown;
             }
+            "view" | "reshape" => {
+                if let Some((dim, multiple)) = reshape_guard(info, &call.arguments.args) {
+                    self.record(EventKind::ReshapeGuard { dim, multiple }, call.range());
+                }
+            }
             "data_ptr" | "storage" | "untyped_storage" => {
                 self.record(
                     EventKind::UntraceableMethod {
@@ -2119,35 +2125,51 @@ fn broadcast_conflict(a: &TensorInfo, b: &TensorInfo) -> Option<BroadcastConflic
     one_way(a, rank_a, b, rank_b).or_else(|| one_way(b, rank_b, a, rank_a))
 }
 
-/// The dimensions of `torch.ones(8, 3)`-style factory calls whose sizes are all literals.
-fn literal_shape(name: &str, call: &ast::ExprCall) -> Option<TensorDims> {
-    if !matches!(name, "ones" | "zeros" | "randn" | "rand" | "empty" | "full") {
+/// `x.reshape(-1, 4)` on `x: [batch, 2]`: the element count `2 * batch` must divide by 4, a guard
+/// on the dynamic dimension unless its coefficient already does. Returns the dimension and the
+/// multiple it would have to be.
+fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<(Rc<DimDecl>, i64)> {
+    let dims = info.dims.as_ref()?;
+    let rank = dims.rank?;
+    let [(dynamic_index, dim)] = dims.dynamic.as_slice() else {
+        return None;
+    };
+    if dim.automatic {
         return None;
     }
-    let args = &call.arguments.args;
-    let sizes: Vec<&Expr> = match (name, args.first()?) {
-        (
-            "full",
-            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }),
-        ) => elts.iter().collect(),
-        ("full", _) => return None,
-        (_, Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }))
-            if args.len() == 1 =>
-        {
+    let mut coefficient: i64 = 1;
+    for index in (0..rank).filter(|index| index != dynamic_index) {
+        let (_, size) = dims.literal.iter().find(|(literal, _)| *literal == index)?;
+        coefficient = coefficient.checked_mul(*size)?;
+    }
+    let targets: Vec<&Expr> = match args {
+        [Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })] => {
             elts.iter().collect()
         }
-        _ => args.iter().collect(),
+        args => args.iter().collect(),
     };
-    let literal: Option<Vec<(usize, i64)>> = sizes
+    let sizes: Option<Vec<i64>> = targets
         .iter()
-        .enumerate()
-        .map(|(index, size)| Some((index, names::int_literal(size)?)))
+        .map(|target| names::int_literal(target))
         .collect();
-    Some(TensorDims {
-        rank: Some(sizes.len()),
-        dynamic: Vec::new(),
-        literal: literal?,
-    })
+    let sizes = sizes?;
+    let inferred = sizes.iter().filter(|size| **size == -1).count();
+    if sizes.is_empty() || inferred > 1 || sizes.iter().any(|size| *size == 0 || *size < -1) {
+        return None;
+    }
+    let fixed: i64 = sizes
+        .iter()
+        .filter(|size| **size > 0)
+        .try_fold(1_i64, |product, size| product.checked_mul(*size))?;
+    if inferred == 0 || coefficient % fixed != 0 {
+        let multiple = fixed / gcd(coefficient, fixed);
+        return (multiple > 1 || inferred == 0).then(|| (dim.clone(), multiple));
+    }
+    None
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 { a.abs() } else { gcd(b, a % b) }
 }
 
 /// A numeric literal operand.

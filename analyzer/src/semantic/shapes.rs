@@ -54,6 +54,8 @@ pub(crate) struct ShapesSpec {
     by_name: HashMap<String, Rc<TensorDims>>,
     by_position: Vec<Rc<TensorDims>>,
     ranks: Vec<Option<usize>>,
+    /// Sizes of the example inputs written as literals (`torch.randn(4, 2)`), by position.
+    example_sizes: Vec<Vec<(usize, i64)>>,
     pub(crate) problems: Vec<SpecProblem>,
 }
 
@@ -67,18 +69,34 @@ impl ShapesSpec {
 
     /// The dimensions of `forward`'s parameter `name` at `position` (after `self`).
     pub(crate) fn dims_for(&self, name: &str, position: usize) -> Rc<TensorDims> {
-        if let Some(dims) = self
+        let rank = self.ranks.get(position).copied().flatten();
+        let declared = self
             .by_name
             .get(name)
-            .or_else(|| self.by_position.get(position))
-        {
-            return dims.clone();
-        }
-        let rank = self.ranks.get(position).copied().flatten();
+            .or_else(|| self.by_position.get(position));
+        let dynamic = declared
+            .map(|dims| dims.dynamic.clone())
+            .unwrap_or_default();
+        // The example's sizes hold for every dimension not declared dynamic.
+        let literal = self
+            .example_sizes
+            .get(position)
+            .map(|sizes| {
+                sizes
+                    .iter()
+                    .filter(|(index, _)| {
+                        !dynamic
+                            .iter()
+                            .any(|(dynamic_index, _)| dynamic_index == index)
+                    })
+                    .copied()
+                    .collect()
+            })
+            .unwrap_or_default();
         Rc::new(TensorDims {
-            rank,
-            dynamic: Vec::new(),
-            literal: Vec::new(),
+            rank: declared.and_then(|dims| dims.rank).or(rank),
+            dynamic,
+            literal,
         })
     }
 }
@@ -236,6 +254,22 @@ pub(crate) fn collect<'a>(
     let args_expr = module_level("example_args")
         .or_else(|| export_call.and_then(|call| call.arguments.args.get(1)))
         .or_else(|| keyword("args"));
+    let example_sizes: Vec<Vec<(usize, i64)>> = match args_expr.and_then(resolve) {
+        Some(Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })) => {
+            elts.iter()
+                .map(|element| match element {
+                    Expr::Call(call) => names::dotted(&call.func)
+                        .and_then(|callee| {
+                            literal_shape(callee.rsplit('.').next().unwrap_or_default(), call)
+                        })
+                        .map(|dims| dims.literal)
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     let ranks: Vec<Option<usize>> = match args_expr.and_then(resolve) {
         Some(Expr::Tuple(tuple)) => tuple.elts.iter().map(example_rank).collect(),
         Some(Expr::List(list)) => list.elts.iter().map(example_rank).collect(),
@@ -283,6 +317,7 @@ pub(crate) fn collect<'a>(
     };
     let mut spec = ShapesSpec {
         ranks,
+        example_sizes,
         ..ShapesSpec::default()
     };
     match spec_expr {
@@ -384,6 +419,37 @@ fn forward_parameters(def: &ast::StmtFunctionDef) -> ForwardParameters {
         names,
         has_kwargs: parameters.kwarg.is_some(),
     }
+}
+
+/// The dimensions of `torch.ones(8, 3)`-style factory calls whose sizes are all literals.
+pub(crate) fn literal_shape(name: &str, call: &ast::ExprCall) -> Option<TensorDims> {
+    if !matches!(name, "ones" | "zeros" | "randn" | "rand" | "empty" | "full") {
+        return None;
+    }
+    let args = &call.arguments.args;
+    let sizes: Vec<&Expr> = match (name, args.first()?) {
+        (
+            "full",
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }),
+        ) => elts.iter().collect(),
+        ("full", _) => return None,
+        (_, Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }))
+            if args.len() == 1 =>
+        {
+            elts.iter().collect()
+        }
+        _ => args.iter().collect(),
+    };
+    let literal: Option<Vec<(usize, i64)>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(index, size)| Some((index, names::int_literal(size)?)))
+        .collect();
+    Some(TensorDims {
+        rank: Some(sizes.len()),
+        dynamic: Vec::new(),
+        literal: literal?,
+    })
 }
 
 /// The rank of an example input built by a torch factory call.
