@@ -43,3 +43,7 @@ if [ -d tests/python ]; then
   step "pytest: fixtures against the real exporter"
   .venv/bin/python -m pytest -q tests/python
 fi
+
+step "Editors: the VS Code extension's tests and .vsix, the Neovim plugin against the server"
+cargo build --quiet -p pt2lsp
+PT2LSP_BIN="$root/target/debug/pt2lsp" tests/editors/run.sh

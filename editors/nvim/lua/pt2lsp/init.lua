@@ -1,0 +1,245 @@
+-- pt2lsp for Neovim: starts `pt2lsp serve` for Python buffers and adds :Pt2Export and
+-- :Pt2Retrace. Works on Neovim 0.7 (vim.lsp.start_client + buf_attach_client) and on 0.8 and
+-- later (vim.lsp.start, which reuses a client per root).
+--
+--   require("pt2lsp").setup({
+--     cmd = { "pt2lsp", "serve" },
+--     settings = { trace = "on-save", strict = false, timeout = 60 },
+--   })
+
+local M = {}
+
+M.name = "pt2lsp"
+
+M.defaults = {
+  -- The server command.
+  cmd = { "pt2lsp", "serve" },
+  -- Filetypes to start the server for.
+  filetypes = { "python" },
+  -- The first directory upwards that holds one of these is the workspace root; without one, the
+  -- file's own directory.
+  root_markers = { "pyproject.toml", ".git" },
+  -- pt2lsp's keys: python, trace ("on-save" | "off"), strict, timeout, select, ignore. Keys left
+  -- out are decided by the project's [tool.pt2lsp] in pyproject.toml.
+  settings = {},
+  -- false: only add the commands, for a server started elsewhere (nvim-lspconfig, vim.lsp.config).
+  autostart = true,
+  -- Passed on to the client as they are.
+  on_attach = nil,
+  capabilities = nil,
+}
+
+local uv = vim.uv or vim.loop
+local config = vim.deepcopy(M.defaults)
+-- Neovim 0.7 has no vim.lsp.start: one client per root, started here and reused.
+local clients_by_root = {}
+
+local function notify(message, level)
+  vim.notify("pt2lsp: " .. message, level or vim.log.levels.INFO)
+end
+
+--- Settings as a JSON object, even when empty (an empty Lua table would be sent as []).
+local function settings_object(settings)
+  if settings == nil or next(settings) == nil then
+    return vim.empty_dict()
+  end
+  return settings
+end
+
+--- The workspace root for a file: the nearest directory upwards with a root marker.
+function M.find_root(path, markers)
+  markers = markers or config.root_markers
+  local dir = vim.fn.fnamemodify(path, ":p:h")
+  while true do
+    for _, marker in ipairs(markers) do
+      if uv.fs_stat(dir .. "/" .. marker) then
+        return dir
+      end
+    end
+    local parent = vim.fn.fnamemodify(dir, ":h")
+    if parent == dir then
+      return nil
+    end
+    dir = parent
+  end
+end
+
+--- The client configuration for a file in `root`.
+function M.client_config(root)
+  local settings = settings_object(config.settings)
+  return {
+    name = M.name,
+    cmd = config.cmd,
+    root_dir = root,
+    -- The server reads the same keys from either; initializationOptions arrive first, and
+    -- `settings` answers workspace/configuration and is pushed by Neovim after initialize.
+    init_options = { pt2lsp = settings },
+    settings = { pt2lsp = settings },
+    capabilities = config.capabilities,
+    on_attach = config.on_attach,
+  }
+end
+
+local function is_alive(id)
+  local client = id and vim.lsp.get_client_by_id(id)
+  return client ~= nil and not client.is_stopped()
+end
+
+--- Starts the server for a buffer (or attaches the one already running for its root).
+--- Returns the client id, or nil for buffers that are not files.
+function M.attach(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == "" or vim.bo[bufnr].buftype ~= "" then
+    return nil
+  end
+  if vim.fn.executable(config.cmd[1]) ~= 1 then
+    notify("cannot start `" .. config.cmd[1] .. "`: not found or not executable (set cmd in setup())", vim.log.levels.ERROR)
+    return nil
+  end
+  local root = M.find_root(name) or vim.fn.fnamemodify(name, ":p:h")
+  local client_config = M.client_config(root)
+  if vim.lsp.start then
+    return vim.lsp.start(client_config, { bufnr = bufnr })
+  end
+  local id = clients_by_root[root]
+  if not is_alive(id) then
+    id = vim.lsp.start_client(client_config)
+    if not id then
+      notify("the server failed to start: " .. table.concat(config.cmd, " "), vim.log.levels.ERROR)
+      return nil
+    end
+    clients_by_root[root] = id
+  end
+  vim.lsp.buf_attach_client(bufnr, id)
+  return id
+end
+
+--- The pt2lsp client attached to a buffer, if any.
+function M.client(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  if vim.lsp.get_clients then
+    return vim.lsp.get_clients({ bufnr = bufnr, name = M.name })[1]
+  end
+  for _, client in pairs(vim.lsp.buf_get_clients(bufnr)) do
+    if client.name == M.name then
+      return client
+    end
+  end
+  return nil
+end
+
+-- Neovim 0.11 made client methods take `self`; earlier versions are called with a dot.
+local function client_request(client, method, params, handler, bufnr)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
+end
+
+--- True when the server's error means it has no such command (yet).
+local function is_unsupported(err)
+  local message = type(err.message) == "string" and err.message or ""
+  return err.code == -32601 or message:find("unknown command", 1, true) ~= nil
+end
+
+--- Sends workspace/executeCommand; the server's error, if any, is shown as it is.
+function M.execute(bufnr, command, arguments, on_result)
+  local client = M.client(bufnr)
+  if not client then
+    notify("not attached to this buffer (is it a Python file?)", vim.log.levels.ERROR)
+    return false
+  end
+  client_request(client, "workspace/executeCommand", { command = command, arguments = arguments }, function(err, result)
+    if err then
+      local said = err.message or vim.inspect(err)
+      if is_unsupported(err) then
+        notify(("this server does not support %s yet (update pt2lsp): %s"):format(command, said), vim.log.levels.ERROR)
+      else
+        notify(("%s failed: %s"):format(command, said), vim.log.levels.ERROR)
+      end
+      return
+    end
+    if on_result then
+      on_result(result)
+    end
+  end, bufnr)
+  return true
+end
+
+--- :Pt2Export [output.pt2] [entrypoint] — exports the current file's model to a .pt2 file.
+function M.export(output, entry, bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local function run(path)
+    if path == nil or path == "" then
+      return
+    end
+    path = vim.fn.fnamemodify(vim.fn.expand(path), ":p")
+    -- The server exports the file as saved.
+    if vim.bo[bufnr].modified then
+      vim.api.nvim_buf_call(bufnr, function()
+        vim.cmd("silent update")
+      end)
+    end
+    local uri = vim.uri_from_bufnr(bufnr)
+    M.execute(bufnr, "pt2lsp.exportPt2", { uri, entry or vim.NIL, path }, function()
+      notify("exported " .. vim.fn.fnamemodify(name, ":t") .. " to " .. path)
+    end)
+  end
+  if output and output ~= "" then
+    return run(output)
+  end
+  vim.ui.input({ prompt = "Export model to: ", default = vim.fn.fnamemodify(name, ":p:r") .. ".pt2", completion = "file" }, run)
+end
+
+--- :Pt2Retrace — runs the tracer again on the current file.
+function M.retrace(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  M.execute(bufnr, "pt2lsp.retrace", { vim.uri_from_bufnr(bufnr) }, function()
+    notify("retrace of " .. vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":t") .. " started")
+  end)
+end
+
+function M.setup(opts)
+  config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  -- A list replaces the default rather than merging with it index by index.
+  if opts and opts.cmd then
+    config.cmd = opts.cmd
+  end
+  if opts and opts.root_markers then
+    config.root_markers = opts.root_markers
+  end
+  if opts and opts.filetypes then
+    config.filetypes = opts.filetypes
+  end
+
+  vim.api.nvim_create_user_command("Pt2Export", function(args)
+    M.export(args.fargs[1], args.fargs[2])
+  end, { nargs = "*", complete = "file", desc = "pt2lsp: export the model to a .pt2 file ([output] [entrypoint])" })
+  vim.api.nvim_create_user_command("Pt2Retrace", function()
+    M.retrace()
+  end, { nargs = 0, desc = "pt2lsp: run the tracer again on this file" })
+
+  local group = vim.api.nvim_create_augroup("pt2lsp", { clear = true })
+  if not config.autostart then
+    return
+  end
+  vim.api.nvim_create_autocmd("FileType", {
+    group = group,
+    pattern = config.filetypes,
+    callback = function(args)
+      M.attach(args.buf)
+    end,
+    desc = "Start pt2lsp for this buffer",
+  })
+
+  -- Buffers opened before setup() ran get the server too.
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.tbl_contains(config.filetypes, vim.bo[bufnr].filetype) then
+      M.attach(bufnr)
+    end
+  end
+end
+
+return M

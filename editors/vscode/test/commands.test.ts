@@ -1,0 +1,48 @@
+// Command arguments and the messages shown when the server refuses a command.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import {
+  COMMANDS,
+  defaultExportPath,
+  describeCommandFailure,
+  exportArguments,
+  isUnsupportedCommand,
+  retraceArguments,
+  serverCommandsToRegister,
+} from "../src/commands";
+
+test("pt2lsp.exportPt2 is sent [uri, entry or null, output path]", () => {
+  assert.deepEqual(exportArguments("file:///m.py", "/out/m.pt2"), ["file:///m.py", null, "/out/m.pt2"]);
+  assert.deepEqual(exportArguments("file:///m.py", "/out/m.pt2", "encoder"), ["file:///m.py", "encoder", "/out/m.pt2"]);
+  assert.deepEqual(retraceArguments("file:///m.py"), ["file:///m.py"]);
+  assert.deepEqual(retraceArguments(), []);
+});
+
+test("the save dialog suggests the model's name with .pt2", () => {
+  assert.equal(defaultExportPath("/w/models/encoder.py"), "/w/models/encoder.pt2");
+  assert.equal(defaultExportPath("/w/notes"), "/w/notes.pt2");
+});
+
+test("a server without the command gets a message that says to update it", () => {
+  // What pt2lsp 0.1 answers: invalid params, "unknown command".
+  const error = { code: -32602, message: "unknown command `pt2lsp.exportPt2`" };
+  assert.ok(isUnsupportedCommand(error));
+  const message = describeCommandFailure(COMMANDS.exportPt2, error);
+  assert.match(message, /cannot export the model to \.pt2 yet/);
+  assert.match(message, /unknown command/);
+  assert.ok(isUnsupportedCommand({ code: -32601, message: "Method not found" }));
+});
+
+test("other failures pass the server's reason through", () => {
+  const message = describeCommandFailure(COMMANDS.retrace, { code: -32603, message: "worker crashed" });
+  assert.equal(message, "pt2lsp could not run the tracer again: worker crashed");
+  assert.match(describeCommandFailure(COMMANDS.exportPt2, new Error("connection closed")), /connection closed/);
+  assert.match(describeCommandFailure("pt2lsp.other", "boom"), /`pt2lsp.other`: boom/);
+});
+
+test("the language client registers only the server commands the extension does not wrap", () => {
+  assert.deepEqual(serverCommandsToRegister(["pt2lsp.reanalyze", "pt2lsp.exportPt2", "pt2lsp.retrace"]), ["pt2lsp.reanalyze"]);
+  assert.deepEqual(serverCommandsToRegister(undefined), []);
+});

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Editor tests: (a) the VS Code extension's unit tests (`npm ci && npm test` in editors/vscode)
+# and its .vsix manifest; (b) headless Neovim with the editors/nvim plugin against the real
+# server: PT101 appears, "Ignore PT101 on this line" is applied, the buffer changes, PT101 goes.
+#
+#   tests/editors/run.sh                 # builds target/debug/pt2lsp if PT2LSP_BIN is unset
+#   PT2LSP_BIN=target/release/pt2lsp tests/editors/run.sh
+#
+# A missing npm or nvim fails the run when CI is set, and skips that part (loudly) otherwise.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+passed=0
+failed=0
+skipped=0
+
+part() { printf '\n--> %s\n' "$*" >&2; }
+
+# Succeeds when the tool is there; otherwise fails under CI and counts a skip outside it.
+need() {
+  if command -v "$1" >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ -n "${CI:-}" ]; then
+    echo "$1 is missing and CI is set: $2" >&2
+    exit 1
+  fi
+  echo "SKIPPED: $1 is missing ($2)" >&2
+  skipped=$((skipped + 1))
+  return 1
+}
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+part "VS Code extension: npm ci && npm test, then npm run package"
+if need npm "install Node.js 20 and npm"; then
+  (
+    cd "$root/editors/vscode"
+    npm ci --no-audit --no-fund --loglevel=error
+    npm test
+    npm run --silent package -- --out "$work/pt2lsp.vsix" >/dev/null
+  )
+  # The packaged manifest has every setting and command the extension promises.
+  python3 - "$work/pt2lsp.vsix" <<'EOF'
+import json, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as vsix:
+    manifest = json.loads(vsix.read("extension/package.json"))
+    names = vsix.namelist()
+settings = set(manifest["contributes"]["configuration"]["properties"])
+commands = {c["command"] for c in manifest["contributes"]["commands"]}
+want_settings = {"pt2lsp.server.path", "pt2lsp.python", "pt2lsp.trace", "pt2lsp.strict", "pt2lsp.timeout"}
+want_commands = {"pt2lsp.exportPt2", "pt2lsp.retrace", "pt2lsp.restartServer", "pt2lsp.showOutput"}
+problems = [f"missing setting {s}" for s in sorted(want_settings - settings)]
+problems += [f"missing command {c}" for c in sorted(want_commands - commands)]
+if "extension/dist/extension.js" not in names:
+    problems.append("the bundle dist/extension.js is not in the .vsix")
+if manifest["capabilities"]["untrustedWorkspaces"]["supported"] != "limited":
+    problems.append("untrusted workspaces are not 'limited'")
+if problems:
+    sys.exit("vsix manifest: " + "; ".join(problems))
+print(f"vsix: {len(settings)} settings, {len(commands)} commands, {len(names)} files")
+EOF
+  passed=$((passed + 1))
+fi
+
+part "Neovim plugin: diagnostic, code action, commands"
+if need nvim "Debian: apt-get install -y neovim"; then
+  bin="${PT2LSP_BIN:-}"
+  if [ -z "$bin" ]; then
+    cargo build --quiet --manifest-path "$root/Cargo.toml" -p pt2lsp
+    bin="$root/target/debug/pt2lsp"
+  fi
+  # A project with a pyproject.toml, the model one directory below it: the plugin must find
+  # the project as the root.
+  mkdir -p "$work/project/models"
+  printf '[project]\nname = "demo"\n' >"$work/project/pyproject.toml"
+  cp "$root/fixtures/examples/transformer_block.py" "$work/project/models/"
+  file="$work/project/models/transformer_block.py"
+  line=$(grep -n 'error\[PT101\]' "$file" | head -n 1 | cut -d: -f1)
+  status=0
+  XDG_STATE_HOME="$work" XDG_CACHE_HOME="$work" XDG_DATA_HOME="$work" XDG_CONFIG_HOME="$work" \
+  PT2LSP_BIN="$bin" PT2LSP_PLUGIN="$root/editors/nvim" PT2LSP_PROJECT="$work/project" \
+  PT2LSP_FILE="$file" PT2LSP_LINE=$((line - 1)) \
+    timeout 120 nvim --headless --clean -n -c "luafile $root/tests/editors/nvim_plugin.lua" </dev/null || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "the Neovim plugin test failed (exit $status)" >&2
+    failed=$((failed + 1))
+  else
+    passed=$((passed + 1))
+  fi
+fi
+
+echo
+if [ "$skipped" -gt 0 ]; then
+  echo "editors: $passed passed, $failed failed, $skipped skipped"
+else
+  echo "editors: $passed passed, $failed failed"
+fi
+[ "$failed" -eq 0 ]
