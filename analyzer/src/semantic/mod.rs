@@ -279,8 +279,21 @@ impl<'a> SemanticModel<'a> {
         !info.is_module
             && depth < 16
             && info.bases.iter().any(|base| match base {
+                // Bases from torch and the standard library are known without the workspace.
                 Value::Qualified(name) => {
-                    !name.starts_with("builtins.") && !name.starts_with("typing.")
+                    let top = name.split('.').next().unwrap_or_default();
+                    !matches!(
+                        top,
+                        "builtins"
+                            | "typing"
+                            | "abc"
+                            | "enum"
+                            | "collections"
+                            | "dataclasses"
+                            | "torch"
+                            | "numpy"
+                            | "functools"
+                    )
                 }
                 Value::Class(base) => self.is_undetermined(*base, depth + 1),
                 _ => true,

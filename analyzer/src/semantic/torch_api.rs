@@ -11,6 +11,8 @@ const EXTERNAL_MODULE_BASES: &[&str] = &[
     "lightning.pytorch.core.LightningModule",
     "transformers.PreTrainedModel",
     "transformers.modeling_utils.PreTrainedModel",
+    "transformers.modeling_layers.GradientCheckpointingLayer",
+    "transformers.GradientCheckpointingLayer",
 ];
 
 /// Whether a base class given by its qualified name makes a class an `nn.Module`.
