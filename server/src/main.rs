@@ -5,6 +5,7 @@
 
 mod cli;
 mod lsp;
+mod tracer;
 
 use std::process::ExitCode;
 

@@ -633,10 +633,22 @@ fn workspace_facts_cross_files() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| (d["file"].as_str().unwrap().to_owned(), d["code"].as_str().unwrap().to_owned()))
+        .map(|d| {
+            (
+                d["file"].as_str().unwrap().to_owned(),
+                d["code"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
-    assert_eq!(codes, vec![("pkg/model.py".to_owned(), "PT101".to_owned())], "{whole}");
+    assert_eq!(
+        codes,
+        vec![("pkg/model.py".to_owned(), "PT101".to_owned())],
+        "{whole}"
+    );
 
-    let alone = json(&pt2lsp(dir.path(), &["check", "--format", "json", "pkg/ops.py"]));
+    let alone = json(&pt2lsp(
+        dir.path(),
+        &["check", "--format", "json", "pkg/ops.py"],
+    ));
     assert_eq!(alone[0]["code"], "PT301", "{alone}");
 }

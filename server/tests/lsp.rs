@@ -1,12 +1,22 @@
 //! The language server in process: the real `serve` loop over in-memory pipes.
 //!
 //! The `lsp` module is compiled into this test crate from its source, so these tests can also
-//! reach its documents directly (the random edit tests below).
+//! reach its documents directly (the random edit tests below). It shares the configuration
+//! reader and the file walker's excludes with the CLI, so those two modules come along at the
+//! paths the binary has them (`crate::cli::config`, `crate::cli::walk`).
 
 // Parts of the module only the binary's `serve` command reaches are unused here.
 #[allow(dead_code)]
 #[path = "../src/lsp/mod.rs"]
 mod lsp;
+
+// Parts only `pt2lsp check` uses are unused here.
+#[allow(dead_code)]
+#[path = "../src/cli"]
+mod cli {
+    pub mod config;
+    pub mod walk;
+}
 
 mod common;
 
@@ -133,6 +143,35 @@ async fn a_burst_of_edits_publishes_the_last_version_last() {
         .notify("textDocument/didChange", change(61, (0, 0), (0, 1), ""))
         .await;
     client.diagnostics(URI, 61).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_faster_than_analysis_publish_in_order_and_end_with_the_last() {
+    let mut client = started(None, Value::Null).await;
+    // A file large enough that analysing it takes longer than the edits below are apart.
+    let text = PT101_MODEL.repeat(300);
+    client.open(URI, 1, &text).await;
+    client.diagnostics(URI, 1).await;
+    let line = text.lines().count() as u32;
+    for version in 2..=40 {
+        let typed = if version % 2 == 0 { "x" } else { "(" };
+        client
+            .notify(
+                "textDocument/didChange",
+                change(version, (line, 0), (line, 0), typed),
+            )
+            .await;
+    }
+    let versions = client.published_versions(URI, 40).await;
+    // Versions superseded before their analysis ended are never published; the others are,
+    // oldest first, and the last edit always is.
+    assert!(
+        versions.windows(2).all(|pair| pair[0] < pair[1]),
+        "{versions:?}"
+    );
+    assert_eq!(versions.last(), Some(&Some(40)), "{versions:?}");
+    let edited = client.diagnostics(URI, 40).await;
+    assert!(codes(&edited).contains(&"PT001"), "{edited:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -478,6 +517,40 @@ async fn workspace_scan_reports_progress_and_registers_watchers() {
         )
         .await;
     assert_eq!(response["error"]["code"], -32602, "{response}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scan_honours_exclude_and_rescans_when_it_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let pyproject = dir.path().join("pyproject.toml");
+    std::fs::write(&pyproject, "[tool.pt2lsp]\nexclude = [\"generated\"]\n").unwrap();
+    for file in ["model.py", "generated/layers.py", "venv/lib.py"] {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "x = 1\n").unwrap();
+    }
+    let mut client = started(Some(dir.path()), Value::Null).await;
+    let scan_end = |message: &Value| {
+        message["method"] == "$/progress" && message["params"]["value"]["kind"] == "end"
+    };
+    let end = client.wait_for(scan_end).await;
+    // `venv` is one of the CLI's default excludes, `generated` the project's.
+    assert_eq!(
+        end["params"]["value"]["message"], "1 files indexed",
+        "{end}"
+    );
+    std::fs::write(&pyproject, "[tool.pt2lsp]\nexclude = []\n").unwrap();
+    client
+        .notify(
+            "workspace/didChangeWatchedFiles",
+            json!({"changes": [{"uri": file_uri(&pyproject), "type": 2}]}),
+        )
+        .await;
+    let end = client.wait_for(scan_end).await;
+    assert_eq!(
+        end["params"]["value"]["message"], "2 files indexed",
+        "{end}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

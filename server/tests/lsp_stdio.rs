@@ -91,3 +91,22 @@ async fn exit_without_shutdown_is_status_one() {
     client.notify("exit", Value::Null).await;
     assert_eq!(exit_status(&mut child).await.code(), Some(1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deeply_nested_generated_code_is_analysed_without_a_crash() {
+    let (mut child, mut client) = spawn();
+    client.initialize(None, Value::Null).await;
+    let uri = "file:///tmp/pt2lsp-stdio/generated.py";
+    // Generated code nests far deeper than any hand-written file; the parser and the analyzer
+    // recurse on it, and a stack overflow would abort the server.
+    let text = format!(
+        "x = {}\ny = {}1{}\n",
+        vec!["a"; 30_000].join(" + "),
+        "(".repeat(3_000),
+        ")".repeat(3_000)
+    );
+    client.open(uri, 1, &text).await;
+    client.diagnostics(uri, 1).await;
+    client.shutdown_and_exit().await;
+    assert_eq!(exit_status(&mut child).await.code(), Some(0));
+}

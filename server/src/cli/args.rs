@@ -23,6 +23,7 @@ Examples:
   pt2lsp check                       Check every Python file under the current directory
   pt2lsp check models/ --format json Machine-readable report of one directory
   pt2lsp check --select PT1 --strict Only the data-dependence rules, for strict export
+  pt2lsp check --trace models/       Also run torch.export on the models' entrypoints
   pt2lsp rule PT101                  Explain a rule
 
 Exit status: 0 when no error was found, 1 when one was, 2 on a usage or I/O problem.";
@@ -127,6 +128,34 @@ pub struct CheckArgs {
     /// Print how many times each rule fired instead of the diagnostics (text or json).
     #[arg(long)]
     pub statistics: bool,
+
+    /// Also run the real exporter on every entrypoint among the checked files: a file with
+    /// module-level `model` and `example_args` (the ExportDB convention), or an
+    /// `[[tool.pt2lsp.entrypoints]]` table. This runs the project's code, in its own Python.
+    #[arg(long)]
+    pub trace: bool,
+
+    /// The Python interpreter with torch that --trace runs [default: `python` from
+    /// pyproject.toml, else $VIRTUAL_ENV/bin/python, else python3].
+    #[arg(long, value_name = "PYTHON", requires = "trace")]
+    pub python: Option<PathBuf>,
+
+    /// Seconds each entrypoint may take under --trace before it is reported (PT502) and
+    /// killed [default: `timeout` from pyproject.toml, else 60].
+    #[arg(long, value_name = "SECONDS", requires = "trace", value_parser = positive_seconds)]
+    pub timeout: Option<f64>,
+
+    /// Address space, in MiB, each traced entrypoint may map beyond the warmed-up worker's own;
+    /// past it the trace fails with PT502 [default: the machine's memory].
+    #[arg(long, value_name = "MIB", requires = "trace")]
+    pub memory_limit: Option<u64>,
+}
+
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(seconds),
+        _ => Err(format!("`{text}` is not a positive number of seconds")),
+    }
 }
 
 impl CheckArgs {

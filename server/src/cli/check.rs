@@ -76,9 +76,23 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         .stack_size(ANALYSIS_STACK_BYTES)
         .build()
         .context("cannot start the analysis threads")?;
-    let reports = pool.install(|| analyse(&discovery.files, &settings, &cwd, &mut io_errors));
+    let mut reports = pool.install(|| analyse(&discovery.files, &settings, &cwd, &mut io_errors));
     for error in &io_errors {
         report_error(error);
+    }
+    let mut trace_failed = false;
+    if args.trace {
+        if let Err(error) = trace(
+            args,
+            &config,
+            &settings,
+            &cwd,
+            &discovery.files,
+            &mut reports,
+        ) {
+            report_error(&format!("{error:#}"));
+            trace_failed = true;
+        }
     }
 
     let options = output::Options {
@@ -94,7 +108,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         .iter()
         .flat_map(|report| &report.diagnostics)
         .any(|diagnostic| diagnostic.severity == pt2lsp_analyzer::Severity::Error);
-    Ok(if !io_errors.is_empty() {
+    Ok(if !io_errors.is_empty() || trace_failed {
         ExitStatus::Error
     } else if has_errors && !args.exit_zero {
         ExitStatus::Failure
@@ -174,6 +188,142 @@ fn resolve_settings(args: &CheckArgs, config: &Config) -> Result<Settings> {
         select,
         ignore,
     })
+}
+
+/// `--trace`: runs the real exporter on the entrypoints among `files` (in the project's Python,
+/// see `tracer`) and merges its findings into the reports. A traced diagnostic with the code
+/// and line of a static one replaces it: it is the same problem, confirmed. Fails only when no
+/// tracer could be started (no interpreter, no torch in it).
+fn trace(
+    args: &CheckArgs,
+    config: &Config,
+    settings: &Settings,
+    cwd: &Path,
+    files: &[PathBuf],
+    reports: &mut Vec<FileReport>,
+) -> Result<()> {
+    use crate::tracer::{self, batch, diagnostics::normalized};
+    use std::collections::HashMap;
+
+    let mut entrypoints = Vec::new();
+    for (index, entry) in config.entrypoints.iter().flatten().enumerate() {
+        match &entry.model {
+            Some(model) => entrypoints.push(tracer::EntrypointSpec {
+                name: entry.name.clone(),
+                model: model.clone(),
+                example_args: entry.example_args.clone(),
+                example_kwargs: entry.example_kwargs.clone(),
+                dynamic_shapes: entry.dynamic_shapes.clone(),
+                strict: entry.strict,
+            }),
+            None if !args.quiet => warn(&format!(
+                "entrypoint {}: no `model` to trace",
+                entry
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| format!("#{}", index + 1))
+            )),
+            None => {}
+        }
+    }
+    let timeout = args
+        .timeout
+        .or(config.timeout)
+        .unwrap_or(tracer::DEFAULT_TIMEOUT_SECONDS);
+    let options = batch::BatchOptions {
+        root: config.root().unwrap_or(cwd).to_path_buf(),
+        cwd: cwd.to_path_buf(),
+        strict: settings.strict,
+        timeout: std::time::Duration::from_secs_f64(timeout),
+        memory_limit_mb: args.memory_limit.or_else(tracer::default_memory_limit_mb),
+        entrypoints,
+    };
+    let shown: HashMap<PathBuf, usize> = reports
+        .iter()
+        .enumerate()
+        .map(|(index, report)| (report.path.clone(), index))
+        .collect();
+    let report_of = |path: &Path| shown.get(&walk::display_path(path, cwd)).copied();
+    let candidates: Vec<batch::Candidate<'_>> = files
+        .iter()
+        .filter_map(|path| {
+            let report = &reports[report_of(path)?];
+            // A file that does not parse cannot be imported; its PT001 already says why.
+            let broken = report
+                .diagnostics
+                .iter()
+                .any(|diagnostic| diagnostic.rule == Rule::SyntaxError);
+            (!broken).then_some(batch::Candidate {
+                path,
+                text: &report.text,
+            })
+        })
+        .collect();
+    let plan = batch::plan(&candidates, &options);
+    if !args.quiet {
+        for warning in &plan.warnings {
+            warn(warning);
+        }
+    }
+    let python = tracer::python::interpreter(
+        args.python.as_deref(),
+        config.python.as_deref(),
+        config.root(),
+        std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+    );
+    let tracer_options = tracer::TracerOptions {
+        python,
+        jobs: std::thread::available_parallelism().map_or(2, usize::from),
+        startup_timeout: tracer::DEFAULT_STARTUP_TIMEOUT,
+    };
+    let traced = batch::run(&plan.jobs, tracer_options, !args.quiet)?;
+
+    let mut by_file: HashMap<PathBuf, usize> = files
+        .iter()
+        .filter_map(|path| Some((normalized(path), report_of(path)?)))
+        .collect();
+    for found in traced.diagnostics {
+        if !settings.is_enabled(found.rule) {
+            continue;
+        }
+        let key = normalized(&found.file);
+        let index = if let Some(index) = by_file.get(&key) {
+            *index
+        } else {
+            // A problem in a workspace file that was not checked (a helper module).
+            let path = walk::display_path(&found.file, cwd);
+            let Ok(source) = walk::read(&found.file, &path) else {
+                continue;
+            };
+            reports.push(FileReport::new(path, source.text, Vec::new()));
+            by_file.insert(key, reports.len() - 1);
+            reports.len() - 1
+        };
+        let report = &mut reports[index];
+        let (text, lines) = (&report.text, &report.line_index);
+        if tracer::diagnostics::is_suppressed(text, lines, found.line, found.rule) {
+            continue;
+        }
+        let diagnostic = found.to_diagnostic(text, lines);
+        let line = lines.line_column(diagnostic.range.start()).line;
+        report.diagnostics.retain(|existing| {
+            existing.source != output::Source::Static
+                || existing.rule != diagnostic.rule
+                || lines.line_column(existing.range.start()).line != line
+        });
+        report.diagnostics.push(output::Reported {
+            diagnostic,
+            source: output::Source::Trace,
+            data: found.data(),
+        });
+    }
+    for report in reports.iter_mut() {
+        report
+            .diagnostics
+            .sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));
+    }
+    reports.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(())
 }
 
 /// A file after phase 1: its text, its place in the package tree, its summary.

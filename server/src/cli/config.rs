@@ -1,9 +1,14 @@
-//! `[tool.pt2lsp]` in `pyproject.toml`: finding it, reading it, and saying precisely what is wrong.
+//! `[tool.pt2lsp]`: finding it, reading it, and saying precisely what is wrong.
 //!
-//! The table is read by hand rather than through serde so that every error names the file and
-//! the key (`pyproject.toml: tool.pt2lsp.strict must be true or false, not "yes"`), and so that
-//! keys owned by features still to come (`python`, `trace`, `entrypoints`, ...) are accepted
-//! without being interpreted here.
+//! The one reader of pt2lsp's settings, for `pt2lsp check` and `pt2lsp serve` alike: a
+//! `pyproject.toml`'s table, a `pt2lsp.toml`, or the editor's settings (which the server turns
+//! into the same kind of table) go through [`from_table`]. It reads every documented key and
+//! records each problem with the file and the key (`pyproject.toml: tool.pt2lsp.strict: must be
+//! true or false, not the string "yes"`) instead of stopping at the first, so each program can
+//! choose its policy: the CLI refuses to run on any error ([`Config::validated`]); the server
+//! skips the bad key with a warning, since a typo in one key must not throw the others away.
+//!
+//! The table is read by hand rather than through serde so that every message names the key.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,29 +16,123 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use toml::{Table, Value};
 
-/// Keys this module reads.
-const CHECK_KEYS: [&str; 4] = ["select", "ignore", "strict", "exclude"];
+/// Every documented key of `[tool.pt2lsp]`.
+pub const KEYS: [&str; 9] = [
+    "python",
+    "trace",
+    "timeout",
+    "strict",
+    "select",
+    "ignore",
+    "exclude",
+    "entrypoints",
+    "out_dir",
+];
 
-/// Documented keys read by the tracer and the exporter, accepted here without a warning.
-const OTHER_KEYS: [&str; 5] = ["python", "trace", "timeout", "entrypoints", "out_dir"];
+/// The keys of one `[[tool.pt2lsp.entrypoints]]` table.
+const ENTRYPOINT_KEYS: [&str; 6] = [
+    "name",
+    "model",
+    "example_args",
+    "example_kwargs",
+    "dynamic_shapes",
+    "strict",
+];
 
-/// The settings `pt2lsp check` takes from a configuration file.
+/// Whether the tracer runs the real exporter, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceMode {
+    OnSave,
+    Off,
+}
+
+impl TraceMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceMode::OnSave => "on-save",
+            TraceMode::Off => "off",
+        }
+    }
+}
+
+/// One `[[tool.pt2lsp.entrypoints]]`: how the tracer builds and exports a model. Each value is
+/// a `module:expression` reference, resolved by the tracer; a missing key is the tracer's to
+/// report (PT503 entrypoint-error), with the entrypoint's name, not a reason to refuse the file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Entrypoint {
+    pub name: Option<String>,
+    pub model: Option<String>,
+    pub example_args: Option<String>,
+    pub example_kwargs: Option<String>,
+    pub dynamic_shapes: Option<String>,
+    pub strict: Option<bool>,
+}
+
+/// The settings of one source: a configuration file or the editor. `None` (or empty) leaves a
+/// key to the defaults or, in the server, to the layer below.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
-    /// The file the settings came from; `None` when there was none.
+    /// The file the settings came from; `None` when there was none, or for editor settings.
     pub path: Option<PathBuf>,
+    /// The interpreter the tracer runs; unset means `$VIRTUAL_ENV`, then `python3` on PATH.
+    pub python: Option<String>,
+    pub trace: Option<TraceMode>,
+    /// Seconds per entrypoint.
+    pub timeout: Option<f64>,
+    pub strict: Option<bool>,
     pub select: Option<Vec<String>>,
     pub ignore: Option<Vec<String>>,
-    pub strict: Option<bool>,
     pub exclude: Vec<String>,
+    pub entrypoints: Option<Vec<Entrypoint>>,
+    /// Where `.pt2` files are written.
+    pub out_dir: Option<String>,
     /// Problems worth telling the user that do not stop the run (unknown keys).
     pub warnings: Vec<String>,
+    /// Values of the wrong type or out of range, each naming its key; the key stays unset.
+    pub errors: Vec<String>,
 }
 
 impl Config {
     /// The directory relative `exclude` patterns are anchored to.
     pub fn root(&self) -> Option<&Path> {
         self.path.as_deref().and_then(Path::parent)
+    }
+
+    /// The configuration, or an error listing every bad value in it: the CLI's policy, since a
+    /// configuration that does not say what its author meant should fail CI loudly.
+    pub fn validated(self) -> Result<Self> {
+        if self.errors.is_empty() {
+            Ok(self)
+        } else {
+            bail!("{}", self.errors.join("\n"))
+        }
+    }
+
+    /// This layer, with unset keys taken from `fallback`; problems and the path stay this
+    /// layer's.
+    #[must_use]
+    pub fn or(&self, fallback: &Config) -> Config {
+        Config {
+            path: self.path.clone(),
+            python: self.python.clone().or_else(|| fallback.python.clone()),
+            trace: self.trace.or(fallback.trace),
+            timeout: self.timeout.or(fallback.timeout),
+            strict: self.strict.or(fallback.strict),
+            select: self.select.clone().or_else(|| fallback.select.clone()),
+            ignore: self.ignore.clone().or_else(|| fallback.ignore.clone()),
+            exclude: if self.exclude.is_empty() {
+                fallback.exclude.clone()
+            } else {
+                self.exclude.clone()
+            },
+            entrypoints: self
+                .entrypoints
+                .clone()
+                .or_else(|| fallback.entrypoints.clone()),
+            out_dir: self.out_dir.clone().or_else(|| fallback.out_dir.clone()),
+            warnings: self.warnings.clone(),
+            errors: self.errors.clone(),
+        }
     }
 }
 
@@ -44,28 +143,32 @@ impl Config {
 /// search with an error, because it cannot be told whether it meant to configure pt2lsp.
 pub fn discover(start: &Path) -> Result<Config> {
     for directory in start.ancestors() {
-        let candidate = directory.join("pyproject.toml");
-        if !candidate.is_file() {
-            continue;
-        }
-        let document = read_toml(&candidate)?;
-        if let Some(table) = pt2lsp_table(&document, &candidate)? {
-            return parse_table(table, &candidate);
+        if let Some(config) = in_directory(directory)? {
+            return config.validated();
         }
     }
     Ok(Config::default())
+}
+
+/// The `[tool.pt2lsp]` of `directory/pyproject.toml`: `Ok(None)` when there is no such file or
+/// it has no such table; an error when it cannot be read or is not valid TOML. Bad values are
+/// in the returned configuration's `errors`, for the caller's policy.
+pub fn in_directory(directory: &Path) -> Result<Option<Config>> {
+    let candidate = directory.join("pyproject.toml");
+    if !candidate.is_file() {
+        return Ok(None);
+    }
+    let document = read_toml(&candidate)?;
+    Ok(pt2lsp_table(&document, &candidate)?.map(|table| from_table(table, Some(&candidate))))
 }
 
 /// Reads the file given with `--config`: a `pyproject.toml` (its `[tool.pt2lsp]` table), or
 /// any other TOML file whose top level is the table itself (a `pt2lsp.toml`).
 pub fn load(path: &Path) -> Result<Config> {
     let document = read_toml(path)?;
-    let is_pyproject = path
-        .file_name()
-        .is_some_and(|name| name == "pyproject.toml");
-    if is_pyproject {
+    if is_pyproject(path) {
         match pt2lsp_table(&document, path)? {
-            Some(table) => parse_table(table, path),
+            Some(table) => from_table(table, Some(path)).validated(),
             None => Ok(Config {
                 path: Some(path.to_path_buf()),
                 warnings: vec![format!("{}: no [tool.pt2lsp] table", path.display())],
@@ -73,8 +176,13 @@ pub fn load(path: &Path) -> Result<Config> {
             }),
         }
     } else {
-        parse_table(&document, path)
+        from_table(&document, Some(path)).validated()
     }
+}
+
+fn is_pyproject(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|name| name == "pyproject.toml")
 }
 
 fn read_toml(path: &Path) -> Result<Table> {
@@ -101,62 +209,160 @@ fn pt2lsp_table<'a>(document: &'a Table, path: &Path) -> Result<Option<&'a Table
     }
 }
 
-fn parse_table(table: &Table, path: &Path) -> Result<Config> {
+/// Reads pt2lsp's keys from a table. `path` is the file it came from, which names the keys in
+/// messages the way the user wrote them (`tool.pt2lsp.strict` in a `pyproject.toml`, `strict`
+/// in a `pt2lsp.toml`); `None` means the editor's settings (`pt2lsp.strict`).
+pub fn from_table(table: &Table, path: Option<&Path>) -> Config {
+    let (source, prefix) = match path {
+        Some(path) if is_pyproject(path) => (path.display().to_string(), "tool.pt2lsp."),
+        Some(path) => (path.display().to_string(), ""),
+        None => ("editor settings".to_owned(), "pt2lsp."),
+    };
     let mut config = Config {
-        path: Some(path.to_path_buf()),
+        path: path.map(Path::to_path_buf),
         ..Config::default()
     };
-    // A `pt2lsp.toml` has no `tool.pt2lsp.` prefix; name keys the way the user wrote them.
-    let prefix = if path
-        .file_name()
-        .is_some_and(|name| name == "pyproject.toml")
-    {
-        "tool.pt2lsp."
-    } else {
-        ""
-    };
     for (key, value) in table {
-        let name = || format!("{}: {prefix}{key}", path.display());
-        match key.as_str() {
-            "select" => config.select = Some(strings(value).with_context(name)?),
-            "ignore" => config.ignore = Some(strings(value).with_context(name)?),
-            "exclude" => config.exclude = strings(value).with_context(name)?,
-            "strict" => match value {
-                Value::Boolean(strict) => config.strict = Some(*strict),
-                other => bail!("{}: must be true or false, not {}", name(), describe(other)),
-            },
-            known if OTHER_KEYS.contains(&known) => {}
-            unknown => config.warnings.push(format!(
-                "{}: unknown key `{prefix}{unknown}` (known keys: {})",
-                path.display(),
-                CHECK_KEYS
-                    .iter()
-                    .chain(&OTHER_KEYS)
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+        let read: Result<(), String> = match key.as_str() {
+            "python" => text(value).map(|python| config.python = Some(python)),
+            "trace" => trace(value).map(|trace| config.trace = Some(trace)),
+            "timeout" => seconds(value).map(|timeout| config.timeout = Some(timeout)),
+            "strict" => boolean(value).map(|strict| config.strict = Some(strict)),
+            "select" => strings(value).map(|select| config.select = Some(select)),
+            "ignore" => strings(value).map(|ignore| config.ignore = Some(ignore)),
+            "exclude" => strings(value).map(|exclude| config.exclude = exclude),
+            "out_dir" => text(value).map(|out_dir| config.out_dir = Some(out_dir)),
+            "entrypoints" => {
+                let mut unknown = Vec::new();
+                let read = entrypoints(value, &mut unknown);
+                for (index, name) in unknown {
+                    config.warnings.push(format!(
+                        "{source}: unknown key `{prefix}entrypoints[{index}].{name}` (known keys: {})",
+                        ENTRYPOINT_KEYS.join(", ")
+                    ));
+                }
+                read.map(|entrypoints| config.entrypoints = Some(entrypoints))
+            }
+            unknown => {
+                config.warnings.push(format!(
+                    "{source}: unknown key `{prefix}{unknown}` (known keys: {})",
+                    KEYS.join(", ")
+                ));
+                Ok(())
+            }
+        };
+        if let Err(problem) = read {
+            config
+                .errors
+                .push(format!("{source}: {prefix}{key}{problem}"));
         }
     }
-    Ok(config)
+    config
+}
+
+// Each reader below returns the problem as the rest of a message that starts with the key:
+// `: must be ...` for the value itself, `[2].model: must be ...` inside an array of tables.
+
+fn text(value: &Value) -> Result<String, String> {
+    match value {
+        Value::String(text) if !text.trim().is_empty() => Ok(text.clone()),
+        other => Err(format!(
+            ": must be a non-empty string, not {}",
+            describe(other)
+        )),
+    }
+}
+
+fn boolean(value: &Value) -> Result<bool, String> {
+    match value {
+        Value::Boolean(flag) => Ok(*flag),
+        other => Err(format!(": must be true or false, not {}", describe(other))),
+    }
+}
+
+fn trace(value: &Value) -> Result<TraceMode, String> {
+    match value.as_str() {
+        Some("on-save") => Ok(TraceMode::OnSave),
+        Some("off") => Ok(TraceMode::Off),
+        _ => Err(format!(
+            ": must be \"on-save\" or \"off\", not {}",
+            describe(value)
+        )),
+    }
+}
+
+fn seconds(value: &Value) -> Result<f64, String> {
+    #[allow(clippy::cast_precision_loss)] // Timeouts are far below 2^52 seconds.
+    let seconds = match value {
+        Value::Integer(number) => Some(*number as f64),
+        Value::Float(number) => Some(*number),
+        _ => None,
+    };
+    match seconds {
+        Some(seconds) if seconds > 0.0 && seconds.is_finite() => Ok(seconds),
+        _ => Err(format!(
+            ": must be a positive number of seconds, not {}",
+            describe(value)
+        )),
+    }
 }
 
 /// An array of strings; a lone string is refused rather than guessed at, since
 /// `select = "PT1"` is more often a forgotten bracket than a wish for one selector.
-fn strings(value: &Value) -> Result<Vec<String>> {
+fn strings(value: &Value) -> Result<Vec<String>, String> {
     let Value::Array(items) = value else {
-        bail!("must be an array of strings, not {}", describe(value));
+        return Err(format!(
+            ": must be an array of strings, not {}",
+            describe(value)
+        ));
     };
     items
         .iter()
         .map(|item| match item {
             Value::String(text) => Ok(text.clone()),
-            other => bail!(
-                "must be an array of strings, but contains {}",
+            other => Err(format!(
+                ": must be an array of strings, but contains {}",
                 describe(other)
-            ),
+            )),
         })
         .collect()
+}
+
+/// An array of entrypoint tables; unknown keys inside them go to `unknown` as (index, key).
+fn entrypoints(
+    value: &Value,
+    unknown: &mut Vec<(usize, String)>,
+) -> Result<Vec<Entrypoint>, String> {
+    let Value::Array(items) = value else {
+        return Err(format!(
+            ": must be an array of tables ([[tool.pt2lsp.entrypoints]]), not {}",
+            describe(value)
+        ));
+    };
+    let mut entrypoints = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let Value::Table(table) = item else {
+            return Err(format!(
+                "[{index}]: must be a table, not {}",
+                describe(item)
+            ));
+        };
+        let mut entrypoint = Entrypoint::default();
+        for (key, value) in table {
+            let at = |problem: String| format!("[{index}].{key}{problem}");
+            match key.as_str() {
+                "name" => entrypoint.name = Some(text(value).map_err(at)?),
+                "model" => entrypoint.model = Some(text(value).map_err(at)?),
+                "example_args" => entrypoint.example_args = Some(text(value).map_err(at)?),
+                "example_kwargs" => entrypoint.example_kwargs = Some(text(value).map_err(at)?),
+                "dynamic_shapes" => entrypoint.dynamic_shapes = Some(text(value).map_err(at)?),
+                "strict" => entrypoint.strict = Some(boolean(value).map_err(at)?),
+                other => unknown.push((index, other.to_owned())),
+            }
+        }
+        entrypoints.push(entrypoint);
+    }
+    Ok(entrypoints)
 }
 
 fn describe(value: &Value) -> String {
@@ -177,11 +383,11 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config> {
         let table: Table = text.parse().unwrap();
-        parse_table(&table, Path::new("pyproject.toml"))
+        from_table(&table, Some(Path::new("pyproject.toml"))).validated()
     }
 
     #[test]
-    fn reads_the_check_keys_and_tolerates_the_others() {
+    fn reads_every_documented_key() {
         let config = parse(
             r#"
             select = ["PT1"]
@@ -194,6 +400,9 @@ mod tests {
             out_dir = "out"
             [[entrypoints]]
             name = "encoder"
+            model = "models.encoder:build_model()"
+            example_args = "models.encoder:example_inputs()"
+            dynamic_shapes = "models.encoder:DYNAMIC_SHAPES"
             "#,
         )
         .unwrap();
@@ -201,15 +410,27 @@ mod tests {
         assert_eq!(config.ignore.as_deref(), Some(&["PT101".to_owned()][..]));
         assert_eq!(config.strict, Some(true));
         assert_eq!(config.exclude, ["build"]);
+        assert_eq!(config.python.as_deref(), Some(".venv/bin/python"));
+        assert_eq!(config.trace, Some(TraceMode::Off));
+        assert_eq!(config.timeout, Some(60.0));
+        assert_eq!(config.out_dir.as_deref(), Some("out"));
+        let entrypoints = config.entrypoints.as_deref().unwrap();
+        assert_eq!(entrypoints.len(), 1);
+        assert_eq!(entrypoints[0].name.as_deref(), Some("encoder"));
+        assert_eq!(
+            entrypoints[0].dynamic_shapes.as_deref(),
+            Some("models.encoder:DYNAMIC_SHAPES")
+        );
         assert!(config.warnings.is_empty(), "{:?}", config.warnings);
     }
 
     #[test]
     fn unknown_keys_warn_and_wrong_types_fail_naming_the_key() {
-        let config = parse("selekt = []").unwrap();
-        assert_eq!(config.warnings.len(), 1);
+        let config = parse("selekt = []\n[[entrypoints]]\nname = \"m\"\nmodle = \"x\"\n").unwrap();
+        assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
         assert!(
-            config.warnings[0].contains("tool.pt2lsp.selekt"),
+            config.warnings[0].contains("`tool.pt2lsp.entrypoints[0].modle`")
+                && config.warnings[1].contains("`tool.pt2lsp.selekt`"),
             "{:?}",
             config.warnings
         );
@@ -228,6 +449,36 @@ mod tests {
         assert!(
             error.contains("tool.pt2lsp.exclude") && error.contains("integer 1"),
             "{error}"
+        );
+        let error = format!("{:#}", parse("[[entrypoints]]\nmodel = 3\n").unwrap_err());
+        assert!(
+            error.contains("tool.pt2lsp.entrypoints[0].model: must be a non-empty string"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn every_bad_value_is_reported_and_the_good_ones_kept() {
+        let table: Table = "trace = \"sometimes\"\ntimeout = -1\npython = \"\"\nstrict = false\n"
+            .parse()
+            .unwrap();
+        let config = from_table(&table, None);
+        assert_eq!(config.errors.len(), 3, "{:?}", config.errors);
+        assert!(
+            config.errors[0].starts_with("editor settings: pt2lsp.python"),
+            "{:?}",
+            config.errors
+        );
+        assert_eq!(config.strict, Some(false));
+        assert_eq!(config.trace, None);
+        let layered = config.or(&Config {
+            trace: Some(TraceMode::Off),
+            strict: Some(true),
+            ..Config::default()
+        });
+        assert_eq!(
+            (layered.trace, layered.strict),
+            (Some(TraceMode::Off), Some(false))
         );
     }
 }

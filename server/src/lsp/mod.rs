@@ -34,12 +34,19 @@ pub const FIX_ALL_KIND: CodeActionKind = CodeActionKind::new("source.fixAll.pt2l
 /// Re-scans the workspace and re-analyses every open document.
 pub const REANALYZE_COMMAND: &str = "pt2lsp.reanalyze";
 
+/// Stack for every thread of the server: analyses run on tokio's blocking pool and the parser
+/// and the analyzer recurse on the syntax tree, which generated code nests tens of thousands
+/// deep (`a + a + ... + a`). A stack overflow aborts the process, so the server gets the CLI's
+/// analysis stack; the memory is only reserved, pages are touched as deep as a file goes.
+pub const THREAD_STACK_BYTES: usize = 512 << 20;
+
 /// Serves LSP on stdin and stdout until the client sends `exit` or closes stdin.
 ///
 /// Fails when the client exits without asking for `shutdown` first, so the process ends with
 /// status 1 as the protocol asks.
 pub fn run() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(THREAD_STACK_BYTES)
         .enable_all()
         .build()?;
     let shut_down = runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout()));

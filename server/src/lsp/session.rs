@@ -2,34 +2,41 @@
 //!
 //! tower-lsp starts handlers in arrival order but runs them concurrently, so document edits are
 //! applied synchronously in the notification handler, before its first `.await`, and never
-//! from a spawned task. Analysis runs on tokio's blocking pool. Every scheduled analysis takes a
-//! ticket from one counter and stores it in its document; a result is published only if its
-//! ticket is still the document's, so a newer edit, setting or index always wins over a slower
-//! older run (biome's session does the same with document versions).
+//! from a spawned task.
+//!
+//! Analysis starts at once, without a debounce: the static pass of even a 4,000-line file takes
+//! milliseconds, less than a keystroke apart. Each document has at most one analysis running,
+//! on tokio's blocking pool. Every reason to analyse (an edit, new settings, a new index) takes
+//! a ticket from one counter and stores it in the document; an edit that arrives while an
+//! analysis runs only does that. When the analysis ends, its result is published if its ticket
+//! is still the document's; otherwise it is dropped and the same task analyses the newest text
+//! at once. So a burst of edits costs at most one stale analysis, the last version is always
+//! published, and results never overtake each other (rust-analyzer and biome drop stale
+//! results the same way).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
-use std::time::Duration;
 
 use dashmap::DashMap;
 use pt2lsp_analyzer::{ModuleSummary, Report, SourceFile, WorkspaceIndex, check_file};
+use ropey::Rope;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{self as lsp, ClientCapabilities, MessageType, Uri};
 
 use super::diagnostics::{self, Published};
 use super::document::{Document, TextPositions};
-use super::settings::{self, Options, Project, Resolved};
-use super::workspace;
-
-/// How long typing must pause before a changed document is analysed. Short: the static pass
-/// takes milliseconds, and the wait only spares the work of keystrokes typed in a burst.
-pub const DEBOUNCE: Duration = Duration::from_millis(30);
+use super::settings::{self, Project, Resolved};
+use super::workspace::{self, Scope};
+use crate::cli::config::Config;
 
 /// Documents larger than this are not analysed; the client is told once, on stderr and in its
 /// log. Far beyond any hand-written model file, far below the analyzer's 4 GiB offset limit.
 pub const MAX_ANALYSED_BYTES: usize = 16 * 1024 * 1024;
+
+/// Files summarised per step of a workspace scan: small enough for steady progress reports and
+/// for a newer scan to stop an older one soon, large enough to keep the scan threads busy.
+const SCAN_CHUNK: usize = 256;
 
 /// What the client said it can do, read once from `initialize`.
 // Independent yes/no capabilities of the client; an enum or bitset would only obscure them.
@@ -70,10 +77,72 @@ pub struct OpenDocument {
     pub document: Document,
     /// The file behind a `file:` URI; `None` for unsaved buffers.
     pub path: Option<PathBuf>,
-    /// The ticket of the newest analysis scheduled for this document.
+    /// The ticket of the newest reason to analyse this document.
     ticket: u64,
+    /// The ticket that started the analysis task now running for this document, if any. A task
+    /// whose ticket is no longer here (the document was closed and reopened) stops.
+    runner: Option<u64>,
     /// What was last published, for hover.
     pub published: Arc<Vec<Published>>,
+}
+
+/// What one analysis works on: a copy of the document as it was when the analysis started.
+struct Snapshot {
+    rope: Rope,
+    version: i32,
+    path: Option<PathBuf>,
+    ticket: u64,
+}
+
+/// The summaries of the workspace's files, sorted by path so that the index never depends on
+/// the order files were scanned in, and kept in one vector so the index is built from them
+/// without a copy.
+#[derive(Debug, Default)]
+struct Summaries {
+    paths: Vec<PathBuf>,
+    summaries: Vec<ModuleSummary>,
+}
+
+impl Summaries {
+    /// Inserts or replaces one file's summary; true when it changed.
+    fn insert(&mut self, path: PathBuf, summary: ModuleSummary) -> bool {
+        match self.paths.binary_search(&path) {
+            Ok(at) if self.summaries[at] == summary => false,
+            Ok(at) => {
+                self.summaries[at] = summary;
+                true
+            }
+            Err(at) => {
+                self.paths.insert(at, path);
+                self.summaries.insert(at, summary);
+                true
+            }
+        }
+    }
+
+    fn remove(&mut self, path: &Path) -> bool {
+        let Ok(at) = self
+            .paths
+            .binary_search_by(|probe| probe.as_path().cmp(path))
+        else {
+            return false;
+        };
+        self.paths.remove(at);
+        self.summaries.remove(at);
+        true
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&Path) -> bool) {
+        let mut index = 0;
+        let paths = &self.paths;
+        self.summaries.retain(|_| {
+            index += 1;
+            keep(&paths[index - 1])
+        });
+        self.paths.retain(|path| keep(path));
+        self.paths.shrink_to_fit();
+        self.summaries.shrink_to_fit();
+    }
 }
 
 /// Shared by every handler through an `Arc`.
@@ -82,11 +151,16 @@ pub struct Session {
     pub client: Client,
     pub documents: DashMap<Uri, OpenDocument>,
     flags: OnceLock<ClientFlags>,
-    editor: RwLock<Options>,
+    editor: RwLock<Config>,
     projects: DashMap<PathBuf, Option<Arc<Project>>>,
     roots: RwLock<Vec<PathBuf>>,
-    summaries: DashMap<PathBuf, ModuleSummary>,
-    index: RwLock<Arc<WorkspaceIndex>>,
+    /// What each root's project excludes, as of the last scan of that root.
+    scopes: RwLock<Vec<Scope>>,
+    summaries: RwLock<Summaries>,
+    /// The index and the number of the rebuild that made it; a slower, older rebuild never
+    /// replaces a newer index.
+    index: RwLock<(u64, Arc<WorkspaceIndex>)>,
+    index_builds: AtomicU64,
     next_ticket: AtomicU64,
     /// Held while checking a ticket and sending its diagnostics, so two publications for one
     /// document can never overtake each other on the way out.
@@ -102,11 +176,13 @@ impl Session {
             client,
             documents: DashMap::new(),
             flags: OnceLock::new(),
-            editor: RwLock::new(Options::default()),
+            editor: RwLock::new(Config::default()),
             projects: DashMap::new(),
             roots: RwLock::new(Vec::new()),
-            summaries: DashMap::new(),
-            index: RwLock::new(Arc::new(WorkspaceIndex::default())),
+            scopes: RwLock::new(Vec::new()),
+            summaries: RwLock::new(Summaries::default()),
+            index: RwLock::new((0, Arc::new(WorkspaceIndex::default()))),
+            index_builds: AtomicU64::new(0),
             next_ticket: AtomicU64::new(1),
             publish_lock: tokio::sync::Mutex::new(()),
             scan_generation: AtomicU64::new(0),
@@ -137,7 +213,7 @@ impl Session {
 
     /// Replaces the editor's settings layer; returns the warnings to show.
     pub fn set_editor_options(&self, value: &serde_json::Value) -> Vec<String> {
-        let (options, warnings) = Options::from_json(value);
+        let (options, warnings) = settings::from_editor(value);
         if let Ok(mut editor) = self.editor.write() {
             *editor = options;
         }
@@ -149,16 +225,21 @@ impl Session {
         self.projects.clear();
     }
 
-    /// The settings for a file: the editor's over its project's. Must run off the reactor: the
-    /// first look-up in a directory reads files.
-    pub fn resolve_settings(&self, path: Option<&Path>) -> Resolved {
+    fn project(&self, dir: &Path) -> Option<Arc<Project>> {
         let mut warnings = Vec::new();
-        let project = path
-            .and_then(Path::parent)
-            .and_then(|dir| settings::find_project(dir, &self.projects, &mut |w| warnings.push(w)));
+        let project = settings::find_project(dir, &self.projects, &mut |w| warnings.push(w));
         for warning in warnings {
             self.log(MessageType::WARNING, warning);
         }
+        project
+    }
+
+    /// The settings for a file: the editor's over its project's. Must run off the reactor: the
+    /// first look-up in a directory reads files.
+    pub fn resolve_settings(&self, path: Option<&Path>) -> Resolved {
+        let project = path
+            .and_then(Path::parent)
+            .and_then(|dir| self.project(dir));
         let editor = self
             .editor
             .read()
@@ -177,7 +258,7 @@ impl Session {
     pub fn index(&self) -> Arc<WorkspaceIndex> {
         self.index
             .read()
-            .map(|index| Arc::clone(&index))
+            .map(|index| Arc::clone(&index.1))
             .unwrap_or_default()
     }
 
@@ -202,21 +283,29 @@ impl Session {
                 document: Document::new(text, version),
                 path,
                 ticket: 0,
+                runner: None,
                 published: Arc::default(),
             },
         );
     }
 
-    /// Schedules an analysis of `uri` after `delay`, superseding any scheduled before it.
-    /// Synchronous up to the spawn, so callers keep their ordering guarantees.
-    pub fn schedule(self: &Arc<Self>, uri: Uri, delay: Duration) {
+    /// Asks for an analysis of `uri`'s current text: starts one now, or, when one is running,
+    /// leaves it to that one's task to analyse again when it ends. Synchronous up to the spawn,
+    /// so callers keep their ordering guarantees.
+    pub fn schedule(self: &Arc<Self>, uri: Uri) {
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
-        match self.documents.get_mut(&uri) {
-            Some(mut open) => open.ticket = ticket,
-            None => return,
+        {
+            let Some(mut open) = self.documents.get_mut(&uri) else {
+                return;
+            };
+            open.ticket = ticket;
+            if open.runner.is_some() {
+                return;
+            }
+            open.runner = Some(ticket);
         }
         let session = Arc::clone(self);
-        tokio::spawn(async move { session.analyse(uri, ticket, delay).await });
+        tokio::spawn(async move { session.analyse(uri, ticket).await });
     }
 
     /// Re-analyses every open document, after a settings or index change.
@@ -227,7 +316,7 @@ impl Session {
             .map(|entry| entry.key().clone())
             .collect();
         for uri in uris {
-            self.schedule(uri, Duration::ZERO);
+            self.schedule(uri);
         }
     }
 
@@ -237,74 +326,99 @@ impl Session {
             .is_some_and(|open| open.ticket == ticket)
     }
 
-    async fn analyse(self: Arc<Self>, uri: Uri, ticket: u64, delay: Duration) {
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        let Some((rope, version, path)) = self.documents.get(&uri).and_then(|open| {
-            (open.ticket == ticket).then(|| {
-                (
-                    open.document.rope().clone(),
-                    open.document.version(),
-                    open.path.clone(),
-                )
-            })
-        }) else {
-            return;
-        };
-        let session = Arc::clone(&self);
-        let name = uri.as_str().to_owned();
-        let outcome = tokio::task::spawn_blocking(move || {
-            if !session.is_current(&uri, ticket) {
-                return None;
-            }
-            let text = rope.to_string();
-            if text.len() > MAX_ANALYSED_BYTES {
-                session.log(
-                    MessageType::WARNING,
-                    format!(
-                        "{}: {} bytes, too large to analyse",
-                        uri.as_str(),
-                        text.len()
-                    ),
-                );
-                return Some((uri, Vec::new(), Vec::new()));
-            }
-            let settings = session.resolve_settings(path.as_deref());
-            let report = session.check(&text, path.as_deref(), &settings);
-            let positions = TextPositions::new(&text);
-            let lsp = report
-                .diagnostics
-                .iter()
-                .map(|d| diagnostics::to_lsp(d, &positions, version))
-                .collect();
-            let published = report
-                .diagnostics
-                .iter()
-                .map(|d| diagnostics::published(d, &positions))
-                .collect();
-            Some((uri, lsp, published))
-        })
-        .await;
-        let (uri, lsp, published) = match outcome {
-            Ok(Some(result)) => result,
-            Ok(None) => return,
-            Err(error) => {
-                self.log(
-                    MessageType::ERROR,
-                    format!("{name}: analysis failed: {error}"),
-                );
+    /// The analysis task of one document: analyses its newest text until a result is still
+    /// current when it is ready, publishes that one and ends.
+    async fn analyse(self: Arc<Self>, uri: Uri, runner: u64) {
+        loop {
+            let Some(snapshot) = self.documents.get(&uri).and_then(|open| {
+                (open.runner == Some(runner)).then(|| Snapshot {
+                    rope: open.document.rope().clone(),
+                    version: open.document.version(),
+                    path: open.path.clone(),
+                    ticket: open.ticket,
+                })
+            }) else {
                 return;
+            };
+            let (version, ticket) = (snapshot.version, snapshot.ticket);
+            let session = Arc::clone(&self);
+            let analysed_uri = uri.clone();
+            let outcome =
+                tokio::task::spawn_blocking(move || session.diagnose(&analysed_uri, snapshot))
+                    .await;
+            let _guard = self.publish_lock.lock().await;
+            {
+                let Some(mut open) = self.documents.get_mut(&uri) else {
+                    return;
+                };
+                if open.runner != Some(runner) {
+                    return;
+                }
+                if open.ticket != ticket {
+                    // Stale: the document changed meanwhile. Analyse the newest text now.
+                    continue;
+                }
+                open.runner = None;
+                match &outcome {
+                    Ok(Some((_, published))) => open.published = Arc::clone(published),
+                    Ok(None) => return,
+                    Err(_) => {}
+                }
             }
-        };
-        let _guard = self.publish_lock.lock().await;
-        match self.documents.get_mut(&uri) {
-            Some(mut open) if open.ticket == ticket => open.published = Arc::new(published),
-            _ => return,
+            match outcome {
+                Ok(Some((lsp, _))) => {
+                    self.client
+                        .publish_diagnostics(uri, lsp, Some(version))
+                        .await;
+                }
+                Ok(None) => {}
+                Err(error) => self.log(
+                    MessageType::ERROR,
+                    format!("{}: analysis failed: {error}", uri.as_str()),
+                ),
+            }
+            return;
         }
-        self.client
-            .publish_diagnostics(uri, lsp, Some(version))
-            .await;
+    }
+
+    /// Analyses one snapshot and converts the result for the protocol. Blocking. `None` when
+    /// the snapshot is already stale, which spares the work.
+    fn diagnose(
+        &self,
+        uri: &Uri,
+        snapshot: Snapshot,
+    ) -> Option<(Vec<lsp::Diagnostic>, Arc<Vec<Published>>)> {
+        if !self.is_current(uri, snapshot.ticket) {
+            return None;
+        }
+        let text = snapshot.rope.to_string();
+        drop(snapshot.rope);
+        if text.len() > MAX_ANALYSED_BYTES {
+            self.log(
+                MessageType::WARNING,
+                format!(
+                    "{}: {} bytes, too large to analyse",
+                    uri.as_str(),
+                    text.len()
+                ),
+            );
+            return Some((Vec::new(), Arc::default()));
+        }
+        let path = snapshot.path.as_deref();
+        let settings = self.resolve_settings(path);
+        let report = self.check(&text, path, &settings);
+        let positions = TextPositions::new(&text);
+        let lsp = report
+            .diagnostics
+            .iter()
+            .map(|d| diagnostics::to_lsp(d, &positions, snapshot.version))
+            .collect();
+        let published = report
+            .diagnostics
+            .iter()
+            .map(|d| diagnostics::published(d, &positions))
+            .collect();
+        Some((lsp, Arc::new(published)))
     }
 
     /// Runs the analyzer on one text. Blocking.
@@ -328,63 +442,133 @@ impl Session {
         }
     }
 
+    /// The scope of each root: what its project excludes. Blocking: reads `pyproject.toml`s.
+    fn scopes_of(&self, roots: &[PathBuf]) -> Vec<Scope> {
+        roots
+            .iter()
+            .map(|root| {
+                let project = self.project(root);
+                let mut warnings = Vec::new();
+                let scope = Scope::new(root, project.as_deref(), &mut |w| warnings.push(w));
+                for warning in warnings {
+                    self.log(MessageType::WARNING, warning);
+                }
+                scope
+            })
+            .collect()
+    }
+
+    /// Whether a file lies in an excluded part of a workspace root, so the index leaves it out.
+    pub fn is_excluded(&self, path: &Path) -> bool {
+        self.scopes
+            .read()
+            .is_ok_and(|scopes| scopes.iter().any(|scope| scope.excludes(path)))
+    }
+
+    /// Whether a changed `pyproject.toml` changed what the scan excludes. Blocking.
+    pub fn scopes_changed(&self) -> bool {
+        let roots = self.roots();
+        let fresh = self.scopes_of(&roots);
+        self.scopes.read().map_or(true, |scopes| {
+            scopes.len() != fresh.len()
+                || scopes
+                    .iter()
+                    .zip(&fresh)
+                    .any(|(old, new)| !old.same_patterns(new))
+        })
+    }
+
     /// Scans `roots` (all workspace roots when `None`) and rebuilds the index, reporting
     /// progress when the client can show it. Summaries of files under other roots are kept.
+    ///
+    /// Files are read and summarised one at a time per thread and only their summaries kept,
+    /// on one thread fewer than the machine has cores, so an edit's analysis always finds a
+    /// core free while a large workspace is indexed.
     pub async fn scan(self: Arc<Self>, roots: Option<Vec<PathBuf>>) {
         let generation = self.scan_generation.fetch_add(1, Ordering::SeqCst) + 1;
         let full = roots.is_none();
         let roots = roots.unwrap_or_else(|| self.roots());
         let progress = self.begin_progress(generation).await;
+        let session = Arc::clone(&self);
         let walk_roots = roots.clone();
+        let scopes = tokio::task::spawn_blocking(move || session.scopes_of(&walk_roots))
+            .await
+            .unwrap_or_default();
+        let walked = scopes.clone();
         let files = tokio::task::spawn_blocking(move || {
-            walk_roots
+            walked
                 .iter()
-                .flat_map(|root| workspace::python_files(root))
+                .flat_map(Scope::python_files)
                 .collect::<Vec<_>>()
         })
         .await
         .unwrap_or_default();
-        let mut summaries = HashMap::with_capacity(files.len());
-        // Chunks keep the progress report moving and let a newer scan stop this one early.
-        for (done, chunk) in files.chunks(256).enumerate() {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |cores| cores.get().saturating_sub(1))
+            .max(1);
+        let pool = match rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|n| format!("pt2lsp-scan-{n}"))
+            .stack_size(super::THREAD_STACK_BYTES)
+            .build()
+        {
+            Ok(pool) => Arc::new(pool),
+            Err(error) => {
+                self.log(
+                    MessageType::ERROR,
+                    format!("cannot start the workspace scan: {error}"),
+                );
+                return;
+            }
+        };
+        let mut summaries = Vec::with_capacity(files.len());
+        for (done, chunk) in files.chunks(SCAN_CHUNK).enumerate() {
             if self.scan_generation.load(Ordering::SeqCst) != generation {
                 return;
             }
             let chunk = chunk.to_vec();
+            let pool = Arc::clone(&pool);
             let summarised = tokio::task::spawn_blocking(move || {
                 use rayon::prelude::*;
-                chunk
-                    .into_par_iter()
-                    .filter_map(|path| {
-                        workspace::summarize_file(&path).map(|summary| (path, summary))
-                    })
-                    .collect::<Vec<_>>()
+                pool.install(|| {
+                    chunk
+                        .into_par_iter()
+                        .filter_map(|path| {
+                            workspace::summarize_file(&path).map(|summary| (path, summary))
+                        })
+                        .collect::<Vec<_>>()
+                })
             })
             .await
             .unwrap_or_default();
             summaries.extend(summarised);
             if let Some(progress) = &progress {
-                let scanned = ((done + 1) * 256).min(files.len());
+                let scanned = ((done + 1) * SCAN_CHUNK).min(files.len());
                 let percentage = (scanned * 100 / files.len().max(1)) as u32;
                 progress
                     .report_with_message(format!("{scanned}/{} files", files.len()), percentage)
                     .await;
             }
         }
+        drop(pool);
         if self.scan_generation.load(Ordering::SeqCst) != generation {
             return;
         }
         let count = summaries.len();
-        if full {
-            self.summaries.clear();
-        } else {
-            self.summaries
-                .retain(|path, _| !roots.iter().any(|root| path.starts_with(root)));
+        if let (Ok(mut current), Ok(mut all)) = (self.scopes.write(), self.summaries.write()) {
+            if full {
+                *all = Summaries::default();
+                current.clear();
+            } else {
+                all.retain(|path| !roots.iter().any(|root| path.starts_with(root)));
+                current.retain(|scope| !roots.contains(&scope.root));
+            }
+            current.extend(scopes);
+            for (path, summary) in summaries {
+                all.insert(path, summary);
+            }
         }
-        for (path, summary) in summaries {
-            self.summaries.insert(path, summary);
-        }
-        self.rebuild_index();
+        Arc::clone(&self).rebuild_index().await;
         if let Some(progress) = progress {
             progress
                 .finish_with_message(format!("{count} files indexed"))
@@ -423,34 +607,42 @@ impl Session {
     /// Replaces one file's summary (drops it when `None`); true when it changed. The caller
     /// rebuilds the index once after a batch of updates.
     pub fn update_summary(&self, path: &Path, summary: Option<ModuleSummary>) -> bool {
+        let Ok(mut all) = self.summaries.write() else {
+            return false;
+        };
         match summary {
-            Some(summary) => {
-                self.summaries
-                    .insert(path.to_owned(), summary.clone())
-                    .as_ref()
-                    != Some(&summary)
-            }
-            None => self.summaries.remove(path).is_some(),
+            Some(summary) => all.insert(path.to_owned(), summary),
+            None => all.remove(path),
         }
     }
 
     pub fn forget_root(&self, root: &Path) {
-        self.summaries.retain(|path, _| !path.starts_with(root));
+        if let Ok(mut all) = self.summaries.write() {
+            all.retain(|path| !path.starts_with(root));
+        }
+        if let Ok(mut scopes) = self.scopes.write() {
+            scopes.retain(|scope| scope.root != root);
+        }
     }
 
-    pub fn rebuild_index(&self) {
-        let mut entries: Vec<(PathBuf, ModuleSummary)> = self
-            .summaries
-            .iter()
-            .map(|entry| (entry.key().clone(), entry.value().clone()))
-            .collect();
-        // Sorted, so the index does not depend on the order files were scanned in.
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let summaries: Vec<ModuleSummary> =
-            entries.into_iter().map(|(_, summary)| summary).collect();
-        let index = Arc::new(WorkspaceIndex::new(&summaries));
-        if let Ok(mut current) = self.index.write() {
-            *current = index;
+    /// Builds the index from the current summaries, off the reactor (it takes a tenth of a
+    /// second for a workspace as large as transformers), and installs it unless a rebuild that
+    /// started later got there first.
+    pub async fn rebuild_index(self: Arc<Self>) {
+        let session = Arc::clone(&self);
+        let built = tokio::task::spawn_blocking(move || {
+            let all = session.summaries.read().ok()?;
+            // Numbered under the read lock: a later number always saw at least as new a set.
+            let build = session.index_builds.fetch_add(1, Ordering::SeqCst) + 1;
+            Some((build, WorkspaceIndex::new(&all.summaries)))
+        })
+        .await;
+        if let Ok(Some((build, index))) = built {
+            if let Ok(mut current) = self.index.write() {
+                if build > current.0 {
+                    *current = (build, Arc::new(index));
+                }
+            }
         }
     }
 }

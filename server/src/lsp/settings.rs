@@ -1,124 +1,87 @@
 //! Settings: the editor's (`initializationOptions`, `didChangeConfiguration`) over the project's
 //! (`[tool.pt2lsp]` in the nearest `pyproject.toml` that has one).
 //!
-//! Both sources use the same keys with the same meanings, so both are read by one parser from a
-//! JSON value; a TOML table converts to one losslessly for these keys. A bad value is reported
-//! and skipped: a typo in one key must not throw the others away.
+//! Both sources use the same keys with the same meanings and are read by the one reader the CLI
+//! uses too ([`config::from_table`]); the editor's JSON is turned into a TOML table first. The
+//! server's policy for a bad value is to report it and skip the key: a typo in one key must not
+//! throw the others away.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use dashmap::DashMap;
 use pt2lsp_analyzer::{RuleSelector, Settings};
 use serde_json::Value;
 
-/// Whether the tracer runs the real exporter, and when.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TraceMode {
-    OnSave,
-    Off,
-}
+use crate::cli::config::{self, Config, TraceMode};
 
-impl TraceMode {
-    fn as_str(self) -> &'static str {
-        match self {
-            TraceMode::OnSave => "on-save",
-            TraceMode::Off => "off",
+/// Reads the editor's settings, either at the top level of `value` or under `pt2lsp` (VS Code
+/// nests a section's settings under its name). Returns them and the warnings to show.
+pub fn from_editor(value: &Value) -> (Config, Vec<String>) {
+    let object = match value.get("pt2lsp").unwrap_or(value) {
+        Value::Object(object) => object,
+        Value::Null => return (Config::default(), Vec::new()),
+        _ => {
+            return (
+                Config::default(),
+                vec!["editor settings must be an object; ignoring them".to_owned()],
+            );
         }
-    }
-}
-
-/// One layer of settings; `None` leaves a key to the layer below.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Options {
-    pub python: Option<String>,
-    pub trace: Option<TraceMode>,
-    pub strict: Option<bool>,
-    pub timeout: Option<f64>,
-    pub select: Option<Vec<String>>,
-    pub ignore: Option<Vec<String>>,
-}
-
-impl Options {
-    /// Reads the keys pt2lsp knows from an object, either at its top level or under `pt2lsp`
-    /// (VS Code nests a section's settings under its name). Returns the warnings to show.
-    pub fn from_json(value: &Value) -> (Self, Vec<String>) {
-        let mut warnings = Vec::new();
-        let object = match value.get("pt2lsp").unwrap_or(value) {
-            Value::Object(object) => object,
-            Value::Null => return (Self::default(), warnings),
-            _ => {
-                warnings.push("settings must be an object; ignoring them".to_owned());
-                return (Self::default(), warnings);
+    };
+    let mut table = toml::Table::new();
+    let mut warnings = Vec::new();
+    for (key, value) in object {
+        // Editors send `null` for a setting the user left unset.
+        if value.is_null() {
+            continue;
+        }
+        match to_toml(value) {
+            Some(value) => {
+                table.insert(key.clone(), value);
             }
-        };
-        let mut warn = |key: &str, expected: &str| {
-            warnings.push(format!("ignoring setting `{key}`: expected {expected}"));
-        };
-        let mut options = Self::default();
-        for (key, value) in object {
-            match key.as_str() {
-                "python" => match value.as_str() {
-                    Some(python) if !python.is_empty() => options.python = Some(python.to_owned()),
-                    _ => warn(key, "a path to a Python interpreter"),
-                },
-                "trace" => match value.as_str() {
-                    Some("on-save") => options.trace = Some(TraceMode::OnSave),
-                    Some("off") => options.trace = Some(TraceMode::Off),
-                    _ => warn(key, "\"on-save\" or \"off\""),
-                },
-                "strict" => match value.as_bool() {
-                    Some(strict) => options.strict = Some(strict),
-                    None => warn(key, "true or false"),
-                },
-                "timeout" => match value.as_f64() {
-                    Some(seconds) if seconds > 0.0 && seconds.is_finite() => {
-                        options.timeout = Some(seconds);
-                    }
-                    _ => warn(key, "a positive number of seconds"),
-                },
-                "select" | "ignore" => {
-                    let codes = value.as_array().and_then(|items| {
-                        items
-                            .iter()
-                            .map(|item| item.as_str().map(str::to_owned))
-                            .collect::<Option<Vec<_>>>()
-                    });
-                    match codes {
-                        Some(codes) if key == "select" => options.select = Some(codes),
-                        Some(codes) => options.ignore = Some(codes),
-                        None => warn(key, "a list of rule codes such as [\"PT1\"]"),
-                    }
-                }
-                // Entrypoints and keys of later versions belong to other readers.
-                _ => {}
-            }
-        }
-        (options, warnings)
-    }
-
-    /// Reads `[tool.pt2lsp]` from a `pyproject.toml`'s text; `Ok(None)` when it has no such table.
-    pub fn from_pyproject(text: &str) -> Result<Option<(Self, Vec<String>)>, String> {
-        let document: toml::Table =
-            toml::from_str(text).map_err(|error| error.message().to_owned())?;
-        let Some(table) = document.get("tool").and_then(|tool| tool.get("pt2lsp")) else {
-            return Ok(None);
-        };
-        let value = serde_json::to_value(table).map_err(|error| error.to_string())?;
-        Ok(Some(Self::from_json(&value)))
-    }
-
-    /// This layer, with unset keys taken from `fallback`.
-    #[must_use]
-    pub fn or(&self, fallback: &Options) -> Options {
-        Options {
-            python: self.python.clone().or_else(|| fallback.python.clone()),
-            trace: self.trace.or(fallback.trace),
-            strict: self.strict.or(fallback.strict),
-            timeout: self.timeout.or(fallback.timeout),
-            select: self.select.clone().or_else(|| fallback.select.clone()),
-            ignore: self.ignore.clone().or_else(|| fallback.ignore.clone()),
+            None => warnings.push(format!(
+                "editor settings: pt2lsp.{key}: contains null; ignoring it"
+            )),
         }
     }
+    let config = config::from_table(&table, None);
+    warnings.extend(skipped(&config));
+    (config, warnings)
+}
+
+/// The warnings of one settings source, bad values included: the server skips those.
+fn skipped(config: &Config) -> impl Iterator<Item = String> + '_ {
+    config.warnings.iter().cloned().chain(
+        config
+            .errors
+            .iter()
+            .map(|error| format!("{error}; ignoring it")),
+    )
+}
+
+/// A JSON value as TOML; `None` when it holds a `null`, which TOML cannot say. Object members
+/// that are `null` are left out, as unset.
+fn to_toml(value: &Value) -> Option<toml::Value> {
+    Some(match value {
+        Value::Null => return None,
+        Value::Bool(flag) => toml::Value::Boolean(*flag),
+        Value::Number(number) => match number.as_i64() {
+            Some(integer) => toml::Value::Integer(integer),
+            None => toml::Value::Float(number.as_f64()?),
+        },
+        Value::String(text) => toml::Value::String(text.clone()),
+        Value::Array(items) => {
+            toml::Value::Array(items.iter().map(to_toml).collect::<Option<Vec<_>>>()?)
+        }
+        Value::Object(object) => toml::Value::Table(
+            object
+                .iter()
+                .filter(|(_, value)| !value.is_null())
+                .map(|(key, value)| Some((key.clone(), to_toml(value)?)))
+                .collect::<Option<toml::Table>>()?,
+        ),
+    })
 }
 
 /// The settings one file is analysed with.
@@ -136,7 +99,7 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    pub fn new(options: &Options) -> Self {
+    pub fn new(options: &Config) -> Self {
         let mut unknown_selectors = Vec::new();
         let mut parse = |codes: &[String]| {
             codes
@@ -208,42 +171,34 @@ impl Resolved {
 #[derive(Debug, Clone)]
 pub struct Project {
     pub pyproject: PathBuf,
-    pub options: Options,
+    pub options: Config,
 }
 
-/// Finds the project a file belongs to: the nearest `pyproject.toml` above it with a
+/// Finds the project a file belongs to: the nearest `pyproject.toml` at or above `dir` with a
 /// `[tool.pt2lsp]` table. `cache` remembers the answer per directory; it is cleared whenever a
-/// `pyproject.toml` changes. Unreadable or invalid files are reported through `warn`.
+/// `pyproject.toml` changes. Unreadable or invalid files are reported through `warn` and passed
+/// over, as are bad values in a good file.
 pub fn find_project(
     dir: &Path,
-    cache: &dashmap::DashMap<PathBuf, Option<std::sync::Arc<Project>>>,
+    cache: &DashMap<PathBuf, Option<Arc<Project>>>,
     warn: &mut dyn FnMut(String),
-) -> Option<std::sync::Arc<Project>> {
+) -> Option<Arc<Project>> {
     if let Some(found) = cache.get(dir) {
         return found.clone();
     }
-    let candidate = dir.join("pyproject.toml");
-    let here = match std::fs::read_to_string(&candidate) {
-        Ok(text) => match Options::from_pyproject(&text) {
-            Ok(Some((options, warnings))) => {
-                for warning in warnings {
-                    warn(format!("{}: {warning}", candidate.display()));
-                }
-                Some(std::sync::Arc::new(Project {
-                    pyproject: candidate,
-                    options,
-                }))
-            }
-            Ok(None) => None,
-            Err(error) => {
-                warn(format!(
-                    "{}: invalid TOML, ignoring it: {error}",
-                    candidate.display()
-                ));
-                None
-            }
-        },
-        Err(_) => None,
+    let here = match config::in_directory(dir) {
+        Ok(Some(options)) => {
+            skipped(&options).for_each(&mut *warn);
+            Some(Arc::new(Project {
+                pyproject: dir.join("pyproject.toml"),
+                options,
+            }))
+        }
+        Ok(None) => None,
+        Err(error) => {
+            warn(format!("{error:#}; ignoring it"));
+            None
+        }
     };
     let found = here.or_else(|| {
         dir.parent()
@@ -261,16 +216,21 @@ mod tests {
 
     #[test]
     fn editor_settings_override_the_project_and_bad_values_are_skipped() {
-        let (editor, warnings) = Options::from_json(
-            &json!({"pt2lsp": {"strict": true, "trace": "sometimes", "ignore": ["PT2"]}}),
+        let (editor, warnings) = from_editor(
+            &json!({"pt2lsp": {"strict": true, "trace": "sometimes", "ignore": ["PT2"], "python": null}}),
         );
         assert_eq!(warnings.len(), 1, "{warnings:?}");
-        let (project, _) = Options::from_pyproject(
+        assert!(warnings[0].contains("pt2lsp.trace"), "{warnings:?}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("pyproject.toml"),
             "[tool.pt2lsp]\nstrict = false\ntimeout = 30\nselect = [\"PT1\", \"E501\"]\n",
         )
-        .unwrap()
         .unwrap();
-        let resolved = Resolved::new(&editor.or(&project));
+        let cache = DashMap::new();
+        let project = find_project(&dir.path().join("src"), &cache, &mut |w| panic!("{w}"))
+            .expect("the project above");
+        let resolved = Resolved::new(&editor.or(&project.options));
         assert!(resolved.analyzer.strict);
         assert!((resolved.timeout_seconds - 30.0).abs() < f64::EPSILON);
         assert_eq!(resolved.analyzer.select.len(), 1);
@@ -279,11 +239,22 @@ mod tests {
     }
 
     #[test]
-    fn pyproject_without_the_table_is_no_project() {
-        assert_eq!(
-            Options::from_pyproject("[tool.ruff]\nline-length = 100\n"),
-            Ok(None)
-        );
-        assert!(Options::from_pyproject("[tool.pt2lsp\n").is_err());
+    fn pyproject_without_the_table_is_no_project_and_broken_ones_warn() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner = dir.path().join("inner");
+        std::fs::create_dir(&inner).unwrap();
+        std::fs::write(
+            inner.join("pyproject.toml"),
+            "[tool.ruff]\nline-length = 100\n",
+        )
+        .unwrap();
+        let cache = DashMap::new();
+        let mut warnings = Vec::new();
+        assert!(find_project(&inner, &cache, &mut |w| warnings.push(w)).is_none());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        std::fs::write(inner.join("pyproject.toml"), "[tool.pt2lsp\n").unwrap();
+        let cache = DashMap::new();
+        assert!(find_project(&inner, &cache, &mut |w| warnings.push(w)).is_none());
+        assert!(warnings[0].contains("not valid TOML"), "{warnings:?}");
     }
 }

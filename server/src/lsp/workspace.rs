@@ -1,11 +1,17 @@
 //! The workspace's Python files: discovery, dotted module names and summaries for the index.
 //!
-//! The CLI has its own walker; this one stays inside `lsp/` so the server can be built and
-//! tested on its own, and it only needs the small part of that job the index needs.
+//! Which files count is decided as `pt2lsp check` decides it: `.gitignore` and hidden files are
+//! skipped, and so are the CLI's default excludes and the `exclude` patterns of the root's
+//! project, matched by the CLI's own matcher ([`Exclude`]). Module names are computed here, so
+//! the server can name the module of an unsaved or excluded file it has open.
 
 use std::path::{Path, PathBuf};
 
 use pt2lsp_analyzer::{ModuleSummary, summarize};
+
+use crate::cli::walk::{DEFAULT_EXCLUDE, Exclude};
+
+use super::settings::Project;
 
 /// Files larger than this are not summarised: no hand-written model file is this big, and a
 /// generated one would only slow the scan down.
@@ -56,21 +62,76 @@ pub fn is_python(path: &Path) -> bool {
         .is_some_and(|ext| ext == "py" || ext == "pyi")
 }
 
-/// Every Python file under `root`, honouring `.gitignore` and hidden directories as git does.
-pub fn python_files(root: &Path) -> Vec<PathBuf> {
-    ignore::WalkBuilder::new(root)
-        .build()
-        .filter_map(|entry| match entry {
-            Ok(entry) => Some(entry),
-            Err(error) => {
-                super::log_stderr(&format!("workspace scan: {error}"));
-                None
-            }
-        })
-        .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
-        .map(ignore::DirEntry::into_path)
-        .filter(|path| is_python(path))
-        .collect()
+/// One workspace root and what its project excludes from the index.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub root: PathBuf,
+    /// The patterns and the directory they are anchored at, to tell whether a change to a
+    /// `pyproject.toml` changed the scope.
+    patterns: (Vec<String>, PathBuf),
+    exclude: Exclude,
+}
+
+impl Scope {
+    /// The scope of `root` under its project's settings (the nearest `[tool.pt2lsp]` at or above
+    /// it, as the CLI finds it); bad patterns are reported through `warn` and left out.
+    pub fn new(root: &Path, project: Option<&Project>, warn: &mut dyn FnMut(String)) -> Self {
+        let anchor = project
+            .and_then(|project| project.pyproject.parent())
+            .unwrap_or(root)
+            .to_path_buf();
+        let defaults: Vec<String> = DEFAULT_EXCLUDE.iter().map(|&p| p.to_owned()).collect();
+        let mut patterns = defaults.clone();
+        if let Some(project) = project {
+            patterns.extend(project.options.exclude.iter().cloned());
+        }
+        let exclude = Exclude::new(&patterns, &anchor).unwrap_or_else(|error| {
+            warn(format!(
+                "{error:#}; indexing without the project's excludes"
+            ));
+            patterns.clone_from(&defaults);
+            Exclude::new(&defaults, &anchor).expect("the default excludes are valid globs")
+        });
+        Self {
+            root: root.to_path_buf(),
+            patterns: (patterns, anchor),
+            exclude,
+        }
+    }
+
+    pub fn same_patterns(&self, other: &Scope) -> bool {
+        self.root == other.root && self.patterns == other.patterns
+    }
+
+    /// Whether `path` lies under this root in an excluded file or directory.
+    pub fn excludes(&self, path: &Path) -> bool {
+        path.starts_with(&self.root)
+            && path
+                .ancestors()
+                .take_while(|ancestor| *ancestor != self.root)
+                .any(|ancestor| self.exclude.is_excluded(ancestor))
+    }
+
+    /// Every Python file under the root that is not excluded.
+    pub fn python_files(&self) -> Vec<PathBuf> {
+        let exclude = self.exclude.clone();
+        ignore::WalkBuilder::new(&self.root)
+            // As in the CLI: a checkout without `.git` still says what is not source.
+            .require_git(false)
+            .filter_entry(move |entry| !exclude.is_excluded(entry.path()))
+            .build()
+            .filter_map(|entry| match entry {
+                Ok(entry) => Some(entry),
+                Err(error) => {
+                    super::log_stderr(&format!("workspace scan: {error}"));
+                    None
+                }
+            })
+            .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
+            .map(ignore::DirEntry::into_path)
+            .filter(|path| is_python(path))
+            .collect()
+    }
 }
 
 /// Reads and summarises one file; `None` (with a line on stderr) for files that cannot be read,
@@ -119,5 +180,46 @@ mod tests {
             Some(("train".to_owned(), false))
         );
         assert_eq!(place(&dir.path().join("my-script.py")), None);
+    }
+
+    #[test]
+    fn scopes_skip_default_and_project_excludes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for file in [
+            "a.py",
+            "venv/lib.py",
+            "gen/x.py",
+            "src/gen/y.py",
+            "src/models/legacy_1.py",
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+        let project = Project {
+            pyproject: root.join("pyproject.toml"),
+            options: crate::cli::config::Config {
+                exclude: vec!["gen/*".to_owned(), "src/models/legacy_*.py".to_owned()],
+                ..Default::default()
+            },
+        };
+        let scope = Scope::new(root, Some(&project), &mut |w| panic!("{w}"));
+        let mut files: Vec<_> = scope
+            .python_files()
+            .iter()
+            .map(|path| {
+                path.strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        files.sort();
+        assert_eq!(files, ["a.py", "src/gen/y.py"]);
+        assert!(scope.excludes(&root.join("venv/lib.py")));
+        assert!(scope.excludes(&root.join("src/models/legacy_1.py")));
+        assert!(!scope.excludes(&root.join("src/gen/y.py")));
+        assert!(!scope.excludes(Path::new("/elsewhere/venv/x.py")));
     }
 }

@@ -170,6 +170,39 @@ impl TestClient {
             .unwrap_or_default()
     }
 
+    /// The versions of every publication for `uri`, in arrival order, up to and including the
+    /// first one at `version`. That one and later ones stay for the next call.
+    pub async fn published_versions(&mut self, uri: &str, version: i32) -> Vec<Option<i64>> {
+        let is_publication = |message: &Value| {
+            message["method"] == "textDocument/publishDiagnostics"
+                && message["params"]["uri"] == uri
+        };
+        let is_target =
+            |message: &Value| is_publication(message) && message["params"]["version"] == version;
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        while !self.backlog.iter().any(is_target) {
+            match tokio::time::timeout_at(deadline, self.incoming.recv()).await {
+                Ok(Some(message)) => self.backlog.push(message),
+                Ok(None) => panic!("the server closed its output; seen: {:#?}", self.backlog),
+                Err(elapsed) => panic!("{elapsed}; messages seen: {:#?}", self.backlog),
+            }
+        }
+        let end = self.backlog.iter().position(is_target).unwrap_or_default();
+        let mut versions = Vec::new();
+        let rest = self.backlog.split_off(end);
+        self.backlog.retain(|message| {
+            if is_publication(message) {
+                versions.push(message["params"]["version"].as_i64());
+                false
+            } else {
+                true
+            }
+        });
+        self.backlog.extend(rest);
+        versions.push(Some(i64::from(version)));
+        versions
+    }
+
     /// Waits until a publication for `uri` at `version` has exactly the rule codes `expected`;
     /// for changes that re-publish a version (settings, index), whose order against other
     /// re-publications the test cannot know.

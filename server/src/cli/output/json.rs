@@ -18,10 +18,13 @@ struct JsonDiagnostic<'a> {
     name: &'static str,
     severity: Severity,
     message: &'a str,
-    /// `static` for this checker; the tracer's findings will say `tracer`.
+    /// `static` for the static analysis, `trace` for the tracer's findings (`--trace`).
     source: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<JsonFix<'a>>,
+    /// The tracer's extra data: `suggested_fixes` for `dynamic_shapes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -81,8 +84,9 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
                 name: diagnostic.rule.name(),
                 severity: diagnostic.severity,
                 message: &diagnostic.message,
-                source: "static",
+                source: diagnostic.source.as_str(),
                 fix,
+                data: diagnostic.data.as_ref(),
             });
         }
     }

@@ -36,7 +36,53 @@ pub struct FileReport {
     pub text: String,
     pub line_index: LineIndex,
     /// Sorted by position.
-    pub diagnostics: Vec<Diagnostic>,
+    pub diagnostics: Vec<Reported>,
+}
+
+/// Which pass found a diagnostic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The static analysis, from the source alone.
+    Static,
+    /// The tracer, from running the real exporter (`--trace`).
+    Trace,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Static => "static",
+            Source::Trace => "trace",
+        }
+    }
+}
+
+/// A diagnostic as reported: what was found, by which pass, with the pass's extra data (the
+/// tracer's suggested `dynamic_shapes` fixes). Derefs to the diagnostic, so renderers read
+/// `reported.rule` and `reported.range` directly.
+#[derive(Debug, Clone)]
+pub struct Reported {
+    pub diagnostic: Diagnostic,
+    pub source: Source,
+    pub data: Option<serde_json::Value>,
+}
+
+impl Reported {
+    pub fn found_statically(diagnostic: Diagnostic) -> Self {
+        Self {
+            diagnostic,
+            source: Source::Static,
+            data: None,
+        }
+    }
+}
+
+impl std::ops::Deref for Reported {
+    type Target = Diagnostic;
+
+    fn deref(&self) -> &Diagnostic {
+        &self.diagnostic
+    }
 }
 
 /// A 1-based line and a 1-based column counted in characters.
@@ -53,7 +99,10 @@ impl FileReport {
             path,
             text,
             line_index,
-            diagnostics,
+            diagnostics: diagnostics
+                .into_iter()
+                .map(Reported::found_statically)
+                .collect(),
         }
     }
 

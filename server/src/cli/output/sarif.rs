@@ -119,6 +119,12 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
                     }
                 }],
             });
+            if diagnostic.source != super::Source::Static {
+                result["properties"] = json!({ "source": diagnostic.source.as_str() });
+                if let Some(data) = &diagnostic.data {
+                    result["properties"]["data"] = data.clone();
+                }
+            }
             if let Some(fix) = &diagnostic.fix {
                 let replacements: Vec<Value> = fix
                     .edits

@@ -1,4 +1,4 @@
-//! `textDocument/didChange`: apply the edits now, analyse after a short pause in typing.
+//! `textDocument/didChange`: apply the edits now and ask for an analysis of the new text.
 //!
 //! The edits are applied before this handler could ever await: tower-lsp may run the next
 //! notification's handler as soon as this one yields, and edits must land in order.
@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tower_lsp_server::ls_types::DidChangeTextDocumentParams;
 
-use crate::lsp::session::{DEBOUNCE, Session};
+use crate::lsp::session::Session;
 
 pub fn did_change(session: &Arc<Session>, params: DidChangeTextDocumentParams) {
     let uri = params.text_document.uri;
@@ -22,5 +22,5 @@ pub fn did_change(session: &Arc<Session>, params: DidChangeTextDocumentParams) {
         .apply_changes(&params.content_changes, params.text_document.version);
     // The entry's lock must go before scheduling, which takes it again.
     drop(open);
-    session.schedule(uri, DEBOUNCE);
+    session.schedule(uri);
 }

@@ -1,7 +1,8 @@
 //! `workspace/didChangeWatchedFiles`: keep the index in step with files changed on disk.
 //!
 //! A changed `pyproject.toml` may change any file's settings, so every open document is
-//! re-analysed; a changed Python file only matters when its summary changed.
+//! re-analysed, and the workspace is scanned again if it changed what is excluded. A changed
+//! Python file only matters when its summary changed, and never in an excluded directory.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -36,6 +37,9 @@ pub fn did_change_watched_files(session: &Arc<Session>, params: DidChangeWatched
         let index_changed = tokio::task::spawn_blocking(move || {
             let mut changed = false;
             for (path, deleted) in python {
+                if summary_session.is_excluded(&path) {
+                    continue;
+                }
                 let summary = if deleted {
                     None
                 } else {
@@ -47,8 +51,20 @@ pub fn did_change_watched_files(session: &Arc<Session>, params: DidChangeWatched
         })
         .await
         .unwrap_or(false);
+        if pyproject_changed {
+            let scopes_session = Arc::clone(&session);
+            let rescan = tokio::task::spawn_blocking(move || scopes_session.scopes_changed())
+                .await
+                .unwrap_or(false);
+            if rescan {
+                // The scan rebuilds the index and re-analyses every open document at its end.
+                session.schedule_all();
+                session.scan(None).await;
+                return;
+            }
+        }
         if index_changed {
-            session.rebuild_index();
+            Arc::clone(&session).rebuild_index().await;
         }
         if index_changed || pyproject_changed {
             session.schedule_all();

@@ -32,7 +32,7 @@ pub fn did_change_workspace_folders(
     let session = Arc::clone(session);
     tokio::spawn(async move {
         if added.is_empty() {
-            session.rebuild_index();
+            Arc::clone(&session).rebuild_index().await;
             session.schedule_all();
         } else {
             session.scan(Some(added)).await;

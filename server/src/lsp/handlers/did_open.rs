@@ -1,7 +1,6 @@
 //! `textDocument/didOpen`: start tracking the document and analyse it at once.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tower_lsp_server::ls_types::DidOpenTextDocumentParams;
 
@@ -10,5 +9,5 @@ use crate::lsp::session::Session;
 pub fn did_open(session: &Arc<Session>, params: DidOpenTextDocumentParams) {
     let document = params.text_document;
     session.open(document.uri.clone(), &document.text, document.version);
-    session.schedule(document.uri, Duration::ZERO);
+    session.schedule(document.uri);
 }

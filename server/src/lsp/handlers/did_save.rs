@@ -20,6 +20,9 @@ pub fn did_save(session: &Arc<Session>, params: &DidSaveTextDocumentParams) {
     let Some(place) = workspace::module_place(&path).filter(|_| workspace::is_python(&path)) else {
         return;
     };
+    if session.is_excluded(&path) {
+        return;
+    }
     let session = Arc::clone(session);
     tokio::spawn(async move {
         let summary_session = Arc::clone(&session);
@@ -30,7 +33,7 @@ pub fn did_save(session: &Arc<Session>, params: &DidSaveTextDocumentParams) {
         .await
         .unwrap_or(false);
         if changed {
-            session.rebuild_index();
+            Arc::clone(&session).rebuild_index().await;
             session.schedule_all();
         }
     });

@@ -1,0 +1,277 @@
+//! Tracing a set of files at once, for `pt2lsp check --trace`: find the entrypoints, run them on
+//! one worker with as many children as there are cores, report progress, collect diagnostics.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::diagnostics::{self, Anchor, TraceDiagnostic};
+use super::entrypoint;
+use super::manager::{JobId, Tracer, TracerOptions};
+use super::protocol::{EntrypointSpec, JobSpec};
+use super::worker::StartError;
+
+/// A file that may hold an entrypoint.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    /// Absolute.
+    pub path: &'a Path,
+    pub text: &'a str,
+}
+
+/// What every job of the batch shares.
+#[derive(Debug, Clone)]
+pub struct BatchOptions {
+    /// The project root: its files are the user's, and it goes on `sys.path`.
+    pub root: PathBuf,
+    pub cwd: PathBuf,
+    pub strict: bool,
+    pub timeout: Duration,
+    pub memory_limit_mb: Option<u64>,
+    /// `[[tool.pt2lsp.entrypoints]]`.
+    pub entrypoints: Vec<EntrypointSpec>,
+}
+
+/// One job to run and where its own problems go.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedJob {
+    pub spec: JobSpec,
+    pub anchor: Anchor,
+    /// Shown in the progress line.
+    pub label: String,
+}
+
+/// Problems found before anything ran (a configured entrypoint whose module is missing).
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub jobs: Vec<PlannedJob>,
+    pub warnings: Vec<String>,
+}
+
+/// The jobs for `files`: one per ExportDB-convention file, one per configured entrypoint whose
+/// `model` module is among them.
+pub fn plan(files: &[Candidate<'_>], options: &BatchOptions) -> Plan {
+    let mut plan = Plan::default();
+    let spec = |file: &Path, entrypoint: Option<EntrypointSpec>| JobSpec {
+        file: file.to_path_buf(),
+        roots: vec![options.root.clone()],
+        cwd: options.cwd.clone(),
+        entrypoint,
+        strict: options.strict,
+        timeout: options.timeout.as_secs_f64(),
+        memory_limit_mb: options.memory_limit_mb,
+    };
+    let by_path: HashMap<PathBuf, &Candidate<'_>> = files
+        .iter()
+        .map(|file| (diagnostics::normalized(file.path), file))
+        .collect();
+    for file in files {
+        if let Some(line) = entrypoint::convention_anchor(file.text) {
+            plan.jobs.push(PlannedJob {
+                spec: spec(file.path, None),
+                anchor: Anchor {
+                    file: file.path.to_path_buf(),
+                    line,
+                },
+                label: file.path.display().to_string(),
+            });
+        }
+    }
+    for entry in &options.entrypoints {
+        let name = entry.name.clone().unwrap_or_else(|| entry.model.clone());
+        let Some(module) = entrypoint::module_file(&entry.model, &options.root) else {
+            plan.warnings.push(format!(
+                "entrypoint `{name}`: cannot find the module of `{}` under {}",
+                entry.model,
+                options.root.display()
+            ));
+            continue;
+        };
+        let Some(file) = by_path.get(&diagnostics::normalized(&module)) else {
+            continue; // Not among the files checked this time.
+        };
+        let line = entrypoint::reference_attribute(&entry.model)
+            .and_then(|attribute| {
+                entrypoint::module_bindings(file.text, &[attribute])
+                    .first()
+                    .map(|(_, line)| *line)
+            })
+            .unwrap_or(1);
+        plan.jobs.push(PlannedJob {
+            spec: spec(file.path, Some(entry.clone())),
+            anchor: Anchor {
+                file: file.path.to_path_buf(),
+                line,
+            },
+            label: format!("{} ({name})", file.path.display()),
+        });
+    }
+    plan
+}
+
+/// How the batch went, for the summary and for measurements.
+#[derive(Debug, Default)]
+pub struct BatchReport {
+    pub diagnostics: Vec<TraceDiagnostic>,
+    /// Seconds each job took in its process, by label.
+    pub timings: Vec<(String, f64)>,
+}
+
+/// Runs every job on one worker and returns the diagnostics, deduplicated by (code, file,
+/// line). Fails only when no worker can be started at all.
+pub fn run(
+    jobs: &[PlannedJob],
+    options: TracerOptions,
+    progress: bool,
+) -> Result<BatchReport, StartError> {
+    let mut report = BatchReport::default();
+    if jobs.is_empty() {
+        return Ok(report);
+    }
+    let mut progress = Progress::new(progress && std::io::stderr().is_terminal(), jobs.len());
+    progress.show("starting the tracer");
+    let (tracer, completed) = match Tracer::start(options) {
+        Ok(started) => started,
+        Err(error) => {
+            progress.clear();
+            return Err(error);
+        }
+    };
+    let mut pending: HashMap<JobId, &PlannedJob> = jobs
+        .iter()
+        .map(|job| (tracer.submit(job.spec.clone()), job))
+        .collect();
+    while !pending.is_empty() {
+        let Ok(done) = completed.recv() else { break };
+        let Some(job) = pending.remove(&done.id) else {
+            continue;
+        };
+        progress.advance(&job.label);
+        if let Some(elapsed) = done.result.elapsed {
+            report.timings.push((job.label.clone(), elapsed));
+        }
+        report
+            .diagnostics
+            .extend(diagnostics::from_result(&done.result, &job.anchor));
+    }
+    drop(tracer);
+    progress.clear();
+    if std::env::var_os("PT2LSP_TRACE_TIMINGS").is_some() {
+        // For measurements (bench/): seconds per job, fork to result, on stderr.
+        let mut err = std::io::stderr().lock();
+        for (label, seconds) in &report.timings {
+            let _ = writeln!(err, "trace-timing {seconds:.3} {label}");
+        }
+    }
+    diagnostics::dedup(&mut report.diagnostics);
+    Ok(report)
+}
+
+/// `tracing 3/12 models/encoder.py` on one terminal line, rewritten in place.
+struct Progress {
+    enabled: bool,
+    done: usize,
+    total: usize,
+}
+
+impl Progress {
+    fn new(enabled: bool, total: usize) -> Self {
+        Self {
+            enabled,
+            done: 0,
+            total,
+        }
+    }
+
+    fn show(&self, what: &str) {
+        if self.enabled {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2Ktracing {}/{} {what}", self.done, self.total);
+            let _ = err.flush();
+        }
+    }
+
+    fn advance(&mut self, label: &str) {
+        self.done += 1;
+        self.show(label);
+    }
+
+    fn clear(&self) {
+        if self.enabled {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_convention_files_and_configured_entrypoints() {
+        let root = tempfile::tempdir().unwrap();
+        let models = root.path().join("models");
+        std::fs::create_dir_all(&models).unwrap();
+        let encoder = models.join("encoder.py");
+        let encoder_text = "import torch\n\ndef build():\n    return torch.nn.Linear(2, 2)\n";
+        std::fs::write(&encoder, encoder_text).unwrap();
+        let convention = root.path().join("m.py");
+        let convention_text = "model = M()\nexample_args = ()\n";
+        let other = root.path().join("p.py");
+        let options = BatchOptions {
+            root: root.path().to_path_buf(),
+            cwd: root.path().to_path_buf(),
+            strict: false,
+            timeout: Duration::from_secs(7),
+            memory_limit_mb: None,
+            entrypoints: vec![
+                EntrypointSpec {
+                    name: Some("encoder".to_owned()),
+                    model: "models.encoder:build()".to_owned(),
+                    example_args: Some("models.encoder:ARGS".to_owned()),
+                    example_kwargs: None,
+                    dynamic_shapes: None,
+                    strict: None,
+                },
+                EntrypointSpec {
+                    name: None,
+                    model: "models.gone:build()".to_owned(),
+                    example_args: None,
+                    example_kwargs: None,
+                    dynamic_shapes: None,
+                    strict: None,
+                },
+            ],
+        };
+        let files = [
+            Candidate {
+                path: &convention,
+                text: convention_text,
+            },
+            Candidate {
+                path: &other,
+                text: "x = 1\n",
+            },
+            Candidate {
+                path: &encoder,
+                text: encoder_text,
+            },
+        ];
+        let plan = plan(&files, &options);
+        assert_eq!(plan.jobs.len(), 2, "{plan:?}");
+        assert_eq!(plan.jobs[0].anchor.line, 1);
+        assert!(plan.jobs[0].spec.entrypoint.is_none());
+        assert!((plan.jobs[0].spec.timeout - 7.0).abs() < f64::EPSILON);
+        assert_eq!(plan.jobs[1].anchor.file, encoder);
+        assert_eq!(plan.jobs[1].anchor.line, 3);
+        assert_eq!(plan.warnings.len(), 1);
+        assert!(
+            plan.warnings[0].contains("models.gone"),
+            "{:?}",
+            plan.warnings
+        );
+    }
+}

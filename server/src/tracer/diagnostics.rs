@@ -1,0 +1,293 @@
+//! From a job's result to diagnostics: the worker's findings, and PT502 for a job that timed
+//! out, crashed or ran out of memory, placed on the entrypoint's `model` line.
+
+use std::path::{Path, PathBuf};
+
+use pt2lsp_analyzer::{Diagnostic, LineIndex, Rule, Severity, TextRange, TextSize};
+use serde_json::{Value, json};
+
+use super::protocol::{Finding, JobResult, Status, SuggestedFix};
+
+/// One problem the tracer found, in a file, before it is matched to that file's text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceDiagnostic {
+    pub file: PathBuf,
+    pub rule: Rule,
+    pub message: String,
+    /// 1-based.
+    pub line: u32,
+    /// 0-based, in UTF-8 bytes; `None` when only the line is known.
+    pub column: Option<u32>,
+    pub end_line: Option<u32>,
+    pub end_column: Option<u32>,
+    /// Structured `Suggested fixes:` of a constraint violation, for a later code action.
+    pub fixes: Vec<SuggestedFix>,
+}
+
+impl TraceDiagnostic {
+    /// The byte range in `text`: the columns the exporter gave, else the line's code (from its
+    /// first non-blank character to its end).
+    pub fn range(&self, text: &str, index: &LineIndex) -> TextRange {
+        let line_span = |line: u32| {
+            let start = index.line_start(line.saturating_sub(1), text).to_usize();
+            let end = index.line_start(line, text).to_usize().max(start);
+            let content = text[start..end].trim_end_matches(['\n', '\r']);
+            (start, start + content.len())
+        };
+        let (line_start, line_end) = line_span(self.line);
+        let content = &text[line_start..line_end];
+        let indent = content.len() - content.trim_start().len();
+        let clamp = |offset: usize, low: usize, high: usize| {
+            let mut offset = offset.clamp(low, high);
+            while !text.is_char_boundary(offset) {
+                offset -= 1;
+            }
+            offset
+        };
+        let start = match self.column {
+            Some(column) => clamp(line_start + column as usize, line_start, line_end),
+            None => line_start + indent,
+        };
+        let end = match (self.end_line, self.end_column, self.column) {
+            (Some(end_line), Some(end_column), Some(_)) if end_line >= self.line => {
+                let (end_start, end_end) = line_span(end_line);
+                clamp(end_start + end_column as usize, end_start, end_end)
+            }
+            _ => line_start + code_end(content),
+        };
+        let end = end.max(start);
+        TextRange::new(TextSize::new(start as u32), TextSize::new(end as u32))
+    }
+
+    /// The analyzer's diagnostic for this finding in `text`. Every tracer finding is an error:
+    /// the real exporter failed.
+    pub fn to_diagnostic(&self, text: &str, index: &LineIndex) -> Diagnostic {
+        Diagnostic {
+            rule: self.rule,
+            severity: Severity::Error,
+            message: self.message.clone(),
+            range: self.range(text, index),
+            fix: None,
+        }
+    }
+
+    /// Extra data carried with the diagnostic (JSON `data`, later the LSP diagnostic's `data`).
+    pub fn data(&self) -> Option<Value> {
+        (!self.fixes.is_empty()).then(|| json!({ "suggested_fixes": self.fixes }))
+    }
+}
+
+/// The length of a line without its trailing comment and blanks.
+fn code_end(line: &str) -> usize {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (at, c) in line.char_indices() {
+        match quote {
+            Some(open) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == open {
+                    quote = None;
+                }
+            }
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None if c == '#' => return line[..at].trim_end().len(),
+            None => {}
+        }
+    }
+    line.trim_end().len()
+}
+
+/// Where a job's own problems go (timeouts, crashes): the entrypoint's `model` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anchor {
+    pub file: PathBuf,
+    pub line: u32,
+}
+
+/// The diagnostics of one finished job.
+pub fn from_result(result: &JobResult, anchor: &Anchor) -> Vec<TraceDiagnostic> {
+    let mut out: Vec<TraceDiagnostic> = result
+        .diagnostics
+        .iter()
+        .map(|finding| from_finding(finding, anchor))
+        .collect();
+    let own = |message: String| TraceDiagnostic {
+        file: anchor.file.clone(),
+        rule: Rule::WorkerCrash,
+        message,
+        line: anchor.line,
+        column: None,
+        end_line: None,
+        end_column: None,
+        fixes: Vec::new(),
+    };
+    let detail = result.detail.as_deref().unwrap_or("");
+    match result.status {
+        // The worker's findings say it all (an out-of-memory error may come as one).
+        Status::Ok | Status::Cancelled | Status::Failed | Status::Entrypoint => {}
+        Status::Oom => {
+            if out.is_empty() {
+                out.push(own(or_summary(detail, "the trace ran out of memory")));
+            }
+        }
+        Status::Timeout => out.push(own(or_summary(detail, "the trace timed out"))),
+        Status::Crashed => {
+            let mut message = or_summary(detail, "the trace crashed");
+            if let Some(last) = crash_line(&result.output) {
+                message = format!("{message} [{last}]");
+            }
+            out.push(own(message));
+        }
+        Status::Unavailable => out.push(own(format!(
+            "the model was not traced: {}",
+            or_summary(detail, "no tracer worker could be started")
+        ))),
+    }
+    out
+}
+
+/// The worker's and the manager's details are whole sentences already.
+fn or_summary(detail: &str, summary: &str) -> String {
+    if detail.is_empty() {
+        summary.to_owned()
+    } else {
+        detail.to_owned()
+    }
+}
+
+/// The line of a crash report the faulthandler printed, if any (`Fatal Python error: ...`).
+fn crash_line(output: &str) -> Option<&str> {
+    output
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("Fatal Python error"))
+}
+
+fn from_finding(finding: &Finding, anchor: &Anchor) -> TraceDiagnostic {
+    let rule = Rule::from_code_or_name(&finding.code).unwrap_or(Rule::ExportFailed);
+    let file = if finding.file.as_os_str().is_empty() {
+        anchor.file.clone()
+    } else {
+        finding.file.clone()
+    };
+    TraceDiagnostic {
+        file,
+        rule,
+        message: finding.message.clone(),
+        line: finding.line.max(1),
+        column: finding.column,
+        end_line: finding.end_line,
+        end_column: finding.end_column,
+        fixes: finding.fixes.clone(),
+    }
+}
+
+/// Whether `# pt2lsp: ignore` or `# pt2lsp: ignore[CODE]` on the diagnostic's line silences it,
+/// as for the static diagnostics.
+pub fn is_suppressed(text: &str, index: &LineIndex, line: u32, rule: Rule) -> bool {
+    const MARKER: &str = "pt2lsp: ignore";
+    let start = index.line_start(line.saturating_sub(1), text).to_usize();
+    let end = index.line_start(line, text).to_usize().max(start);
+    let line_text = &text[start..end];
+    let Some(comment) = line_text.find('#').map(|at| &line_text[at..]) else {
+        return false;
+    };
+    let Some(at) = comment.find(MARKER) else {
+        return false;
+    };
+    let rest = &comment[at + MARKER.len()..];
+    let Some(codes) = rest.strip_prefix('[') else {
+        return true;
+    };
+    let codes = &codes[..codes.find(']').unwrap_or(codes.len())];
+    codes
+        .split(',')
+        .map(|code| code.trim().to_ascii_uppercase())
+        .any(|code| !code.is_empty() && rule.code().starts_with(code.as_str()))
+}
+
+/// Drops diagnostics saying the same thing twice: one per (code, file, line).
+pub fn dedup(diagnostics: &mut Vec<TraceDiagnostic>) {
+    let mut seen = std::collections::HashSet::new();
+    diagnostics.retain(|diagnostic| {
+        seen.insert((
+            diagnostic.rule,
+            normalized(&diagnostic.file),
+            diagnostic.line,
+        ))
+    });
+}
+
+/// A path as the file system knows it, so `a/../b.py` and a symlink match their target.
+pub fn normalized(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(line: u32, column: Option<u32>, end: Option<(u32, u32)>) -> TraceDiagnostic {
+        TraceDiagnostic {
+            file: PathBuf::from("m.py"),
+            rule: Rule::DataDependentBranch,
+            message: String::new(),
+            line,
+            column,
+            end_line: end.map(|(line, _)| line),
+            end_column: end.map(|(_, column)| column),
+            fixes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn ranges_use_columns_else_the_code_of_the_line() {
+        let text = "x = 1\n    if x.sum() > 0:  # c\n";
+        let index = LineIndex::new(text);
+        let slice = |diagnostic: &TraceDiagnostic| {
+            let range = diagnostic.range(text, &index);
+            &text[range.start().to_usize()..range.end().to_usize()]
+        };
+        assert_eq!(slice(&at(2, Some(7), Some((2, 18)))), "x.sum() > 0");
+        assert_eq!(slice(&at(2, None, None)), "if x.sum() > 0:");
+        // Columns past the line are clamped to it; lines past the text land at its end.
+        assert_eq!(slice(&at(2, Some(200), None)), "");
+        assert_eq!(slice(&at(9, None, None)), "");
+    }
+
+    #[test]
+    fn suppression_comments_apply_to_traced_diagnostics() {
+        let text = "a  # pt2lsp: ignore[PT1]\nb  # pt2lsp: ignore\nc  # pt2lsp: ignore[PT2]\n";
+        let index = LineIndex::new(text);
+        let rule = Rule::DataDependentBranch;
+        assert!(is_suppressed(text, &index, 1, rule));
+        assert!(is_suppressed(text, &index, 2, rule));
+        assert!(!is_suppressed(text, &index, 3, rule));
+    }
+
+    #[test]
+    fn timeouts_and_crashes_become_pt502_on_the_anchor() {
+        let anchor = Anchor {
+            file: PathBuf::from("/p/m.py"),
+            line: 12,
+        };
+        let result = JobResult {
+            id: 1,
+            status: Status::Crashed,
+            diagnostics: Vec::new(),
+            detail: Some("the trace crashed with SIGSEGV".to_owned()),
+            output: "Fatal Python error: Segmentation fault\n".to_owned(),
+            output_truncated: false,
+            elapsed: None,
+        };
+        let diagnostics = from_result(&result, &anchor);
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(diagnostics[0].rule, Rule::WorkerCrash);
+        assert_eq!(diagnostics[0].line, 12);
+        assert!(diagnostics[0].message.contains("SIGSEGV"));
+        assert!(diagnostics[0].message.contains("Segmentation fault"));
+    }
+}

@@ -1,0 +1,503 @@
+//! The manager: one thread that owns the worker and schedules jobs on it.
+//!
+//! Callers talk to it through a [`Tracer`] handle (submit, cancel) and receive [`Completed`]
+//! jobs on a channel, so the CLI can wait for a batch while the language server later drives
+//! the same handle from its own thread. The thread keeps at most `jobs` children running in the
+//! worker, enforces a backstop deadline on top of the worker's own timeout, and restarts the
+//! worker when it dies: jobs that were running then are retried once, alone, so a job that
+//! kills its worker is reported (PT502) instead of taking innocent jobs down with it.
+//!
+//! The worker is spawned on this thread, which lives as long as the handle: on Linux the
+//! worker asks to be signalled when the thread that spawned it exits.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use super::protocol::{Event, JobResult, JobSpec, Request, Status};
+use super::worker::{StartError, Worker, WorkerInfo, WorkerMessage};
+
+/// Extra time past a job's own timeout before the manager stops trusting the worker to enforce
+/// it and kills the worker itself.
+const BACKSTOP_GRACE: Duration = Duration::from_secs(10);
+
+/// How long a worker may take to import torch and warm up; a cold import takes 3-5 s.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone)]
+pub struct TracerOptions {
+    pub python: PathBuf,
+    /// Jobs running at once (children of the one worker).
+    pub jobs: usize,
+    pub startup_timeout: Duration,
+}
+
+/// Identifies a submitted job in [`Completed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobId(pub u64);
+
+/// A finished job.
+#[derive(Debug, Clone)]
+pub struct Completed {
+    pub id: JobId,
+    pub result: JobResult,
+}
+
+enum Command {
+    Submit(JobId, Box<JobSpec>),
+    Cancel(JobId),
+    Shutdown,
+}
+
+enum Message {
+    Command(Command),
+    Worker(u64, WorkerMessage),
+}
+
+/// A handle on the manager thread. Dropping it shuts the worker down (its jobs are killed and
+/// its temporary directory removed) and joins the thread.
+#[derive(Debug)]
+pub struct Tracer {
+    sender: Sender<Message>,
+    thread: Option<JoinHandle<()>>,
+    next_id: std::sync::atomic::AtomicU64,
+    info: WorkerInfo,
+}
+
+impl Tracer {
+    /// Starts the manager thread and its first worker; fails (with a message for the user)
+    /// when the interpreter cannot run the worker or has no torch.
+    pub fn start(options: TracerOptions) -> Result<(Tracer, Receiver<Completed>), StartError> {
+        let (sender, receiver) = mpsc::channel::<Message>();
+        let (completed_sender, completed) = mpsc::channel();
+        let (ready_sender, ready) = mpsc::channel();
+        let worker_events = forward_worker_events(sender.clone());
+        let thread = thread::Builder::new()
+            .name("pt2lsp-tracer".to_owned())
+            .spawn(move || {
+                let mut scheduler = Scheduler::new(options, worker_events, completed_sender);
+                match scheduler.start_worker() {
+                    Ok(info) => {
+                        let _ = ready_sender.send(Ok(info));
+                        scheduler.run(&receiver);
+                    }
+                    Err(error) => {
+                        let _ = ready_sender.send(Err(error));
+                    }
+                }
+            })
+            .map_err(|error| StartError {
+                message: format!("cannot start the tracer thread: {error}"),
+            })?;
+        match ready.recv() {
+            Ok(Ok(info)) => Ok((
+                Tracer {
+                    sender,
+                    thread: Some(thread),
+                    next_id: std::sync::atomic::AtomicU64::new(1),
+                    info,
+                },
+                completed,
+            )),
+            Ok(Err(error)) => {
+                let _ = thread.join();
+                Err(error)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(StartError {
+                    message: "the tracer thread ended during start-up".to_owned(),
+                })
+            }
+        }
+    }
+
+    /// The interpreter and torch of the first worker.
+    pub fn info(&self) -> &WorkerInfo {
+        &self.info
+    }
+
+    pub fn submit(&self, job: JobSpec) -> JobId {
+        let id = JobId(
+            self.next_id
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        );
+        let _ = self
+            .sender
+            .send(Message::Command(Command::Submit(id, Box::new(job))));
+        id
+    }
+
+    /// Cancels a job: a queued one is dropped, a running one killed; either way it completes
+    /// with [`Status::Cancelled`].
+    pub fn cancel(&self, id: JobId) {
+        let _ = self.sender.send(Message::Command(Command::Cancel(id)));
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        let _ = self.sender.send(Message::Command(Command::Shutdown));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Worker reader threads send `(generation, message)`; this adapts them to the manager's
+/// channel.
+fn forward_worker_events(sender: Sender<Message>) -> Sender<(u64, WorkerMessage)> {
+    let (events, incoming) = mpsc::channel::<(u64, WorkerMessage)>();
+    thread::spawn(move || {
+        for (generation, message) in incoming {
+            if sender.send(Message::Worker(generation, message)).is_err() {
+                return;
+            }
+        }
+    });
+    events
+}
+
+struct Queued {
+    id: JobId,
+    spec: JobSpec,
+    /// Times a worker died while this job was running.
+    crashes: u32,
+}
+
+struct Running {
+    job: Queued,
+    backstop: Instant,
+}
+
+struct Scheduler {
+    options: TracerOptions,
+    worker_events: Sender<(u64, WorkerMessage)>,
+    completed: Sender<Completed>,
+    worker: Option<Worker>,
+    generation: u64,
+    /// Set when a restart failed: later jobs complete at once with this reason.
+    broken: Option<String>,
+    queue: VecDeque<Queued>,
+    running: HashMap<JobId, Running>,
+}
+
+impl Scheduler {
+    fn new(
+        options: TracerOptions,
+        worker_events: Sender<(u64, WorkerMessage)>,
+        completed: Sender<Completed>,
+    ) -> Self {
+        Self {
+            options,
+            worker_events,
+            completed,
+            worker: None,
+            generation: 0,
+            broken: None,
+            queue: VecDeque::new(),
+            running: HashMap::new(),
+        }
+    }
+
+    fn start_worker(&mut self) -> Result<WorkerInfo, StartError> {
+        self.generation += 1;
+        let worker = Worker::spawn(
+            &self.options.python,
+            self.generation,
+            self.worker_events.clone(),
+            self.options.startup_timeout,
+        )?;
+        let info = worker.info.clone();
+        self.worker = Some(worker);
+        Ok(info)
+    }
+
+    fn run(&mut self, receiver: &Receiver<Message>) {
+        loop {
+            self.dispatch();
+            let message = match self.next_backstop() {
+                Some(deadline) => {
+                    match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                    {
+                        Ok(message) => message,
+                        Err(RecvTimeoutError::Timeout) => {
+                            self.enforce_backstops();
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                None => match receiver.recv() {
+                    Ok(message) => message,
+                    Err(_) => return,
+                },
+            };
+            match message {
+                Message::Command(Command::Submit(id, spec)) => self.queue.push_back(Queued {
+                    id,
+                    spec: *spec,
+                    crashes: 0,
+                }),
+                Message::Command(Command::Cancel(id)) => self.cancel(id),
+                Message::Command(Command::Shutdown) => break,
+                Message::Worker(generation, _) if generation != self.generation => {}
+                Message::Worker(_, WorkerMessage::Event(event)) => self.on_event(event),
+                Message::Worker(_, WorkerMessage::Closed) => self.on_worker_lost(),
+            }
+        }
+        // Dropping the worker shuts it down and removes its directory.
+        self.worker = None;
+    }
+
+    /// Starts queued jobs while there is room. A job that was running when a worker died runs
+    /// alone, so that if it kills this worker too, no other job is lost with it.
+    fn dispatch(&mut self) {
+        while let Some(front) = self.queue.front() {
+            let alone = front.crashes > 0;
+            let busy = self.running.len();
+            if busy >= self.options.jobs.max(1)
+                || (alone && busy > 0)
+                || self.running.values().any(|running| running.job.crashes > 0)
+            {
+                return;
+            }
+            let job = self.queue.pop_front().expect("the queue has a front");
+            if let Some(reason) = &self.broken {
+                let reason = reason.clone();
+                self.complete(job.id, Status::Unavailable, Some(reason));
+                continue;
+            }
+            if self.worker.is_none() {
+                if let Err(error) = self.start_worker() {
+                    self.broken = Some(error.message.clone());
+                    self.complete(job.id, Status::Unavailable, Some(error.message));
+                    continue;
+                }
+            }
+            let worker = self.worker.as_mut().expect("a worker was just started");
+            let sent = worker.send(&Request::Job {
+                id: job.id.0,
+                job: &job.spec,
+            });
+            let backstop = Instant::now()
+                + Duration::from_secs_f64(job.spec.timeout.max(0.0))
+                + BACKSTOP_GRACE;
+            let id = job.id;
+            self.running.insert(id, Running { job, backstop });
+            if sent.is_err() {
+                // The worker is gone; its reader thread reports `Closed`, which requeues.
+                return;
+            }
+        }
+    }
+
+    fn cancel(&mut self, id: JobId) {
+        if let Some(position) = self.queue.iter().position(|job| job.id == id) {
+            self.queue.remove(position);
+            self.complete(id, Status::Cancelled, None);
+        } else if self.running.contains_key(&id) {
+            if let Some(worker) = self.worker.as_mut() {
+                let _ = worker.send(&Request::Cancel { id: id.0 });
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: Event) {
+        match event {
+            Event::Started { .. } => {}
+            Event::Result(result) => {
+                let id = JobId(result.id);
+                if self.running.remove(&id).is_some() {
+                    let _ = self.completed.send(Completed { id, result });
+                }
+            }
+            Event::Error { message } => {
+                // A protocol error is the manager's bug, not the user's: keep it for the log.
+                eprintln!("pt2lsp tracer: {message}");
+            }
+        }
+    }
+
+    /// The worker died (killed, crashed, or killed by a job): start over with a new one.
+    fn on_worker_lost(&mut self) {
+        let detail = match self.worker.take() {
+            Some(mut worker) => {
+                let tail = worker.output_tail();
+                worker.kill();
+                tail
+            }
+            None => String::new(),
+        };
+        let lost: Vec<Running> = self.running.drain().map(|(_, running)| running).collect();
+        let mut retry = Vec::new();
+        for mut running in lost {
+            running.job.crashes += 1;
+            if running.job.crashes >= 2 {
+                let mut message =
+                    "the tracer's worker process died while tracing this file".to_owned();
+                if let Some(line) = detail.lines().rev().find(|line| !line.trim().is_empty()) {
+                    message = format!("{message} ({})", line.trim());
+                }
+                self.complete(running.job.id, Status::Crashed, Some(message));
+            } else {
+                retry.push(running.job);
+            }
+        }
+        retry.sort_by_key(|job| job.id);
+        for job in retry.into_iter().rev() {
+            self.queue.push_front(job);
+        }
+    }
+
+    fn next_backstop(&self) -> Option<Instant> {
+        self.running.values().map(|running| running.backstop).min()
+    }
+
+    /// A job outlived its timeout by the grace period: the worker did not kill it, so kill the
+    /// worker. The late job timed out; the others running with it are requeued as they were.
+    fn enforce_backstops(&mut self) {
+        let now = Instant::now();
+        if !self.running.values().any(|running| running.backstop <= now) {
+            return;
+        }
+        if let Some(mut worker) = self.worker.take() {
+            worker.kill();
+        }
+        // The dead worker's `Closed` belongs to an old generation from here on.
+        self.generation += 1;
+        let lost: Vec<Running> = self.running.drain().map(|(_, running)| running).collect();
+        let mut requeue = Vec::new();
+        for running in lost {
+            if running.backstop <= now {
+                let seconds = running.job.spec.timeout;
+                self.complete(
+                    running.job.id,
+                    Status::Timeout,
+                    Some(format!("the trace did not finish within {seconds} s")),
+                );
+            } else {
+                requeue.push(running.job);
+            }
+        }
+        requeue.sort_by_key(|job| job.id);
+        for job in requeue.into_iter().rev() {
+            self.queue.push_front(job);
+        }
+    }
+
+    fn complete(&self, id: JobId, status: Status, detail: Option<String>) {
+        let _ = self.completed.send(Completed {
+            id,
+            result: JobResult {
+                id: id.0,
+                status,
+                diagnostics: Vec::new(),
+                detail,
+                output: String::new(),
+                output_truncated: false,
+                elapsed: None,
+            },
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::process::Command;
+
+    use super::*;
+
+    /// A Python with torch: `PT2LSP_PYTHON`, else the repository's `.venv`. Missing, the test
+    /// fails when `CI` is set and is skipped otherwise.
+    fn torch_python() -> Option<PathBuf> {
+        let candidate = std::env::var_os("PT2LSP_PYTHON").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python"),
+            PathBuf::from,
+        );
+        let works = Command::new(&candidate)
+            .args(["-c", "import torch"])
+            .output()
+            .is_ok_and(|output| output.status.success());
+        if works {
+            return Some(candidate);
+        }
+        let message = format!("{} cannot import torch", candidate.display());
+        assert!(std::env::var_os("CI").is_none(), "{message}");
+        eprintln!("skipping: {message}");
+        None
+    }
+
+    fn job(dir: &Path, name: &str, forward: &str) -> JobSpec {
+        let file = dir.join(name);
+        std::fs::write(
+            &file,
+            format!(
+                "import time\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n{forward}\n\n\nmodel = M()\nexample_args = (torch.randn(2),)\n"
+            ),
+        )
+        .unwrap();
+        JobSpec {
+            file,
+            roots: vec![dir.to_path_buf()],
+            cwd: dir.to_path_buf(),
+            entrypoint: None,
+            strict: false,
+            timeout: 120.0,
+            memory_limit_mb: None,
+        }
+    }
+
+    #[test]
+    fn cancelled_jobs_end_and_a_killed_worker_is_replaced() {
+        let Some(python) = torch_python() else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let (tracer, done) = Tracer::start(TracerOptions {
+            python,
+            jobs: 2,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+        })
+        .unwrap();
+        let wait = || done.recv_timeout(Duration::from_secs(120)).unwrap();
+
+        let hang = tracer.submit(job(
+            dir.path(),
+            "hang.py",
+            "        while True:\n            time.sleep(0.1)",
+        ));
+        let queued = tracer.submit(job(dir.path(), "queued.py", "        return x"));
+        tracer.cancel(queued);
+        std::thread::sleep(Duration::from_secs(2));
+        tracer.cancel(hang);
+        let mut cancelled = [wait(), wait()];
+        cancelled.sort_by_key(|completed| completed.id);
+        assert_eq!(
+            cancelled
+                .iter()
+                .map(|c| (c.id, c.result.status))
+                .collect::<Vec<_>>(),
+            [(hang, Status::Cancelled), (queued, Status::Cancelled)]
+        );
+
+        // SIGKILL the worker while it runs a job: the job runs again on a new worker.
+        let slow = tracer.submit(job(
+            dir.path(),
+            "slow.py",
+            "        time.sleep(3)\n        return x * 2",
+        ));
+        std::thread::sleep(Duration::from_secs(1));
+        let killed = Command::new("kill")
+            .args(["-9", &tracer.info().pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let completed = wait();
+        assert_eq!((completed.id, completed.result.status), (slow, Status::Ok));
+        let after = tracer.submit(job(dir.path(), "after.py", "        return x + 1"));
+        let completed = wait();
+        assert_eq!((completed.id, completed.result.status), (after, Status::Ok));
+    }
+}

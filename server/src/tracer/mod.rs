@@ -1,0 +1,56 @@
+//! The tracer: runs the real `torch.export` on the user's entrypoints and turns what it finds
+//! into diagnostics on the user's lines.
+//!
+//! User code runs only in a separate process, with the user's interpreter: the worker
+//! (`server/python/worker.py`, embedded in the binary), a zygote that imports torch once and
+//! forks a child per job. The parts:
+//!
+//! - `python` — which interpreter runs the worker.
+//! - `protocol` — the JSON lines spoken over the worker's socket (serde types).
+//! - `worker` — one worker process: private directory, spawn, handshake, clean end.
+//! - `manager` — [`Tracer`], a thread that schedules jobs on the worker, enforces timeouts,
+//!   cancels, and restarts the worker when it dies. Plain threads and channels, no tokio, so
+//!   the CLI waits on it directly and the language server can drive it from a thread of its own.
+//! - `entrypoint` — which files are exportable, found without running them.
+//! - `diagnostics` — findings and job failures (PT502) as [`TraceDiagnostic`]s, which become the
+//!   analyzer's `Diagnostic`s once matched to a file's text.
+//! - `batch` — `pt2lsp check --trace`: plan the jobs of a set of files and run them.
+
+// The language server will use the per-job API (submit, cancel, the completion channel); the
+// CLI only uses the batch.
+#![allow(dead_code)]
+
+pub mod batch;
+pub mod diagnostics;
+pub mod entrypoint;
+pub mod manager;
+pub mod protocol;
+pub mod python;
+pub mod worker;
+
+#[allow(unused_imports, reason = "the API the language server will use")]
+pub use diagnostics::TraceDiagnostic;
+#[allow(unused_imports, reason = "the API the language server will use")]
+pub use manager::{Completed, DEFAULT_STARTUP_TIMEOUT, JobId, Tracer, TracerOptions};
+#[allow(unused_imports, reason = "the API the language server will use")]
+pub use protocol::{EntrypointSpec, JobSpec, Status};
+#[allow(unused_imports, reason = "the API the language server will use")]
+pub use worker::StartError;
+
+/// Seconds an entrypoint may take when nothing says otherwise.
+pub const DEFAULT_TIMEOUT_SECONDS: f64 = 60.0;
+
+/// The default address-space allowance of a job: the machine's memory (`MemTotal`), at least
+/// 4 GiB; `None` where it cannot be read (no limit then).
+pub fn default_memory_limit_mb() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some((kib / 1024).max(4096))
+}

@@ -1,0 +1,208 @@
+//! The worker protocol, version 1: JSON lines over a Unix socket (see `server/python/worker.py`).
+//!
+//! Requests go from the manager to the worker (`Request`); the worker answers with one `Hello`
+//! after start-up and then `Event`s. A job's `Finding`s are already placed in the user's files:
+//! 1-based lines, 0-based columns in UTF-8 bytes.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The protocol version this binary speaks; the worker says which one it speaks in its hello.
+pub const PROTOCOL: u32 = 1;
+
+/// What the worker is asked to trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobSpec {
+    /// The file the entrypoint belongs to: the ExportDB-convention file itself, or the module
+    /// of a configured entrypoint's `model`.
+    pub file: PathBuf,
+    /// Directories whose files are the user's (the project root): findings go on frames there,
+    /// and they are put on `sys.path` so sibling imports work.
+    pub roots: Vec<PathBuf>,
+    /// The working directory of the traced code.
+    pub cwd: PathBuf,
+    /// A `[[tool.pt2lsp.entrypoints]]` table; `None` for the ExportDB convention in `file`.
+    pub entrypoint: Option<EntrypointSpec>,
+    /// Export with `strict=True` (a file's own `strict = True` also turns it on).
+    pub strict: bool,
+    /// Seconds before the job's process is killed.
+    pub timeout: f64,
+    /// Address space (MiB) a job may map beyond the warmed worker's own; `None` for no limit.
+    pub memory_limit_mb: Option<u64>,
+}
+
+/// One configured entrypoint: `module:attribute` or `module:function()` references.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EntrypointSpec {
+    pub name: Option<String>,
+    pub model: String,
+    pub example_args: Option<String>,
+    pub example_kwargs: Option<String>,
+    pub dynamic_shapes: Option<String>,
+    pub strict: Option<bool>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum Request<'a> {
+    Job { id: u64, job: &'a JobSpec },
+    Cancel { id: u64 },
+    Shutdown,
+}
+
+/// The worker's first line.
+#[derive(Debug, Clone, Deserialize)]
+#[allow(
+    clippy::struct_field_names,
+    reason = "the wire format names the greeting field `hello`"
+)]
+pub struct Hello {
+    pub hello: String,
+    pub protocol: u32,
+    pub token: String,
+    /// The torch version, or `None` when torch could not be imported (`error` says why).
+    pub torch: Option<String>,
+    pub python: Option<String>,
+    pub python_version: Option<String>,
+    pub error: Option<String>,
+    pub pid: Option<u32>,
+}
+
+/// What the worker reports after the hello.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "event", rename_all = "lowercase")]
+pub enum Event {
+    Started { id: u64, pid: u32 },
+    Result(JobResult),
+    Error { message: String },
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The model exported.
+    Ok,
+    /// Export failed; the findings say where and why.
+    Failed,
+    /// The model or its example inputs could not be built (PT503).
+    Entrypoint,
+    /// The job ran out of memory (PT502).
+    Oom,
+    /// The job exceeded its time (PT502).
+    Timeout,
+    /// The job was cancelled; nothing to report.
+    Cancelled,
+    /// The job's process died (a segfault, `os._exit`, the worker itself dying) (PT502).
+    Crashed,
+    /// No worker could be started to run the job (the manager's status, never the worker's).
+    Unavailable,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct JobResult {
+    pub id: u64,
+    pub status: Status,
+    #[serde(default)]
+    pub diagnostics: Vec<Finding>,
+    pub detail: Option<String>,
+    /// What the traced code printed (stdout and stderr, merged and bounded); never a finding.
+    #[serde(default)]
+    pub output: String,
+    #[serde(default)]
+    pub output_truncated: bool,
+    /// Seconds from fork to the end of the job.
+    pub elapsed: Option<f64>,
+}
+
+/// One problem the exporter found, in a file of the user's workspace.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Finding {
+    /// A rule code (`PT101`).
+    pub code: String,
+    pub file: PathBuf,
+    /// 1-based.
+    pub line: u32,
+    /// 0-based, in UTF-8 bytes; `None` when only the line is known.
+    pub column: Option<u32>,
+    pub end_line: Option<u32>,
+    pub end_column: Option<u32>,
+    pub message: String,
+    /// Fixes parsed from a constraint violation's `Suggested fixes:` block.
+    #[serde(default)]
+    pub fixes: Vec<SuggestedFix>,
+    /// `export`, `draft_export` or `entrypoint`: which step found it.
+    pub origin: Option<String>,
+    /// The exporter's exception class, when there was one.
+    pub exception: Option<String>,
+}
+
+/// One line of a `Suggested fixes:` block, as data for a code action that edits
+/// `dynamic_shapes`: `b = Dim('b', min=6)` is a range, `b = a` an equality, `b = 2*_b` a
+/// derived dim, `b = 8` a constant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuggestedFix {
+    pub dim: String,
+    pub kind: FixKind,
+    /// The line as torch printed it.
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<i64>,
+    /// `equal`: the dim it must equal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// `derived`: the expression (`2*_b`) and the dim it is derived from (`_b`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+    /// `constant`: the value the dim was specialized to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FixKind {
+    Range,
+    Equal,
+    Derived,
+    Constant,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_tagged_lines() {
+        let text = serde_json::to_string(&Request::Cancel { id: 7 }).unwrap();
+        assert_eq!(text, r#"{"op":"cancel","id":7}"#);
+        assert_eq!(
+            serde_json::to_string(&Request::Shutdown).unwrap(),
+            r#"{"op":"shutdown"}"#
+        );
+    }
+
+    #[test]
+    fn results_and_fixes_parse() {
+        let line = r#"{"event": "result", "id": 3, "status": "failed", "elapsed": 0.2,
+            "output": "hi\n", "diagnostics": [{"code": "PT401", "file": "/p/m.py", "line": 9,
+            "column": null, "end_line": null, "end_column": null, "message": "m",
+            "origin": "draft_export", "fixes": [
+                {"dim": "b", "kind": "range", "text": "b = Dim('b', min=6)", "min": 6},
+                {"dim": "b", "kind": "derived", "text": "b = 2*_b", "expr": "2*_b", "root": "_b"}]}]}"#;
+        let Event::Result(result) = serde_json::from_str(line).unwrap() else {
+            panic!("not a result");
+        };
+        assert_eq!(result.status, Status::Failed);
+        let finding = &result.diagnostics[0];
+        assert_eq!((finding.line, finding.column), (9, None));
+        assert_eq!(finding.fixes[0].kind, FixKind::Range);
+        assert_eq!(finding.fixes[0].min, Some(6));
+        assert_eq!(finding.fixes[1].root.as_deref(), Some("_b"));
+    }
+}

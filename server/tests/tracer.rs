@@ -1,0 +1,680 @@
+//! `pt2lsp check --trace` as the real binary, with real torch: the fixtures and torch's own
+//! ExportDB examples, then the ways a trace goes wrong (a hang, a crash, a job that kills its
+//! worker, out of memory, a broken entrypoint, Ctrl-C, an interpreter without torch).
+//!
+//! The interpreter is `PT2LSP_PYTHON` (scripts/test.sh sets it), else `../.venv/bin/python`.
+//! Without torch the tests fail when `CI` is set and are skipped, with a note, otherwise. Every
+//! run gets a fresh `TMPDIR`, which must be empty afterwards, with no process left that was
+//! started in it. The runs take turns: each forks two jobs at a time on a 2-core machine, and
+//! the timeout test must not be starved by the others.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the server crate sits in the repository")
+        .to_path_buf()
+}
+
+/// The interpreter with torch, once per test binary.
+fn torch_python() -> Option<&'static Path> {
+    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let candidate = std::env::var_os("PT2LSP_PYTHON")
+                .map_or_else(|| repository().join(".venv/bin/python"), PathBuf::from);
+            let works = Command::new(&candidate)
+                .args(["-c", "import torch"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success());
+            if works {
+                return Some(candidate);
+            }
+            let message = format!(
+                "the tracer tests need a Python with torch: {} cannot import it (set \
+                 PT2LSP_PYTHON, or run scripts/test.sh, which installs torch into .venv)",
+                candidate.display()
+            );
+            assert!(std::env::var_os("CI").is_none(), "{message}");
+            eprintln!("skipping the tracer tests: {message}");
+            None
+        })
+        .as_deref()
+}
+
+/// One trace at a time (see the module docs).
+fn turn() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Vec<Value> {
+        serde_json::from_str::<Vec<Value>>(&self.stdout).unwrap_or_else(|error| {
+            panic!(
+                "stdout is not one JSON report ({error}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+/// Runs the binary in `dir` with `TMPDIR` set to `tmp`.
+fn pt2lsp(dir: &Path, tmp: &Path, args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+        .args(args)
+        .current_dir(dir)
+        .env("TMPDIR", tmp)
+        .env_remove("VIRTUAL_ENV")
+        .output()
+        .expect("pt2lsp runs");
+    Run {
+        code: output.status.code().expect("pt2lsp exits by itself"),
+        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// Processes whose command line mentions `marker` (the worker's argv names its directory,
+/// which is under the run's TMPDIR; its forked jobs share that argv).
+fn processes_mentioning(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().filter(|pid| pid.parse::<u32>().is_ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    found
+}
+
+/// No file left in the run's TMPDIR, no process started in it still running (a worker that is
+/// ending gets a few seconds: it kills its jobs and removes its directory first).
+fn assert_clean(tmp: &Path) {
+    let marker = tmp.to_string_lossy().into_owned();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_mentioning(&marker);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes left behind: {left:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let files: Vec<PathBuf> = fs::read_dir(tmp)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert!(files.is_empty(), "files left in TMPDIR: {files:#?}");
+}
+
+/// `# error[PT101]` marks: {line: codes}, as `tests/python/test_fixtures_real_torch.py` reads
+/// them (a trailing comment made only of marks).
+fn error_marks(text: &str) -> Vec<(u32, Vec<String>)> {
+    let mut marks = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let Some(at) = line.rfind('#') else { continue };
+        let tokens: Vec<&str> = line[at + 1..].split_whitespace().collect();
+        let parsed: Option<Vec<(&str, &str)>> = tokens
+            .iter()
+            .map(|token| {
+                let (severity, rest) = token.split_once('[')?;
+                let code = rest.strip_suffix(']')?;
+                let valid = matches!(severity, "error" | "warning" | "info")
+                    && code.len() == 5
+                    && code.starts_with("PT");
+                valid.then_some((severity, code))
+            })
+            .collect();
+        let Some(parsed) = parsed.filter(|parsed| !parsed.is_empty()) else {
+            continue;
+        };
+        let errors: Vec<String> = parsed
+            .iter()
+            .filter(|(severity, _)| *severity == "error")
+            .map(|(_, code)| (*code).to_owned())
+            .collect();
+        marks.push((index as u32 + 1, errors));
+    }
+    marks
+}
+
+/// Module-level `model =` and `example_args =`: the files the pytest ground truth exports.
+fn is_exportable(text: &str) -> bool {
+    let starts = |prefix: &str| {
+        text.lines().any(|line| {
+            line.strip_prefix(prefix)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+    };
+    starts("model") && starts("example_args")
+}
+
+fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            python_files(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "py") {
+            out.push(path);
+        }
+    }
+}
+
+/// The tracer's diagnostics in a report: (file, line, code, message).
+fn traced(report: &[Value]) -> Vec<(String, u32, String, String)> {
+    report
+        .iter()
+        .filter(|item| item["source"] == "trace")
+        .map(|item| {
+            (
+                item["file"].as_str().unwrap().to_owned(),
+                u32::try_from(item["line"].as_u64().unwrap()).unwrap(),
+                item["code"].as_str().unwrap().to_owned(),
+                item["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_fixture_fails_where_its_marks_say_and_only_there() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = repository();
+    let run = pt2lsp(
+        &repo,
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+            "--exit-zero",
+            "fixtures",
+        ],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let found = traced(&run.json());
+
+    let mut files = Vec::new();
+    python_files(&repo.join("fixtures"), &mut files);
+    files.sort();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for path in files {
+        let text = fs::read_to_string(&path).unwrap();
+        let marks = error_marks(&text);
+        let broken = marks
+            .iter()
+            .any(|(_, codes)| codes.iter().any(|code| code == "PT001"));
+        if broken || !is_exportable(&text) {
+            continue;
+        }
+        checked += 1;
+        let shown = path
+            .strip_prefix(&repo)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let here: Vec<_> = found.iter().filter(|(file, ..)| *file == shown).collect();
+        let marked = |line: u32| {
+            marks
+                .iter()
+                .find(|(marked, _)| *marked == line)
+                .map(|(_, codes)| codes.as_slice())
+                .unwrap_or_default()
+        };
+        let has_marks = marks.iter().any(|(_, codes)| !codes.is_empty());
+        if has_marks && !here.iter().any(|(_, line, ..)| !marked(*line).is_empty()) {
+            failures.push(format!(
+                "{shown}: no traced error on a marked line: {here:?}"
+            ));
+        }
+        for (_, line, code, message) in &here {
+            if !marked(*line).contains(code) {
+                failures.push(format!(
+                    "{shown}:{line}: traced {code} where the marks say {:?}: {message}",
+                    marked(*line)
+                ));
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} exportable fixtures found");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_clean(tmp.path());
+}
+
+#[test]
+fn exportdb_examples_trace_as_they_export() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let examples = Command::new(python)
+        .args([
+            "-c",
+            "import os, torch._export.db.examples as e; print(os.path.dirname(e.__file__))",
+        ])
+        .output()
+        .unwrap();
+    assert!(examples.status.success(), "{examples:?}");
+    let source = PathBuf::from(String::from_utf8(examples.stdout).unwrap().trim());
+    let mut names = Vec::new();
+    for entry in fs::read_dir(&source).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.extension().is_some_and(|ext| ext == "py") && name != "__init__.py" {
+            fs::copy(&path, project.path().join(&name)).unwrap();
+            names.push(name);
+        }
+    }
+    names.sort();
+    assert!(names.len() > 30, "{names:?}");
+
+    // What a direct torch.export.export (the default, non-strict) says of each, each in its
+    // own forked process (with a TMPDIR of its own: it leaves torch's caches there).
+    let direct_tmp = tempfile::tempdir().unwrap();
+    let direct = Command::new(python)
+        .args(["-c", DIRECT_EXPORT])
+        .args(&names)
+        .current_dir(project.path())
+        .env("TMPDIR", direct_tmp.path())
+        .output()
+        .unwrap();
+    assert!(direct.status.success(), "{direct:?}");
+    let direct: serde_json::Map<String, Value> = serde_json::from_slice(&direct.stdout).unwrap();
+    let fails_directly: Vec<&String> = names
+        .iter()
+        .filter(|name| direct[name.as_str()] == Value::Bool(true))
+        .collect();
+    assert!(
+        fails_directly.contains(&&"dynamic_shape_round.py".to_owned()),
+        "{fails_directly:?}"
+    );
+
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+            "--select",
+            "PT",
+            ".",
+        ],
+    );
+    let found = traced(&run.json());
+    let fails_traced: Vec<&String> = names
+        .iter()
+        .filter(|name| found.iter().any(|(file, ..)| file == name.as_str()))
+        .collect();
+    assert_eq!(fails_traced, fails_directly, "{found:#?}\n{}", run.stderr);
+    assert_clean(tmp.path());
+}
+
+const DIRECT_EXPORT: &str = r#"
+import importlib.util, json, os, sys
+import torch
+# Warm the parent up, so that each forked export does not pay for torch's lazy imports.
+torch.export.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
+failed = {}
+for name in sys.argv[1:]:
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        code = 0
+        try:
+            spec = importlib.util.spec_from_file_location("example", name)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            torch.export.export(module.model, tuple(module.example_args),
+                getattr(module, "example_kwargs", None),
+                dynamic_shapes=getattr(module, "dynamic_shapes", None),
+                strict=bool(getattr(module, "strict", False)))
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    failed[name] = os.waitstatus_to_exitcode(status) != 0
+print(json.dumps(failed))
+"#;
+
+/// A project whose entrypoints go wrong in every way a trace can, plus a configured
+/// entrypoint, a sibling import, printing, and a suppression.
+fn troubled_project() -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |path: &str, text: &str| {
+        let path = dir.path().join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    };
+    let model = |class: &str, body: &str| {
+        format!(
+            "import os\nimport torch\n\n\nclass {class}(torch.nn.Module):\n{body}\n\n\n\
+             model = {class}()\nexample_args = (torch.randn(2),)\n"
+        )
+    };
+    // `model = ...`, where a job's own problems go (PT502), is line 8 + the class body's lines.
+    let forward = |lines: &str| format!("    def forward(self, x):\n{lines}");
+    write(
+        "hang.py",
+        &model("Hang", &forward("        while True:\n            pass")),
+    );
+    write(
+        "killer.py",
+        &model(
+            "Killer",
+            &forward("        os.kill(os.getppid(), 9)\n        return x"),
+        ),
+    );
+    write(
+        "segv.py",
+        &model(
+            "Segv",
+            &forward("        import ctypes\n        ctypes.string_at(0)\n        return x"),
+        ),
+    );
+    write("quits.py", &model("Quits", &forward("        os._exit(3)")));
+    write(
+        "hungry.py",
+        &model(
+            "Hungry",
+            "    def __init__(self):\n        super().__init__()\n        self.table = bytearray(64 * 2**30)\n\n    def forward(self, x):\n        return x",
+        ),
+    );
+    write(
+        "raises.py",
+        &model(
+            "Raises",
+            "    def __init__(self):\n        super().__init__()\n        self.scale = 1 / 0\n\n    def forward(self, x):\n        return x",
+        ),
+    );
+    write(
+        "noargs.py",
+        "import torch\n\n\nclass NoArgs(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n\nmodel = NoArgs()\ndynamic_shapes = {\"x\": {0: torch.export.Dim(\"b\")}}\n",
+    );
+    write(
+        "chatty.py",
+        "import os\nimport torch\nfrom helpers import clip\n\nprint('{\"not\": \"json\"}')\n\n\nclass Chatty(torch.nn.Module):\n    def forward(self, x):\n        print('forward says hi')\n        os.write(1, b'raw write\\n')\n        return clip(x)\n\n\nmodel = Chatty()\nexample_args = (torch.randn(2),)\n",
+    );
+    write(
+        "helpers.py",
+        "def clip(t):\n    if t.max() > 1:\n        return t.clamp(max=1)\n    return t\n",
+    );
+    write(
+        "quiet.py",
+        &model(
+            "Quiet",
+            &forward(
+                "        if x.sum() > 0:  # pt2lsp: ignore[PT101]\n            return x\n        return -x",
+            ),
+        ),
+    );
+    write("fine.py", &model("Fine", &forward("        return x * 2")));
+    let shapes = |class: &str, body: &str, inputs: &str, spec: &str| {
+        format!(
+            "import torch\nfrom torch.export import Dim\n\n\nclass {class}(torch.nn.Module):\n\
+             {body}\n\n\nmodel = {class}()\nexample_args = ({inputs})\ndynamic_shapes = {spec}\n"
+        )
+    };
+    // Constraint violations: a guard narrowing a Dim, two Dims that must be equal, a Dim that
+    // must be even.
+    write(
+        "guard.py",
+        &shapes(
+            "Guard",
+            "    def forward(self, x):\n        if x.shape[0] > 5:\n            return x * 2\n        return x",
+            "torch.randn(8, 3),",
+            "{\"x\": {0: Dim(\"b\")}}",
+        ),
+    );
+    write(
+        "pairs.py",
+        &shapes(
+            "Pairs",
+            "    def forward(self, x, y):\n        return x + y",
+            "torch.randn(4, 3), torch.randn(4, 3)",
+            "{\"x\": {0: Dim(\"a\")}, \"y\": {0: Dim(\"b\")}}",
+        ),
+    );
+    write(
+        "halves.py",
+        &shapes(
+            "Halves",
+            "    def forward(self, x):\n        return x.reshape(2, -1, 3)",
+            "torch.randn(8, 3),",
+            "{\"x\": {0: Dim(\"n\")}}",
+        ),
+    );
+    write(
+        "pyproject.toml",
+        "[tool.pt2lsp]\ntimeout = 30\n\n[[tool.pt2lsp.entrypoints]]\nname = \"encoder\"\n\
+         model = \"models.encoder:build()\"\nexample_args = \"models.encoder:inputs()\"\n",
+    );
+    write("models/__init__.py", "");
+    write(
+        "models/encoder.py",
+        "import torch\n\n\nclass Encoder(torch.nn.Module):\n    def forward(self, x):\n        if x.mean() > 0:\n            return x * 2\n        return x\n\n\ndef build():\n    return Encoder()\n\n\ndef inputs():\n    return (torch.randn(3, 4),)\n",
+    );
+    dir
+}
+
+#[test]
+fn hangs_crashes_and_broken_entrypoints_are_diagnostics_not_a_dead_checker() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = troubled_project();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--timeout",
+            "5",
+            "--memory-limit",
+            "2048",
+            "--format",
+            "json",
+            "--select",
+            "PT1,PT4,PT5",
+        ],
+    );
+    assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
+    let report = run.json();
+    let found = traced(&report);
+    let expect = |file: &str, line: u32, code: &str, words: &str| {
+        assert!(
+            found.iter().any(|(f, l, c, message)| f == file
+                && *l == line
+                && c == code
+                && message.contains(words)),
+            "expected {code} at {file}:{line} saying {words:?}; traced:\n{found:#?}\nstderr:\n{}",
+            run.stderr
+        );
+    };
+    expect("hang.py", 11, "PT502", "within 5 s");
+    expect("killer.py", 11, "PT502", "worker process died");
+    expect("segv.py", 12, "PT502", "SIGSEGV");
+    expect("quits.py", 10, "PT502", "exit status 3");
+    expect("hungry.py", 14, "PT502", "out of memory");
+    expect("raises.py", 8, "PT503", "ZeroDivisionError");
+    expect("noargs.py", 9, "PT503", "example_args");
+    expect("helpers.py", 2, "PT101", "data-dependent");
+    expect("models/encoder.py", 6, "PT101", "data-dependent");
+    expect("guard.py", 7, "PT401", "`b`");
+    expect("pairs.py", 7, "PT401", "`a`, `b`");
+    expect("halves.py", 7, "PT401", "`n`");
+    // The suggested fixes travel as data; a static PT401 on the same line gives way.
+    let fixes = |file: &str, line: u64| {
+        let at_line: Vec<&Value> = report
+            .iter()
+            .filter(|item| item["file"] == file && item["line"] == line && item["code"] == "PT401")
+            .collect();
+        assert_eq!(at_line.len(), 1, "{at_line:#?}");
+        assert_eq!(at_line[0]["source"], "trace");
+        at_line[0]["data"]["suggested_fixes"].clone()
+    };
+    assert_eq!(
+        fixes("guard.py", 7),
+        serde_json::json!([{"dim": "b", "kind": "range", "min": 6, "text": "b = Dim('b', min=6)"}])
+    );
+    assert_eq!(
+        fixes("pairs.py", 7),
+        serde_json::json!([{"dim": "b", "kind": "equal", "to": "a", "text": "b = a"}])
+    );
+    assert_eq!(
+        fixes("halves.py", 7),
+        serde_json::json!([
+            {"dim": "n", "kind": "derived", "expr": "2*_n", "root": "_n", "text": "n = 2*_n"},
+            {"dim": "_n", "kind": "range", "min": 1, "text": "_n = Dim('_n', min=1, max=oo)"},
+        ])
+    );
+    for clean in ["quiet.py", "fine.py", "chatty.py"] {
+        assert!(
+            !found.iter().any(|(file, ..)| file == clean),
+            "{clean} should trace clean: {found:#?}"
+        );
+    }
+    assert!(
+        !run.stdout.contains("forward says hi") && !run.stderr.contains("forward says hi"),
+        "the traced code's output leaked:\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_clean(tmp.path());
+}
+
+#[test]
+fn ctrl_c_leaves_no_worker_and_no_files() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = troubled_project();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+        .args(["check", "--trace", "--timeout", "120", "--python"])
+        .arg(python)
+        .arg("hang.py")
+        .current_dir(project.path())
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the job runs: the worker and its forked job both mention the TMPDIR.
+    let marker = tmp.path().to_string_lossy().into_owned();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while processes_mentioning(&marker).len() < 2 {
+        assert!(Instant::now() < deadline, "the trace never started");
+        assert!(child.try_wait().unwrap().is_none(), "pt2lsp ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "{status:?}");
+    assert_clean(tmp.path());
+}
+
+#[test]
+fn an_interpreter_without_torch_is_one_clear_error() {
+    // Any Python will do: the wrapper hides torch from it.
+    let python = torch_python().map_or_else(|| PathBuf::from("python3"), Path::to_path_buf);
+    let tmp = tempfile::tempdir().unwrap();
+    let project = troubled_project();
+    let shadow = project.path().join("shadow/torch");
+    fs::create_dir_all(&shadow).unwrap();
+    fs::write(
+        shadow.join("__init__.py"),
+        "raise ImportError('torch is hidden by this test')\n",
+    )
+    .unwrap();
+    let wrapper = project.path().join("python-without-torch");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nPYTHONPATH='{}' exec '{}' \"$@\"\n",
+            shadow.parent().unwrap().display(),
+            python.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+
+    for interpreter in [wrapper.clone(), project.path().join("no/such/python")] {
+        let run = pt2lsp(
+            project.path(),
+            tmp.path(),
+            &[
+                "check",
+                "--trace",
+                "--python",
+                interpreter.to_str().unwrap(),
+                "--format",
+                "json",
+                "fine.py",
+            ],
+        );
+        assert_eq!(run.code, 2, "{run:?}");
+        let errors: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|line| line.starts_with("error:"))
+            .collect();
+        assert_eq!(errors.len(), 1, "{}", run.stderr);
+        assert!(
+            errors[0].contains(interpreter.to_str().unwrap()) && errors[0].contains("--python"),
+            "{}",
+            errors[0]
+        );
+        // The static report is still printed, whole.
+        run.json();
+        assert_clean(tmp.path());
+    }
+}
