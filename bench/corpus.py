@@ -16,6 +16,7 @@ import argparse
 import datetime
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -28,6 +29,20 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench" / ".cache"
 WHEELS = {"transformers": "5.23.0", "timm": "1.0.31"}
 RUFF = "0.17.6"
+
+
+RESULTS = ROOT / "bench" / "RESULTS.md"
+
+
+def write_section(heading: str, section: str) -> None:
+    """Replaces the `heading` section of RESULTS.md (or appends it), keeping every other one."""
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    RESULTS.write_text(text.rstrip("\n") + "\n")
 
 
 def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -122,14 +137,15 @@ def main() -> int:
     print(summary)
     if not args.fast:
         version = subprocess.run([str(pt2lsp_binary), "--version"], capture_output=True, text=True).stdout.strip()
-        (ROOT / "bench" / "RESULTS.md").write_text(
-            "# Benchmark results\n\n"
-            f"Written by `python3 bench/corpus.py` on {datetime.date.today()}.\n\n"
-            f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}.\n"
+        heading = "## Static check of the whole corpus"
+        write_section(
+            heading,
+            f"{heading}\n\n"
+            f"Written by `python3 bench/corpus.py` on {datetime.date.today()}. "
+            f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}. "
             f"Versions: {version}; ruff {RUFF}; corpus transformers {WHEELS['transformers']} + timm {WHEELS['timm']} "
             f"({len(files)} files, {lines:,} lines).\n\n"
-            "## Static check of the whole corpus\n\n"
-            f"{table}\n\n{summary}. Runs alternate between the tools; the page cache is warm.\n"
+            f"{table}\n\n{summary}. Runs alternate between the tools; the page cache is warm.\n",
         )
     return 0
 

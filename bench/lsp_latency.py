@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus as corpus_bench
 from corpus import ROOT, WHEELS, corpus
 
 TARGET = "transformers/models/seamless_m4t_v2/modeling_seamless_m4t_v2.py"
@@ -377,13 +378,7 @@ def row(outcome: Outcome) -> str:
 
 def write_section(section: str) -> None:
     """Replaces this script's section of RESULTS.md (or appends it), keeping every other one."""
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS.write_text(text.rstrip("\n") + "\n")
+    corpus_bench.write_section(SECTION, section)
 
 
 def build() -> Path:
