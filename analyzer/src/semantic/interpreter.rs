@@ -511,7 +511,8 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     return None;
                 };
                 match qualified.rsplit('.').next().unwrap_or_default() {
-                    "is_scripting" | "is_tracing" | "is_in_onnx_export" => Some(false),
+                    "is_scripting" | "is_tracing" | "_is_tracing" | "_get_tracing_state"
+                    | "is_in_onnx_export" => Some(false),
                     "is_compiling"
                     | "is_dynamo_compiling"
                     | "is_torchdynamo_compiling"
@@ -865,6 +866,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             }
         }
         match receiver {
+            // `target["boxes"]`: a tensor is never indexed by a string; the value is a mapping.
+            Value::Tensor(_) if matches!(&*subscript.slice, Expr::StringLiteral(_)) => {
+                Value::Unknown
+            }
             Value::Tensor(info) => {
                 let masked = is_boolean_mask(&subscript.slice, &index);
                 // `outputs[0]` of an opaque call picks an element of what may be a tuple.
@@ -2085,7 +2090,11 @@ fn is_boolean_mask(slice: &Expr, index: &Value) -> bool {
 /// The elements a `for` loop over the value binds.
 fn element_of(value: &Value) -> Value {
     match value {
-        Value::Tensor(_) | Value::Tensors(_) => Value::tensor(),
+        // The rows of an opaque or assumed value may be anything: only assumed to be tensors.
+        Value::Tensor(info) | Value::Tensors(info) => Value::Tensor(TensorInfo {
+            assumed: info.assumed || info.opaque,
+            ..TensorInfo::default()
+        }),
         Value::Tuple(items) => items.iter().fold(Value::Bottom, |acc, item| acc.join(item)),
         Value::DataScalars => Value::DataScalar(Interval::default()),
         Value::Modules => Value::Module(None),
