@@ -18,6 +18,10 @@ mod cli {
     pub mod walk;
 }
 
+// The language server drives the tracer (the module allows its own unused parts).
+#[path = "../src/tracer/mod.rs"]
+mod tracer;
+
 mod common;
 
 use std::path::Path;
@@ -754,4 +758,197 @@ proptest! {
         });
         prop_assert_eq!(edited, fresh);
     }
+}
+
+/// The interpreter with torch the trace tests run; scripts/test.sh sets it.
+fn torch_python() -> String {
+    std::env::var("PT2LSP_PYTHON")
+        .expect("PT2LSP_PYTHON must name a Python with torch (scripts/test.sh sets it)")
+}
+
+/// A workspace holding the PT101 fixture, which follows the ExportDB convention.
+fn traced_workspace() -> (tempfile::TempDir, String, String) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/rules/PT101/if_sum.py");
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("if_sum.py");
+    std::fs::write(&path, &text).unwrap();
+    let uri = file_uri(&path);
+    (dir, uri, text)
+}
+
+fn is_trace_progress(message: &Value, kind: &str) -> bool {
+    message["method"] == "$/progress"
+        && message["params"]["token"]
+            .as_str()
+            .is_some_and(|token| token.starts_with("pt2lsp/trace"))
+        && message["params"]["value"]["kind"] == kind
+}
+
+fn has_trace_diagnostic(message: &Value, uri: &str) -> bool {
+    message["method"] == "textDocument/publishDiagnostics"
+        && message["params"]["uri"] == uri
+        && message["params"]["diagnostics"]
+            .as_array()
+            .is_some_and(|all| all.iter().any(|d| d["data"]["source"] == "trace"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_with_an_entrypoint_is_traced_on_open_and_retraced_on_command() {
+    let (dir, uri, text) = traced_workspace();
+    let mut client = started(
+        Some(dir.path()),
+        json!({"python": torch_python(), "timeout": 120}),
+    )
+    .await;
+    client.open(&uri, 1, &text).await;
+    let begin = client
+        .wait_for(|message| is_trace_progress(message, "begin"))
+        .await;
+    assert_eq!(
+        begin["params"]["value"]["title"], "Tracing if_sum.py",
+        "{begin}"
+    );
+    let published = client
+        .wait_for(|message| has_trace_diagnostic(message, &uri))
+        .await;
+    assert_eq!(published["params"]["version"], 1, "{published}");
+    let diagnostics = published["params"]["diagnostics"].as_array().unwrap();
+    // The trace confirms the static PT101 on the same line and replaces it.
+    assert_eq!(codes(diagnostics), ["PT101"], "{diagnostics:#?}");
+    assert_eq!(diagnostics[0]["source"], "pt2lsp");
+    assert_eq!(diagnostics[0]["data"]["source"], "trace");
+    assert_eq!(diagnostics[0]["range"]["start"]["line"], 7);
+    let end = client
+        .wait_for(|message| is_trace_progress(message, "end"))
+        .await;
+    assert_eq!(end["params"]["value"]["message"], "1 error", "{end}");
+
+    let response = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "pt2lsp.retrace", "arguments": [uri]}),
+        )
+        .await;
+    assert_eq!(response["result"], Value::Null, "{response}");
+    let end = client
+        .wait_for(|message| is_trace_progress(message, "end"))
+        .await;
+    assert_eq!(end["params"]["value"]["message"], "1 error", "{end}");
+    client.shutdown_and_exit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_interpreter_warns_once_and_keeps_static_diagnostics() {
+    let (dir, uri, text) = traced_workspace();
+    let mut client = started(
+        Some(dir.path()),
+        json!({"python": dir.path().join("no-such-python").to_str().unwrap()}),
+    )
+    .await;
+    client.open(&uri, 1, &text).await;
+    let diagnostics = client.diagnostics(&uri, 1).await;
+    assert_eq!(codes(&diagnostics), ["PT101"], "{diagnostics:#?}");
+    assert!(diagnostics[0]["data"].get("source").is_none());
+    let warning = client
+        .wait_for(|message| message["method"] == "window/showMessage")
+        .await;
+    assert_eq!(warning["params"]["type"], 2, "{warning}");
+    let end = client
+        .wait_for(|message| is_trace_progress(message, "end"))
+        .await;
+    assert!(
+        end["params"]["value"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("failed: "),
+        "{end}"
+    );
+    // Saving traces again: it fails again, without a second warning.
+    client
+        .notify(
+            "textDocument/didSave",
+            json!({"textDocument": {"uri": uri}}),
+        )
+        .await;
+    client
+        .wait_for(|message| is_trace_progress(message, "end"))
+        .await;
+    client
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}),
+        )
+        .await;
+    assert!(
+        client
+            .wait_for_none(|message| message["method"] == "window/showMessage")
+            .await,
+        "a second warning"
+    );
+    client.shutdown_and_exit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_off_runs_nothing() {
+    let (dir, uri, text) = traced_workspace();
+    let mut client = started(
+        Some(dir.path()),
+        json!({"trace": "off", "python": dir.path().join("no-such-python").to_str().unwrap()}),
+    )
+    .await;
+    client.open(&uri, 1, &text).await;
+    assert_eq!(codes(&client.diagnostics(&uri, 1).await), ["PT101"]);
+    client
+        .notify(
+            "textDocument/didSave",
+            json!({"textDocument": {"uri": uri}}),
+        )
+        .await;
+    client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "pt2lsp.retrace", "arguments": [uri]}),
+        )
+        .await;
+    assert!(
+        client
+            .wait_for_none(|message| message["method"] == "window/showMessage"
+                || is_trace_progress(message, "begin"))
+            .await,
+        "a trace ran with trace = off"
+    );
+    client.shutdown_and_exit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_results_for_a_changed_text_are_dropped() {
+    let (dir, uri, text) = traced_workspace();
+    let mut client = started(
+        Some(dir.path()),
+        json!({"python": torch_python(), "timeout": 120}),
+    )
+    .await;
+    client.open(&uri, 1, &text).await;
+    // Edited while torch still imports: the trace of version 1 is stale when it ends.
+    let line = text.lines().count() as u32;
+    let edit = json!({
+        "textDocument": {"uri": uri, "version": 2},
+        "contentChanges": [{
+            "range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}},
+            "text": "# edited\n"
+        }]
+    });
+    client.notify("textDocument/didChange", edit).await;
+    assert_eq!(codes(&client.diagnostics(&uri, 2).await), ["PT101"]);
+    client
+        .wait_for(|message| is_trace_progress(message, "end"))
+        .await;
+    assert!(
+        client
+            .wait_for_none(|message| has_trace_diagnostic(message, &uri))
+            .await,
+        "a stale trace was published"
+    );
+    client.shutdown_and_exit().await;
 }

@@ -305,16 +305,19 @@ fn trace(
             continue;
         }
         let diagnostic = found.to_diagnostic(text, lines);
-        let line = lines.line_column(diagnostic.range.start()).line;
-        report.diagnostics.retain(|existing| {
-            existing.source != output::Source::Static
-                || existing.rule != diagnostic.rule
-                || lines.line_column(existing.range.start()).line != line
-        });
-        report.diagnostics.push(output::Reported {
+        let traced = output::Reported {
             diagnostic,
             source: output::Source::Trace,
             data: found.data(),
+        };
+        tracer::diagnostics::merge_traced(&mut report.diagnostics, traced, |reported| {
+            (
+                reported.source == output::Source::Static,
+                (
+                    reported.diagnostic.rule,
+                    lines.line_column(reported.diagnostic.range.start()).line,
+                ),
+            )
         });
     }
     for report in reports.iter_mut() {

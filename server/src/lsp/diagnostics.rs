@@ -29,6 +29,13 @@ pub struct DiagnosticData {
     /// `fix`'s edits in LSP coordinates of `version`.
     #[serde(default)]
     pub edits: Vec<TextEdit>,
+    /// `"trace"` for what the tracer found by running the real exporter; absent for the static
+    /// analysis (as `source` in `pt2lsp check --format json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The exporter's structured suggested fixes, for trace diagnostics that have them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_fixes: Option<serde_json::Value>,
 }
 
 impl DiagnosticData {
@@ -61,6 +68,8 @@ pub fn to_lsp(
         version,
         fix: diagnostic.fix.clone(),
         edits,
+        source: None,
+        suggested_fixes: None,
     };
     lsp::Diagnostic {
         range: positions.range(diagnostic.range),
@@ -73,6 +82,56 @@ pub fn to_lsp(
         tags: None,
         data: serde_json::to_value(data).ok(),
     }
+}
+
+/// The `source` in a trace diagnostic's `data`.
+pub const TRACE_SOURCE: &str = "trace";
+
+/// A tracer finding as an LSP diagnostic of `text` at `version`, marked as traced in `data`.
+pub fn traced_to_lsp(
+    found: &crate::tracer::TraceDiagnostic,
+    text: &str,
+    lines: &pt2lsp_analyzer::LineIndex,
+    positions: &TextPositions<'_>,
+    version: i32,
+) -> lsp::Diagnostic {
+    let mut diagnostic = to_lsp(&found.to_diagnostic(text, lines), positions, version);
+    if let Some(mut data) = DiagnosticData::from_lsp(&diagnostic) {
+        data.source = Some(TRACE_SOURCE.to_owned());
+        data.suggested_fixes = found
+            .data()
+            .and_then(|value| value.get("suggested_fixes").cloned());
+        diagnostic.data = serde_json::to_value(data).ok();
+    }
+    diagnostic
+}
+
+/// Whether a published diagnostic came from the tracer.
+pub fn is_traced(diagnostic: &lsp::Diagnostic) -> bool {
+    diagnostic
+        .data
+        .as_ref()
+        .and_then(|data| data.get("source"))
+        .and_then(serde_json::Value::as_str)
+        == Some(TRACE_SOURCE)
+}
+
+/// The static diagnostics of a version with the trace diagnostics of the same version merged
+/// in, by the rule `pt2lsp check --trace` uses (`tracer::diagnostics::merge_traced`).
+pub fn merge(statics: &[lsp::Diagnostic], traced: &[lsp::Diagnostic]) -> Vec<lsp::Diagnostic> {
+    let mut merged = statics.to_vec();
+    for diagnostic in traced {
+        crate::tracer::diagnostics::merge_traced(&mut merged, diagnostic.clone(), |item| {
+            let code = match &item.code {
+                Some(NumberOrString::String(code)) => code.clone(),
+                Some(NumberOrString::Number(number)) => number.to_string(),
+                None => String::new(),
+            };
+            (!is_traced(item), (code, item.range.start.line))
+        });
+    }
+    merged.sort_by_key(|d| (d.range.start.line, d.range.start.character));
+    merged
 }
 
 pub fn published(diagnostic: &Diagnostic, positions: &TextPositions<'_>) -> Published {

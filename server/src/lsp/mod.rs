@@ -13,6 +13,7 @@ pub mod handlers;
 pub mod server;
 pub mod session;
 pub mod settings;
+pub mod trace;
 pub mod transport;
 pub mod workspace;
 
@@ -33,6 +34,9 @@ pub const FIX_ALL_KIND: CodeActionKind = CodeActionKind::new("source.fixAll.pt2l
 
 /// Re-scans the workspace and re-analyses every open document.
 pub const REANALYZE_COMMAND: &str = "pt2lsp.reanalyze";
+
+/// Traces one document again (arguments: its URI), when tracing is on for it.
+pub const RETRACE_COMMAND: &str = "pt2lsp.retrace";
 
 /// Stack for every thread of the server: analyses run on tokio's blocking pool and the parser
 /// and the analyzer recurse on the syntax tree, which generated code nests tens of thousands
@@ -97,7 +101,7 @@ pub fn capabilities() -> ServerCapabilities {
         })),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
         execute_command_provider: Some(ExecuteCommandOptions {
-            commands: vec![REANALYZE_COMMAND.to_owned()],
+            commands: vec![REANALYZE_COMMAND.to_owned(), RETRACE_COMMAND.to_owned()],
             ..ExecuteCommandOptions::default()
         }),
         workspace: Some(WorkspaceServerCapabilities {

@@ -27,8 +27,11 @@ use tower_lsp_server::ls_types::{self as lsp, ClientCapabilities, MessageType, U
 use super::diagnostics::{self, Published};
 use super::document::{Document, TextPositions};
 use super::settings::{self, Project, Resolved};
+use super::trace::TraceThread;
 use super::workspace::{self, Scope};
-use crate::cli::config::Config;
+use crate::cli::config::{Config, TraceMode};
+use crate::tracer::Status;
+use crate::tracer::diagnostics::{Anchor, from_result, is_suppressed, normalized};
 
 /// Documents larger than this are not analysed; the client is told once, on stderr and in its
 /// log. Far beyond any hand-written model file, far below the analyzer's 4 GiB offset limit.
@@ -84,6 +87,14 @@ pub struct OpenDocument {
     runner: Option<u64>,
     /// What was last published, for hover.
     pub published: Arc<Vec<Published>>,
+    /// The static diagnostics last published and the version they are for.
+    statics: Option<(i32, Arc<Vec<lsp::Diagnostic>>)>,
+    /// The trace diagnostics of a version. They are merged into every publication of that
+    /// version and of no other: a trace of a text that has changed since is stale, so the
+    /// next edit publishes static diagnostics only until the next save traces again.
+    traced: Option<(i32, Arc<Vec<lsp::Diagnostic>>)>,
+    /// The ticket of the newest trace asked for; an older trace's results are dropped.
+    trace_ticket: u64,
 }
 
 /// What one analysis works on: a copy of the document as it was when the analysis started.
@@ -92,6 +103,39 @@ struct Snapshot {
     version: i32,
     path: Option<PathBuf>,
     ticket: u64,
+}
+
+/// A document's trace, planned: the job and what its results are read against.
+struct PlannedTrace {
+    spec: crate::tracer::JobSpec,
+    anchor: Anchor,
+    python: PathBuf,
+    path: PathBuf,
+    text: String,
+    settings: Resolved,
+}
+
+impl PlannedTrace {
+    /// The result's diagnostics in this document, as the static pass would filter them
+    /// (selected rules, suppression comments). Problems in other files are left out.
+    fn diagnostics(
+        &self,
+        result: &crate::tracer::protocol::JobResult,
+        version: i32,
+    ) -> Vec<lsp::Diagnostic> {
+        let mut found = from_result(result, &self.anchor);
+        crate::tracer::diagnostics::dedup(&mut found);
+        let lines = pt2lsp_analyzer::LineIndex::new(&self.text);
+        let positions = TextPositions::new(&self.text);
+        let file = normalized(&self.path);
+        found
+            .iter()
+            .filter(|found| normalized(&found.file) == file)
+            .filter(|found| self.settings.analyzer.is_enabled(found.rule))
+            .filter(|found| !is_suppressed(&self.text, &lines, found.line, found.rule))
+            .map(|found| diagnostics::traced_to_lsp(found, &self.text, &lines, &positions, version))
+            .collect()
+    }
 }
 
 /// The summaries of the workspace's files, sorted by path so that the index never depends on
@@ -168,6 +212,10 @@ pub struct Session {
     /// Bumped by every workspace scan, so an older scan that finishes late is dropped.
     scan_generation: AtomicU64,
     pub shutdown_requested: Arc<AtomicBool>,
+    /// The thread that owns the tracer, started with the first trace.
+    tracing: TraceThread,
+    /// Whether the user was told that tracing is unavailable (once per session).
+    trace_warned: AtomicBool,
 }
 
 impl Session {
@@ -187,6 +235,8 @@ impl Session {
             publish_lock: tokio::sync::Mutex::new(()),
             scan_generation: AtomicU64::new(0),
             shutdown_requested,
+            tracing: TraceThread::default(),
+            trace_warned: AtomicBool::new(false),
         }
     }
 
@@ -285,6 +335,9 @@ impl Session {
                 ticket: 0,
                 runner: None,
                 published: Arc::default(),
+                statics: None,
+                traced: None,
+                trace_ticket: 0,
             },
         );
     }
@@ -347,6 +400,7 @@ impl Session {
                 tokio::task::spawn_blocking(move || session.diagnose(&analysed_uri, snapshot))
                     .await;
             let _guard = self.publish_lock.lock().await;
+            let mut merged = Vec::new();
             {
                 let Some(mut open) = self.documents.get_mut(&uri) else {
                     return;
@@ -360,15 +414,25 @@ impl Session {
                 }
                 open.runner = None;
                 match &outcome {
-                    Ok(Some((_, published))) => open.published = Arc::clone(published),
+                    Ok(Some((lsp, published))) => {
+                        open.published = Arc::clone(published);
+                        let statics = Arc::new(lsp.clone());
+                        merged = match &open.traced {
+                            Some((traced_version, traced)) if *traced_version == version => {
+                                diagnostics::merge(&statics, traced)
+                            }
+                            _ => lsp.clone(),
+                        };
+                        open.statics = Some((version, statics));
+                    }
                     Ok(None) => return,
                     Err(_) => {}
                 }
             }
             match outcome {
-                Ok(Some((lsp, _))) => {
+                Ok(Some(_)) => {
                     self.client
-                        .publish_diagnostics(uri, lsp, Some(version))
+                        .publish_diagnostics(uri, merged, Some(version))
                         .await;
                 }
                 Ok(None) => {}
@@ -622,6 +686,207 @@ impl Session {
         }
         if let Ok(mut scopes) = self.scopes.write() {
             scopes.retain(|scope| scope.root != root);
+        }
+    }
+
+    /// Traces `uri`'s text (on open, on save, on `pt2lsp.retrace`) when its settings say
+    /// `trace = "on-save"` and it has an entrypoint; cancels the trace still running for it
+    /// either way. Synchronous up to the spawn, so the cancellation keeps the caller's order.
+    pub fn trace(self: &Arc<Self>, uri: Uri) {
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let Some((rope, version, path)) = self.documents.get_mut(&uri).and_then(|mut open| {
+            open.trace_ticket = ticket;
+            Some((
+                open.document.rope().clone(),
+                open.document.version(),
+                open.path.clone()?,
+            ))
+        }) else {
+            return;
+        };
+        self.tracing.cancel(uri.clone());
+        let session = Arc::clone(self);
+        tokio::spawn(async move {
+            session.run_trace(uri, rope, version, path, ticket).await;
+        });
+    }
+
+    async fn run_trace(
+        self: Arc<Self>,
+        uri: Uri,
+        rope: Rope,
+        version: i32,
+        path: PathBuf,
+        ticket: u64,
+    ) {
+        let session = Arc::clone(&self);
+        let planned = tokio::task::spawn_blocking(move || session.plan_trace(path, &rope))
+            .await
+            .ok()
+            .flatten();
+        let Some(planned) = planned else {
+            return;
+        };
+        let progress = self.begin_trace_progress(&planned, ticket).await;
+        let outcome = self
+            .tracing
+            .submit(uri.clone(), planned.python.clone(), planned.spec.clone())
+            .await;
+        let message = match outcome {
+            Ok(Ok(result)) if result.status == Status::Cancelled => "cancelled".to_owned(),
+            Ok(Ok(result)) => {
+                let found = planned.diagnostics(&result, version);
+                let message = match found.len() {
+                    0 => "no problems".to_owned(),
+                    1 => "1 error".to_owned(),
+                    count => format!("{count} errors"),
+                };
+                self.publish_traced(&uri, version, ticket, found).await;
+                message
+            }
+            Ok(Err(reason)) => {
+                self.tracing_unavailable(&reason).await;
+                format!("failed: {reason}")
+            }
+            Err(_) => {
+                let reason = "the tracer stopped".to_owned();
+                self.tracing_unavailable(&reason).await;
+                format!("failed: {reason}")
+            }
+        };
+        if let Some(progress) = progress {
+            progress.finish_with_message(message).await;
+        }
+    }
+
+    /// The job for one document, when it is to be traced. Blocking: reads settings.
+    fn plan_trace(&self, path: PathBuf, rope: &Rope) -> Option<PlannedTrace> {
+        use crate::tracer::{batch, python};
+        if !workspace::is_python(&path) {
+            return None;
+        }
+        let settings = self.resolve_settings(Some(&path));
+        if settings.trace == TraceMode::Off {
+            return None;
+        }
+        let text = rope.to_string();
+        if text.len() > MAX_ANALYSED_BYTES {
+            return None;
+        }
+        let project_dir = settings
+            .project
+            .as_deref()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf);
+        let root = project_dir
+            .clone()
+            .or_else(|| self.roots().into_iter().find(|root| path.starts_with(root)))
+            .or_else(|| path.parent().map(Path::to_path_buf))?;
+        let options = batch::BatchOptions {
+            root: root.clone(),
+            cwd: root,
+            strict: settings.analyzer.strict,
+            timeout: std::time::Duration::try_from_secs_f64(settings.timeout_seconds).unwrap_or(
+                std::time::Duration::from_secs_f64(crate::tracer::DEFAULT_TIMEOUT_SECONDS),
+            ),
+            memory_limit_mb: crate::tracer::default_memory_limit_mb(),
+            entrypoints: Vec::new(),
+        };
+        let candidate = batch::Candidate {
+            path: &path,
+            text: &text,
+        };
+        let job = batch::plan(&[candidate], &options)
+            .jobs
+            .into_iter()
+            .next()?;
+        let python = python::interpreter(
+            None,
+            settings.python.as_deref(),
+            project_dir.as_deref(),
+            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+        );
+        Some(PlannedTrace {
+            spec: job.spec,
+            anchor: job.anchor,
+            python,
+            path,
+            text,
+            settings,
+        })
+    }
+
+    async fn begin_trace_progress(
+        &self,
+        planned: &PlannedTrace,
+        ticket: u64,
+    ) -> Option<
+        tower_lsp_server::OngoingProgress<
+            tower_lsp_server::Unbounded,
+            tower_lsp_server::NotCancellable,
+        >,
+    > {
+        if !self.flags().work_done_progress {
+            return None;
+        }
+        let token = lsp::NumberOrString::String(format!("pt2lsp/trace/{ticket}"));
+        self.client
+            .create_work_done_progress(token.clone())
+            .await
+            .ok()?;
+        let name = planned
+            .path
+            .file_name()
+            .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+        Some(
+            self.client
+                .progress(token, format!("Tracing {name}"))
+                .begin()
+                .await,
+        )
+    }
+
+    /// Installs a trace's diagnostics and publishes them merged with the static ones of the
+    /// same version; dropped when the document changed or was traced again meanwhile. When the
+    /// static analysis of this version has not published yet, it merges them when it does.
+    async fn publish_traced(
+        &self,
+        uri: &Uri,
+        version: i32,
+        ticket: u64,
+        traced: Vec<lsp::Diagnostic>,
+    ) {
+        let _guard = self.publish_lock.lock().await;
+        let merged = {
+            let Some(mut open) = self.documents.get_mut(uri) else {
+                return;
+            };
+            if open.trace_ticket != ticket || open.document.version() != version {
+                return;
+            }
+            let traced = Arc::new(traced);
+            open.traced = Some((version, Arc::clone(&traced)));
+            match &open.statics {
+                Some((static_version, statics)) if *static_version == version => {
+                    diagnostics::merge(statics, &traced)
+                }
+                _ => return,
+            }
+        };
+        self.client
+            .publish_diagnostics(uri.clone(), merged, Some(version))
+            .await;
+    }
+
+    /// A missing interpreter or torch: one warning per session, static diagnostics only.
+    async fn tracing_unavailable(&self, reason: &str) {
+        let message =
+            format!("pt2lsp: tracing is unavailable, showing static analysis only: {reason}");
+        self.log(MessageType::WARNING, message.clone());
+        if !self.trace_warned.swap(true, Ordering::SeqCst) {
+            self.client
+                .show_message(MessageType::WARNING, message)
+                .await;
         }
     }
 

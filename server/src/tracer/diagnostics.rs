@@ -209,6 +209,19 @@ pub fn is_suppressed(text: &str, index: &LineIndex, line: u32, rule: Rule) -> bo
         .any(|code| !code.is_empty() && rule.code().starts_with(code.as_str()))
 }
 
+/// Puts a trace diagnostic among a file's diagnostics: it replaces every static diagnostic with
+/// the same code on the same line, since it is the same problem, confirmed by the exporter. The
+/// one merge rule of `pt2lsp check --trace` and of the language server. `key` tells whether an
+/// item is static and its (code, line); `traced` is keyed the same way.
+pub fn merge_traced<T, K: PartialEq>(items: &mut Vec<T>, traced: T, key: impl Fn(&T) -> (bool, K)) {
+    let (_, wanted) = key(&traced);
+    items.retain(|item| {
+        let (is_static, found) = key(item);
+        !is_static || found != wanted
+    });
+    items.push(traced);
+}
+
 /// Drops diagnostics saying the same thing twice: one per (code, file, line).
 pub fn dedup(diagnostics: &mut Vec<TraceDiagnostic>) {
     let mut seen = std::collections::HashSet::new();

@@ -16,8 +16,8 @@
 //!   analyzer's `Diagnostic`s once matched to a file's text.
 //! - `batch` — `pt2lsp check --trace`: plan the jobs of a set of files and run them.
 
-// The language server will use the per-job API (submit, cancel, the completion channel); the
-// CLI only uses the batch.
+// The language server uses the per-job API (submit, cancel, the completion channel; see
+// `lsp/trace.rs`), the CLI the batch; each build of this module leaves some of it unused.
 #![allow(dead_code)]
 
 pub mod batch;
@@ -28,13 +28,25 @@ pub mod protocol;
 pub mod python;
 pub mod worker;
 
-#[allow(unused_imports, reason = "the API the language server will use")]
+#[allow(
+    unused_imports,
+    reason = "the per-job API, used by the language server"
+)]
 pub use diagnostics::TraceDiagnostic;
-#[allow(unused_imports, reason = "the API the language server will use")]
+#[allow(
+    unused_imports,
+    reason = "the per-job API, used by the language server"
+)]
 pub use manager::{Completed, DEFAULT_STARTUP_TIMEOUT, JobId, Tracer, TracerOptions};
-#[allow(unused_imports, reason = "the API the language server will use")]
+#[allow(
+    unused_imports,
+    reason = "the per-job API, used by the language server"
+)]
 pub use protocol::{EntrypointSpec, JobSpec, Status};
-#[allow(unused_imports, reason = "the API the language server will use")]
+#[allow(
+    unused_imports,
+    reason = "the per-job API, used by the language server"
+)]
 pub use worker::StartError;
 
 /// Seconds an entrypoint may take when nothing says otherwise.

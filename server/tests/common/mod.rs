@@ -101,6 +101,20 @@ impl TestClient {
         }
     }
 
+    /// True when no message, read before or during this call, `matches` within a second.
+    pub async fn wait_for_none(&mut self, matches: impl Fn(&Value) -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        loop {
+            if self.backlog.iter().any(&matches) {
+                return false;
+            }
+            match tokio::time::timeout_at(deadline, self.incoming.recv()).await {
+                Ok(Some(message)) => self.backlog.push(message),
+                Ok(None) | Err(_) => return true,
+            }
+        }
+    }
+
     /// Whether the server closes its output within [`TIMEOUT`].
     pub async fn closed(&mut self) -> bool {
         let deadline = tokio::time::Instant::now() + TIMEOUT;

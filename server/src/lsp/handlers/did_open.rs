@@ -1,4 +1,5 @@
-//! `textDocument/didOpen`: start tracking the document and analyse it at once.
+//! `textDocument/didOpen`: start tracking the document, analyse it at once, and trace it when
+//! tracing is on and it has an entrypoint.
 
 use std::sync::Arc;
 
@@ -9,5 +10,6 @@ use crate::lsp::session::Session;
 pub fn did_open(session: &Arc<Session>, params: DidOpenTextDocumentParams) {
     let document = params.text_document;
     session.open(document.uri.clone(), &document.text, document.version);
-    session.schedule(document.uri);
+    session.schedule(document.uri.clone());
+    session.trace(document.uri);
 }

@@ -1,5 +1,5 @@
-//! `textDocument/didSave`: the saved text is now what other files import, so refresh its
-//! summary in the workspace index.
+//! `textDocument/didSave`: trace the saved text again (cancelling a trace still running for
+//! it), and, since it is now what other files import, refresh its summary in the index.
 
 use std::sync::Arc;
 
@@ -10,6 +10,7 @@ use crate::lsp::session::Session;
 use crate::lsp::workspace;
 
 pub fn did_save(session: &Arc<Session>, params: &DidSaveTextDocumentParams) {
+    session.trace(params.text_document.uri.clone());
     let Some((rope, path)) = session
         .documents
         .get(&params.text_document.uri)

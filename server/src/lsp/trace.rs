@@ -1,0 +1,202 @@
+//! The language server's side of the tracer: one dedicated std thread owns the [`Tracer`]
+//! (started lazily, the first time a document with an entrypoint is traced, so `Tracer::start`
+//! blocks that thread while torch imports, never the tokio reactor) and runs one job per traced
+//! document at a time. Async callers hand it a job with a oneshot channel for the result.
+//!
+//! A new trace of a document cancels the one still running for it. When the configured
+//! interpreter changes, the old worker is shut down and a new one started. A worker that cannot
+//! be started (no interpreter, no torch in it) answers the job with the reason; it is tried
+//! again at the next trace, since the user may have installed torch meanwhile.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tower_lsp_server::ls_types::Uri;
+
+use crate::tracer::protocol::JobResult;
+use crate::tracer::{Completed, JobId, JobSpec, Tracer, TracerOptions};
+
+/// How often the thread looks for finished jobs while some are running.
+const POLL: Duration = Duration::from_millis(20);
+
+/// What a traced job comes back as: its result, or why no worker could run it.
+pub type Outcome = Result<JobResult, String>;
+
+enum Message {
+    Submit {
+        uri: Uri,
+        python: PathBuf,
+        spec: Box<JobSpec>,
+        reply: oneshot::Sender<Outcome>,
+    },
+    Cancel(Uri),
+}
+
+/// The handle the session keeps; the thread starts with the first job.
+#[derive(Debug, Default)]
+pub struct TraceThread {
+    sender: Mutex<Option<Sender<Message>>>,
+}
+
+impl TraceThread {
+    /// Queues a trace of `uri`; a job still running for `uri` is cancelled first.
+    pub fn submit(&self, uri: Uri, python: PathBuf, spec: JobSpec) -> oneshot::Receiver<Outcome> {
+        let (reply, outcome) = oneshot::channel();
+        self.send(Message::Submit {
+            uri,
+            python,
+            spec: Box::new(spec),
+            reply,
+        });
+        outcome
+    }
+
+    /// Cancels the job running for `uri`, if any (it completes as cancelled).
+    pub fn cancel(&self, uri: Uri) {
+        let Ok(guard) = self.sender.lock() else {
+            return;
+        };
+        if let Some(sender) = guard.as_ref() {
+            let _ = sender.send(Message::Cancel(uri));
+        }
+    }
+
+    fn send(&self, message: Message) {
+        let Ok(mut guard) = self.sender.lock() else {
+            return;
+        };
+        if guard.is_none() {
+            let (sender, receiver) = mpsc::channel();
+            let spawned = std::thread::Builder::new()
+                .name("pt2lsp-trace".to_owned())
+                .spawn(move || run(&receiver));
+            if let Err(error) = spawned {
+                if let Message::Submit { reply, .. } = message {
+                    let _ = reply.send(Err(format!("cannot start the tracer thread: {error}")));
+                }
+                return;
+            }
+            *guard = Some(sender);
+        }
+        if let Some(sender) = guard.as_ref() {
+            let _ = sender.send(message);
+        }
+    }
+}
+
+struct Running {
+    tracer: Tracer,
+    completed: Receiver<Completed>,
+    python: PathBuf,
+}
+
+struct Job {
+    uri: Uri,
+    reply: oneshot::Sender<Outcome>,
+}
+
+/// The thread: ends when the session drops its sender.
+fn run(receiver: &Receiver<Message>) {
+    let mut running: Option<Running> = None;
+    let mut jobs: HashMap<JobId, Job> = HashMap::new();
+    loop {
+        let message = if jobs.is_empty() {
+            match receiver.recv() {
+                Ok(message) => Some(message),
+                Err(_) => return,
+            }
+        } else {
+            match receiver.recv_timeout(POLL) {
+                Ok(message) => Some(message),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        };
+        match message {
+            Some(Message::Cancel(uri)) => {
+                if let Some(running) = &running {
+                    for (id, job) in &jobs {
+                        if job.uri == uri {
+                            running.tracer.cancel(*id);
+                        }
+                    }
+                }
+            }
+            Some(Message::Submit {
+                uri,
+                python,
+                spec,
+                reply,
+            }) => {
+                if let Some(running) = &running {
+                    for (id, job) in &jobs {
+                        if job.uri == uri {
+                            running.tracer.cancel(*id);
+                        }
+                    }
+                }
+                if running.as_ref().is_some_and(|r| r.python != python) {
+                    // A new interpreter: the old worker's jobs end with it.
+                    running = None;
+                    for (_, job) in jobs.drain() {
+                        let _ = job
+                            .reply
+                            .send(Err("the Python interpreter changed".to_owned()));
+                    }
+                }
+                if running.is_none() {
+                    let options = TracerOptions {
+                        python: python.clone(),
+                        jobs: std::thread::available_parallelism().map_or(2, usize::from),
+                        startup_timeout: crate::tracer::DEFAULT_STARTUP_TIMEOUT,
+                    };
+                    match Tracer::start(options) {
+                        Ok((tracer, completed)) => {
+                            running = Some(Running {
+                                tracer,
+                                completed,
+                                python,
+                            });
+                        }
+                        Err(error) => {
+                            let _ = reply.send(Err(error.message));
+                            continue;
+                        }
+                    }
+                }
+                if let Some(running) = &running {
+                    let id = running.tracer.submit(*spec);
+                    jobs.insert(id, Job { uri, reply });
+                }
+            }
+            None => {}
+        }
+        let mut stopped = false;
+        if let Some(current) = &running {
+            loop {
+                match current.completed.try_recv() {
+                    Ok(done) => {
+                        if let Some(job) = jobs.remove(&done.id) {
+                            let _ = job.reply.send(Ok(done.result));
+                        }
+                    }
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        stopped = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if stopped {
+            running = None;
+            for (_, job) in jobs.drain() {
+                let _ = job.reply.send(Err("the tracer stopped".to_owned()));
+            }
+        }
+    }
+}
