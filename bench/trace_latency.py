@@ -45,13 +45,38 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--saves", type=int, default=10, help="timed saves (default 10)")
     parser.add_argument("--python", type=Path, default=ROOT / ".venv" / "bin" / "python", help="the tracer's interpreter")
+    parser.add_argument(
+        "--model",
+        type=Path,
+        action="append",
+        help="an entrypoint file to trace (repeatable; default: a small failing model and a transformer block)",
+    )
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     args = parser.parse_args()
-
+    models = args.model or [ROOT / "fixtures" / "rules" / "PT101" / "if_sum.py", MODEL]
     binary = build()
+    rows = [measure(binary, model.resolve(), args.python, args.saves) for model in models]
+    table = "\n".join(
+        ["| model | open -> first trace (cold worker) | save -> trace diagnostics p50 | p90 | max | saves |",
+         "|---|---|---|---|---|---|", *rows]
+    )
+    print(table)
+    if not args.no_write:
+        corpus_bench.write_section(
+            SECTION,
+            f"{SECTION}\n\nWritten by `python3 bench/trace_latency.py` on {datetime.date.today()} "
+            f"({platform.machine()}, {os.cpu_count()} cores). The worker imports torch and runs one warm-up export "
+            "once (cold); each save then forks a child that exports the model and, on failure, runs draft_export.\n\n"
+            f"{table}\n",
+        )
+    return 0
+
+
+def measure(binary: Path, source: Path, python: Path, saves: int) -> str:
+    """One server on a temporary project holding `source`: the cold open, then timed saves."""
     project = Path(tempfile.mkdtemp(prefix="pt2lsp-trace-bench-"))
-    model = project / MODEL.name
-    shutil.copy(MODEL, model)
+    model = project / source.name
+    shutil.copy(source, model)
     uri, root = file_uri(model), file_uri(project)
     client = Client([str(binary), "serve"], project / "server.stderr")
     try:
@@ -62,7 +87,7 @@ def main() -> int:
                 "rootUri": root,
                 "workspaceFolders": [{"uri": root, "name": project.name}],
                 "capabilities": {"window": {"workDoneProgress": True}},
-                "initializationOptions": {"python": str(args.python), "trace": "on-save"},
+                "initializationOptions": {"python": str(python), "trace": "on-save"},
             },
         )
         client.notify("initialized", {})
@@ -74,7 +99,7 @@ def main() -> int:
         cold = cold_end - opened
         client.drain()
         warm: list[float] = []
-        for _ in range(args.saves):
+        for _ in range(saves):
             saved = client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
             client.wait(is_trace_end, timeout=120)
             published, _ = client.wait(
@@ -89,24 +114,10 @@ def main() -> int:
         shutil.rmtree(project, ignore_errors=True)
     warm.sort()
     p90 = warm[max(0, int(round(0.9 * len(warm))) - 1)]
-    line = (
-        f"| {MODEL.relative_to(ROOT)} | {cold:.2f} s | {statistics.median(warm):.0f} ms | {p90:.0f} ms | "
+    return (
+        f"| {source.relative_to(ROOT)} | {cold:.2f} s | {statistics.median(warm):.0f} ms | {p90:.0f} ms | "
         f"{max(warm):.0f} ms | {len(warm)} |"
     )
-    table = "\n".join(
-        ["| model | open -> first trace (cold worker) | save -> trace diagnostics p50 | p90 | max | saves |",
-         "|---|---|---|---|---|---|", line]
-    )
-    print(table)
-    if not args.no_write:
-        corpus_bench.write_section(
-            SECTION,
-            f"{SECTION}\n\nWritten by `python3 bench/trace_latency.py` on {datetime.date.today()} "
-            f"({platform.machine()}, {os.cpu_count()} cores). The worker imports torch and runs one warm-up export "
-            "once (cold); each save then forks a child that exports the model and, on failure, runs draft_export.\n\n"
-            f"{table}\n",
-        )
-    return 0
 
 
 if __name__ == "__main__":
