@@ -11,26 +11,16 @@ use std::process::Command;
 use serde_json::Value;
 use tempfile::TempDir;
 
-/// What one run of the binary produced.
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+#[path = "support/run.rs"]
+mod support;
+
+use support::{Run, run};
 
 fn pt2lsp(dir: &Path, args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+    run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
         .args(args)
         .current_dir(dir)
-        .env_remove("NO_COLOR")
-        .output()
-        .expect("pt2lsp runs");
-    Run {
-        code: output.status.code().expect("pt2lsp exits by itself"),
-        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
-    }
+        .env_remove("NO_COLOR"))
 }
 
 /// A temporary directory holding `files` (path, contents).

@@ -60,12 +60,10 @@ fn turn() -> MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+#[path = "support/run.rs"]
+mod support;
+
+use support::{Run, run};
 
 impl Run {
     fn json(&self) -> Vec<Value> {
@@ -80,18 +78,11 @@ impl Run {
 
 /// Runs the binary in `dir` with `TMPDIR` set to `tmp`.
 fn pt2lsp(dir: &Path, tmp: &Path, args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+    run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
         .args(args)
         .current_dir(dir)
         .env("TMPDIR", tmp)
-        .env_remove("VIRTUAL_ENV")
-        .output()
-        .expect("pt2lsp runs");
-    Run {
-        code: output.status.code().expect("pt2lsp exits by itself"),
-        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
-    }
+        .env_remove("VIRTUAL_ENV"))
 }
 
 /// Processes whose command line mentions `marker` (the worker's argv names its directory,
