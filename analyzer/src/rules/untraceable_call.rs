@@ -11,11 +11,11 @@ pub(crate) const META: RuleMeta = RuleMeta {
     is_static: true,
     doc: r#"## What it does
 Finds calls from traced code that the exporter cannot trace or freezes:
-- C code Dynamo skips (`zlib`, `hashlib`, `pickle`, `subprocess`, `socket`, most of `os`,
-  `scipy`, `pandas`, `cv2`, `PIL`) and I/O builtins (`open`, `input`, `eval`): a warning, an
+- C code Dynamo skips (`zlib`, `hashlib`, `pickle`, `json`, `time`, `random`, `subprocess`,
+  `socket`, most of `os`, `scipy`, `pandas`, `cv2`, `PIL`) and I/O builtins (`open`, `input`, `eval`): a warning, an
   error under `strict = true`;
-- reads of the environment and the clock (`os.getenv`, `time`, `sys`): a warning in both modes,
-  since the value read at trace time becomes a constant;
+- reads of the environment (`os.getenv`, `os.environ`, `sys`): a warning in both modes, since
+  the value read at trace time becomes a constant;
 - a tensor passed to a library that reads its data (`scipy`, `sklearn`, `pandas`, `cv2`), and
   `Tensor.data_ptr()`: an error in both modes.
 
