@@ -1,0 +1,45 @@
+//! `pt2lsp`: the command-line checker and language server for torch.export problems.
+//!
+//! The library holds everything; `main.rs` and the Python package's entry point both call
+//! [`run`] with their command line, so there is one `pt2lsp` whichever way it was installed.
+
+mod cli;
+mod lsp;
+mod tracer;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::ExitStatus;
+use cli::args::{Cli, Command};
+
+/// Runs `pt2lsp` with `args` (the program name first, as `std::env::args_os` gives them) and
+/// returns its exit status.
+pub fn run(args: Vec<OsString>) -> ExitCode {
+    let cli = Cli::parse_from(cli::args::rewrite_check_flag(args));
+    let result = match &cli.command {
+        Command::Check(args) => cli::check::run(args),
+        Command::Rule(args) => cli::rule::run(args),
+        Command::Serve => {
+            // LSP asks for exit status 1 when the client exits without `shutdown`; that is
+            // the only way `run` fails once the server started, so it is not a usage error.
+            return match lsp::run() {
+                Ok(()) => ExitStatus::Success.into(),
+                Err(error) => {
+                    eprintln!("error: {error:#}");
+                    ExitStatus::Failure.into()
+                }
+            };
+        }
+    };
+    match result {
+        Ok(status) => status.into(),
+        Err(error) => {
+            // `{:#}` prints the whole context chain on one line: "cannot read x.py: Permission denied".
+            eprintln!("error: {error:#}");
+            ExitStatus::Error.into()
+        }
+    }
+}
