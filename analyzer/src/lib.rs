@@ -9,6 +9,7 @@
 //! another file) come in through a [`WorkspaceIndex`] built from each file's [`ModuleSummary`].
 
 mod diagnostic;
+mod fix;
 mod line_index;
 mod registry;
 mod rules;
@@ -19,6 +20,7 @@ mod syntax;
 mod workspace;
 
 pub use diagnostic::{Applicability, Diagnostic, Edit, Fix, Report, Severity};
+pub use fix::{FixMode, apply_fixes, compatible_fixes};
 pub use line_index::{LineColumn, LineIndex};
 pub use registry::Rule;
 pub use ruff_text_size::{TextRange, TextSize};

@@ -4,7 +4,7 @@
 //! (byte ranges of the analysed text) and the same edits already converted to LSP ranges, with
 //! the document version they apply to. A quick fix is then a pure function of the request.
 
-use pt2lsp_analyzer::{Applicability, Diagnostic, Fix, Rule, Severity};
+use pt2lsp_analyzer::{Applicability, Diagnostic, Fix, FixMode, Rule, Severity, compatible_fixes};
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticSeverity, NumberOrString, Range, TextEdit, Uri,
@@ -168,32 +168,13 @@ fn severity(severity: Severity) -> DiagnosticSeverity {
     }
 }
 
-/// The edits of every safe fix, skipping a fix whose edits overlap one taken before it, so the
-/// result is one consistent change (the rest is fixed by the next round).
+/// The edits of every safe fix that goes with the others ([`compatible_fixes`]), as one
+/// consistent change; the fixes it skips are found again on the fixed text.
 pub fn safe_fix_edits(diagnostics: &[Diagnostic], positions: &TextPositions<'_>) -> Vec<TextEdit> {
-    let mut fixes: Vec<&Fix> = diagnostics
-        .iter()
-        .filter_map(|diagnostic| diagnostic.fix.as_ref())
-        .filter(|fix| fix.applicability == Applicability::Safe && !fix.edits.is_empty())
-        .collect();
-    fixes.sort_by_key(|fix| fix.edits.iter().map(|edit| edit.range.start()).min());
-    let mut taken: Vec<pt2lsp_analyzer::TextRange> = Vec::new();
-    let mut edits = Vec::new();
-    for fix in fixes {
-        let overlaps = fix.edits.iter().any(|edit| {
-            taken.iter().any(|range| {
-                edit.range.start() < range.end() && range.start() < edit.range.end()
-                    // Two insertions at the same offset would have an order the fixes never agreed on.
-                    || edit.range.start() == range.start()
-            })
-        });
-        if overlaps {
-            continue;
-        }
-        taken.extend(fix.edits.iter().map(|edit| edit.range));
-        edits.extend(fix_edits(fix, positions));
-    }
-    edits
+    compatible_fixes(diagnostics, FixMode::Safe)
+        .into_iter()
+        .flat_map(|fix| fix_edits(fix, positions))
+        .collect()
 }
 
 #[cfg(test)]
