@@ -10,6 +10,7 @@
 
 mod diagnostic;
 mod fix;
+mod fixes;
 mod line_index;
 mod registry;
 mod rules;

@@ -1,0 +1,191 @@
+//! Building fixes: the text helpers every rule's fix needs (indentation, imports).
+//!
+//! A rule decides *what* to change; the helpers here decide how the change is spelled in the
+//! file, so that all fixes indent, import and place code the same way.
+
+#![allow(dead_code, reason = "the rules adopt these helpers one by one; removed when all are used")]
+
+use ruff_text_size::{Ranged, TextRange, TextSize};
+
+use crate::SourceFile;
+use crate::diagnostic::Edit;
+use crate::semantic::names::import_bindings;
+use crate::syntax::ast::Stmt;
+
+/// The offset where the line holding `offset` starts.
+pub(crate) fn line_start(text: &str, offset: TextSize) -> TextSize {
+    let before = &text[..offset.to_usize()];
+    TextSize::try_from(before.rfind('\n').map_or(0, |newline| newline + 1)).unwrap_or_default()
+}
+
+/// The offset just past the line holding `offset` (after its newline, or the end of the text).
+pub(crate) fn line_end(text: &str, offset: TextSize) -> TextSize {
+    let after = &text[offset.to_usize()..];
+    let end = after
+        .find('\n')
+        .map_or(text.len(), |newline| offset.to_usize() + newline + 1);
+    TextSize::try_from(end).unwrap_or_default()
+}
+
+/// The leading whitespace of the line holding `offset`.
+pub(crate) fn indentation_at(text: &str, offset: TextSize) -> &str {
+    let start = line_start(text, offset).to_usize();
+    let line = &text[start..];
+    let width = line.len() - line.trim_start_matches([' ', '\t']).len();
+    &line[..width]
+}
+
+/// The whole lines `range` touches, from the start of its first line to past its last one.
+pub(crate) fn full_lines(text: &str, range: TextRange) -> TextRange {
+    let last = if range.is_empty() {
+        range.end()
+    } else {
+        range.end() - TextSize::new(1)
+    };
+    TextRange::new(line_start(text, range.start()), line_end(text, last))
+}
+
+/// `block` (whole lines) moved from indentation `from` to indentation `to`; blank lines stay
+/// blank, and a line indented less than `from` (inside a string, say) keeps its own.
+pub(crate) fn reindent(block: &str, from: &str, to: &str) -> String {
+    let mut out = String::with_capacity(block.len());
+    for line in block.split_inclusive('\n') {
+        if line.trim().is_empty() {
+            out.push_str(if line.ends_with('\n') { "\n" } else { "" });
+        } else if let Some(rest) = line.strip_prefix(from) {
+            out.push_str(to);
+            out.push_str(rest);
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// How fixed code names an imported object, and the import to add when the file lacks one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Imported {
+    /// The expression that refers to the object in this file (`Dim`, `torch.export.Dim`).
+    pub(crate) name: String,
+    /// An import statement to insert, when no binding in the file reaches the object.
+    pub(crate) edit: Option<Edit>,
+}
+
+/// How to refer to `module.member` (`torch.export`, `Dim`) at module level, adding
+/// `from module import member` when no import of the file reaches it. A plain `import torch`
+/// reaches `torch.export.Dim` as `torch.export.Dim`: torch imports its submodules.
+pub(crate) fn import_member(
+    body: &[Stmt],
+    file: SourceFile<'_>,
+    module: &str,
+    member: &str,
+) -> Imported {
+    let qualified = format!("{module}.{member}");
+    let mut module_alias = None;
+    for stmt in body {
+        for (local, target) in import_bindings(stmt, file) {
+            if target == qualified {
+                return Imported {
+                    name: local,
+                    edit: None,
+                };
+            }
+            if module_alias.is_none() && qualified.starts_with(&format!("{target}.")) {
+                module_alias = Some(format!("{local}{}", &qualified[target.len()..]));
+            }
+        }
+    }
+    if let Some(name) = module_alias {
+        return Imported { name, edit: None };
+    }
+    Imported {
+        name: member.to_owned(),
+        edit: Some(Edit {
+            range: TextRange::empty(import_insertion_point(body, file.text)),
+            content: format!("from {module} import {member}\n"),
+        }),
+    }
+}
+
+/// Where a new top-level import goes: after the last top-level import, else after the module
+/// docstring and `from __future__` imports, else at the top.
+pub(crate) fn import_insertion_point(body: &[Stmt], text: &str) -> TextSize {
+    let last_import = body
+        .iter()
+        .take_while(|stmt| {
+            matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_)) || is_docstring(stmt)
+        })
+        .last();
+    let after = body
+        .iter()
+        .filter(|stmt| matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_)))
+        .last()
+        .or(last_import);
+    after.map_or(TextSize::new(0), |stmt| line_end(text, stmt.end()))
+}
+
+fn is_docstring(stmt: &Stmt) -> bool {
+    matches!(stmt, Stmt::Expr(expr) if expr.value.is_string_literal_expr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::parse;
+
+    fn imported(source: &str, module: &str, member: &str) -> (String, Option<String>) {
+        let parsed = parse(source);
+        let found = import_member(
+            &parsed.module.body,
+            SourceFile::detached(source),
+            module,
+            member,
+        );
+        let fixed = found.edit.map(|edit| {
+            let mut text = source.to_owned();
+            text.insert_str(edit.range.start().to_usize(), &edit.content);
+            text
+        });
+        (found.name, fixed)
+    }
+
+    #[test]
+    fn existing_imports_are_reused() {
+        let source = "import torch\nfrom torch.export import Dim as D\n";
+        assert_eq!(imported(source, "torch.export", "Dim"), ("D".into(), None));
+        let source = "import torch as t\n";
+        assert_eq!(
+            imported(source, "torch.export", "Dim"),
+            ("t.export.Dim".into(), None)
+        );
+    }
+
+    #[test]
+    fn a_missing_import_goes_after_the_last_import() {
+        let source = "\"\"\"Doc.\"\"\"\nimport os\n\nx = 1\nimport sys\n";
+        let (name, fixed) = imported(source, "torch.export", "Dim");
+        assert_eq!(name, "Dim");
+        assert_eq!(
+            fixed.unwrap(),
+            "\"\"\"Doc.\"\"\"\nimport os\n\nx = 1\nimport sys\nfrom torch.export import Dim\n"
+        );
+        let (_, fixed) = imported("\"\"\"Doc.\"\"\"\nx = 1\n", "torch", "nn");
+        assert_eq!(
+            fixed.unwrap(),
+            "\"\"\"Doc.\"\"\"\nfrom torch import nn\nx = 1\n"
+        );
+    }
+
+    #[test]
+    fn reindent_moves_a_block_and_keeps_blank_lines() {
+        let block = "    if a:\n        b()\n\n    c()\n";
+        assert_eq!(
+            reindent(block, "    ", "        "),
+            "        if a:\n            b()\n\n        c()\n"
+        );
+        let text = "def f():\n    x = 1\n";
+        let range = TextRange::new(TextSize::new(13), TextSize::new(14));
+        assert_eq!(&text[full_lines(text, range)], "    x = 1\n");
+        assert_eq!(indentation_at(text, TextSize::new(15)), "    ");
+    }
+}
