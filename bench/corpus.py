@@ -1,152 +1,160 @@
 #!/usr/bin/env python3
-"""Times `pt2lsp check` against `ruff check` on pinned real model code, side by side.
+"""Times `pt2lsp check` against its peers on pinned real model code, side by side.
 
-Fetches the corpus (transformers and timm wheels from PyPI, their .py files unzipped) and a
-pinned ruff into bench/.cache, builds pt2lsp in release mode, then alternates runs of the two
-tools and reports medians, the ratio and lines per second. Writes bench/RESULTS.md unless
---fast is given (CI runs --fast so the harness cannot rot; it asserts nothing about time).
+Two comparisons, each alternating runs of the tools in one loop (so a busy moment of the machine
+hits every tool alike) and reporting medians, ratios and lines per second:
 
-    python3 bench/corpus.py            # full corpus, 7 alternating runs each
-    python3 bench/corpus.py --fast     # 200 files, 1 run each
+  corpus     pt2lsp against `ruff check` (default rules, no cache) on the whole corpus, the
+             `.py` files of the transformers and timm wheels (harness.corpus())
+  torchfix   pt2lsp, ruff and TorchFix on timm's `layers/` package: TorchFix (libcst) checks
+             about 500 lines/s here and does not finish the whole corpus in 10 minutes
+
+    python3 bench/corpus.py            # both, 7 and 5 runs; replaces their RESULTS.md sections
+    python3 bench/corpus.py --fast     # 200 files and 5 files, 1 run each, nothing written
+
+`bench/run.py` runs these as two of its stages.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
-import re
+import shutil
 import statistics
-import subprocess
 import sys
-import time
-import venv
-import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CACHE = ROOT / "bench" / ".cache"
-WHEELS = {"transformers": "5.23.0", "timm": "1.0.31"}
-RUFF = "0.17.6"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import (
+    CACHE,
+    RUFF,
+    TORCHFIX,
+    WHEELS,
+    Section,
+    build,
+    corpus,
+    lines_of,
+    ruff,
+    timed,
+    torchfix,
+    write_section,
+)
+
+CORPUS_HEADING = "## Static check: pt2lsp and ruff on the whole corpus"
+TORCHFIX_HEADING = "## Static check: pt2lsp, ruff and TorchFix on a subset"
+# The TorchFix subset: a whole package of model building blocks, 69 files, 14 k lines.
+TORCHFIX_SUBSET = "timm/layers"
 
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
-
-
-def write_section(heading: str, section: str) -> None:
-    """Replaces the `heading` section of RESULTS.md (or appends it), keeping every other one."""
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS.write_text(text.rstrip("\n") + "\n")
-
-
-def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(command, check=True, **kwargs)
-
-
-def corpus() -> Path:
-    target = CACHE / "corpus"
-    marker = target / ".complete"
-    if marker.exists():
-        return target
-    wheels = CACHE / "wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
-    pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(wheels)]
-    run(pip + [f"{name}=={version}" for name, version in WHEELS.items()])
-    for wheel in wheels.glob("*.whl"):
-        if not any(wheel.name.startswith(f"{name}-{version}") for name, version in WHEELS.items()):
-            continue
-        with zipfile.ZipFile(wheel) as archive:
-            for member in archive.namelist():
-                if member.endswith(".py"):
-                    archive.extract(member, target)
-    marker.touch()
+def subset(tree: Path, files: list[Path], name: str) -> Path:
+    """A directory holding copies of `files` (paths under `tree`), so every tool walks the same."""
+    target = CACHE / f"subset-{name}"
+    shutil.rmtree(target, ignore_errors=True)
+    for path in files:
+        destination = target / path.relative_to(tree)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(path.read_bytes())
     return target
 
 
-def ruff() -> Path:
-    env = CACHE / "ruff-venv"
-    binary = env / "bin" / "ruff"
-    if binary.exists():
-        return binary
-    venv.create(env, with_pip=True)
-    run([str(env / "bin" / "pip"), "install", "--quiet", f"ruff=={RUFF}"])
-    return binary
+def alternate(commands: dict[str, list[str]], cwd: Path, runs: int) -> dict[str, list[float]]:
+    """Wall times of `runs` rounds, each running every command once, after one unmeasured round
+    that warms the page cache."""
+    for command in commands.values():
+        timed(command, cwd)
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, command in commands.items():
+            times[name].append(timed(command, cwd))
+    return times
 
 
-def pt2lsp() -> Path:
-    run(["cargo", "build", "--release", "--quiet", "-p", "pt2lsp"], cwd=ROOT)
-    return ROOT / "target" / "release" / "pt2lsp"
+def commands(binary: Path, tools: tuple[str, ...]) -> dict[str, list[str]]:
+    """The command line of each of `tools`, checking the current directory with its defaults."""
+    every = {
+        "pt2lsp": lambda: ("pt2lsp check", [str(binary), "check", "--isolated", "--exit-zero", "--quiet", "."]),
+        "ruff": lambda: (
+            f"ruff check {RUFF} (default rules, no cache)",
+            [str(ruff()), "check", "--isolated", "--no-cache", "--exit-zero", "--quiet", "."],
+        ),
+        "torchfix": lambda: (f"torchfix {TORCHFIX} (default rules)", [str(torchfix()), "."]),
+    }
+    return dict(every[name]() for name in tools)
 
 
-def timed(command: list[str], cwd: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+def table(times: dict[str, list[float]], lines: int) -> tuple[str, dict[str, float]]:
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    rows = [
+        f"| {name} | {median:.3f} s | {lines / median:,.0f} | {medians['pt2lsp check'] / median:.3f} | "
+        f"{', '.join(f'{t:.3f}' for t in times[name])} |"
+        for name, median in medians.items()
+    ]
+    header = ["| tool | median wall time | lines/s | pt2lsp / tool | runs (s) |", "|---|---|---|---|---|"]
+    return "\n".join(header + rows), medians
+
+
+def measure_corpus(binary: Path, runs: int, fast: bool) -> Section:
+    tree = corpus()
+    files = sorted(tree.rglob("*.py"))
+    if fast:
+        files = files[:200]
+        tree = subset(tree, files, "corpus")
+        files = sorted(tree.rglob("*.py"))
+    lines = lines_of(files)
+    times = alternate(commands(binary, ("pt2lsp", "ruff")), tree, runs)
+    rendered, medians = table(times, lines)
+    ours, theirs = medians.values()
+    what = (
+        "The first 200 files of the corpus"
+        if fast
+        else (f"Transformers {WHEELS['transformers']} + timm {WHEELS['timm']}, every `.py` file of both wheels")
+    )
+    body = (
+        f"{what}: {len(files):,} files, {lines:,} lines. {runs} alternating run{'s' if runs > 1 else ''} per tool "
+        "after one warm-up round (the page cache is warm); both tools use every core.\n\n"
+        f"{rendered}\n\n**pt2lsp / ruff wall time: {ours / theirs:.2f}** (target ≤ 1.0).\n"
+    )
+    return Section(CORPUS_HEADING, body, {"pt2lsp seconds": ours, "ruff seconds": theirs, "lines": lines})
+
+
+def measure_torchfix(binary: Path, runs: int, fast: bool) -> Section:
+    tree = corpus()
+    files = sorted((tree / TORCHFIX_SUBSET).rglob("*.py"))
+    if fast:
+        files = files[:5]
+    directory = subset(tree, files, "torchfix")
+    lines = lines_of(files)
+    times = alternate(commands(binary, ("pt2lsp", "ruff", "torchfix")), directory, runs)
+    rendered, medians = table(times, lines)
+    ours, _, slowest = medians.values()
+    body = (
+        f"`{TORCHFIX_SUBSET}/` of timm {WHEELS['timm']}{' (its first 5 files)' if fast else ''}: {len(files)} files, "
+        f"{lines:,} lines, the same copy for every tool. {runs} alternating run{'s' if runs > 1 else ''} per "
+        "tool after one warm-up round. TorchFix runs one job per core (its default). It is measured on this subset "
+        "because on the whole corpus it did not finish in 10 minutes.\n\n"
+        f"{rendered}\n\n**pt2lsp / TorchFix wall time: {ours / slowest:.4f}** "
+        f"(TorchFix takes {slowest / ours:,.0f}× as long).\n"
+    )
+    return Section(TORCHFIX_HEADING, body, {"pt2lsp seconds": ours, "torchfix seconds": slowest, "lines": lines})
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--fast", action="store_true", help="a 200-file subset, one run each, no RESULTS.md")
-    parser.add_argument("--runs", type=int, default=7, help="alternating runs per tool (default 7)")
+    parser.add_argument("--fast", action="store_true", help="small subsets, one run each, nothing written")
+    parser.add_argument("--runs", type=int, help="alternating runs per tool (default 7 on the corpus, 5 with TorchFix)")
+    parser.add_argument("--binary", type=Path, help="use this pt2lsp instead of building target/release/pt2lsp")
+    parser.add_argument("--only", choices=("corpus", "torchfix"), help="run one of the two comparisons")
     args = parser.parse_args()
-
-    tree = corpus()
-    files = sorted(tree.rglob("*.py"))
-    if args.fast:
-        subset = CACHE / "subset"
-        subset.mkdir(exist_ok=True)
-        for path in files[:200]:
-            destination = subset / path.relative_to(tree)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            destination.write_bytes(path.read_bytes())
-        tree, files = subset, sorted(subset.rglob("*.py"))
-    lines = sum(path.read_bytes().count(b"\n") for path in files)
-    runs = 1 if args.fast else args.runs
-    ruff_binary, pt2lsp_binary = ruff(), pt2lsp()
-    commands = {
-        "pt2lsp check": [str(pt2lsp_binary), "check", "--isolated", "--exit-zero", "--quiet", "."],
-        f"ruff check {RUFF} (default rules, no cache)": [str(ruff_binary), "check", "--isolated", "--no-cache", "--exit-zero", "--quiet", "."],
-    }
-    times: dict[str, list[float]] = {name: [] for name in commands}
-    for name, command in commands.items():  # warm the page cache once
-        timed(command, tree)
-    for _ in range(runs):
-        for name, command in commands.items():
-            times[name].append(timed(command, tree))
-    medians = {name: statistics.median(values) for name, values in times.items()}
-    ours, theirs = list(medians.values())
-    rows = [
-        f"| {name} | {median:.3f} s | {lines / median / 1e6:.2f} M lines/s | {', '.join(f'{t:.3f}' for t in times[name])} |"
-        for name, median in medians.items()
-    ]
-    table = "\n".join(
-        [
-            "| tool | median wall time | throughput | runs |",
-            "|---|---|---|---|",
-            *rows,
-        ]
-    )
-    summary = f"pt2lsp / ruff wall-time ratio: {ours / theirs:.2f} ({len(files)} files, {lines:,} lines)"
-    print(table)
-    print(summary)
-    if not args.fast:
-        version = subprocess.run([str(pt2lsp_binary), "--version"], capture_output=True, text=True).stdout.strip()
-        heading = "## Static check of the whole corpus"
-        write_section(
-            heading,
-            f"{heading}\n\n"
-            f"Written by `python3 bench/corpus.py` on {datetime.date.today()}. "
-            f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}. "
-            f"Versions: {version}; ruff {RUFF}; corpus transformers {WHEELS['transformers']} + timm {WHEELS['timm']} "
-            f"({len(files)} files, {lines:,} lines).\n\n"
-            f"{table}\n\n{summary}. Runs alternate between the tools; the page cache is warm.\n",
-        )
+    binary = args.binary.resolve() if args.binary else build()
+    sections = []
+    if args.only in (None, "corpus"):
+        sections.append(measure_corpus(binary, 1 if args.fast else args.runs or 7, args.fast))
+    if args.only in (None, "torchfix"):
+        sections.append(measure_torchfix(binary, 1 if args.fast else args.runs or 5, args.fast))
+    for section in sections:
+        print(section.markdown())
+        if not args.fast:
+            write_section(section)
     return 0
 
 

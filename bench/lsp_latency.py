@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Measures the language server as an editor feels it: edit-to-diagnostics latency and memory.
 
-Starts `pt2lsp serve` (release build) over stdio with the corpus's `transformers/` tree as the
-workspace, opens the 4,121-line `modeling_seamless_m4t_v2.py`, waits for the background scan of
+Starts `pt2lsp serve` (release build) over stdio with the whole corpus (transformers and timm) as
+the workspace, opens the 4,121-line `modeling_seamless_m4t_v2.py`, waits for the background scan of
 the workspace to end, then replays realistic incremental edits (a line typed character by
 character inside `forward` methods, typos fixed with backspace, whole lines deleted and undone)
 at typing cadence, in two scenarios:
@@ -16,21 +16,20 @@ the table says how many were, and the latency percentiles cover those. "Settle" 
 the last edit of a burst to the diagnostics of that burst's final version, the wait a user sees
 when they stop typing. Peak RSS (VmHWM) of the server is read after the scan and after the edits.
 
-    python3 bench/lsp_latency.py          # 200 edits per scenario, whole transformers tree;
-                                          # writes the "## Language server" section of RESULTS.md
+    python3 bench/lsp_latency.py          # 200 edits per scenario, the whole corpus as the
+                                          # workspace; replaces its section of RESULTS.md
     python3 bench/lsp_latency.py --fast   # 20 edits, one package as the workspace (CI: keeps the
                                           # harness from rotting; asserts nothing about time)
 
-Standard library only. The corpus comes from bench/corpus.py's `corpus()`.
+Standard library only. The corpus comes from harness.corpus(); `bench/run.py` runs this as one
+of its stages.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import queue
 import random
 import re
@@ -42,12 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import corpus as corpus_bench
-from corpus import ROOT, WHEELS, corpus
+
+from harness import CACHE, WHEELS, Section, build, corpus, write_section
 
 TARGET = "transformers/models/seamless_m4t_v2/modeling_seamless_m4t_v2.py"
-SECTION = "## Language server"
-RESULTS = ROOT / "bench" / "RESULTS.md"
+HEADING = "## Language server: didChange to publishDiagnostics, memory"
 # How long to wait for any one answer before calling the run broken.
 TIMEOUT = 120.0
 
@@ -376,36 +374,18 @@ def row(outcome: Outcome) -> str:
     )
 
 
-def write_section(section: str) -> None:
-    """Replaces this script's section of RESULTS.md (or appends it), keeping every other one."""
-    corpus_bench.write_section(SECTION, section)
-
-
-def build() -> Path:
-    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "pt2lsp"], cwd=ROOT, check=True)
-    return ROOT / "target" / "release" / "pt2lsp"
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--fast", action="store_true", help="20 edits, one package as the workspace, no RESULTS.md")
-    parser.add_argument("--edits", type=int, help="edits per scenario (default 200, 20 with --fast)")
-    parser.add_argument("--binary", type=Path, help="use this pt2lsp instead of building target/release/pt2lsp")
-    parser.add_argument("--seed", type=int, default=7, help="seed of the edit stream and the cadence")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
-    args = parser.parse_args()
-    count = args.edits or (20 if args.fast else 200)
-
+def measure(binary: Path, count: int, seed: int, fast: bool) -> Section:
+    """Both scenarios against one server; the whole corpus as the workspace (one package with
+    `fast`)."""
     tree = corpus()
     target = tree / TARGET
-    workspace = target.parent if args.fast else tree / "transformers"
-    binary = args.binary.resolve() if args.binary else build()
+    workspace = target.parent if fast else tree
     text = target.read_text(encoding="utf-8")
     lines = len(text.splitlines())
     files = sum(1 for _ in workspace.rglob("*.py"))
     uri, root = file_uri(target), file_uri(workspace)
 
-    log = ROOT / "bench" / ".cache" / "lsp_latency.stderr"
+    log = CACHE / "lsp_latency.stderr"
     log.parent.mkdir(parents=True, exist_ok=True)
     client = Client([str(binary), "serve"], log)
     outcomes: list[Outcome] = []
@@ -444,7 +424,7 @@ def main() -> int:
         after_scan = memory_kib(client.process.pid)
 
         for number, scenario in enumerate(("steady", "bursts")):
-            seed = args.seed + number
+            scenario_seed = seed + number
             # Reopening resets the server's copy to `text`, the base the edit stream is built on.
             client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
             version += 1
@@ -455,8 +435,8 @@ def main() -> int:
             client.wait(lambda m, v=version: is_publication(m, uri, v))
             time.sleep(0.2)
             client.drain()
-            edits, final = edit_stream(text, count, seed)
-            outcome, version = replay(client, uri, version, edits, scenario, seed)
+            edits, final = edit_stream(text, count, scenario_seed)
+            outcome, version = replay(client, uri, version, edits, scenario, scenario_seed)
             outcomes.append(outcome)
             # The harness checks itself (never the time): the diagnostics of the last edited
             # version must be those of its text opened afresh, or an edit was misapplied.
@@ -480,33 +460,51 @@ def main() -> int:
             *(row(outcome) for outcome in outcomes),
         ]
     )
+    where = (
+        f"`{workspace.relative_to(tree)}/`"
+        if fast
+        else (f"the whole corpus (transformers {WHEELS['transformers']} + timm {WHEELS['timm']})")
+    )
     memory = (
-        f"Server memory: peak RSS {after_scan['VmHWM'] / 1024:.1f} MB after the workspace scan "
-        f'("{scan_message}" of {files} .py files under `{workspace.relative_to(tree)}/`, done '
-        f"{scan_s:.2f} s after initialize); peak {after_edits['VmHWM'] / 1024:.1f} MB and current "
-        f"{after_edits['VmRSS'] / 1024:.1f} MB after the edits."
+        f"Server memory: peak RSS **{after_scan['VmHWM'] / 1024:.1f} MB** after the workspace scan "
+        f'("{scan_message}" of {files:,} .py files in {where}, done {scan_s:.2f} s after initialize); '
+        f"peak {after_edits['VmHWM'] / 1024:.1f} MB and current {after_edits['VmRSS'] / 1024:.1f} MB after the edits."
     )
     opening = f"First diagnostics {open_ms:.1f} ms after didOpen of the {lines:,}-line file, while the scan ran."
-    print(table)
-    print(memory)
-    print(opening)
+    body = (
+        f"`didChange` to the `publishDiagnostics` of that version on `{TARGET}` ({lines:,} lines), "
+        f"with {where} as the workspace, {count} edits per scenario. Steady: one edit every "
+        "50-100 ms. Bursts: 4-16 edits 15-35 ms apart, 300-800 ms between bursts. Latency "
+        "percentiles cover the published versions (a version superseded before its analysis "
+        "is never published); settle is the last edit of a burst to the diagnostics of that "
+        "version. Percentiles are nearest-rank; target p99 ≤ 20 ms.\n\n"
+        f"{table}\n\n{memory}\n{opening}\n"
+    )
+    latencies = [value for outcome in outcomes for value in outcome.latencies_ms]
+    return Section(
+        HEADING,
+        body,
+        {
+            "p50 ms": percentile(latencies, 50),
+            "p99 ms": percentile(latencies, 99),
+            "peak RSS MB": after_edits["VmHWM"] / 1024,
+        },
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fast", action="store_true", help="20 edits, one package as the workspace, no RESULTS.md")
+    parser.add_argument("--edits", type=int, help="edits per scenario (default 200, 20 with --fast)")
+    parser.add_argument("--binary", type=Path, help="use this pt2lsp instead of building target/release/pt2lsp")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the edit stream and the cadence")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    args = parser.parse_args()
+    binary = args.binary.resolve() if args.binary else build()
+    section = measure(binary, args.edits or (20 if args.fast else 200), args.seed, args.fast)
+    print(section.markdown())
     if not args.fast and not args.no_write:
-        version_line = subprocess.run(
-            [str(binary), "--version"], check=False, capture_output=True, text=True
-        ).stdout.strip()
-        write_section(
-            f"{SECTION}\n\n"
-            f"Written by `python3 bench/lsp_latency.py` on {datetime.date.today()} "
-            f"({platform.machine()}, {os.cpu_count()} cores; {version_line}; corpus transformers "
-            f"{WHEELS['transformers']}).\n\n"
-            f"`didChange` to the `publishDiagnostics` of that version on `{TARGET}` ({lines:,} lines), "
-            f"with `transformers/` as the workspace, {count} edits per scenario. Steady: one edit every "
-            "50-100 ms. Bursts: 4-16 edits 15-35 ms apart, 300-800 ms between bursts. Latency "
-            "percentiles cover the published versions (a version superseded before its analysis "
-            "is never published); settle is the last edit of a burst to the diagnostics of that "
-            "version. Percentiles are nearest-rank.\n\n"
-            f"{table}\n\n{memory}\n{opening}\n"
-        )
+        write_section(section)
     return 0
 
 
