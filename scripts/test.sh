@@ -44,6 +44,13 @@ if [ -d tests/python ]; then
   .venv/bin/python -m pytest -q tests/python
 fi
 
+step "Python package: build the wheel, install it into a fresh venv, test the API and the command"
+# The dev profile reuses what `cargo test` compiled; a release wheel is python/build-wheel.sh.
+PT2LSP_WHEEL_PROFILE=dev scripts/test-package.sh
+
 step "Editors: the VS Code extension's tests and .vsix, the Neovim plugin against the server"
 cargo build --quiet -p pt2lsp
 PT2LSP_BIN="$root/target/debug/pt2lsp" tests/editors/run.sh
+
+step "Benchmarks, fast mode: every stage runs on a small subset (asserts nothing about time)"
+"$python" bench/run.py --fast --binary "$root/target/debug/pt2lsp" --python "$root/.venv/bin/python"

@@ -22,6 +22,7 @@ mod workspace;
 
 pub use diagnostic::{Applicability, Diagnostic, Edit, Fix, Report, Severity};
 pub use fix::{FixMode, apply_fixes, compatible_fixes};
+pub use fixes::dims::DimConstraint;
 pub use line_index::{LineColumn, LineIndex};
 pub use registry::Rule;
 pub use ruff_text_size::{TextRange, TextSize};
@@ -57,6 +58,23 @@ pub fn check(source: &str, settings: &Settings) -> Report {
         SourceFile::detached(source),
         settings,
         &WorkspaceIndex::default(),
+    )
+}
+
+/// The fix that carries out `constraints` on the file's `dynamic_shapes` and the `Dim`s it
+/// uses (torch's `Suggested fixes:`, or what the static pass derives), or `None` when the file
+/// does not define a named dim in a form that can be edited.
+pub fn dim_constraint_fix(
+    source: &str,
+    constraints: &[DimConstraint],
+    applicability: Applicability,
+) -> Option<Fix> {
+    let parsed = syntax::parse(source);
+    fixes::dims::constraint_fix(
+        &parsed.module.body,
+        SourceFile::detached(source),
+        constraints,
+        applicability,
     )
 }
 

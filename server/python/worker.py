@@ -178,6 +178,9 @@ def main(argv: list[str]) -> int:
         Zygote(channel, run_dir).serve()
         return 0
     finally:
+        # The server's exit sends SIGTERM (the parent-death signal), often while this clean-up
+        # runs: the handler's SystemExit would cut it short and leave the directory behind.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
@@ -253,12 +256,17 @@ class Zygote:
                 self.reap()
                 self.enforce_deadlines()
         finally:
+            # As in `main`: a SIGTERM must not cut the killing of the jobs short.
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
             self.kill_all()
 
     def handle(self, message: dict) -> str | None:
         op = message.get("op")
         if op == "job":
-            self.start(message["id"], message["job"])
+            job = message["job"]
+            if message.get("export"):
+                job = dict(job, export=message["export"])
+            self.start(message["id"], job)
         elif op == "cancel":
             child = self.by_id.get(message.get("id"))
             if child is not None:
@@ -293,7 +301,7 @@ class Zygote:
                 os.close(result_r)
                 os.close(output_r)
                 self.become_child(output_w)
-                result = run_job(job, job_dir)
+                result = run_job(job, job_dir, _progress_writer(result_w))
             except BaseException as exc:  # noqa: BLE001 - reported as a crash of the job
                 result = {
                     "status": "crashed",
@@ -387,11 +395,23 @@ class Zygote:
                 return
             if which == "result":
                 child.result += chunk
+                self.forward_progress(child)
             elif len(child.output) < OUTPUT_LIMIT:
                 child.output += chunk[: OUTPUT_LIMIT - len(child.output)]
                 child.output_truncated |= len(chunk) > OUTPUT_LIMIT - len(child.output)
             else:
                 child.output_truncated = True
+
+    def forward_progress(self, child: Child) -> None:
+        """An export job writes `{"progress": ...}` lines on its result pipe before its result
+        (a single line without a newline): each complete one is sent on as a progress event."""
+        while child.result.startswith(b'{"progress"') and b"\n" in child.result:
+            line, child.result = child.result.split(b"\n", 1)
+            try:
+                stage = json.loads(line)
+            except ValueError:
+                continue
+            self.send({"event": "progress", "id": child.id, "stage": stage.get("progress"), "message": stage.get("message")})
 
     def reap(self) -> None:
         while self.children:
@@ -546,8 +566,24 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def run_job(job: dict, job_dir: str) -> dict:
-    """Runs one entrypoint; returns the result message (without id and output)."""
+def _progress_writer(fd: int):
+    """How a job reports a stage: one `{"progress": stage}` line on its result pipe."""
+
+    def progress(stage: str, message: str | None = None) -> None:
+        data = (json.dumps({"progress": stage, "message": message}, default=str) + "\n").encode("utf-8")
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            pass
+
+    return progress
+
+
+def run_job(job: dict, job_dir: str, progress=None) -> dict:
+    """Runs one entrypoint; returns the result message (without id and output). A job with
+    `export` writes the exported program (see `export_program`)."""
     _set_limits(job)
     os.environ["TMPDIR"] = job_dir
     # draft_export writes its structured trace under TORCH_DTRACE, else under the temp dir.
@@ -570,6 +606,8 @@ def run_job(job: dict, job_dir: str) -> dict:
             target = load_entrypoint(job, workspace)
         except EntrypointError as exc:
             return {"status": "entrypoint", "diagnostics": [exc.diagnostic]}
+        if job.get("export"):
+            return export_program(target, workspace, definitions, job["export"], progress or (lambda *_: None))
         diagnostics = trace(target, workspace, definitions)
     except MemoryError:
         return _out_of_memory(job)
@@ -859,17 +897,21 @@ def _exception_diagnostic(exc: BaseException, workspace: Workspace, file: str, n
 # -- exporting ------------------------------------------------------------------------------
 
 
-def trace(target: Target, workspace: Workspace, definitions: dict) -> list[dict]:
+def trace(target: Target, workspace: Workspace, definitions: dict, programs: list | None = None) -> list[dict]:
+    """The export's problems as findings; an empty list when it exported (the program is then
+    appended to `programs`, when given)."""
     import torch
 
     try:
-        torch.export.export(
+        program = torch.export.export(
             target.model,
             target.args,
             target.kwargs,
             dynamic_shapes=target.dynamic_shapes,
             strict=target.strict,
         )
+        if programs is not None:
+            programs.append(program)
         return []
     except MemoryError:
         raise
@@ -880,6 +922,7 @@ def trace(target: Target, workspace: Workspace, definitions: dict) -> list[dict]
     if first.get("_collectable"):
         draft_messages: list[str] = []
         try:
+            _skip_expression_provenance()
             with _capture_constraint_messages(draft_messages):
                 program = torch.export.draft_export(
                     target.model,
@@ -898,6 +941,30 @@ def trace(target: Target, workspace: Workspace, definitions: dict) -> list[dict]
     if first.get("_constraint"):
         _place_on_spec(first, target)
     return _finalize([first], target)
+
+
+def _skip_expression_provenance() -> None:
+    """Stops draft_export's structured trace from recording `expression_created` events.
+
+    Each symbolic-int operation logs one, with a Python and a C++ stack captured: on
+    transformer_block.py 3,220 of them were 80% of draft_export's time (3.9 s of draft_export,
+    0.97 s without them; bench/README.md). They only feed provenance in the trace file written
+    for tlparse; the report this worker reads (`ep._report`) does not use them. Each job is its
+    own fork, so the patch dies with the job.
+    """
+    import torch.fx.experimental.sym_node as sym_node
+
+    original = sym_node.dtrace_structured
+    if getattr(original, "_pt2lsp_skips_expressions", False):
+        return
+
+    def dtrace_structured(name, *args, **kwargs):
+        if name == "expression_created":
+            return None
+        return original(name, *args, **kwargs)
+
+    dtrace_structured._pt2lsp_skips_expressions = True
+    sym_node.dtrace_structured = dtrace_structured
 
 
 def _merge(first: dict, drafted: list[dict], target: Target) -> list[dict]:
@@ -932,6 +999,209 @@ def _finalize(findings: list[dict], target: Target) -> list[dict]:
         seen.add(key)
         out.append({k: v for k, v in finding.items() if not k.startswith("_")})
     return out
+
+
+# -- writing the .pt2 (export jobs) --------------------------------------------------------------
+
+# Tolerances of the check of the saved program against the eager model (torch.allclose).
+VERIFY_RTOL = 1e-4
+VERIFY_ATOL = 1e-5
+
+
+def export_program(target: Target, workspace: Workspace, definitions: dict, request: dict, progress) -> dict:
+    """Exports the entrypoint, saves the program to the temporary path the caller chose (in the
+    output's directory), renames it over the output, loads it back and runs it on the example
+    inputs against the eager model. A model that does not export gets the trace's findings."""
+    import torch
+
+    output = os.path.abspath(request["output"])
+    temporary = os.path.abspath(request["temporary"])
+    started = time.monotonic()
+    progress("exporting", "running torch.export.export" + (" (strict)" if target.strict else ""))
+    programs: list = []
+    diagnostics = trace(target, workspace, definitions, programs)
+    if diagnostics or not programs:
+        status = "oom" if any(d.get("code") == "PT502" for d in diagnostics) else "failed"
+        return {"status": status, "diagnostics": diagnostics}
+    program = programs[0]
+
+    progress("saving", output)
+    try:
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+        try:
+            torch.export.save(program, temporary)
+            os.replace(temporary, output)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an unpicklable constant, a full disk, ...
+        file, name = target.model_binding or (workspace.entry_file, "model")
+        diagnostic = _binding_diagnostic(
+            file, name, "PT501", f"the model exported but could not be saved to {output}: {type(exc).__name__}: {_trim(str(exc))}"
+        )
+        diagnostic["origin"] = "export"
+        return {"status": "failed", "diagnostics": [diagnostic]}
+
+    progress("verifying", "loading the file back with torch.export.load and running it")
+    verification = _verify(output, target)
+    report = {
+        "path": output,
+        "size": os.path.getsize(output),
+        "nodes": len(program.graph.nodes),
+        "inputs": _describe_inputs(program),
+        "range_constraints": _range_constraints(program, target),
+        "verification": verification,
+        "strict": bool(target.strict),
+    }
+    return {"status": "ok", "diagnostics": [], "export": report, "trace_seconds": round(time.monotonic() - started, 3)}
+
+
+def _verify(path: str, target: Target) -> dict:
+    import torch
+
+    out = {"matches": False, "max_abs_diff": None, "rtol": VERIFY_RTOL, "atol": VERIFY_ATOL, "detail": None}
+    kwargs = target.kwargs or {}
+    try:
+        module = torch.export.load(path).module()
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        out["detail"] = f"torch.export.load failed: {type(exc).__name__}: {_trim(str(exc))}"
+        return out
+    try:
+        with torch.no_grad():
+            # The same seed for both runs, so random ops (dropout in training mode) agree.
+            torch.manual_seed(0)
+            actual = module(*target.args, **kwargs)
+            torch.manual_seed(0)
+            expected = target.model(*target.args, **kwargs)
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        out["detail"] = f"running the loaded program failed: {type(exc).__name__}: {_trim(str(exc))}"
+        return out
+    out.update(_compare(expected, actual))
+    return out
+
+
+def _compare(expected, actual) -> dict:
+    """Whether two output pytrees agree: tensors with torch.allclose (exact for integers and
+    booleans), everything else with ==."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    expected_leaves, _ = pytree.tree_flatten(expected)
+    actual_leaves, _ = pytree.tree_flatten(actual)
+    if len(expected_leaves) != len(actual_leaves):
+        return {"matches": False, "detail": f"eager returns {len(expected_leaves)} values, the saved program {len(actual_leaves)}"}
+    largest = None
+    for index, (want, got) in enumerate(zip(expected_leaves, actual_leaves)):
+        if isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor):
+            if want.shape != got.shape:
+                return {"matches": False, "detail": f"output {index}: shape {tuple(got.shape)}, eager {tuple(want.shape)}"}
+            if want.dtype != got.dtype:
+                return {"matches": False, "detail": f"output {index}: dtype {got.dtype}, eager {want.dtype}"}
+            if want.is_floating_point() or want.is_complex():
+                if want.numel():
+                    # NaN where both are NaN counts as equal (equal_nan); JSON has no infinity.
+                    diff = float(torch.nan_to_num((want.detach() - got.detach()).abs(), nan=0.0).max())
+                    if diff == diff and diff != float("inf"):
+                        largest = diff if largest is None else max(largest, diff)
+                if not torch.allclose(want, got, rtol=VERIFY_RTOL, atol=VERIFY_ATOL, equal_nan=True):
+                    return {"matches": False, "max_abs_diff": largest, "detail": f"output {index} differs from eager (rtol {VERIFY_RTOL:g}, atol {VERIFY_ATOL:g})"}
+            elif not torch.equal(want, got):
+                return {"matches": False, "detail": f"output {index} differs from eager"}
+        elif isinstance(want, torch.Tensor) or isinstance(got, torch.Tensor):
+            return {"matches": False, "detail": f"output {index}: {type(got).__name__}, eager {type(want).__name__}"}
+        else:
+            try:
+                same = bool(want == got)
+            except Exception:  # noqa: BLE001 - an output type without a usable ==
+                same = want is got
+            if not same:
+                return {"matches": False, "detail": f"output {index}: {got!r}, eager {want!r}"[:MESSAGE_LIMIT]}
+    return {"matches": True, "max_abs_diff": largest if largest is not None else 0.0, "detail": None}
+
+
+_DTYPES = {
+    "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64", "int32": "i32",
+    "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b8", "complex64": "c64", "complex128": "c128",
+}
+
+
+def _describe_inputs(program) -> list[str]:
+    """`x: f32[s77, 64]` for each user input of the program."""
+    described = []
+    try:
+        user_inputs = set(program.graph_signature.user_inputs)
+        for node in program.graph.nodes:
+            if node.op != "placeholder" or node.name not in user_inputs:
+                continue
+            value = node.meta.get("val")
+            shape = getattr(value, "shape", None)
+            if shape is None:
+                described.append(f"{node.name}: {value!r}"[:200])
+                continue
+            dtype = str(getattr(value, "dtype", "")).replace("torch.", "")
+            dims = ", ".join(str(size) for size in shape)
+            described.append(f"{node.name}: {_DTYPES.get(dtype, dtype)}[{dims}]")
+    except Exception:  # noqa: BLE001 - a description, never a reason to fail the export
+        pass
+    return described
+
+
+def _range_constraints(program, target: Target) -> list[dict]:
+    names = _dim_names(program, target)
+    constraints = []
+    for symbol, bounds in (getattr(program, "range_constraints", None) or {}).items():
+        constraints.append(
+            {"symbol": str(symbol), "dim": names.get(str(symbol)), "min": _finite(bounds.lower), "max": _finite(bounds.upper)}
+        )
+    constraints.sort(key=lambda c: c["symbol"])
+    return constraints
+
+
+def _finite(value) -> int | None:
+    try:
+        if getattr(value, "is_finite", True) is False:
+            return None
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    # torch's int_oo is a sympy number that converts to a huge int.
+    return number if abs(number) < 2**62 else None
+
+
+def _dim_names(program, target: Target) -> dict[str, str]:
+    """{symbol: the user's Dim name} for the dims the program's inputs were declared with."""
+    spec = target.dynamic_shapes
+    names: dict[str, str] = {}
+    if spec is None:
+        return names
+    try:
+        placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
+        user_inputs = list(program.graph_signature.user_inputs)
+        if isinstance(spec, dict):
+            pairs = [(key, dims) for key, dims in spec.items()]
+        else:
+            pairs = list(zip(user_inputs, spec))
+        for key, dims in pairs:
+            node = placeholders.get(key)
+            shape = getattr(node.meta.get("val") if node is not None else None, "shape", None)
+            if shape is None or dims is None:
+                continue
+            items = dims.items() if isinstance(dims, dict) else enumerate(dims) if isinstance(dims, (list, tuple)) else ()
+            for index, dim in items:
+                name = getattr(dim, "__name__", None)
+                if isinstance(name, str) and isinstance(index, int) and index < len(shape):
+                    symbol = str(shape[index])
+                    if symbol.isidentifier():
+                        names.setdefault(symbol, name)
+    except Exception:  # noqa: BLE001 - names are a courtesy
+        pass
+    return names
 
 
 # -- classifying one exception ------------------------------------------------------------------

@@ -3,9 +3,18 @@
 //! The library holds everything; `main.rs` and the Python package's entry point both call
 //! [`run`] with their command line, so there is one `pt2lsp` whichever way it was installed.
 
+pub mod api;
 mod cli;
 mod lsp;
 mod tracer;
+
+/// The LSP position mapping, reachable by the fuzz targets in `fuzz/`. Not an API: nothing
+/// outside this repository may depend on it.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::lsp::document::{Document, TextPositions};
+    pub use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
+}
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -22,6 +31,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     let result = match &cli.command {
         Command::Check(args) => cli::check::run(args),
         Command::Rule(args) => cli::rule::run(args),
+        Command::Export(args) => cli::export::run(args),
         Command::Serve => {
             // LSP asks for exit status 1 when the client exits without `shutdown`; that is
             // the only way `run` fails once the server started, so it is not a usage error.

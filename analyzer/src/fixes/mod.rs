@@ -3,7 +3,11 @@
 //! A rule decides *what* to change; the helpers here decide how the change is spelled in the
 //! file, so that all fixes indent, import and place code the same way.
 
-#![allow(dead_code, reason = "the rules adopt these helpers one by one; removed when all are used")]
+pub(crate) mod cond;
+pub(crate) mod dims;
+pub(crate) mod register_fake;
+pub(crate) mod torch_check;
+pub(crate) mod where_rewrite;
 
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
@@ -33,16 +37,6 @@ pub(crate) fn indentation_at(text: &str, offset: TextSize) -> &str {
     let line = &text[start..];
     let width = line.len() - line.trim_start_matches([' ', '\t']).len();
     &line[..width]
-}
-
-/// The whole lines `range` touches, from the start of its first line to past its last one.
-pub(crate) fn full_lines(text: &str, range: TextRange) -> TextRange {
-    let last = if range.is_empty() {
-        range.end()
-    } else {
-        range.end() - TextSize::new(1)
-    };
-    TextRange::new(line_start(text, range.start()), line_end(text, last))
 }
 
 /// `block` (whole lines) moved from indentation `from` to indentation `to`; blank lines stay
@@ -184,8 +178,6 @@ mod tests {
             "        if a:\n            b()\n\n        c()\n"
         );
         let text = "def f():\n    x = 1\n";
-        let range = TextRange::new(TextSize::new(13), TextSize::new(14));
-        assert_eq!(&text[full_lines(text, range)], "    x = 1\n");
         assert_eq!(indentation_at(text, TextSize::new(15)), "    ");
     }
 }

@@ -34,19 +34,48 @@ def forward(self, x):
 ```
 
 ## Fix
-Express the choice as tensor operations: `torch.where(x.sum() > 0, x.sin(), x.cos())` when both
-sides compute one tensor of the same shape, or `torch.cond(x.sum() > 0, true_fn, false_fn, (x,))`
-for general branches. An `assert` on values becomes `torch._check(...)` on a scalar, or is removed.
+Express the choice as tensor operations. Two rewrites of an `if` are offered, both unsafe
+(`--unsafe-fixes`): they keep the results but change what runs.
+
+- `torch.where(pred, a, b)`, offered first, when each branch is one `return <expr>` or one
+  assignment of the same name (an `if` without `else` keeps the old value), both expressions
+  elementwise over the same tensors, and the condition a one-element boolean: a comparison of
+  full reductions (`x.sum() > 0`) or `.any()` / `.all()`. Both sides are computed.
+- `torch.cond(pred, true_fn, false_fn, (operands…))` otherwise: the branches become nested
+  functions taking as operands the tensors they read (modules, parameters and Python numbers
+  stay closed over). Both branches return (an `if` that returns takes the rest of the function
+  as its `else`), or both assign names the code after reads, which the cond returns (an `if`
+  without `else` returns them unchanged). An output that is an operand or a view of one is
+  returned as `.clone()`: torch 2.15 refuses branches that alias their inputs.
+  `if not c` swaps the branches.
+
+No rewrite is offered, and the diagnostic says why, where it would change meaning or the
+exporter would refuse it: a return in one branch only, a branch that mutates an input, a buffer
+or `self` (`self.n += 1`, `x.add_(1)`, `x += 1`), branches returning different structures, an
+output that is not known to be a tensor, a condition that is not one boolean tensor (`and`/`or`,
+`torch.equal`), an `elif` chain. An `assert` on values becomes `torch._check(...)` on a scalar,
+or is removed.
 "#,
 };
 
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use ruff_text_size::{Ranged, TextRange, TextSize};
+
+use crate::diagnostic::{Applicability, Fix};
+use crate::fixes::cond::{self, BranchSites, Context, FunctionCache, TensorNames};
+use crate::fixes::where_rewrite;
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::semantic::value::Value;
-use crate::semantic::{BoolContext, EventKind};
+use crate::semantic::{BoolContext, EventKind, SemanticModel};
+use crate::syntax::Parsed;
 
 pub(crate) fn check(checker: &mut Checker) {
     let strict = checker.strict();
+    let mut seen = HashSet::new();
+    // Built on the first `if` that gets a rewrite, once for all of them.
+    let mut rewrites: Option<Rewrites<'_>> = None;
     for event in &checker.model.events {
         let EventKind::Truthiness {
             value: Value::Tensor(_),
@@ -60,16 +89,117 @@ pub(crate) fn check(checker: &mut Checker) {
         if strict && matches!(context, BoolContext::Assert | BoolContext::BoolCall) {
             continue;
         }
+        // A helper called twice is interpreted twice; one diagnostic (and fix) is enough.
+        if !seen.insert(event.range) {
+            continue;
+        }
         let text = checker.model.text(event.range);
         let message = format!(
             "{} needs the value of tensor `{text}`, which `torch.export` does not have while tracing; use `torch.where` or `torch.cond`",
             context.describe()
         );
-        checker.report(
+        let fix = match context {
+            BoolContext::If { raises_only: false } => {
+                let (parsed, model) = (checker.parsed, checker.model);
+                let rewrites = rewrites.get_or_insert_with(|| Rewrites::new(parsed, model));
+                branch_fix(checker, rewrites, event.range)
+            }
+            _ => None,
+        };
+        checker.report_with_fix(
             Rule::DataDependentBranch,
             Checker::failure_severity(event),
             event.range,
             message,
+            fix,
         );
     }
+}
+
+/// The longest `if` statement (in bytes) the rewrites take on.
+const MAX_REWRITTEN: TextSize = TextSize::new(16 * 1024);
+
+/// What the rewrites of all `if`s in the file share, computed once: the `if`s, the names that
+/// hold tensors around each, and facts about the functions holding them.
+struct Rewrites<'a> {
+    sites: BranchSites<'a>,
+    /// By the `if`'s condition.
+    tensors: HashMap<TextRange, TensorNames>,
+    functions: FunctionCache,
+}
+
+impl<'a> Rewrites<'a> {
+    fn new(parsed: &'a Parsed, model: &SemanticModel) -> Self {
+        Rewrites {
+            sites: BranchSites::new(&parsed.module.body),
+            tensors: tensor_names(model),
+            functions: FunctionCache::default(),
+        }
+    }
+}
+
+/// The `torch.where` rewrite of the `if` whose condition is at `condition` where valid, else
+/// the `torch.cond` rewrite, else an explanation of why neither is offered.
+fn branch_fix(checker: &Checker, rewrites: &Rewrites<'_>, condition: TextRange) -> Option<Fix> {
+    let site = rewrites.sites.find(condition)?;
+    // Each rewrite reads what it replaces: bounding that keeps nested or long code linear.
+    if site.extent().len() > MAX_REWRITTEN {
+        return Some(Fix {
+            title: "No `torch.cond` rewrite offered: the branches are too long to rewrite automatically".to_owned(),
+            edits: Vec::new(),
+            applicability: Applicability::DisplayOnly,
+        });
+    }
+    let tensors = rewrites.tensors.get(&site.stmt.test.range())?;
+    let context = Context {
+        file: checker.model.file,
+        module: &checker.parsed.module.body,
+        tensors,
+        functions: &rewrites.functions,
+    };
+    let fix = match where_rewrite::rewrite(site, &context, &checker.model.globals) {
+        Some(fix) => fix,
+        None => match cond::rewrite(site, &context) {
+            Ok(fix) => fix,
+            Err(reason) => Fix {
+                title: format!("No `torch.cond` rewrite offered: {reason}"),
+                edits: Vec::new(),
+                applicability: Applicability::DisplayOnly,
+            },
+        },
+    };
+    Some(fix)
+}
+
+/// By the condition of each `if` on a tensor: what every interpretation of it agrees holds
+/// tensors.
+fn tensor_names(model: &SemanticModel) -> HashMap<TextRange, TensorNames> {
+    let mut by_if: HashMap<TextRange, TensorNames> = HashMap::new();
+    for event in &model.events {
+        let EventKind::TensorIf { before, after } = &event.kind else {
+            continue;
+        };
+        let before: BTreeSet<String> = before.iter().cloned().collect();
+        let after: Vec<Option<BTreeSet<String>>> = after
+            .iter()
+            .map(|names| names.as_ref().map(|names| names.iter().cloned().collect()))
+            .collect();
+        let merged = match by_if.remove(&event.range) {
+            None => TensorNames { before, after },
+            Some(seen) => TensorNames {
+                before: seen.before.intersection(&before).cloned().collect(),
+                after: seen
+                    .after
+                    .iter()
+                    .zip(after.iter().chain(std::iter::repeat(&None)))
+                    .map(|(a, b)| match (a, b) {
+                        (Some(a), Some(b)) => Some(a.intersection(b).cloned().collect()),
+                        (a, b) => a.clone().or_else(|| b.clone()),
+                    })
+                    .collect(),
+            },
+        };
+        by_if.insert(event.range, merged);
+    }
+    by_if
 }

@@ -36,9 +36,18 @@ def forward(self, x):
 ## Fix
 Keep the value a tensor (`torch.where(x.sum() > 0.5, x * 2, x)`), or tell the exporter what it may
 assume: `torch._check(n >= 0)`, `torch._check(n <= 16)`, `torch._check_is_size(n)` before the use.
+
+For input validation, `if n < 0 or n > 8: raise ...`, the unsafe fix inserts the checks that
+the code after it already assumes, `torch._check(n >= 0)` and `torch._check(n <= 8)`, before
+the `if`: the exporter then decides the `if`, inputs that passed behave the same, and inputs
+that raised still raise (a `RuntimeError` from `torch._check`). No check is offered for a
+two-sided branch (deciding it would drop the side other inputs take), a loop, a list index,
+`int(t)` in non-strict export, or a test whose negation is no conjunction of comparisons
+(`if a < 0 and b < 0`): a check cannot make those export.
 "#,
 };
 
+use crate::fixes::torch_check;
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::semantic::value::{Guard, GuardKind, Value};
@@ -48,6 +57,7 @@ use crate::semantic::{BoolContext, EventKind, ScalarUse};
 
 pub(crate) fn check(checker: &mut Checker) {
     let strict = checker.strict();
+    let unexportable = torch_check::unexportable_uses(&checker.model.events, strict);
     for event in &checker.model.events {
         let text = checker.model.text(event.range);
         let message = match &event.kind {
@@ -91,11 +101,25 @@ pub(crate) fn check(checker: &mut Checker) {
             ),
             _ => continue,
         };
-        checker.report(
+        // Only an input-validation `if` gets a check: see `fixes::torch_check`.
+        let fix = match &event.kind {
+            EventKind::Truthiness {
+                context: BoolContext::If { raises_only: true },
+                ..
+            } => torch_check::validation_check_fix(
+                event.range,
+                &unexportable,
+                &checker.parsed.module.body,
+                checker.model.file,
+            ),
+            _ => None,
+        };
+        checker.report_with_fix(
             Rule::DataDependentScalar,
             Checker::failure_severity(event),
             event.range,
             message,
+            fix,
         );
     }
 }

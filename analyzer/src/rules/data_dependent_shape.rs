@@ -32,9 +32,15 @@ def forward(self, x):
 ## Fix
 Keep the size symbolic: compute with it in tensor operations, or use `torch.cond` on
 `idx.shape[0] > 3`. Where a bound is known, state it with `torch._check(idx.shape[0] <= 16)`.
+
+For input validation, `if idx.shape[0] == 0: raise ...`, the unsafe fix inserts
+`torch._check(idx.shape[0] != 0)` before the `if`, which decides it. Not offered where `len()`
+of the result is taken in non-strict export (`len` fails whatever is checked: use
+`t.shape[0]`), nor for two-sided branches and loops.
 "#,
 };
 
+use crate::fixes::torch_check;
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::semantic::value::{Guard, GuardKind, SizeOrigin, Value};
@@ -44,6 +50,7 @@ use crate::semantic::{BoolContext, EventKind, ScalarUse};
 
 pub(crate) fn check(checker: &mut Checker) {
     let strict = checker.strict();
+    let unexportable = torch_check::unexportable_uses(&checker.model.events, strict);
     for event in &checker.model.events {
         let text = checker.model.text(event.range);
         let message = match &event.kind {
@@ -84,11 +91,25 @@ pub(crate) fn check(checker: &mut Checker) {
             ),
             _ => continue,
         };
-        checker.report(
+        // Only an input-validation `if` gets a check: see `fixes::torch_check`.
+        let fix = match &event.kind {
+            EventKind::Truthiness {
+                context: BoolContext::If { raises_only: true },
+                ..
+            } => torch_check::validation_check_fix(
+                event.range,
+                &unexportable,
+                &checker.parsed.module.body,
+                checker.model.file,
+            ),
+            _ => None,
+        };
+        checker.report_with_fix(
             Rule::DataDependentShape,
             Checker::failure_severity(event),
             event.range,
             message,
+            fix,
         );
     }
 }

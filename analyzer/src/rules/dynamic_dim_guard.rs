@@ -44,19 +44,44 @@ class M(torch.nn.Module):
 ## Fix
 State the range the code needs: `Dim("batch", min=17)` or `Dim("batch", max=16)`, or replace
 the branch with tensor operations. Loops over a dynamic size become tensor operations.
+
+The fix edits `dynamic_shapes` and the `Dim`s it uses, wherever they are written (a
+`batch = Dim("batch")` variable, `Dim("batch")` inline in the spec, `dims(...)`,
+`torch.export.Dim`), adding `from torch.export import Dim` when a new `Dim` needs it:
+
+- a comparison with a literal gets the range that keeps the branch the example inputs take
+  (`x.shape[0] > 16` on a batch of 4: `max=16`);
+- two dimensions compared equal or broadcast together become one (`b = a`);
+- a reshape that needs a multiple becomes a derived dim (`_batch = Dim("_batch", min=2)`,
+  `batch = 2*_batch`);
+- a dimension the code fixes to one size (`== 4`, a loop, `len`, broadcasting against a
+  literal) leaves `dynamic_shapes` (`Dim.STATIC` in a tuple).
+
+Fix safety: with `--trace`, the fix is torch's own `Suggested fixes:` and is safe: it is the
+exporter's statement of what its trace needs. The static pass's fix is unsafe: it reads the
+bound from the code and the example inputs, and it changes which sizes the exported program
+accepts.
 "#,
 };
 
+use std::collections::HashMap;
+
+use crate::diagnostic::{Applicability, Fix};
+use crate::fixes::dims::{DimConstraint, constraint_fix};
 use crate::registry::Rule;
 use crate::rules::Checker;
-use crate::semantic::value::{Guard, GuardKind, SizeOrigin, Value};
+use crate::semantic::value::{
+    CompareOp, Compared, DimDecl, Guard, GuardKind, SizeComparison, SizeOrigin, Value,
+};
 use crate::semantic::{EventKind, ScalarUse};
 
 pub(crate) fn check(checker: &mut Checker) {
     let strict = checker.strict();
+    // Guards on one dim ask for the same constraint again and again; each fix reads the file.
+    let mut fixes: HashMap<Vec<DimConstraint>, Option<Fix>> = HashMap::new();
     for event in &checker.model.events {
         let text = checker.model.text(event.range);
-        let message = match &event.kind {
+        let (message, constraints) = match &event.kind {
             EventKind::Truthiness {
                 value:
                     Value::Guard(Guard {
@@ -66,14 +91,26 @@ pub(crate) fn check(checker: &mut Checker) {
                     }),
                 context,
             } => {
-                let fix = suggestion.as_ref().map_or_else(String::new, |suggestion| {
-                    format!("; declare the range it needs: {suggestion}")
-                });
-                format!(
-                    "{} on `{text}` guards dynamic dimension `{}`: export fails with \"Constraints violated ({})\"{fix}",
-                    context.describe(),
-                    dim.name,
-                    dim.name
+                let hint = match suggestion {
+                    Some(SizeComparison {
+                        op,
+                        against: Compared::Constant(constant),
+                    }) => format!(
+                        "; declare the range it needs: {}",
+                        range_hint(&dim.name, *op, *constant)
+                    ),
+                    _ => String::new(),
+                };
+                (
+                    format!(
+                        "{} on `{text}` guards dynamic dimension `{}`: export fails with \"Constraints violated ({})\"{hint}",
+                        context.describe(),
+                        dim.name,
+                        dim.name
+                    ),
+                    suggestion
+                        .as_ref()
+                        .and_then(|comparison| guard_constraints(checker, dim, comparison)),
                 )
             }
             EventKind::Scalar {
@@ -83,12 +120,13 @@ pub(crate) fn check(checker: &mut Checker) {
                         ..
                     },
                 usage: ScalarUse::Range,
-            } if !dim.automatic => {
+            } if !dim.automatic => (
                 format!(
                     "`range()` over `{text}`, dynamic dimension `{}`: the loop is unrolled, which fixes the dimension to the example's size; use tensor operations instead",
                     dim.name
-                )
-            }
+                ),
+                static_dim(checker, dim),
+            ),
             // Measured: non-strict `len(x)` must return a Python int, which fixes the dimension.
             EventKind::Scalar {
                 value:
@@ -97,25 +135,46 @@ pub(crate) fn check(checker: &mut Checker) {
                         ..
                     },
                 usage: ScalarUse::Len,
-            } if !dim.automatic && !strict => format!(
-                "`{text}` returns a Python int, which fixes dynamic dimension `{}` to the example's size; use `x.shape[0]`, which stays symbolic",
-                dim.name
+            } if !dim.automatic && !strict => (
+                format!(
+                    "`{text}` returns a Python int, which fixes dynamic dimension `{}` to the example's size; use `x.shape[0]`, which stays symbolic",
+                    dim.name
+                ),
+                static_dim(checker, dim),
             ),
-            EventKind::DimMismatch { left, right } => format!(
-                "`{text}` broadcasts dynamic dimensions `{}` and `{}` against each other, so they must be equal: export fails with \"Constraints violated ({})\"; declare `{} = {}` in `dynamic_shapes`",
-                left.name, right.name, right.name, right.name, left.name
+            EventKind::DimMismatch { left, right } => (
+                format!(
+                    "`{text}` broadcasts dynamic dimensions `{}` and `{}` against each other, so they must be equal: export fails with \"Constraints violated ({})\"; declare `{} = {}` in `dynamic_shapes`",
+                    left.name, right.name, right.name, right.name, left.name
+                ),
+                Some(vec![DimConstraint::Equal {
+                    name: right.name.clone(),
+                    to: left.name.clone(),
+                }]),
             ),
-            EventKind::DimSpecialized { dim, size } => format!(
-                "`{text}` broadcasts dynamic dimension `{}` against a fixed size {size}, which specialises it: export fails with \"Constraints violated ({})\"; make the other operand follow the input's shape, or declare the dimension static",
-                dim.name, dim.name
+            EventKind::DimSpecialized { dim, size } => (
+                format!(
+                    "`{text}` broadcasts dynamic dimension `{}` against a fixed size {size}, which specialises it: export fails with \"Constraints violated ({})\"; make the other operand follow the input's shape, or declare the dimension static",
+                    dim.name, dim.name
+                ),
+                Some(vec![DimConstraint::Constant {
+                    name: dim.name.clone(),
+                    value: *size,
+                }]),
             ),
-            EventKind::ReshapeGuard { dim, multiple } => format!(
-                "`{text}` needs the element count to divide into the new shape, which guards dynamic dimension `{}`: export fails with \"Constraints violated ({})\"; declare it a multiple of {multiple} (`_{} = Dim(\"_{}\"); {} = {multiple} * _{}`) or use sizes taken from the input",
-                dim.name, dim.name, dim.name, dim.name, dim.name, dim.name
+            EventKind::ReshapeGuard { dim, multiple } => (
+                format!(
+                    "`{text}` needs the element count to divide into the new shape, which guards dynamic dimension `{}`: export fails with \"Constraints violated ({})\"; declare it a multiple of {multiple} (`_{} = Dim(\"_{}\"); {} = {multiple} * _{}`) or use sizes taken from the input",
+                    dim.name, dim.name, dim.name, dim.name, dim.name, dim.name
+                ),
+                multiple_of(checker, dim, *multiple),
             ),
-            EventKind::BufferSlice { dim } => format!(
-                "Slicing a fixed-size parameter or buffer up to `{text}` guards dynamic dimension `{}` to at most its length: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", max=...)` with that length",
-                dim.name, dim.name, dim.name
+            EventKind::BufferSlice { dim } => (
+                format!(
+                    "Slicing a fixed-size parameter or buffer up to `{text}` guards dynamic dimension `{}` to at most its length: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", max=...)` with that length",
+                    dim.name, dim.name, dim.name
+                ),
+                None,
             ),
             EventKind::IterateTensor {
                 size:
@@ -124,19 +183,161 @@ pub(crate) fn check(checker: &mut Checker) {
                         ..
                     },
                 ..
-            } if !dim.automatic => {
+            } if !dim.automatic => (
                 format!(
                     "Looping over `{text}` unrolls its dynamic dimension `{}` to the example's size; use tensor operations instead",
                     dim.name
-                )
-            }
+                ),
+                static_dim(checker, dim),
+            ),
             _ => continue,
         };
-        checker.report(
+        let fix = constraints.and_then(|constraints| {
+            fixes
+                .entry(constraints)
+                .or_insert_with_key(|constraints| {
+                    constraint_fix(
+                        &checker.parsed.module.body,
+                        checker.model.file,
+                        constraints,
+                        Applicability::Unsafe,
+                    )
+                })
+                .clone()
+        });
+        checker.report_with_fix(
             Rule::DynamicDimGuard,
             Checker::failure_severity(event),
             event.range,
             message,
+            fix,
         );
     }
+}
+
+/// The `Dim` ranges under which `dim <op> constant` is decided, for the message.
+fn range_hint(name: &str, op: CompareOp, constant: f64) -> String {
+    #[allow(clippy::cast_possible_truncation)] // Literal sizes.
+    let constant = constant.floor() as i64;
+    let (true_side, false_side) = match op {
+        CompareOp::Gt => (format!("min={}", constant + 1), format!("max={constant}")),
+        CompareOp::GtE => (format!("min={constant}"), format!("max={}", constant - 1)),
+        CompareOp::Lt => (format!("max={}", constant - 1), format!("min={constant}")),
+        CompareOp::LtE => (format!("max={constant}"), format!("min={}", constant + 1)),
+        CompareOp::Eq | CompareOp::NotEq => {
+            return format!(
+                "`{name} = {constant}` (make the dimension static), or remove the branch"
+            );
+        }
+    };
+    format!("`Dim(\"{name}\", {true_side})` or `Dim(\"{name}\", {false_side})`")
+}
+
+/// The constraint that decides a guard the way the example inputs take it, so the exported
+/// program keeps the branch eager runs on them: `x.shape[0] > 16` on a batch of 4 needs
+/// `max=16`. Torch can state a range, an equality or a constant, never `!=`, so a guard the
+/// example makes `!=` gets no fix.
+fn guard_constraints(
+    checker: &Checker,
+    dim: &DimDecl,
+    comparison: &SizeComparison,
+) -> Option<Vec<DimConstraint>> {
+    let spec = checker.model.spec.as_ref()?;
+    let example = spec.example_size(&dim.name)?;
+    match &comparison.against {
+        Compared::Constant(constant) => {
+            if constant.fract() != 0.0 {
+                return None;
+            }
+            #[allow(clippy::cast_possible_truncation)] // An integral literal size.
+            let constant = *constant as i64;
+            let taken = holds(example, comparison.op, constant);
+            let (min, max) = match (comparison.op, taken) {
+                (CompareOp::Gt, true) | (CompareOp::LtE, false) => (Some(constant + 1), None),
+                (CompareOp::Gt, false) | (CompareOp::LtE, true) => (None, Some(constant)),
+                (CompareOp::GtE, true) | (CompareOp::Lt, false) => (Some(constant), None),
+                (CompareOp::GtE, false) | (CompareOp::Lt, true) => (None, Some(constant - 1)),
+                (CompareOp::Eq, true) | (CompareOp::NotEq, false) => {
+                    return Some(vec![DimConstraint::Constant {
+                        name: dim.name.clone(),
+                        value: constant,
+                    }]);
+                }
+                (CompareOp::Eq | CompareOp::NotEq, _) => return None,
+            };
+            // The range the `Dim` ends up with must still hold the example, and sizes >= 2.
+            let low = min.into_iter().chain(dim.min).chain([2]).max()?;
+            let high = max.into_iter().chain(dim.max).min();
+            if high.is_some_and(|high| high < low || example > high) || example < low {
+                return None;
+            }
+            Some(vec![DimConstraint::Range {
+                name: dim.name.clone(),
+                min,
+                max,
+            }])
+        }
+        Compared::Dim(other) => {
+            let equal = spec.example_size(&other.name)? == example;
+            let needs_equal = match comparison.op {
+                CompareOp::Eq => equal,
+                CompareOp::NotEq => !equal,
+                _ => false,
+            };
+            (needs_equal && !other.automatic).then(|| {
+                vec![DimConstraint::Equal {
+                    name: other.name.clone(),
+                    to: dim.name.clone(),
+                }]
+            })
+        }
+    }
+}
+
+fn holds(value: i64, op: CompareOp, constant: i64) -> bool {
+    match op {
+        CompareOp::Lt => value < constant,
+        CompareOp::LtE => value <= constant,
+        CompareOp::Gt => value > constant,
+        CompareOp::GtE => value >= constant,
+        CompareOp::Eq => value == constant,
+        CompareOp::NotEq => value != constant,
+    }
+}
+
+/// Code that fixes a dimension to the example's size (an unrolled loop, `len`): torch's own
+/// suggestion is to make it static at that size.
+fn static_dim(checker: &Checker, dim: &DimDecl) -> Option<Vec<DimConstraint>> {
+    let value = checker.model.spec.as_ref()?.example_size(&dim.name)?;
+    Some(vec![DimConstraint::Constant {
+        name: dim.name.clone(),
+        value,
+    }])
+}
+
+/// `dim = multiple * _dim` with a new root `_dim` carrying the range, as torch suggests for a
+/// reshape that needs the dimension to divide. Torch suggests `min=1` for the root, but the
+/// program it then exports rejects a root of 1 (measured: "Guard failed: x.size()[0] // 2 !=
+/// 1"), so the root's declared range starts at 2, the range the program really accepts.
+fn multiple_of(checker: &Checker, dim: &DimDecl, multiple: i64) -> Option<Vec<DimConstraint>> {
+    if multiple < 2 {
+        return None;
+    }
+    let example = checker.model.spec.as_ref()?.example_size(&dim.name);
+    if example.is_some_and(|example| example % multiple != 0) {
+        return None;
+    }
+    let root = format!("_{}", dim.name);
+    let low = dim.min.unwrap_or(2).max(2);
+    Some(vec![
+        DimConstraint::Range {
+            name: root.clone(),
+            min: Some(((low + multiple - 1) / multiple).max(2)),
+            max: dim.max.map(|max| max / multiple),
+        },
+        DimConstraint::Derived {
+            name: dim.name.clone(),
+            expr: format!("{multiple}*{root}"),
+        },
+    ])
 }

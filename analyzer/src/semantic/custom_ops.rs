@@ -13,19 +13,95 @@ use crate::syntax::ast::{self, Expr, Stmt};
 
 /// A custom operator defined in the file.
 #[derive(Debug, Clone)]
-pub(crate) struct CustomOp {
+pub(crate) struct CustomOp<'a> {
     /// `namespace::name`.
     pub(crate) name: String,
     /// The decorator or `define` call that makes it.
     pub(crate) range: TextRange,
     /// Whether a fake or meta kernel is registered for it in this file or the workspace.
     pub(crate) has_fake: bool,
+    /// How it is defined, which is what a fake kernel is written from.
+    pub(crate) definition: OpDefinition<'a>,
+}
+
+impl CustomOp<'_> {
+    /// Whether torch makes its fake kernel itself: an operator that mutates an argument and
+    /// returns nothing (measured: export passes for `custom_op` and `Library.define` alike).
+    pub(crate) fn has_trivial_fake(&self) -> bool {
+        match &self.definition {
+            OpDefinition::Decorated {
+                function,
+                mutates_args,
+            } => {
+                *mutates_args
+                    && function
+                        .returns
+                        .as_deref()
+                        .is_some_and(Expr::is_none_literal_expr)
+            }
+            OpDefinition::Schema { schema, .. } => {
+                let (arguments, returns) = schema.rsplit_once("->").unwrap_or((schema, ""));
+                arguments.contains("!)") && returns.trim() == "()"
+            }
+        }
+    }
+}
+
+/// The source a custom operator is made from.
+#[derive(Debug, Clone)]
+pub(crate) enum OpDefinition<'a> {
+    /// `@torch.library.custom_op("ns::op", mutates_args=...)` on a Python function.
+    Decorated {
+        function: &'a ast::StmtFunctionDef,
+        /// `mutates_args` names an argument (or is `"unknown"`).
+        mutates_args: bool,
+    },
+    /// `lib.define(schema)` or `torch.library.define("ns::op", schema)`.
+    Schema {
+        schema: String,
+        /// The last statement that defines or implements the operator: a fake kernel goes
+        /// after it.
+        last_statement: TextRange,
+        /// The Python kernel registered for it, when one is.
+        implementation: Option<Implementation<'a>>,
+    },
+}
+
+/// A Python kernel given to `Library.impl` or `torch.library.impl`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Implementation<'a> {
+    Function(&'a ast::StmtFunctionDef),
+    Lambda(&'a ast::ExprLambda),
+}
+
+/// An operator definition before its kernels are matched to it.
+#[derive(Debug, Clone)]
+#[allow(
+    clippy::struct_field_names,
+    reason = "`definition` is the same field of `CustomOp`"
+)]
+pub(crate) struct Definition<'a> {
+    pub(crate) name: String,
+    pub(crate) range: TextRange,
+    pub(crate) definition: OpDefinition<'a>,
+}
+
+/// A kernel registration `lib.impl("op", kernel, "CPU")`, by operator.
+struct KernelRegistration<'a> {
+    op: String,
+    statement: TextRange,
+    kernel: KernelRef<'a>,
+}
+
+enum KernelRef<'a> {
+    Name(String),
+    Resolved(Implementation<'a>),
 }
 
 /// Definitions and registrations found in one file.
 #[derive(Default)]
-pub(crate) struct Registrations {
-    pub(crate) definitions: Vec<(String, TextRange)>,
+pub(crate) struct Registrations<'a> {
+    pub(crate) definitions: Vec<Definition<'a>>,
     pub(crate) fakes: Vec<String>,
 }
 
@@ -60,24 +136,66 @@ fn string_argument(call: &ast::ExprCall, index: usize) -> Option<&str> {
         .and_then(names::string_literal)
 }
 
-struct Collector<'r> {
+struct Collector<'r, 'a> {
     resolve: &'r dyn Fn(&Expr) -> Option<String>,
+    /// The innermost statement being visited.
+    statement: Option<&'a Stmt>,
+    /// Functions by name, to find the kernel `lib.impl("op", kernel)` names.
+    functions: HashMap<String, &'a ast::StmtFunctionDef>,
+    kernels: Vec<KernelRegistration<'a>>,
     /// Variables holding a `torch.library.Library("ns", ...)`, by namespace.
     libraries: HashMap<String, String>,
     /// Python names of `custom_op`-decorated functions, by operator.
     python_names: HashMap<String, String>,
     /// `@foo.register_fake` on a Python name not yet mapped to an operator.
     fake_by_python_name: Vec<String>,
-    found: Registrations,
+    found: Registrations<'a>,
 }
 
-impl Collector<'_> {
+/// Whether a `custom_op`'s `mutates_args` names anything: `()` and `[]` do not.
+fn mutates_args(call: &ast::ExprCall) -> bool {
+    call.arguments
+        .find_keyword("mutates_args")
+        .is_some_and(|keyword| match &keyword.value {
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                !elts.is_empty()
+            }
+            _ => true,
+        })
+}
+
+fn kernel_ref(expr: &Expr) -> Option<KernelRef<'_>> {
+    match expr {
+        Expr::Name(name) => Some(KernelRef::Name(name.id.to_string())),
+        Expr::Lambda(lambda) => Some(KernelRef::Resolved(Implementation::Lambda(lambda))),
+        _ => None,
+    }
+}
+
+impl<'a> Collector<'_, 'a> {
+    fn statement_range(&self, fallback: TextRange) -> TextRange {
+        self.statement.map_or(fallback, Ranged::range)
+    }
+
+    fn schema_definition(&mut self, name: String, schema: &str, call: &ast::ExprCall) {
+        let last_statement = self.statement_range(call.range());
+        self.found.definitions.push(Definition {
+            name,
+            range: call.range(),
+            definition: OpDefinition::Schema {
+                schema: schema.to_owned(),
+                last_statement,
+                implementation: None,
+            },
+        });
+    }
+
     fn library_namespace(&self, expr: &Expr) -> Option<String> {
         let Expr::Name(name) = expr else { return None };
         self.libraries.get(name.id.as_str()).cloned()
     }
 
-    fn decorator(&mut self, decorator: &Expr, function: &ast::StmtFunctionDef) {
+    fn decorator(&mut self, decorator: &'a Expr, function: &'a ast::StmtFunctionDef) {
         match decorator {
             Expr::Call(call) => {
                 let callee = (self.resolve)(&call.func).unwrap_or_default();
@@ -93,7 +211,14 @@ impl Collector<'_> {
                             if callee.ends_with("triton_op") {
                                 self.found.fakes.push(op);
                             } else {
-                                self.found.definitions.push((op, decorator.range()));
+                                self.found.definitions.push(Definition {
+                                    name: op,
+                                    range: decorator.range(),
+                                    definition: OpDefinition::Decorated {
+                                        function,
+                                        mutates_args: mutates_args(call),
+                                    },
+                                });
                             }
                         }
                     }
@@ -104,7 +229,16 @@ impl Collector<'_> {
                             self.found.fakes.push(canonical(op));
                         }
                     }
-                    "torch.library.impl" => self.impl_call(call),
+                    "torch.library.impl" => {
+                        self.impl_call(call);
+                        if let Some(op) = self.impl_target(call) {
+                            self.kernels.push(KernelRegistration {
+                                op,
+                                statement: function.range(),
+                                kernel: KernelRef::Resolved(Implementation::Function(function)),
+                            });
+                        }
+                    }
                     _ => {
                         if let Expr::Attribute(attribute) = &*call.func {
                             self.method_registration(attribute);
@@ -127,6 +261,19 @@ impl Collector<'_> {
                 self.fake_by_python_name.push(name.id.to_string());
             }
         }
+    }
+
+    /// The operator `torch.library.impl("ns::op", ...)` or `torch.library.impl(lib, "op", ...)`
+    /// registers a kernel for.
+    fn impl_target(&self, call: &ast::ExprCall) -> Option<String> {
+        if let Some(op) = string_argument(call, 0).filter(|op| op.contains("::")) {
+            return Some(canonical(op));
+        }
+        let namespace = self.library_namespace(call.arguments.args.first()?)?;
+        Some(format!(
+            "{namespace}::{}",
+            schema_name(string_argument(call, 1)?)
+        ))
     }
 
     /// `torch.library.impl("ns::op", "Meta")` or `torch.library.impl(lib, "op", "Meta")`.
@@ -163,7 +310,7 @@ impl Collector<'_> {
         }
     }
 
-    fn call(&mut self, call: &ast::ExprCall) {
+    fn call(&mut self, call: &'a ast::ExprCall) {
         let callee = (self.resolve)(&call.func).unwrap_or_default();
         match callee.as_str() {
             "torch.library.register_fake" | "torch.library.impl_abstract" => {
@@ -174,7 +321,8 @@ impl Collector<'_> {
             }
             "torch.library.define" => {
                 if let Some(op) = string_argument(call, 0) {
-                    self.found.definitions.push((canonical(op), call.range()));
+                    let schema = string_argument(call, 1).unwrap_or_default();
+                    self.schema_definition(canonical(op), schema, call);
                 }
                 return;
             }
@@ -182,6 +330,17 @@ impl Collector<'_> {
                 // Called with the function directly: `torch.library.impl("ns::op", "Meta", fn)`.
                 if call.arguments.args.len() >= 3 {
                     self.impl_call(call);
+                    if let (Some(op), Some(kernel)) = (
+                        self.impl_target(call),
+                        call.arguments.args.last().and_then(kernel_ref),
+                    ) {
+                        let statement = self.statement_range(call.range());
+                        self.kernels.push(KernelRegistration {
+                            op,
+                            statement,
+                            kernel,
+                        });
+                    }
                 }
                 return;
             }
@@ -200,10 +359,8 @@ impl Collector<'_> {
         match attribute.attr.as_str() {
             "define" => {
                 if let Some(schema) = string_argument(call, 0) {
-                    self.found.definitions.push((
-                        format!("{namespace}::{}", schema_name(schema)),
-                        call.range(),
-                    ));
+                    let name = format!("{namespace}::{}", schema_name(schema));
+                    self.schema_definition(name, schema, call);
                 }
             }
             "impl" => {
@@ -213,10 +370,16 @@ impl Collector<'_> {
                         .and_then(|k| names::string_literal(&k.value))
                 });
                 if let (Some(op), Some(key)) = (string_argument(call, 0), key) {
+                    let op = format!("{namespace}::{}", schema_name(op));
                     if serves_fake_tensors(key) {
-                        self.found
-                            .fakes
-                            .push(format!("{namespace}::{}", schema_name(op)));
+                        self.found.fakes.push(op);
+                    } else if let Some(kernel) = call.arguments.args.get(1).and_then(kernel_ref) {
+                        let statement = self.statement_range(call.range());
+                        self.kernels.push(KernelRegistration {
+                            op,
+                            statement,
+                            kernel,
+                        });
                     }
                 }
             }
@@ -232,8 +395,9 @@ impl Collector<'_> {
     }
 }
 
-impl<'a> Visitor<'a> for Collector<'_> {
+impl<'a> Visitor<'a> for Collector<'_, 'a> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        let outer = self.statement.replace(stmt);
         match stmt {
             Stmt::Assign(assign) => {
                 if let ([target], Expr::Call(call)) = (assign.targets.as_slice(), &*assign.value) {
@@ -251,6 +415,7 @@ impl<'a> Visitor<'a> for Collector<'_> {
                 }
             }
             Stmt::FunctionDef(function) => {
+                self.functions.insert(function.name.to_string(), function);
                 for decorator in &function.decorator_list {
                     self.decorator(&decorator.expression, function);
                 }
@@ -258,6 +423,7 @@ impl<'a> Visitor<'a> for Collector<'_> {
             _ => {}
         }
         visitor::walk_stmt(self, stmt);
+        self.statement = outer;
     }
 
     fn visit_expr(&mut self, expr: &'a Expr) {
@@ -274,12 +440,15 @@ impl<'a> Visitor<'a> for Collector<'_> {
 }
 
 /// Finds every operator definition and fake registration in a file.
-pub(crate) fn registrations(
-    body: &[Stmt],
+pub(crate) fn registrations<'a>(
+    body: &'a [Stmt],
     resolve: &dyn Fn(&Expr) -> Option<String>,
-) -> Registrations {
+) -> Registrations<'a> {
     let mut collector = Collector {
         resolve,
+        statement: None,
+        functions: HashMap::new(),
+        kernels: Vec::new(),
         libraries: HashMap::new(),
         python_names: HashMap::new(),
         fake_by_python_name: Vec::new(),
@@ -289,6 +458,34 @@ pub(crate) fn registrations(
     for python_name in std::mem::take(&mut collector.fake_by_python_name) {
         if let Some(op) = collector.python_names.get(&python_name) {
             collector.found.fakes.push(op.clone());
+        }
+    }
+    // A schema operator's kernels: the fake kernel is written from the first Python one and
+    // goes after the last registration.
+    for registration in &collector.kernels {
+        let implementation = match &registration.kernel {
+            KernelRef::Resolved(implementation) => Some(*implementation),
+            KernelRef::Name(name) => collector
+                .functions
+                .get(name)
+                .map(|function| Implementation::Function(function)),
+        };
+        for definition in &mut collector.found.definitions {
+            if let OpDefinition::Schema {
+                last_statement,
+                implementation: kernel,
+                ..
+            } = &mut definition.definition
+            {
+                if definition.name == registration.op {
+                    if registration.statement.end() > last_statement.end() {
+                        *last_statement = registration.statement;
+                    }
+                    if kernel.is_none() {
+                        *kernel = implementation;
+                    }
+                }
+            }
         }
     }
     collector.found
@@ -309,18 +506,20 @@ pub(crate) fn resolver<'m>(model: &'m SemanticModel<'_>) -> impl Fn(&Expr) -> Op
     }
 }
 
-pub(crate) fn collect(body: &[Stmt], model: &SemanticModel) -> Vec<CustomOp> {
+pub(crate) fn collect<'a>(body: &'a [Stmt], model: &SemanticModel) -> Vec<CustomOp<'a>> {
     let resolve = resolver(model);
     let found = registrations(body, &resolve);
     found
         .definitions
         .into_iter()
-        .map(|(name, range)| {
-            let has_fake = found.fakes.contains(&name) || model.workspace.has_fake_kernel(&name);
+        .map(|definition| {
+            let has_fake = found.fakes.contains(&definition.name)
+                || model.workspace.has_fake_kernel(&definition.name);
             CustomOp {
-                name,
-                range,
+                name: definition.name,
+                range: definition.range,
                 has_fake,
+                definition: definition.definition,
             }
         })
         .collect()

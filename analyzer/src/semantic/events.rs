@@ -94,6 +94,14 @@ pub(crate) enum EventKind {
     ReshapeGuard { dim: Rc<DimDecl>, multiple: i64 },
     /// A parameter or buffer sliced up to a dynamic size with no declared maximum.
     BufferSlice { dim: Rc<DimDecl> },
+    /// An `if` on a tensor's value (the event's range is its condition): the local names
+    /// that hold tensors where it starts, and at the end of each clause in source order
+    /// (`None` for a clause that returns or raises). The `torch.cond` rewrite passes the first
+    /// as operands and returns the others.
+    TensorIf {
+        before: Rc<[String]>,
+        after: Vec<Option<Rc<[String]>>>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

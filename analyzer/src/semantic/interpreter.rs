@@ -16,9 +16,10 @@ use super::names;
 use super::shapes::literal_shape;
 use super::torch_api::{self, AttributeResult, Constructed, MethodResult, TorchResult};
 use super::value::{
-    CompareOp, DimDecl, Guard, GuardKind, Interval, SizeOrigin, TensorDims, TensorInfo, Value,
+    CompareOp, Compared, DimDecl, Guard, GuardKind, Interval, SizeComparison, SizeOrigin,
+    TensorDims, TensorInfo, Value,
 };
-use super::{SemanticModel, ShapesSpec};
+use super::{OpDefinition, SemanticModel, ShapesSpec};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 /// Calls followed inline from one root before the interpreter stops following.
@@ -34,6 +35,74 @@ struct Env {
     outer: Option<Rc<HashMap<String, Value>>>,
     /// The class whose method is running, for `super()`.
     class: Option<usize>,
+    /// Comparisons known to hold here (`torch._check(idx.shape[0] != 0)`, `assert a <= b`).
+    checked: Vec<CheckedComparison>,
+}
+
+/// A comparison stated by `torch._check` or `assert`, which decides the same comparison (or
+/// its negation) later on, as the exporter's runtime assertions do.
+#[derive(Debug, Clone, PartialEq)]
+struct CheckedComparison {
+    left: u64,
+    op: CompareOp,
+    right: u64,
+    /// The names the operands read: assigning one forgets the fact.
+    names: Vec<String>,
+}
+
+impl CheckedComparison {
+    fn new(left: &Expr, op: CompareOp, right: &Expr) -> Self {
+        let mut names = Vec::new();
+        for operand in [left, right] {
+            collect_names(operand, &mut names);
+        }
+        Self {
+            left: expression_key(left),
+            op,
+            right: expression_key(right),
+            names,
+        }
+    }
+
+    /// Whether this fact decides `left <op> right`, one way or the other.
+    fn decides(&self, left: &Expr, op: CompareOp, right: &Expr) -> bool {
+        let (left, right) = (expression_key(left), expression_key(right));
+        let fact = if (self.left, self.right) == (left, right) {
+            self.op
+        } else if (self.left, self.right) == (right, left) {
+            self.op.flipped()
+        } else {
+            return false;
+        };
+        match fact {
+            CompareOp::Lt | CompareOp::Gt | CompareOp::Eq => true,
+            CompareOp::LtE => matches!(op, CompareOp::LtE | CompareOp::Gt),
+            CompareOp::GtE => matches!(op, CompareOp::GtE | CompareOp::Lt),
+            CompareOp::NotEq => matches!(op, CompareOp::NotEq | CompareOp::Eq),
+        }
+    }
+}
+
+/// A structural key of an expression: equal for `idx.shape[0]` and `idx.shape[ 0 ]`.
+fn expression_key(expr: &Expr) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    ruff_python_ast::comparable::ComparableExpr::from(expr).hash(&mut hasher);
+    hasher.finish()
+}
+
+fn collect_names(expr: &Expr, names: &mut Vec<String>) {
+    use ruff_python_ast::visitor::{self, Visitor};
+    struct Names<'n>(&'n mut Vec<String>);
+    impl<'a> Visitor<'a> for Names<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Name(name) = expr {
+                self.0.push(name.id.to_string());
+            }
+            visitor::walk_expr(self, expr);
+        }
+    }
+    Names(names).visit_expr(expr);
 }
 
 impl Env {
@@ -43,6 +112,7 @@ impl Env {
             return Env::default();
         };
         for branch in iter {
+            joined.checked.retain(|fact| branch.checked.contains(fact));
             for (name, value) in branch.locals {
                 let merged = match joined.locals.get(&name) {
                     Some(existing) => existing.join(&value),
@@ -409,12 +479,16 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         );
         let mut branches = Vec::new();
         let mut may_skip_all = true;
+        // Which names hold tensors around an `if` on a tensor, for the `torch.cond` rewrite:
+        // where it starts, and where each clause ends.
+        let mut tensor_if: Option<(TensorNames, Vec<Option<TensorNames>>)> = None;
         for (test, body) in clauses {
             let taken = match test {
                 None => Some(true),
                 Some(test) => {
                     let truth = self.static_truth(test, env);
                     if truth.is_none() {
+                        let recorded = self.events.len();
                         self.truthiness(
                             test,
                             BoolContext::If {
@@ -422,6 +496,18 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                             },
                             env,
                         );
+                        let on_tensor = self.events[recorded..].iter().any(|event| {
+                            matches!(
+                                event.kind,
+                                EventKind::Truthiness {
+                                    value: Value::Tensor(_),
+                                    ..
+                                }
+                            )
+                        });
+                        if on_tensor && std::ptr::eq(test, if_stmt.test.as_ref()) {
+                            tensor_if = Some((tensor_locals(env), Vec::new()));
+                        }
                     }
                     truth
                 }
@@ -430,13 +516,22 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 continue;
             }
             let mut branch_env = env.clone();
-            if self.exec_block(body, &mut branch_env) {
+            let falls_through = self.exec_block(body, &mut branch_env);
+            if let Some((_, after)) = &mut tensor_if {
+                after.push(falls_through.then(|| tensor_locals(&branch_env)));
+            }
+            if falls_through {
                 branches.push(branch_env);
             }
             if taken == Some(true) {
                 may_skip_all = false;
                 break;
             }
+        }
+        if let Some((before, after)) = tensor_if {
+            // At the condition, where PT101's diagnostic is: the statement may be long, and
+            // every rule renders each event's text.
+            self.record(EventKind::TensorIf { before, after }, if_stmt.test.range());
         }
         if may_skip_all {
             branches.push(env.clone());
@@ -547,6 +642,8 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     fn bind(&mut self, target: &Expr, value: Value, env: &mut Env) {
         match target {
             Expr::Name(name) => {
+                env.checked
+                    .retain(|fact| !fact.names.iter().any(|read| read == name.id.as_str()));
                 env.locals.insert(name.id.to_string(), value);
             }
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
@@ -982,7 +1079,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         }
         let left_number = number_of(&compare.left);
         let right_number = number_of(right_expr);
-        match (&left, right) {
+        let guard = match (&left, right) {
             (Value::DataScalar(interval), _) => data_guard(*interval, op, right_number),
             (_, Value::DataScalar(interval)) => data_guard(*interval, op.flipped(), left_number),
             (Value::Size { origin, interval }, other) => {
@@ -992,6 +1089,19 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 size_guard(origin, *interval, op.flipped(), other, left_number)
             }
             _ => Value::Unknown,
+        };
+        match guard {
+            Value::Guard(mut guard)
+                if !guard.decided
+                    && env
+                        .checked
+                        .iter()
+                        .any(|fact| fact.decides(&compare.left, op, right_expr)) =>
+            {
+                guard.decided = true;
+                Value::Guard(guard)
+            }
+            other => other,
         }
     }
 
@@ -1588,11 +1698,19 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         if self.stack.contains(&function) || self.stack.len() >= MAX_DEPTH || self.budget == 0 {
             return Value::Unknown;
         }
-        let key = format!(
-            "{function}:{receiver:?}:{args:?}:{kwargs:?}:{}",
-            outer.is_some()
-        );
-        if let Some(value) = self.memo.get(&key) {
+        // The exporter does not trace into a custom operator: it runs its fake kernel.
+        let def = self.model.functions[function].def;
+        if self.model.custom_ops.iter().any(|op| {
+            matches!(op.definition, OpDefinition::Decorated { function, .. } if std::ptr::eq(function, def))
+        }) {
+            return Value::opaque_tensor();
+        }
+        // A closure's result also depends on the values it closes over, which the key does not
+        // hold: a nested function called again with other enclosing values is run again.
+        let key = outer
+            .is_none()
+            .then(|| format!("{function}:{receiver:?}:{args:?}:{kwargs:?}"));
+        if let Some(value) = key.as_ref().and_then(|key| self.memo.get(key)) {
             return value.clone();
         }
         self.budget -= 1;
@@ -1655,7 +1773,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         if falls_through {
             result = result.join(&Value::None);
         }
-        self.memo.insert(key, result.clone());
+        if let Some(key) = key {
+            self.memo.insert(key, result.clone());
+        }
         result
     }
 
@@ -1795,8 +1915,10 @@ fn size_guard(
             let (decided, suggestion) = match (constant, other) {
                 (Some(constant), _) => {
                     let decided = interval.decide(op, constant).is_some();
-                    let suggestion =
-                        (!decided && *exact).then(|| suggest_range(&dim.name, op, constant));
+                    let suggestion = (!decided && *exact).then_some(SizeComparison {
+                        op,
+                        against: Compared::Constant(constant),
+                    });
                     (decided, suggestion)
                 }
                 (
@@ -1811,7 +1933,11 @@ fn size_guard(
                     },
                 ) => {
                     let same = *exact && *other_exact && other_dim.name == dim.name;
-                    (same, None)
+                    let suggestion = (!same && *exact && *other_exact).then(|| SizeComparison {
+                        op,
+                        against: Compared::Dim(other_dim.clone()),
+                    });
+                    (same, suggestion)
                 }
                 _ => (false, None),
             };
@@ -2216,26 +2342,17 @@ fn shift_interval(interval: Interval, op: ast::Operator, constant: Option<f64>) 
     }
 }
 
-/// The `Dim` ranges under which `dim <op> constant` is decided, for the message.
-fn suggest_range(name: &str, op: CompareOp, constant: f64) -> String {
-    #[allow(clippy::cast_possible_truncation)] // Literal sizes.
-    let constant = constant.floor() as i64;
-    let (true_side, false_side) = match op {
-        CompareOp::Gt => (format!("min={}", constant + 1), format!("max={constant}")),
-        CompareOp::GtE => (format!("min={constant}"), format!("max={}", constant - 1)),
-        CompareOp::Lt => (format!("max={}", constant - 1), format!("min={constant}")),
-        CompareOp::LtE => (format!("max={constant}"), format!("min={}", constant + 1)),
-        CompareOp::Eq | CompareOp::NotEq => {
-            return format!(
-                "`{name} = {constant}` (make the dimension static), or remove the branch"
-            );
-        }
-    };
-    format!("`Dim(\"{name}\", {true_side})` or `Dim(\"{name}\", {false_side})`")
-}
-
 /// `torch._check(n <= 5)` narrows what the interpreter knows of `n` from here on.
 fn narrow(condition: &Expr, is_size: bool, env: &mut Env) {
+    if let Expr::Compare(compare) = condition {
+        let mut left = &*compare.left;
+        for (op, right) in compare.ops.iter().zip(&compare.comparators) {
+            if let Some(op) = compare_op(*op) {
+                env.checked.push(CheckedComparison::new(left, op, right));
+            }
+            left = right;
+        }
+    }
     if is_size {
         if let Expr::Name(name) = condition {
             narrow_name(name.id.as_str(), Interval::at_least(0.0), env);
@@ -2276,6 +2393,18 @@ fn narrow(condition: &Expr, is_size: bool, env: &mut Env) {
     }
 }
 
+fn compare_op(op: ast::CmpOp) -> Option<CompareOp> {
+    Some(match op {
+        ast::CmpOp::Lt => CompareOp::Lt,
+        ast::CmpOp::LtE => CompareOp::LtE,
+        ast::CmpOp::Gt => CompareOp::Gt,
+        ast::CmpOp::GtE => CompareOp::GtE,
+        ast::CmpOp::Eq => CompareOp::Eq,
+        ast::CmpOp::NotEq => CompareOp::NotEq,
+        _ => return None,
+    })
+}
+
 fn narrow_name(name: &str, by: Interval, env: &mut Env) {
     let Some(value) = env.locals.get_mut(name) else {
         return;
@@ -2291,6 +2420,23 @@ fn narrow_name(name: &str, by: Interval, env: &mut Env) {
 }
 
 /// True when a block only raises: input validation, whose other side is the normal path.
+/// Local names, sorted.
+type TensorNames = Rc<[String]>;
+
+/// The local names that certainly hold tensors (not optional, not only assumed), sorted.
+fn tensor_locals(env: &Env) -> TensorNames {
+    let mut names: Vec<String> = env
+        .locals
+        .iter()
+        .filter(
+            |(_, value)| matches!(value, Value::Tensor(info) if !info.assumed && !info.maybe_none),
+        )
+        .map(|(name, _)| name.clone())
+        .collect();
+    names.sort();
+    names.into()
+}
+
 fn raises_only(body: &[Stmt]) -> bool {
     !body.is_empty()
         && body.iter().all(|stmt| {

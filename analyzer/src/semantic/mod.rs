@@ -20,12 +20,12 @@ pub(crate) fn torch_api_is_module_base(qualified: &str) -> bool {
 }
 pub(crate) mod value;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use ruff_text_size::{Ranged, TextSize};
 
-pub(crate) use custom_ops::{CustomOp, registrations};
+pub(crate) use custom_ops::{CustomOp, Implementation, OpDefinition, registrations};
 pub(crate) use events::{BoolContext, Event, EventKind, ScalarUse};
 use interpreter::Interpreter;
 pub(crate) use shapes::{Entrypoint, ShapesSpec};
@@ -63,7 +63,7 @@ pub(crate) struct SemanticModel<'a> {
     function_by_start: HashMap<TextSize, usize>,
     pub(crate) classes: Vec<ClassInfo<'a>>,
     pub(crate) events: Vec<Event>,
-    pub(crate) custom_ops: Vec<CustomOp>,
+    pub(crate) custom_ops: Vec<CustomOp<'a>>,
     pub(crate) spec: Option<ShapesSpec>,
     pub(crate) entry: Option<Entrypoint>,
 }
@@ -158,6 +158,14 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn collect_globals(&mut self, body: &'a [Stmt]) {
+        // By start offset, which no two class statements share: a scan of `classes` per class
+        // made files with tens of thousands of classes quadratic.
+        let class_by_start: HashMap<TextSize, usize> = self
+            .classes
+            .iter()
+            .enumerate()
+            .map(|(index, class)| (class.def.start(), index))
+            .collect();
         for stmt in names::module_level_statements(body) {
             match stmt {
                 Stmt::Import(_) | Stmt::ImportFrom(_) => {
@@ -167,20 +175,16 @@ impl<'a> SemanticModel<'a> {
                     }
                 }
                 Stmt::ClassDef(def) => {
-                    if let Some(index) = self
-                        .classes
-                        .iter()
-                        .position(|class| std::ptr::eq(class.def, def))
-                    {
+                    if let Some(&index) = class_by_start.get(&def.start()) {
                         self.globals
                             .insert(def.name.to_string(), Value::Class(index));
                     }
                 }
+                // `module_level_statements` enters no function or class body, so a def found
+                // here is a module-level function.
                 Stmt::FunctionDef(def) => {
                     if let Some(index) = self.function_at(def) {
-                        if self.functions[index].class.is_none()
-                            && self.is_module_level_function(def)
-                        {
+                        if self.functions[index].class.is_none() {
                             self.globals
                                 .insert(def.name.to_string(), Value::Function(index));
                         }
@@ -199,15 +203,6 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
-    fn is_module_level_function(&self, def: &ast::StmtFunctionDef) -> bool {
-        !self.functions.iter().any(|function| {
-            !std::ptr::eq(function.def, def) && function.def.range().contains_range(def.range())
-        }) && !self
-            .classes
-            .iter()
-            .any(|class| class.def.range().contains_range(def.range()))
-    }
-
     /// Marks every class that derives from `nn.Module`, through local and workspace bases.
     fn resolve_modules(&mut self) {
         for index in 0..self.classes.len() {
@@ -220,27 +215,30 @@ impl<'a> SemanticModel<'a> {
                 .collect();
             self.classes[index].bases = bases;
         }
-        // Local bases may come later in the file, so iterate to a fixed point.
-        loop {
-            let mut changed = false;
-            for index in 0..self.classes.len() {
-                if self.classes[index].is_module {
-                    continue;
-                }
-                let is_module = self.classes[index].bases.iter().any(|base| match base {
-                    Value::Qualified(name) => {
-                        torch_api::is_module_base(name) || self.workspace.is_module_class(name)
+        // Local bases may come later in the file: the classes with a torch or workspace base
+        // are modules, and so is every class deriving from one, found through a reverse index
+        // so that each class is visited once however the file orders them (a fixed-point
+        // iteration over all classes was quadratic on long chains declared in reverse).
+        let mut derived: Vec<Vec<usize>> = vec![Vec::new(); self.classes.len()];
+        let mut pending = Vec::new();
+        for (index, class) in self.classes.iter().enumerate() {
+            for base in &class.bases {
+                match base {
+                    Value::Qualified(name)
+                        if torch_api::is_module_base(name)
+                            || self.workspace.is_module_class(name) =>
+                    {
+                        pending.push(index);
                     }
-                    Value::Class(base) => self.classes[*base].is_module,
-                    _ => false,
-                });
-                if is_module {
-                    self.classes[index].is_module = true;
-                    changed = true;
+                    Value::Class(base) => derived[*base].push(index),
+                    _ => {}
                 }
             }
-            if !changed {
-                break;
+        }
+        while let Some(index) = pending.pop() {
+            if !self.classes[index].is_module {
+                self.classes[index].is_module = true;
+                pending.extend_from_slice(&derived[index]);
             }
         }
     }
@@ -303,10 +301,18 @@ impl<'a> SemanticModel<'a> {
     /// The class and its local bases, depth first, left to right: the order Python's method
     /// resolution takes for the single-inheritance and simple mixin cases that model code uses.
     fn lineage(&self, class: usize) -> Vec<usize> {
+        // Hand-written hierarchies are a few classes deep; generated chains of thousands made
+        // every `self.<name>` walk all of them, quadratic in the file. Past the bound, a
+        // method or attribute is unknown.
+        const MAX_LINEAGE: usize = 64;
         let mut order = Vec::new();
+        let mut seen = HashSet::new();
         let mut stack = vec![class];
         while let Some(current) = stack.pop() {
-            if order.contains(&current) {
+            if order.len() == MAX_LINEAGE {
+                break;
+            }
+            if !seen.insert(current) {
                 continue;
             }
             order.push(current);
@@ -335,13 +341,36 @@ impl<'a> SemanticModel<'a> {
 
     /// The source text of a range, for messages: on one line, shortened to fit.
     pub(crate) fn text(&self, ranged: impl Ranged) -> String {
+        const SHOWN: usize = 60;
         let text = &self.file.text[ranged.range()];
-        let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        // Only the words that can be shown are collapsed: a range may span a whole generated
+        // file (a chain of ten thousand ternaries), and copying it for every message was
+        // quadratic. Dropping the spaces inside brackets at most halves the collapsed text, so
+        // twice the shown length (plus one) decides whether it fits exactly as the whole would.
+        let mut collapsed = String::new();
+        let mut chars = 0;
+        let mut space = false;
+        for c in text.chars() {
+            if c.is_whitespace() {
+                space = !collapsed.is_empty();
+                continue;
+            }
+            if chars > 2 * (SHOWN + 1) {
+                break;
+            }
+            if space {
+                collapsed.push(' ');
+                chars += 1;
+                space = false;
+            }
+            collapsed.push(c);
+            chars += 1;
+        }
         let collapsed = collapsed.replace("( ", "(").replace(" )", ")");
-        if collapsed.chars().count() <= 60 {
+        if collapsed.chars().count() <= SHOWN {
             return collapsed;
         }
-        let mut shown: String = collapsed.chars().take(59).collect();
+        let mut shown: String = collapsed.chars().take(SHOWN - 1).collect();
         shown.push('…');
         shown
     }

@@ -56,6 +56,8 @@ pub(crate) struct ShapesSpec {
     ranks: Vec<Option<usize>>,
     /// Sizes of the example inputs written as literals (`torch.randn(4, 2)`), by position.
     example_sizes: Vec<Vec<(usize, i64)>>,
+    /// The example's size of each named `Dim`; `None` when inputs disagree.
+    dim_examples: HashMap<String, Option<i64>>,
     pub(crate) problems: Vec<SpecProblem>,
 }
 
@@ -65,6 +67,28 @@ impl ShapesSpec {
             .values()
             .chain(self.by_position.iter())
             .any(|dims| !dims.dynamic.is_empty())
+    }
+
+    /// The size the example inputs give dimension `dim`, when they spell it as a literal.
+    pub(crate) fn example_size(&self, dim: &str) -> Option<i64> {
+        self.dim_examples.get(dim).copied().flatten()
+    }
+
+    /// Records the example's sizes of the `Dim`s that input `position` declares.
+    fn note_examples(&mut self, position: Option<usize>, dims: &TensorDims) {
+        for (index, dim) in &dims.dynamic {
+            if dim.automatic {
+                continue;
+            }
+            let size = position
+                .and_then(|position| self.example_sizes.get(position))
+                .and_then(|sizes| sizes.iter().find(|(at, _)| at == index))
+                .map(|(_, size)| *size);
+            let entry = self.dim_examples.entry(dim.name.clone()).or_insert(size);
+            if *entry != size {
+                *entry = None;
+            }
+        }
     }
 
     /// The dimensions of `forward`'s parameter `name` at `position` (after `self`).
@@ -121,6 +145,8 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
         if let Stmt::Assign(assign) = stmt {
             match assign.targets.as_slice() {
                 [Expr::Name(name)] => {
+                    // The later binding wins: `seq = Dim("seq", max=8)` after `dims(...)`.
+                    self.gathered.dims_helper.remove(name.id.as_str());
                     self.gathered
                         .assignments
                         .insert(name.id.to_string(), &assign.value);
@@ -132,6 +158,7 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
                                 if let (Expr::Name(name), Some(dim)) =
                                     (target, names::string_literal(arg))
                                 {
+                                    self.gathered.assignments.remove(name.id.as_str());
                                     self.gathered.dims_helper.insert(
                                         name.id.to_string(),
                                         (dim.to_owned(), call.range()),
@@ -371,6 +398,7 @@ pub(crate) fn collect<'a>(
                 }
                 let rank = position.and_then(|p| spec.ranks.get(p).copied().flatten());
                 let dims = reader.tensor_dims(&item.value, rank, name, &mut spec.problems);
+                spec.note_examples(position, &dims);
                 spec.by_name.insert(name.to_owned(), Rc::new(dims));
             }
         }
@@ -392,6 +420,7 @@ pub(crate) fn collect<'a>(
                     .and_then(|p| p.names.get(position).cloned())
                     .unwrap_or_else(|| format!("input {position}"));
                 let dims = reader.tensor_dims(element, rank, &label, &mut spec.problems);
+                spec.note_examples(Some(position), &dims);
                 spec.by_position.push(Rc::new(dims));
             }
         }

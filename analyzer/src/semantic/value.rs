@@ -198,8 +198,22 @@ pub(crate) struct Guard {
     pub(crate) kind: GuardKind,
     /// The exporter can decide it from the known ranges, so it adds no guard.
     pub(crate) decided: bool,
-    /// A `Dim` range that would decide it, e.g. `Dim("batch", max=16)`.
-    pub(crate) suggestion: Option<String>,
+    /// The comparison of a dynamic dimension itself (not arithmetic on it) that a `Dim`
+    /// constraint could decide: `Dim("batch", max=16)` for `batch > 16`, `b = a` for `b == a`.
+    pub(crate) suggestion: Option<SizeComparison>,
+}
+
+/// A dynamic dimension compared with a literal or another dynamic dimension.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SizeComparison {
+    pub(crate) op: CompareOp,
+    pub(crate) against: Compared,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Compared {
+    Constant(f64),
+    Dim(Rc<DimDecl>),
 }
 
 /// Facts about one tensor value.

@@ -64,3 +64,8 @@ export function describeCommandFailure(command: string, error: unknown): string 
   }
   return `pt2lsp could not ${what}: ${said}`;
 }
+
+/** Whether `pt2lsp.exportPt2`'s result says the server exported the file (and told the user so). */
+export function serverReportedExport(result: unknown): boolean {
+  return typeof result === "object" && result !== null && (result as { status?: unknown }).status === "exported";
+}

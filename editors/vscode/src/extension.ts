@@ -27,6 +27,7 @@ import {
   exportArguments,
   retraceArguments,
   serverCommandsToRegister,
+  serverReportedExport,
 } from "./commands";
 import { interpreterFromApi, PYTHON_EXTENSION_ID, type PythonApi } from "./python";
 import { explicitValue, expandPath, needsRestart, resolveSettings, serverPayload, type ServerSettings, type UserSettings } from "./settings";
@@ -212,7 +213,7 @@ class Controller implements vscode.Disposable {
     }
     const name = path.basename(document.uri.fsPath);
     try {
-      await vscode.window.withProgress(
+      const result: unknown = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `pt2lsp: exporting ${name} to ${path.basename(output.fsPath)}…` },
         () =>
           client.sendRequest(ExecuteCommandRequest.type, {
@@ -220,7 +221,11 @@ class Controller implements vscode.Disposable {
             arguments: exportArguments(document.uri.toString(), output.fsPath, entry),
           }),
       );
-      void vscode.window.showInformationMessage(`pt2lsp: exported ${name} to ${output.fsPath}`);
+      // A server that reports the export (`status: "exported"`) has already shown its message,
+      // with the size and node count; one notification is enough.
+      if (!serverReportedExport(result)) {
+        void vscode.window.showInformationMessage(`pt2lsp: exported ${name} to ${output.fsPath}`);
+      }
     } catch (error) {
       this.reportCommandFailure(COMMANDS.exportPt2, error);
     }
@@ -343,6 +348,7 @@ function readUserSettings(): UserSettings {
     python: explicit("python"),
     trace: explicit("trace"),
     strict: explicit("strict"),
+    unsafeFixes: explicit("unsafeFixes"),
     timeout: explicit("timeout"),
     select: explicit("select"),
     ignore: explicit("ignore"),

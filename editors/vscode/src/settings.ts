@@ -13,6 +13,7 @@ export interface UserSettings {
   python?: unknown;
   trace?: unknown;
   strict?: unknown;
+  unsafeFixes?: unknown;
   timeout?: unknown;
   select?: unknown;
   ignore?: unknown;
@@ -23,6 +24,7 @@ export interface ServerSettings {
   python?: string;
   trace?: "on-save" | "off";
   strict?: boolean;
+  unsafeFixes?: boolean;
   timeout?: number;
   select?: string[];
   ignore?: string[];
@@ -128,6 +130,11 @@ export function resolveSettings(user: UserSettings, context: Context): Resolved 
     settings.strict = user.strict;
   } else if (user.strict !== undefined) {
     warnings.push("ignoring pt2lsp.strict: expected true or false");
+  }
+  if (typeof user.unsafeFixes === "boolean") {
+    settings.unsafeFixes = user.unsafeFixes;
+  } else if (user.unsafeFixes !== undefined) {
+    warnings.push("ignoring pt2lsp.unsafeFixes: expected true or false");
   }
   if (typeof user.timeout === "number" && Number.isFinite(user.timeout) && user.timeout > 0) {
     settings.timeout = user.timeout;

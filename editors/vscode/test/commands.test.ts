@@ -10,8 +10,7 @@ import {
   exportArguments,
   isUnsupportedCommand,
   retraceArguments,
-  serverCommandsToRegister,
-} from "../src/commands";
+  serverCommandsToRegister, serverReportedExport } from "../src/commands";
 
 test("pt2lsp.exportPt2 is sent [uri, entry or null, output path]", () => {
   assert.deepEqual(exportArguments("file:///m.py", "/out/m.pt2"), ["file:///m.py", null, "/out/m.pt2"]);
@@ -45,4 +44,11 @@ test("other failures pass the server's reason through", () => {
 test("the language client registers only the server commands the extension does not wrap", () => {
   assert.deepEqual(serverCommandsToRegister(["pt2lsp.reanalyze", "pt2lsp.exportPt2", "pt2lsp.retrace"]), ["pt2lsp.reanalyze"]);
   assert.deepEqual(serverCommandsToRegister(undefined), []);
+});
+
+test("the client stays quiet after an export the server reported itself", () => {
+  assert.equal(serverReportedExport({ status: "exported", file: "/m.py", report: {} }), true);
+  assert.equal(serverReportedExport({ status: "failed" }), false);
+  assert.equal(serverReportedExport(null), false);
+  assert.equal(serverReportedExport(undefined), false);
 });

@@ -13,7 +13,15 @@ test("unset settings send nothing, so the project's pyproject.toml decides", () 
 
 test("settings the user set are sent under the pt2lsp key", () => {
   const { settings, warnings } = resolveSettings(
-    { trace: "on-save", strict: true, timeout: 30, select: ["PT1", " PT4 "], ignore: ["PT402"], python: "~/venv/bin/python" },
+    {
+      trace: "on-save",
+      strict: true,
+      unsafeFixes: true,
+      timeout: 30,
+      select: ["PT1", " PT4 "],
+      ignore: ["PT402"],
+      python: "~/venv/bin/python",
+    },
     trusted,
   );
   assert.deepEqual(warnings, []);
@@ -21,6 +29,7 @@ test("settings the user set are sent under the pt2lsp key", () => {
     pt2lsp: {
       trace: "on-save",
       strict: true,
+      unsafeFixes: true,
       timeout: 30,
       select: ["PT1", "PT4"],
       ignore: ["PT402"],
@@ -46,11 +55,11 @@ test("the Python extension's interpreter is used unless pt2lsp.python is set", (
 
 test("bad values are reported and dropped, the others still sent", () => {
   const { settings, warnings } = resolveSettings(
-    { trace: "always", strict: "yes", timeout: -1, select: "PT1", ignore: ["PT2"] },
+    { trace: "always", strict: "yes", unsafeFixes: 1, timeout: -1, select: "PT1", ignore: ["PT2"] },
     trusted,
   );
   assert.deepEqual(settings, { ignore: ["PT2"] });
-  assert.equal(warnings.length, 4);
+  assert.equal(warnings.length, 5);
   assert.match(warnings[0], /pt2lsp\.trace/);
 });
 

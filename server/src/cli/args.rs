@@ -24,6 +24,9 @@ Examples:
   pt2lsp check models/ --format json Machine-readable report of one directory
   pt2lsp check --select PT1 --strict Only the data-dependence rules, for strict export
   pt2lsp check --trace models/       Also run torch.export on the models' entrypoints
+  pt2lsp export models/net.py        Write models/net.pt2 and check it against eager
+  pt2lsp check --fix models/         Apply the safe fixes, then report what remains
+  pt2lsp check --diff --unsafe-fixes Show every fix as a diff, write nothing
   pt2lsp rule PT101                  Explain a rule
 
 Exit status: 0 when no error was found, 1 when one was, 2 on a usage or I/O problem.";
@@ -54,13 +57,120 @@ pub enum Command {
     Rule(RuleArgs),
     /// Run the language server over stdin and stdout, for editors.
     Serve,
-    // `export` (write the `.pt2` file) is added here by the issue that brings it.
+    /// Export a model with torch.export to a .pt2 file, then load it back and check it against
+    /// the eager model.
+    #[command(after_help = EXPORT_AFTER_HELP)]
+    Export(ExportArgs),
+}
+
+const EXPORT_AFTER_HELP: &str = "\
+The entrypoint is the file's own (module-level `model` and `example_args`, optional \
+`example_kwargs`, `dynamic_shapes`, `strict`; named `model`) or a [[tool.pt2lsp.entrypoints]] \
+table whose `model` lives in FILE (named by its `name`). This runs the project's code, in its \
+own Python, in a separate process.
+
+The file is written to a temporary name beside OUT and renamed onto it, then loaded back with \
+torch.export.load and run on the example inputs against the eager model.
+
+Exit status: 0 when the file was written and matches the eager model, 1 when the model does not \
+export (its problems are printed like `check --trace`) or the written program disagrees with \
+eager, 2 on a usage or setup problem (no such entrypoint, no Python with torch).";
+
+/// Options of `pt2lsp export`.
+#[derive(Debug, Args)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each bool is one on/off command-line flag"
+)]
+pub struct ExportArgs {
+    /// The Python file whose entrypoint to export.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// The entrypoint to export: `model` for the file's own, or the `name` of a
+    /// [[tool.pt2lsp.entrypoints]] table [default: the file's own, else its only one].
+    #[arg(long, value_name = "NAME")]
+    pub entry: Option<String>,
+
+    /// Where to write the .pt2 file; a directory means the default name in it [default:
+    /// <stem>.pt2 beside FILE, or in `out_dir` from pyproject.toml; <name>.pt2 for a configured
+    /// entrypoint].
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: Option<PathBuf>,
+
+    /// The Python interpreter with torch [default: `python` from pyproject.toml, else the Python
+    /// pt2lsp was pip-installed into, else $VIRTUAL_ENV/bin/python, else python3].
+    #[arg(long, value_name = "PYTHON")]
+    pub python: Option<PathBuf>,
+
+    /// Seconds the export may take before it is reported (PT502) and killed [default:
+    /// `timeout` from pyproject.toml, else 60].
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub timeout: Option<f64>,
+
+    /// Address space, in MiB, the export may map beyond the warmed-up worker's own [default:
+    /// the machine's memory].
+    #[arg(long, value_name = "MIB")]
+    pub memory_limit: Option<u64>,
+
+    /// Export with strict=True (TorchDynamo), whatever pyproject.toml says.
+    #[arg(long, overrides_with = "no_strict")]
+    pub strict: bool,
+
+    /// Export with the default non-strict mode, whatever pyproject.toml says.
+    #[arg(long, overrides_with = "strict")]
+    pub no_strict: bool,
+
+    /// text for people; json prints one object (the report, or the diagnostics).
+    #[arg(long = "output-format", visible_alias = "format", value_enum, default_value_t = ExportFormat::Text)]
+    pub format: ExportFormat,
+
+    /// Read configuration from this file instead of searching for pyproject.toml.
+    #[arg(long, value_name = "FILE", conflicts_with = "isolated")]
+    pub config: Option<PathBuf>,
+
+    /// Ignore every configuration file; use only the command line.
+    #[arg(long)]
+    pub isolated: bool,
+
+    /// No progress lines on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// What was written, or the problems, for people.
+    Text,
+    /// One JSON object: `status`, and the report or the diagnostics.
+    Json,
+}
+
+impl ExportArgs {
+    /// `--strict` → `Some(true)`, `--no-strict` → `Some(false)`, neither → the config decides.
+    pub fn strict_override(&self) -> Option<bool> {
+        if self.strict {
+            Some(true)
+        } else if self.no_strict {
+            Some(false)
+        } else {
+            None
+        }
+    }
 }
 
 const CHECK_AFTER_HELP: &str = "\
 Configuration comes from the nearest pyproject.toml with a [tool.pt2lsp] table, searched \
-upward from the first PATH (keys: select, ignore, strict, exclude). Command-line flags \
-override it.
+upward from the first PATH (keys: select, ignore, strict, exclude, fix, unsafe-fixes, ...). \
+Command-line flags override it.
+
+Fixes: a diagnostic marked [*] has a fix that --fix applies. Safe fixes keep the model's \
+behaviour (a torch._check hint, a register_fake kernel, a Dim range); unsafe ones need a look \
+first (a branch rewritten as torch.cond) and are applied only with --unsafe-fixes:
+  pt2lsp check --fix .                    Apply the safe fixes, report what remains
+  pt2lsp check --diff --unsafe-fixes .    Print every fix as a unified diff, write nothing
+  pt2lsp check --fix --unsafe-fixes m.py  Apply every fix to m.py
+  pt2lsp check --fix --trace models/      Also apply the exporter's suggested Dim ranges
 
 Exit status: 0 when no error-severity diagnostic was found, 1 when one was, 2 on a usage or \
 I/O problem (a missing path, an unreadable file, a bad pyproject.toml, an unknown rule).";
@@ -136,7 +246,8 @@ pub struct CheckArgs {
     pub trace: bool,
 
     /// The Python interpreter with torch that --trace runs [default: `python` from
-    /// pyproject.toml, else $VIRTUAL_ENV/bin/python, else python3].
+    /// pyproject.toml, else the Python pt2lsp was pip-installed into, else
+    /// $VIRTUAL_ENV/bin/python, else python3].
     #[arg(long, value_name = "PYTHON", requires = "trace")]
     pub python: Option<PathBuf>,
 
@@ -146,10 +257,43 @@ pub struct CheckArgs {
     pub timeout: Option<f64>,
 
     /// Address space, in MiB, each traced entrypoint may map beyond the warmed-up worker's own;
-    /// past it the trace fails with PT502 [default: the machine's memory].
+    /// past it the trace fails with PT502 [default: `memory_limit` from pyproject.toml, else the
+    /// machine's memory].
     #[arg(long, value_name = "MIB", requires = "trace")]
     pub memory_limit: Option<u64>,
+
+    /// Apply the safe fixes (those marked [*]) to the files, then report what remains. Fixes
+    /// are applied in rounds until none is left (at most 10); a file is rewritten only when it
+    /// changed. With --trace, the fixes the exporter suggests (Dim ranges) are applied too.
+    #[arg(long, overrides_with = "no_fix", help_heading = FIX_HEADING)]
+    pub fix: bool,
+
+    /// Report only; ignore `fix = true` from pyproject.toml.
+    #[arg(long, overrides_with = "fix", help_heading = FIX_HEADING)]
+    pub no_fix: bool,
+
+    /// Also apply (with --fix) or offer (without) the unsafe fixes: rewrites that keep the
+    /// export working but may change what the model computes in a corner case (a branch turned
+    /// into torch.cond evaluates both sides). Read them first: --diff --unsafe-fixes.
+    #[arg(long, overrides_with = "no_unsafe_fixes", help_heading = FIX_HEADING)]
+    pub unsafe_fixes: bool,
+
+    /// Never apply unsafe fixes, whatever pyproject.toml says.
+    #[arg(long, overrides_with = "unsafe_fixes", help_heading = FIX_HEADING)]
+    pub no_unsafe_fixes: bool,
+
+    /// Print, as a unified diff, what --fix would change, and write nothing. Exit status 1 when
+    /// there is something to fix.
+    #[arg(long, conflicts_with = "fix_only", help_heading = FIX_HEADING)]
+    pub diff: bool,
+
+    /// Like --fix, but print only how many problems were fixed, not the ones that remain; the
+    /// exit status is 0 unless a file could not be read or written.
+    #[arg(long, help_heading = FIX_HEADING)]
+    pub fix_only: bool,
 }
+
+const FIX_HEADING: &str = "Fixing";
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
@@ -159,6 +303,30 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 }
 
 impl CheckArgs {
+    /// `--fix`/`--fix-only`/`--diff` → `Some(true)`, `--no-fix` → `Some(false)`, neither → the
+    /// config decides.
+    pub fn fix_override(&self) -> Option<bool> {
+        if self.fix || self.fix_only || self.diff {
+            Some(true)
+        } else if self.no_fix {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// `--unsafe-fixes` → `Some(true)`, `--no-unsafe-fixes` → `Some(false)`, neither → the
+    /// config decides.
+    pub fn unsafe_fixes_override(&self) -> Option<bool> {
+        if self.unsafe_fixes {
+            Some(true)
+        } else if self.no_unsafe_fixes {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
     /// `--strict` → `Some(true)`, `--no-strict` → `Some(false)`, neither → the config decides.
     pub fn strict_override(&self) -> Option<bool> {
         if self.strict {

@@ -1,4 +1,5 @@
-//! `pt2lsp check`: resolves the settings, finds the files, analyses them, prints the report.
+//! `pt2lsp check`: resolves the settings, finds the files, analyses them, traces them when
+//! asked, fixes them when asked (`cli::fix`), prints the report.
 //!
 //! Analysis runs in two phases so that facts crossing files hold whatever order files are
 //! visited in: phase 1 reads every file once and summarises it (in parallel), the summaries
@@ -16,19 +17,116 @@ use rayon::prelude::*;
 
 use crate::cli::args::CheckArgs;
 use crate::cli::config::{self, Config};
+use crate::cli::fix;
 use crate::cli::output::{self, FileReport, OutputFormat};
-use crate::cli::walk::{self, Exclude, SourceText};
+use crate::cli::walk::{self, Exclude};
 use crate::cli::{ExitStatus, report_error, warn};
 
 /// Stack for each analysis thread. The parser and the analyzer recurse on the syntax tree, and
 /// generated code can nest expressions tens of thousands deep (`a + a + ... + a`); the memory is
 /// only reserved, pages are touched as deep as a file actually goes.
-const ANALYSIS_STACK_BYTES: usize = 512 << 20;
+pub(crate) const ANALYSIS_STACK_BYTES: usize = 512 << 20;
 
 pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
     if args.statistics && !matches!(args.format, OutputFormat::Text | OutputFormat::Json) {
         bail!("--statistics works with --format text or json");
     }
+    let Prepared {
+        cwd,
+        config,
+        settings,
+        files,
+        pool,
+        mut io_errors,
+    } = prepare(args)?;
+    let fixing = fix::Fixing::resolve(args, &config);
+    let mut project = Project::load(&files, &settings, &cwd, pool, &mut io_errors);
+    for error in &io_errors {
+        report_error(error);
+    }
+    let tracing = args.trace.then_some(Tracing {
+        args,
+        config: &config,
+        cwd: &cwd,
+    });
+    let mut trace_failed = false;
+    if let Some(tracing) = &tracing {
+        if let Err(error) = tracing.trace(&mut project) {
+            report_error(&format!("{error:#}"));
+            trace_failed = true;
+        }
+    }
+    let fixed = match fixing.apply {
+        Some(apply) => {
+            let retrace = tracing
+                .as_ref()
+                .filter(|_| !trace_failed && apply == fix::Apply::Write);
+            let outcome = fix::run(&mut project, fixing, retrace, args.quiet);
+            io_errors.extend(outcome.errors.iter().cloned());
+            Some(outcome)
+        }
+        None => None,
+    };
+
+    let reports = project.into_reports();
+    if let Some(outcome) = fixed
+        .as_ref()
+        .filter(|_| fixing.apply == Some(fix::Apply::Diff))
+    {
+        output::with_stdout(|out| outcome.write_diff(out)).context("cannot write the diff")?;
+        if !args.quiet {
+            outcome.summarize_diff(&reports, fixing.mode);
+        }
+        return Ok(if !io_errors.is_empty() || trace_failed {
+            ExitStatus::Error
+        } else if outcome.fixed.total() > 0 {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Success
+        });
+    }
+    let options = output::Options {
+        format: args.format,
+        quiet: args.quiet,
+        statistics: args.statistics,
+        color: args.format == OutputFormat::Text && output::use_color(),
+        fix_mode: fixing.mode,
+        fixed: fixed.as_ref().map(|outcome| outcome.fixed),
+        fix_only: args.fix_only,
+    };
+    output::with_stdout(|out| output::render(&reports, options, out))
+        .context("cannot write the report")?;
+
+    let has_errors = !args.fix_only
+        && reports
+            .iter()
+            .flat_map(|report| &report.diagnostics)
+            .any(|diagnostic| diagnostic.severity == pt2lsp_analyzer::Severity::Error);
+    Ok(if !io_errors.is_empty() || trace_failed {
+        ExitStatus::Error
+    } else if has_errors && !args.exit_zero {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+/// What to check and how, resolved from the flags and the configuration file: everything
+/// before the analysis. The Python package's `check_paths` (`crate::api`) starts here too, so
+/// the API and the command check the same files with the same settings.
+pub(crate) struct Prepared {
+    pub(crate) cwd: PathBuf,
+    pub(crate) config: Config,
+    pub(crate) settings: Settings,
+    /// The files the walk found.
+    pub(crate) files: Vec<PathBuf>,
+    /// Threads with the analysis stack, for [`Project::load`].
+    pub(crate) pool: rayon::ThreadPool,
+    /// Paths the walk could not read.
+    pub(crate) io_errors: Vec<String>,
+}
+
+pub(crate) fn prepare(args: &CheckArgs) -> Result<Prepared> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let roots = resolve_roots(&args.paths, &cwd)?;
 
@@ -69,51 +167,20 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
             warn("no Python files found under the given paths");
         }
     }
-    let mut io_errors = discovery.errors;
+    let io_errors = discovery.errors;
     // Every file is analysed on the pool's threads (rayon runs an unsplit job on the calling
     // thread otherwise), so each gets the large stack.
     let pool = rayon::ThreadPoolBuilder::new()
         .stack_size(ANALYSIS_STACK_BYTES)
         .build()
         .context("cannot start the analysis threads")?;
-    let mut reports = pool.install(|| analyse(&discovery.files, &settings, &cwd, &mut io_errors));
-    for error in &io_errors {
-        report_error(error);
-    }
-    let mut trace_failed = false;
-    if args.trace {
-        if let Err(error) = trace(
-            args,
-            &config,
-            &settings,
-            &cwd,
-            &discovery.files,
-            &mut reports,
-        ) {
-            report_error(&format!("{error:#}"));
-            trace_failed = true;
-        }
-    }
-
-    let options = output::Options {
-        format: args.format,
-        quiet: args.quiet,
-        statistics: args.statistics,
-        color: args.format == OutputFormat::Text && output::use_color(),
-    };
-    output::with_stdout(|out| output::render(&reports, options, out))
-        .context("cannot write the report")?;
-
-    let has_errors = reports
-        .iter()
-        .flat_map(|report| &report.diagnostics)
-        .any(|diagnostic| diagnostic.severity == pt2lsp_analyzer::Severity::Error);
-    Ok(if !io_errors.is_empty() || trace_failed {
-        ExitStatus::Error
-    } else if has_errors && !args.exit_zero {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Success
+    Ok(Prepared {
+        cwd,
+        config,
+        settings,
+        files: discovery.files,
+        pool,
+        io_errors,
     })
 }
 
@@ -190,247 +257,335 @@ fn resolve_settings(args: &CheckArgs, config: &Config) -> Result<Settings> {
     })
 }
 
-/// `--trace`: runs the real exporter on the entrypoints among `files` (in the project's Python,
-/// see `tracer`) and merges its findings into the reports. A traced diagnostic with the code
-/// and line of a static one replaces it: it is the same problem, confirmed. Fails only when no
-/// tracer could be started (no interpreter, no torch in it).
-fn trace(
-    args: &CheckArgs,
-    config: &Config,
-    settings: &Settings,
-    cwd: &Path,
-    files: &[PathBuf],
-    reports: &mut Vec<FileReport>,
-) -> Result<()> {
-    use crate::tracer::{self, batch, diagnostics::normalized};
-    use std::collections::HashMap;
+/// What `--trace` needs besides the files: the flags and the configuration.
+pub(crate) struct Tracing<'a> {
+    args: &'a CheckArgs,
+    config: &'a Config,
+    cwd: &'a Path,
+}
 
-    let mut entrypoints = Vec::new();
-    for (index, entry) in config.entrypoints.iter().flatten().enumerate() {
-        match &entry.model {
-            Some(model) => entrypoints.push(tracer::EntrypointSpec {
-                name: entry.name.clone(),
-                model: model.clone(),
-                example_args: entry.example_args.clone(),
-                example_kwargs: entry.example_kwargs.clone(),
-                dynamic_shapes: entry.dynamic_shapes.clone(),
-                strict: entry.strict,
-            }),
-            None if !args.quiet => warn(&format!(
-                "entrypoint {}: no `model` to trace",
-                entry
-                    .name
-                    .clone()
-                    .unwrap_or_else(|| format!("#{}", index + 1))
-            )),
-            None => {}
+impl Tracing<'_> {
+    /// Runs the real exporter on the entrypoints among the project's files (in the project's
+    /// Python, see `tracer`) and merges its findings into their reports, replacing what an
+    /// earlier trace found. A traced diagnostic with the code and line of a static one replaces
+    /// it: it is the same problem, confirmed. Fails only when no tracer could be started (no
+    /// interpreter, no torch in it).
+    pub(crate) fn trace(&self, project: &mut Project<'_>) -> Result<()> {
+        use crate::tracer::{self, batch, diagnostics::normalized};
+        use std::collections::HashMap;
+
+        let (args, config, cwd) = (self.args, self.config, self.cwd);
+        let settings = project.settings;
+        let mut entrypoints = Vec::new();
+        for (index, entry) in config.entrypoints.iter().flatten().enumerate() {
+            match &entry.model {
+                Some(model) => entrypoints.push(tracer::EntrypointSpec {
+                    name: entry.name.clone(),
+                    model: model.clone(),
+                    example_args: entry.example_args.clone(),
+                    example_kwargs: entry.example_kwargs.clone(),
+                    dynamic_shapes: entry.dynamic_shapes.clone(),
+                    strict: entry.strict,
+                }),
+                None if !args.quiet => warn(&format!(
+                    "entrypoint {}: no `model` to trace",
+                    entry
+                        .name
+                        .clone()
+                        .unwrap_or_else(|| format!("#{}", index + 1))
+                )),
+                None => {}
+            }
         }
-    }
-    let timeout = args
-        .timeout
-        .or(config.timeout)
-        .unwrap_or(tracer::DEFAULT_TIMEOUT_SECONDS);
-    let options = batch::BatchOptions {
-        root: config.root().unwrap_or(cwd).to_path_buf(),
-        cwd: cwd.to_path_buf(),
-        strict: settings.strict,
-        timeout: std::time::Duration::from_secs_f64(timeout),
-        memory_limit_mb: args.memory_limit.or_else(tracer::default_memory_limit_mb),
-        entrypoints,
-    };
-    let shown: HashMap<PathBuf, usize> = reports
-        .iter()
-        .enumerate()
-        .map(|(index, report)| (report.path.clone(), index))
-        .collect();
-    let report_of = |path: &Path| shown.get(&walk::display_path(path, cwd)).copied();
-    let candidates: Vec<batch::Candidate<'_>> = files
-        .iter()
-        .filter_map(|path| {
-            let report = &reports[report_of(path)?];
-            // A file that does not parse cannot be imported; its PT001 already says why.
-            let broken = report
+        let timeout = args
+            .timeout
+            .or(config.timeout)
+            .unwrap_or(tracer::DEFAULT_TIMEOUT_SECONDS);
+        let options = batch::BatchOptions {
+            root: config.root().unwrap_or(cwd).to_path_buf(),
+            cwd: cwd.to_path_buf(),
+            strict: settings.strict,
+            timeout: std::time::Duration::from_secs_f64(timeout),
+            memory_limit_mb: args
+                .memory_limit
+                .or(config.memory_limit)
+                .or_else(tracer::default_memory_limit_mb),
+            entrypoints,
+        };
+        // A new trace replaces the previous one's findings (`--fix` traces again after a round).
+        project.others.clear();
+        for file in &mut project.files {
+            file.report
                 .diagnostics
-                .iter()
-                .any(|diagnostic| diagnostic.rule == Rule::SyntaxError);
-            (!broken).then_some(batch::Candidate {
-                path,
-                text: &report.text,
+                .retain(|diagnostic| diagnostic.source == output::Source::Static);
+        }
+        let candidates: Vec<batch::Candidate<'_>> = project
+            .files
+            .iter()
+            .filter(|file| {
+                // A file that does not parse cannot be imported; its PT001 already says why.
+                file.decodable
+                    && !file
+                        .report
+                        .diagnostics
+                        .iter()
+                        .any(|diagnostic| diagnostic.rule == Rule::SyntaxError)
             })
-        })
-        .collect();
-    let plan = batch::plan(&candidates, &options);
-    if !args.quiet {
-        for warning in &plan.warnings {
-            warn(warning);
+            .map(|file| batch::Candidate {
+                path: &file.path,
+                text: &file.report.text,
+            })
+            .collect();
+        let plan = batch::plan(&candidates, &options);
+        if !args.quiet {
+            for warning in &plan.warnings {
+                warn(warning);
+            }
         }
-    }
-    let python = tracer::python::interpreter(
-        args.python.as_deref(),
-        config.python.as_deref(),
-        config.root(),
-        std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
-    );
-    let tracer_options = tracer::TracerOptions {
-        python,
-        jobs: std::thread::available_parallelism().map_or(2, usize::from),
-        startup_timeout: tracer::DEFAULT_STARTUP_TIMEOUT,
-    };
-    let traced = batch::run(&plan.jobs, tracer_options, !args.quiet)?;
+        let python = tracer::python::interpreter(
+            args.python.as_deref(),
+            config.python.as_deref(),
+            config.root(),
+            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+        );
+        let tracer_options = tracer::TracerOptions {
+            python,
+            jobs: std::thread::available_parallelism().map_or(2, usize::from),
+            startup_timeout: tracer::DEFAULT_STARTUP_TIMEOUT,
+        };
+        let traced = batch::run(&plan.jobs, tracer_options, !args.quiet)?;
 
-    let mut by_file: HashMap<PathBuf, usize> = files
-        .iter()
-        .filter_map(|path| Some((normalized(path), report_of(path)?)))
-        .collect();
-    for found in traced.diagnostics {
-        if !settings.is_enabled(found.rule) {
-            continue;
-        }
-        let key = normalized(&found.file);
-        let index = if let Some(index) = by_file.get(&key) {
-            *index
-        } else {
-            // A problem in a workspace file that was not checked (a helper module).
-            let path = walk::display_path(&found.file, cwd);
-            let Ok(source) = walk::read(&found.file, &path) else {
+        let checked: HashMap<PathBuf, usize> = project
+            .files
+            .iter()
+            .enumerate()
+            .map(|(index, file)| (normalized(&file.path), index))
+            .collect();
+        let mut others: HashMap<PathBuf, usize> = HashMap::new();
+        for found in traced.diagnostics {
+            if !settings.is_enabled(found.rule) {
                 continue;
+            }
+            let key = normalized(&found.file);
+            let report = if let Some(index) = checked.get(&key) {
+                &mut project.files[*index].report
+            } else if let Some(index) = others.get(&key) {
+                &mut project.others[*index]
+            } else {
+                // A problem in a workspace file that was not checked (a helper module).
+                let path = walk::display_path(&found.file, cwd);
+                let Ok(source) = walk::read(&found.file, &path) else {
+                    continue;
+                };
+                project
+                    .others
+                    .push(FileReport::new(path, source.text, Vec::new()));
+                others.insert(key, project.others.len() - 1);
+                project.others.last_mut().expect("just pushed")
             };
-            reports.push(FileReport::new(path, source.text, Vec::new()));
-            by_file.insert(key, reports.len() - 1);
-            reports.len() - 1
-        };
-        let report = &mut reports[index];
-        let (text, lines) = (&report.text, &report.line_index);
-        if tracer::diagnostics::is_suppressed(text, lines, found.line, found.rule) {
-            continue;
-        }
-        let diagnostic = found.to_diagnostic(text, lines);
-        let traced = output::Reported {
-            diagnostic,
-            source: output::Source::Trace,
-            data: found.data(),
-        };
-        tracer::diagnostics::merge_traced(&mut report.diagnostics, traced, |reported| {
-            (
-                reported.source == output::Source::Static,
+            let (text, lines) = (&report.text, &report.line_index);
+            if tracer::diagnostics::is_suppressed(text, lines, found.line, found.rule) {
+                continue;
+            }
+            let diagnostic = found.to_diagnostic(text, lines);
+            let traced = output::Reported {
+                diagnostic,
+                source: output::Source::Trace,
+                data: found.data(),
+            };
+            tracer::diagnostics::merge_traced(&mut report.diagnostics, traced, |reported| {
                 (
-                    reported.diagnostic.rule,
-                    lines.line_column(reported.diagnostic.range.start()).line,
-                ),
-            )
+                    reported.source == output::Source::Static,
+                    (
+                        reported.diagnostic.rule,
+                        lines.line_column(reported.diagnostic.range.start()).line,
+                    ),
+                )
+            });
+        }
+        for report in project
+            .files
+            .iter_mut()
+            .map(|file| &mut file.report)
+            .chain(project.others.iter_mut())
+        {
+            report
+                .diagnostics
+                .sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));
+        }
+        Ok(())
+    }
+}
+
+/// The checked files with what checking them again needs, and the settings they are checked
+/// with. `--fix` changes texts through [`Project::update`], which checks again exactly what
+/// the change may affect.
+pub(crate) struct Project<'a> {
+    /// In the order the walk found them.
+    pub(crate) files: Vec<Checked>,
+    /// Files that were not checked but where the tracer found a problem (a helper module).
+    pub(crate) others: Vec<FileReport>,
+    settings: &'a Settings,
+    pool: rayon::ThreadPool,
+}
+
+/// One checked file.
+pub(crate) struct Checked {
+    /// Absolute: where the file is read from and written to.
+    pub(crate) path: PathBuf,
+    module: Option<(String, bool)>,
+    summary: Option<ModuleSummary>,
+    /// False for a file that is not UTF-8 source: its report is the decoding problem, and it is
+    /// never analysed or fixed.
+    pub(crate) decodable: bool,
+    pub(crate) report: FileReport,
+}
+
+impl<'a> Project<'a> {
+    /// Reads every file and checks it: phase 1 on its own (summarising it from the same parse),
+    /// phase 2 again against the workspace if its report may depend on other files.
+    pub(crate) fn load(
+        paths: &[PathBuf],
+        settings: &'a Settings,
+        cwd: &Path,
+        pool: rayon::ThreadPool,
+        io_errors: &mut Vec<String>,
+    ) -> Self {
+        let loaded: Vec<Result<Checked, String>> = pool.install(|| {
+            paths
+                .par_iter()
+                .map(|path| {
+                    let shown = walk::display_path(path, cwd);
+                    let source = walk::read(path, &shown).map_err(|error| format!("{error:#}"))?;
+                    let mut file = Checked {
+                        path: path.clone(),
+                        module: walk::module_name(path),
+                        summary: None,
+                        decodable: source.problem.is_none(),
+                        report: FileReport::new(shown, source.text, Vec::new()),
+                    };
+                    match &source.problem {
+                        Some(problem) => {
+                            file.report.set_static(decoding_problem(problem, settings));
+                        }
+                        None => file.check_alone(settings),
+                    }
+                    Ok(file)
+                })
+                .collect()
+        });
+        let mut files = Vec::with_capacity(loaded.len());
+        for result in loaded {
+            match result {
+                Ok(file) => files.push(file),
+                Err(error) => io_errors.push(error),
+            }
+        }
+        let mut project = Self {
+            files,
+            others: Vec::new(),
+            settings,
+            pool,
+        };
+        project.check_against_workspace();
+        project
+    }
+
+    /// Gives files new texts, then checks again what that may change: those files, and every
+    /// file whose report depends on the workspace. Reports checked again hold static findings
+    /// only until the next trace.
+    pub(crate) fn update(&mut self, changed: Vec<(usize, String)>) {
+        let settings = self.settings;
+        let mut changed: Vec<(&mut Checked, String)> = {
+            let mut texts: std::collections::HashMap<usize, String> = changed.into_iter().collect();
+            self.files
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(index, file)| Some((file, texts.remove(&index)?)))
+                .collect()
+        };
+        self.pool.install(|| {
+            changed.par_iter_mut().for_each(|(file, text)| {
+                let shown = file.report.path.clone();
+                file.report = FileReport::new(shown, std::mem::take(text), Vec::new());
+                file.check_alone(settings);
+            });
+        });
+        self.check_against_workspace();
+    }
+
+    /// Phase 2: one index from every summary, then every file that needs it checked against it.
+    fn check_against_workspace(&mut self) {
+        let summaries: Vec<ModuleSummary> = self
+            .files
+            .iter()
+            .filter(|file| file.module.is_some())
+            .filter_map(|file| file.summary.clone())
+            .collect();
+        let workspace = WorkspaceIndex::new(&summaries);
+        let settings = self.settings;
+        self.pool.install(|| {
+            self.files.par_iter_mut().for_each(|file| {
+                if file
+                    .summary
+                    .as_ref()
+                    .is_some_and(|summary| summary.needs_workspace)
+                {
+                    let report =
+                        pt2lsp_analyzer::check_file(file.source_file(), settings, &workspace);
+                    file.report.set_static(report.diagnostics);
+                }
+            });
         });
     }
-    for report in reports.iter_mut() {
-        report
-            .diagnostics
-            .sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));
+
+    /// Every report, sorted by path: the checked files' and the tracer's others.
+    pub(crate) fn into_reports(self) -> Vec<FileReport> {
+        let mut reports: Vec<FileReport> = self
+            .files
+            .into_iter()
+            .map(|file| file.report)
+            .chain(self.others)
+            .collect();
+        reports.sort_by(|a, b| a.path.cmp(&b.path));
+        reports
     }
-    reports.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(())
 }
 
-/// A file after phase 1: its text, its place in the package tree, its summary.
-struct Loaded {
-    /// The path as the report shows it.
-    shown: PathBuf,
-    module: Option<(String, bool)>,
-    source: SourceText,
-    summary: Option<ModuleSummary>,
-    diagnostics: Vec<Diagnostic>,
-}
-
-fn analyse(
-    files: &[PathBuf],
-    settings: &Settings,
-    cwd: &Path,
-    io_errors: &mut Vec<String>,
-) -> Vec<FileReport> {
-    // Phase 1: read, check on its own and summarise every file, from one parse each.
-    let loaded: Vec<Result<Loaded, String>> = files
-        .par_iter()
-        .map(|path| {
-            let shown = walk::display_path(path, cwd);
-            let source = walk::read(path, &shown).map_err(|error| format!("{error:#}"))?;
-            let module = walk::module_name(path);
-            let mut file = Loaded {
-                shown,
-                module,
-                source,
-                summary: None,
-                diagnostics: Vec::new(),
-            };
-            if let Some(problem) = decoding_problem(&file, settings) {
-                file.diagnostics = problem;
-            } else {
-                let (report, summary) =
-                    pt2lsp_analyzer::check_and_summarize(source_file(&file), settings);
-                file.diagnostics = report.diagnostics;
-                file.summary = Some(summary);
-            }
-            Ok(file)
-        })
-        .collect();
-    let mut files = Vec::with_capacity(loaded.len());
-    for result in loaded {
-        match result {
-            Ok(file) => files.push(file),
-            Err(error) => io_errors.push(error),
+impl Checked {
+    fn source_file(&self) -> SourceFile<'_> {
+        let (module, is_package) = match &self.module {
+            Some((name, is_package)) => (Some(name.as_str()), *is_package),
+            None => (None, false),
+        };
+        SourceFile {
+            text: &self.report.text,
+            module,
+            is_package,
         }
     }
-    let summaries: Vec<ModuleSummary> = files
-        .iter()
-        .filter(|file| file.module.is_some())
-        .filter_map(|file| file.summary.clone())
-        .collect();
-    let workspace = WorkspaceIndex::new(&summaries);
 
-    // Phase 2: check again, against the whole workspace, only the files whose report may
-    // depend on other files (a base class or a fake kernel defined elsewhere).
-    let mut reports: Vec<FileReport> = files
-        .into_par_iter()
-        .map(|mut file| {
-            if file
-                .summary
-                .as_ref()
-                .is_some_and(|summary| summary.needs_workspace)
-            {
-                file.diagnostics =
-                    pt2lsp_analyzer::check_file(source_file(&file), settings, &workspace)
-                        .diagnostics;
-            }
-            FileReport::new(file.shown, file.source.text, file.diagnostics)
-        })
-        .collect();
-    reports.sort_by(|a, b| a.path.cmp(&b.path));
-    reports
-}
-
-fn source_file(file: &Loaded) -> SourceFile<'_> {
-    let (module, is_package) = match &file.module {
-        Some((name, is_package)) => (Some(name.as_str()), *is_package),
-        None => (None, false),
-    };
-    SourceFile {
-        text: &file.source.text,
-        module,
-        is_package,
+    /// Phase 1: checks the file with no workspace facts and summarises it, from one parse.
+    fn check_alone(&mut self, settings: &Settings) {
+        let (report, summary) = pt2lsp_analyzer::check_and_summarize(self.source_file(), settings);
+        self.report.set_static(report.diagnostics);
+        self.summary = Some(summary);
     }
 }
 
-/// The one diagnostic of a file that could not be decoded, if it could not.
-fn decoding_problem(file: &Loaded, settings: &Settings) -> Option<Vec<Diagnostic>> {
-    let problem = file.source.problem.as_ref()?;
+/// The one diagnostic of a file that could not be decoded.
+fn decoding_problem(problem: &walk::DecodeProblem, settings: &Settings) -> Vec<Diagnostic> {
     // The text is only the decodable prefix: analysing it would report a syntax error where
     // the file was cut, so the decoding problem is the file's only diagnostic.
     if !settings.is_enabled(Rule::SyntaxError) {
-        return Some(Vec::new());
+        return Vec::new();
     }
     let offset = TextSize::new(problem.offset as u32);
-    Some(vec![Diagnostic {
+    vec![Diagnostic {
         rule: Rule::SyntaxError,
         severity: Rule::SyntaxError.default_severity(),
         message: problem.message.clone(),
         range: TextRange::empty(offset),
         fix: None,
-    }])
+    }]
 }

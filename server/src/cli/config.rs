@@ -17,16 +17,19 @@ use anyhow::{Context, Result, bail};
 use toml::{Table, Value};
 
 /// Every documented key of `[tool.pt2lsp]`.
-pub const KEYS: [&str; 9] = [
+pub const KEYS: [&str; 12] = [
     "python",
     "trace",
     "timeout",
+    "memory_limit",
     "strict",
     "select",
     "ignore",
     "exclude",
     "entrypoints",
     "out_dir",
+    "fix",
+    "unsafe-fixes",
 ];
 
 /// The keys of one `[[tool.pt2lsp.entrypoints]]` table.
@@ -74,11 +77,14 @@ pub struct Entrypoint {
 pub struct Config {
     /// The file the settings came from; `None` when there was none, or for editor settings.
     pub path: Option<PathBuf>,
-    /// The interpreter the tracer runs; unset means `$VIRTUAL_ENV`, then `python3` on PATH.
+    /// The interpreter the tracer runs; unset means the Python pt2lsp was
+    /// pip-installed into, then `$VIRTUAL_ENV`, then `python3` on PATH.
     pub python: Option<String>,
     pub trace: Option<TraceMode>,
     /// Seconds per entrypoint.
     pub timeout: Option<f64>,
+    /// MiB of address space a trace job may take beyond the worker's own.
+    pub memory_limit: Option<u64>,
     pub strict: Option<bool>,
     pub select: Option<Vec<String>>,
     pub ignore: Option<Vec<String>>,
@@ -86,6 +92,10 @@ pub struct Config {
     pub entrypoints: Option<Vec<Entrypoint>>,
     /// Where `.pt2` files are written.
     pub out_dir: Option<String>,
+    /// `pt2lsp check` applies fixes as if `--fix` were given.
+    pub fix: Option<bool>,
+    /// Unsafe fixes are applied too (`--unsafe-fixes`; the editor's "Fix all" as well).
+    pub unsafe_fixes: Option<bool>,
     /// Problems worth telling the user that do not stop the run (unknown keys).
     pub warnings: Vec<String>,
     /// Values of the wrong type or out of range, each naming its key; the key stays unset.
@@ -117,6 +127,7 @@ impl Config {
             python: self.python.clone().or_else(|| fallback.python.clone()),
             trace: self.trace.or(fallback.trace),
             timeout: self.timeout.or(fallback.timeout),
+            memory_limit: self.memory_limit.or(fallback.memory_limit),
             strict: self.strict.or(fallback.strict),
             select: self.select.clone().or_else(|| fallback.select.clone()),
             ignore: self.ignore.clone().or_else(|| fallback.ignore.clone()),
@@ -130,6 +141,8 @@ impl Config {
                 .clone()
                 .or_else(|| fallback.entrypoints.clone()),
             out_dir: self.out_dir.clone().or_else(|| fallback.out_dir.clone()),
+            fix: self.fix.or(fallback.fix),
+            unsafe_fixes: self.unsafe_fixes.or(fallback.unsafe_fixes),
             warnings: self.warnings.clone(),
             errors: self.errors.clone(),
         }
@@ -227,11 +240,16 @@ pub fn from_table(table: &Table, path: Option<&Path>) -> Config {
             "python" => text(value).map(|python| config.python = Some(python)),
             "trace" => trace(value).map(|trace| config.trace = Some(trace)),
             "timeout" => seconds(value).map(|timeout| config.timeout = Some(timeout)),
+            "memory_limit" => mebibytes(value).map(|limit| config.memory_limit = Some(limit)),
             "strict" => boolean(value).map(|strict| config.strict = Some(strict)),
             "select" => strings(value).map(|select| config.select = Some(select)),
             "ignore" => strings(value).map(|ignore| config.ignore = Some(ignore)),
             "exclude" => strings(value).map(|exclude| config.exclude = exclude),
             "out_dir" => text(value).map(|out_dir| config.out_dir = Some(out_dir)),
+            "fix" => boolean(value).map(|fix| config.fix = Some(fix)),
+            "unsafe-fixes" => boolean(value).map(|unsafe_fixes| {
+                config.unsafe_fixes = Some(unsafe_fixes);
+            }),
             "entrypoints" => {
                 let mut unknown = Vec::new();
                 let read = entrypoints(value, &mut unknown);
@@ -302,6 +320,17 @@ fn seconds(value: &Value) -> Result<f64, String> {
         Some(seconds) if seconds > 0.0 && seconds.is_finite() => Ok(seconds),
         _ => Err(format!(
             ": must be a positive number of seconds, not {}",
+            describe(value)
+        )),
+    }
+}
+
+/// A positive whole number of MiB.
+fn mebibytes(value: &Value) -> Result<u64, String> {
+    match value {
+        Value::Integer(number) if *number > 0 => Ok(number.unsigned_abs()),
+        _ => Err(format!(
+            ": must be a positive whole number of MiB, not {}",
             describe(value)
         )),
     }
@@ -397,7 +426,10 @@ mod tests {
             python = ".venv/bin/python"
             trace = "off"
             timeout = 60
+            memory_limit = 2048
             out_dir = "out"
+            fix = true
+            unsafe-fixes = false
             [[entrypoints]]
             name = "encoder"
             model = "models.encoder:build_model()"
@@ -413,7 +445,9 @@ mod tests {
         assert_eq!(config.python.as_deref(), Some(".venv/bin/python"));
         assert_eq!(config.trace, Some(TraceMode::Off));
         assert_eq!(config.timeout, Some(60.0));
+        assert_eq!(config.memory_limit, Some(2048));
         assert_eq!(config.out_dir.as_deref(), Some("out"));
+        assert_eq!((config.fix, config.unsafe_fixes), (Some(true), Some(false)));
         let entrypoints = config.entrypoints.as_deref().unwrap();
         assert_eq!(entrypoints.len(), 1);
         assert_eq!(entrypoints[0].name.as_deref(), Some("encoder"));
@@ -443,6 +477,11 @@ mod tests {
         let error = format!("{:#}", parse("select = \"PT1\"").unwrap_err());
         assert!(
             error.contains("tool.pt2lsp.select") && error.contains("array"),
+            "{error}"
+        );
+        let error = format!("{:#}", parse("memory_limit = 1.5").unwrap_err());
+        assert!(
+            error.contains("tool.pt2lsp.memory_limit") && error.contains("MiB"),
             "{error}"
         );
         let error = format!("{:#}", parse("exclude = [1]").unwrap_err());

@@ -8,6 +8,8 @@
 pub mod args;
 pub mod check;
 pub mod config;
+pub mod export;
+pub mod fix;
 pub mod output;
 pub mod rule;
 pub mod walk;

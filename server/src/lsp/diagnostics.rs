@@ -4,7 +4,9 @@
 //! (byte ranges of the analysed text) and the same edits already converted to LSP ranges, with
 //! the document version they apply to. A quick fix is then a pure function of the request.
 
-use pt2lsp_analyzer::{Applicability, Diagnostic, Fix, FixMode, Rule, Severity, compatible_fixes};
+use pt2lsp_analyzer::{
+    Applicability, Diagnostic, Fix, FixMode, Rule, Severity, apply_fixes, compatible_fixes,
+};
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticSeverity, NumberOrString, Range, TextEdit, Uri,
@@ -168,13 +170,83 @@ fn severity(severity: Severity) -> DiagnosticSeverity {
     }
 }
 
-/// The edits of every safe fix that goes with the others ([`compatible_fixes`]), as one
-/// consistent change; the fixes it skips are found again on the fixed text.
-pub fn safe_fix_edits(diagnostics: &[Diagnostic], positions: &TextPositions<'_>) -> Vec<TextEdit> {
-    compatible_fixes(diagnostics, FixMode::Safe)
+/// The most rounds of "Fix all" in one request: as many as `pt2lsp check --fix` runs
+/// (`cli::fix::MAX_ROUNDS`), so the editor and the command line make the same text.
+pub const FIX_ALL_ROUNDS: usize = 10;
+
+/// "Fix all": the edits that turn `text` into what `pt2lsp check --fix` makes of it. Each
+/// round applies every fix `mode` allows that goes with the others ([`compatible_fixes`]) and
+/// `check`s the result again, until no fix applies or [`FIX_ALL_ROUNDS`] rounds have run. One
+/// round's edits are returned as the fixes made them; after several rounds (fixes that
+/// overlapped, or that the first ones made possible) the changed span is one edit.
+pub fn fix_all_edits(
+    text: &str,
+    diagnostics: &[Diagnostic],
+    mode: FixMode,
+    mut check: impl FnMut(&str) -> Vec<Diagnostic>,
+) -> Vec<TextEdit> {
+    let positions = TextPositions::new(text);
+    let first = compatible_fixes(diagnostics, mode);
+    if first.is_empty() {
+        return Vec::new();
+    }
+    let first_edits: Vec<TextEdit> = first
+        .iter()
+        .flat_map(|fix| fix_edits(fix, &positions))
+        .collect();
+    let mut current = apply_fixes(text, &first);
+    let mut rounds = 1;
+    let mut several_rounds = false;
+    while rounds < FIX_ALL_ROUNDS {
+        let diagnostics = check(&current);
+        let fixes = compatible_fixes(&diagnostics, mode);
+        let next = apply_fixes(&current, &fixes);
+        if next == current {
+            break;
+        }
+        current = next;
+        several_rounds = true;
+        rounds += 1;
+    }
+    if !several_rounds {
+        return first_edits;
+    }
+    changed_span(text, &current, &positions)
         .into_iter()
-        .flat_map(|fix| fix_edits(fix, positions))
         .collect()
+}
+
+/// One edit replacing the part of `old` that differs from `new` (common prefix and suffix
+/// kept, on character boundaries); `None` when they are equal.
+fn changed_span(old: &str, new: &str, positions: &TextPositions<'_>) -> Option<TextEdit> {
+    if old == new {
+        return None;
+    }
+    let mut prefix = old
+        .bytes()
+        .zip(new.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    while !old.is_char_boundary(prefix) || !new.is_char_boundary(prefix) {
+        prefix -= 1;
+    }
+    let mut suffix = old[prefix..]
+        .bytes()
+        .rev()
+        .zip(new[prefix..].bytes().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    while !old.is_char_boundary(old.len() - suffix) || !new.is_char_boundary(new.len() - suffix) {
+        suffix -= 1;
+    }
+    let range = pt2lsp_analyzer::TextRange::new(
+        pt2lsp_analyzer::TextSize::new(prefix as u32),
+        pt2lsp_analyzer::TextSize::new((old.len() - suffix) as u32),
+    );
+    Some(TextEdit {
+        range: positions.range(range),
+        new_text: new[prefix..new.len() - suffix].to_owned(),
+    })
 }
 
 #[cfg(test)]
@@ -225,20 +297,44 @@ mod tests {
     }
 
     #[test]
-    fn fix_all_skips_overlapping_and_unsafe_fixes() {
+    fn fix_all_skips_overlapping_and_unsafe_fixes_in_one_round() {
         let text = "abcdefghij";
-        let positions = TextPositions::new(text);
         let diagnostics = [
             fix(0, 4, Applicability::Safe),
             fix(2, 6, Applicability::Safe),
             fix(6, 7, Applicability::Unsafe),
             fix(8, 9, Applicability::Safe),
         ];
-        let edits = safe_fix_edits(&diagnostics, &positions);
+        let edits = fix_all_edits(text, &diagnostics, FixMode::Safe, |_| Vec::new());
         let starts: Vec<u32> = edits
             .iter()
             .map(|edit| edit.range.start.character)
             .collect();
         assert_eq!(starts, [0, 8]);
+        let edits = fix_all_edits(text, &diagnostics, FixMode::Unsafe, |_| Vec::new());
+        assert_eq!(edits.len(), 3);
+    }
+
+    #[test]
+    fn fix_all_runs_rounds_and_returns_the_changed_span() {
+        // Round one fixes "b" → "x"; the check of "axcdé" finds "d" → "y", which round two fixes.
+        let text = "abcdé";
+        let diagnostics = [fix(1, 2, Applicability::Safe)];
+        let mut checks = 0;
+        let edits = fix_all_edits(text, &diagnostics, FixMode::Safe, |fixed| {
+            checks += 1;
+            if fixed == "axcdé" {
+                vec![fix(3, 4, Applicability::Safe)]
+            } else {
+                Vec::new()
+            }
+        });
+        assert_eq!(checks, 2);
+        assert_eq!(edits.len(), 1);
+        assert_eq!(
+            (edits[0].range.start.character, edits[0].range.end.character),
+            (1, 4)
+        );
+        assert_eq!(edits[0].new_text, "xcx");
     }
 }

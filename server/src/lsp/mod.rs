@@ -38,6 +38,10 @@ pub const REANALYZE_COMMAND: &str = "pt2lsp.reanalyze";
 /// Traces one document again (arguments: its URI), when tracing is on for it.
 pub const RETRACE_COMMAND: &str = "pt2lsp.retrace";
 
+/// Writes a document's model as a `.pt2` file (arguments: its URI, then optionally an
+/// entrypoint name and an output path) and answers with what was written.
+pub const EXPORT_COMMAND: &str = "pt2lsp.exportPt2";
+
 /// Stack for every thread of the server: analyses run on tokio's blocking pool and the parser
 /// and the analyzer recurse on the syntax tree, which generated code nests tens of thousands
 /// deep (`a + a + ... + a`). A stack overflow aborts the process, so the server gets the CLI's
@@ -101,7 +105,11 @@ pub fn capabilities() -> ServerCapabilities {
         })),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
         execute_command_provider: Some(ExecuteCommandOptions {
-            commands: vec![REANALYZE_COMMAND.to_owned(), RETRACE_COMMAND.to_owned()],
+            commands: vec![
+                REANALYZE_COMMAND.to_owned(),
+                RETRACE_COMMAND.to_owned(),
+                EXPORT_COMMAND.to_owned(),
+            ],
             ..ExecuteCommandOptions::default()
         }),
         workspace: Some(WorkspaceServerCapabilities {

@@ -24,6 +24,10 @@ use ropey::Rope;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{self as lsp, ClientCapabilities, MessageType, Uri};
 
+mod export;
+
+pub use export::ExportRequest;
+
 use super::diagnostics::{self, Published};
 use super::document::{Document, TextPositions};
 use super::settings::{self, Project, Resolved};
@@ -789,7 +793,9 @@ impl Session {
             timeout: std::time::Duration::try_from_secs_f64(settings.timeout_seconds).unwrap_or(
                 std::time::Duration::from_secs_f64(crate::tracer::DEFAULT_TIMEOUT_SECONDS),
             ),
-            memory_limit_mb: crate::tracer::default_memory_limit_mb(),
+            memory_limit_mb: settings
+                .memory_limit_mb
+                .or_else(crate::tracer::default_memory_limit_mb),
             entrypoints: Vec::new(),
         };
         let candidate = batch::Candidate {

@@ -36,9 +36,15 @@ pub fn from_editor(value: &Value) -> (Config, Vec<String>) {
         if value.is_null() {
             continue;
         }
+        // Editor settings are camelCase by custom (`pt2lsp.unsafeFixes`); the table's key is
+        // spelled as in pyproject.toml.
+        let key = match key.as_str() {
+            "unsafeFixes" => "unsafe-fixes",
+            key => key,
+        };
         match to_toml(value) {
             Some(value) => {
-                table.insert(key.clone(), value);
+                table.insert(key.to_owned(), value);
             }
             None => warnings.push(format!(
                 "editor settings: pt2lsp.{key}: contains null; ignoring it"
@@ -88,10 +94,15 @@ fn to_toml(value: &Value) -> Option<toml::Value> {
 #[derive(Debug, Clone)]
 pub struct Resolved {
     pub analyzer: Settings,
-    /// The interpreter the tracer will run; `None` means `$VIRTUAL_ENV`, then `python3`.
+    /// The interpreter the tracer will run; `None` means the Python pt2lsp was
+    /// pip-installed into, then `$VIRTUAL_ENV`, then `python3`.
     pub python: Option<String>,
     pub trace: TraceMode,
     pub timeout_seconds: f64,
+    /// "Fix all" applies unsafe fixes too (`unsafe-fixes`).
+    pub unsafe_fixes: bool,
+    /// MiB a trace job may take (`memory_limit`); `None` means the machine's memory.
+    pub memory_limit_mb: Option<u64>,
     /// Selectors that match no rule, to report.
     pub unknown_selectors: Vec<String>,
     /// The `pyproject.toml` whose `[tool.pt2lsp]` applied, if any.
@@ -130,6 +141,8 @@ impl Resolved {
             python: options.python.clone(),
             trace: options.trace.unwrap_or(TraceMode::OnSave),
             timeout_seconds: options.timeout.unwrap_or(60.0),
+            unsafe_fixes: options.unsafe_fixes.unwrap_or(false),
+            memory_limit_mb: options.memory_limit,
             unknown_selectors,
             project: None,
         }
@@ -145,13 +158,14 @@ impl Resolved {
                 .join(",")
         };
         let mut line = format!(
-            "strict={} select=[{}] ignore=[{}] trace={} timeout={}s python={}",
+            "strict={} select=[{}] ignore=[{}] trace={} timeout={}s python={} unsafe-fixes={}",
             self.analyzer.strict,
             join(&self.analyzer.select),
             join(&self.analyzer.ignore),
             self.trace.as_str(),
             self.timeout_seconds,
             self.python.as_deref().unwrap_or("(default)"),
+            self.unsafe_fixes,
         );
         if let Some(project) = &self.project {
             let _ = write!(line, " project={}", project.display());
@@ -236,6 +250,10 @@ mod tests {
         assert_eq!(resolved.analyzer.select.len(), 1);
         assert_eq!(resolved.analyzer.ignore[0].as_str(), "PT2");
         assert_eq!(resolved.unknown_selectors, ["E501"]);
+        assert!(!resolved.unsafe_fixes);
+        let (editor, warnings) = from_editor(&json!({"unsafeFixes": true}));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(Resolved::new(&editor.or(&project.options)).unsafe_fixes);
     }
 
     #[test]

@@ -3,6 +3,9 @@
 //! blocks that thread while torch imports, never the tokio reactor) and runs one job per traced
 //! document at a time. Async callers hand it a job with a oneshot channel for the result.
 //!
+//! Exports (`pt2lsp.exportPt2`) run on the same worker, with a sink for their stages; a trace
+//! of the document neither cancels an export nor is cancelled by one.
+//!
 //! A new trace of a document cancels the one still running for it. When the configured
 //! interpreter changes, the old worker is shut down and a new one started. A worker that cannot
 //! be started (no interpreter, no torch in it) answers the job with the reason; it is tried
@@ -17,7 +20,8 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tower_lsp_server::ls_types::Uri;
 
-use crate::tracer::protocol::JobResult;
+use crate::tracer::manager::Progress;
+use crate::tracer::protocol::{ExportJob, JobResult};
 use crate::tracer::{Completed, JobId, JobSpec, Tracer, TracerOptions};
 
 /// How often the thread looks for finished jobs while some are running.
@@ -31,6 +35,8 @@ enum Message {
         uri: Uri,
         python: PathBuf,
         spec: Box<JobSpec>,
+        /// For an export: where the file goes, and where its stages go.
+        export: Option<(ExportJob, tokio::sync::mpsc::UnboundedSender<Progress>)>,
         reply: oneshot::Sender<Outcome>,
     },
     Cancel(Uri),
@@ -50,6 +56,27 @@ impl TraceThread {
             uri,
             python,
             spec: Box::new(spec),
+            export: None,
+            reply,
+        });
+        outcome
+    }
+
+    /// Queues an export of `uri`'s entrypoint; its stages arrive on `progress` while it runs.
+    pub fn submit_export(
+        &self,
+        uri: Uri,
+        python: PathBuf,
+        spec: JobSpec,
+        export: ExportJob,
+        progress: tokio::sync::mpsc::UnboundedSender<Progress>,
+    ) -> oneshot::Receiver<Outcome> {
+        let (reply, outcome) = oneshot::channel();
+        self.send(Message::Submit {
+            uri,
+            python,
+            spec: Box::new(spec),
+            export: Some((export, progress)),
             reply,
         });
         outcome
@@ -97,6 +124,8 @@ struct Running {
 struct Job {
     uri: Uri,
     reply: oneshot::Sender<Outcome>,
+    /// An export, which a new trace of the document leaves running.
+    export: bool,
 }
 
 /// The thread: ends when the session drops its sender.
@@ -119,25 +148,18 @@ fn run(receiver: &Receiver<Message>) {
         match message {
             Some(Message::Cancel(uri)) => {
                 if let Some(running) = &running {
-                    for (id, job) in &jobs {
-                        if job.uri == uri {
-                            running.tracer.cancel(*id);
-                        }
-                    }
+                    cancel_traces(running, &jobs, &uri);
                 }
             }
             Some(Message::Submit {
                 uri,
                 python,
                 spec,
+                export,
                 reply,
             }) => {
-                if let Some(running) = &running {
-                    for (id, job) in &jobs {
-                        if job.uri == uri {
-                            running.tracer.cancel(*id);
-                        }
-                    }
+                if let (Some(running), None) = (&running, &export) {
+                    cancel_traces(running, &jobs, &uri);
                 }
                 if running.as_ref().is_some_and(|r| r.python != python) {
                     // A new interpreter: the old worker's jobs end with it.
@@ -169,8 +191,25 @@ fn run(receiver: &Receiver<Message>) {
                     }
                 }
                 if let Some(running) = &running {
-                    let id = running.tracer.submit(*spec);
-                    jobs.insert(id, Job { uri, reply });
+                    let is_export = export.is_some();
+                    let id = match export {
+                        Some((export, progress)) => running.tracer.submit_export(
+                            *spec,
+                            export,
+                            Box::new(move |stage| {
+                                let _ = progress.send(stage);
+                            }),
+                        ),
+                        None => running.tracer.submit(*spec),
+                    };
+                    jobs.insert(
+                        id,
+                        Job {
+                            uri,
+                            reply,
+                            export: is_export,
+                        },
+                    );
                 }
             }
             None => {}
@@ -197,6 +236,15 @@ fn run(receiver: &Receiver<Message>) {
             for (_, job) in jobs.drain() {
                 let _ = job.reply.send(Err("the tracer stopped".to_owned()));
             }
+        }
+    }
+}
+
+/// Cancels the traces (not the exports) running for `uri`.
+fn cancel_traces(running: &Running, jobs: &HashMap<JobId, Job>, uri: &Uri) {
+    for (id, job) in jobs {
+        if job.uri == *uri && !job.export {
+            running.tracer.cancel(*id);
         }
     }
 }

@@ -3,10 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use pt2lsp_analyzer::{Diagnostic, LineIndex, Rule, Severity, TextRange, TextSize};
+use pt2lsp_analyzer::{
+    Applicability, Diagnostic, DimConstraint, Fix, LineIndex, Rule, Severity, TextRange, TextSize,
+    dim_constraint_fix,
+};
 use serde_json::{Value, json};
 
-use super::protocol::{Finding, JobResult, Status, SuggestedFix};
+use super::protocol::{Finding, FixKind, JobResult, Status, SuggestedFix};
 
 /// One problem the tracer found, in a file, before it is matched to that file's text.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,14 +70,48 @@ impl TraceDiagnostic {
             severity: Severity::Error,
             message: self.message.clone(),
             range: self.range(text, index),
-            fix: None,
+            fix: self.dim_fix(text),
         }
+    }
+
+    /// Torch's `Suggested fixes:` as an edit of `text`'s `dynamic_shapes` and `Dim`s. Safe: it
+    /// is the exporter's own statement of the constraints its trace needs, so applying it makes
+    /// that export pass (unlike the static pass's bounds, guessed from the example inputs).
+    pub fn dim_fix(&self, text: &str) -> Option<Fix> {
+        let constraints: Option<Vec<DimConstraint>> =
+            self.fixes.iter().map(dim_constraint).collect();
+        let constraints = constraints.filter(|constraints| !constraints.is_empty())?;
+        dim_constraint_fix(text, &constraints, Applicability::Safe)
     }
 
     /// Extra data carried with the diagnostic (JSON `data`, later the LSP diagnostic's `data`).
     pub fn data(&self) -> Option<Value> {
         (!self.fixes.is_empty()).then(|| json!({ "suggested_fixes": self.fixes }))
     }
+}
+
+/// One suggested fix as the analyzer's constraint; `None` when a field its kind needs is missing.
+fn dim_constraint(fix: &SuggestedFix) -> Option<DimConstraint> {
+    let name = fix.dim.clone();
+    Some(match fix.kind {
+        FixKind::Range => DimConstraint::Range {
+            name,
+            min: fix.min,
+            max: fix.max,
+        },
+        FixKind::Equal => DimConstraint::Equal {
+            name,
+            to: fix.to.clone()?,
+        },
+        FixKind::Derived => DimConstraint::Derived {
+            name,
+            expr: fix.expr.clone()?,
+        },
+        FixKind::Constant => DimConstraint::Constant {
+            name,
+            value: fix.value?,
+        },
+    })
 }
 
 /// The length of a line without its trailing comment and blanks.
@@ -272,6 +309,33 @@ mod tests {
     }
 
     #[test]
+    fn suggested_fixes_become_a_safe_edit_of_dynamic_shapes() {
+        let text = "from torch.export import Dim\n\nbatch = Dim(\"batch\")\ndynamic_shapes = {\"x\": {0: batch}}\n";
+        let mut diagnostic = at(3, None, None);
+        diagnostic.fixes = vec![SuggestedFix {
+            dim: "batch".to_owned(),
+            kind: FixKind::Range,
+            text: "batch = Dim('batch', max=16)".to_owned(),
+            min: None,
+            max: Some(16),
+            to: None,
+            expr: None,
+            root: None,
+            value: None,
+        }];
+        let fix = diagnostic
+            .to_diagnostic(text, &LineIndex::new(text))
+            .fix
+            .expect("a fix");
+        assert_eq!(fix.applicability, Applicability::Safe);
+        assert_eq!(fix.edits.len(), 1);
+        assert_eq!(fix.edits[0].content, "Dim(\"batch\", max=16)");
+        // A suggestion missing the field its kind needs gives no fix rather than half of one.
+        diagnostic.fixes[0].kind = FixKind::Equal;
+        assert!(diagnostic.dim_fix(text).is_none());
+    }
+
+    #[test]
     fn suppression_comments_apply_to_traced_diagnostics() {
         let text = "a  # pt2lsp: ignore[PT1]\nb  # pt2lsp: ignore\nc  # pt2lsp: ignore[PT2]\n";
         let index = LineIndex::new(text);
@@ -295,6 +359,7 @@ mod tests {
             output: "Fatal Python error: Segmentation fault\n".to_owned(),
             output_truncated: false,
             elapsed: None,
+            export: None,
         };
         let diagnostics = from_result(&result, &anchor);
         assert_eq!(diagnostics.len(), 1);

@@ -16,7 +16,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::protocol::{Event, JobResult, JobSpec, Request, Status};
+use super::protocol::{Event, ExportJob, JobResult, JobSpec, Request, Status};
 use super::worker::{StartError, Worker, WorkerInfo, WorkerMessage};
 
 /// Extra time past a job's own timeout before the manager stops trusting the worker to enforce
@@ -45,8 +45,27 @@ pub struct Completed {
     pub result: JobResult,
 }
 
+/// A stage of a running export job, as the worker reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// `exporting`, `saving` or `verifying`.
+    pub stage: String,
+    pub message: Option<String>,
+}
+
+/// Called on the manager thread for each stage of an export job: keep it short (send on a
+/// channel, write a line).
+pub type ProgressSink = Box<dyn FnMut(Progress) + Send>;
+
+/// A job as submitted: a trace, or an export with where its progress goes.
+struct Submission {
+    spec: JobSpec,
+    export: Option<ExportJob>,
+    progress: Option<ProgressSink>,
+}
+
 enum Command {
-    Submit(JobId, Box<JobSpec>),
+    Submit(JobId, Box<Submission>),
     Cancel(JobId),
     Shutdown,
 }
@@ -120,13 +139,31 @@ impl Tracer {
     }
 
     pub fn submit(&self, job: JobSpec) -> JobId {
+        self.send_submission(Submission {
+            spec: job,
+            export: None,
+            progress: None,
+        })
+    }
+
+    /// Submits an export job: the entrypoint of `job` is exported and written to
+    /// `export.output`; `progress` hears of each stage while it runs.
+    pub fn submit_export(&self, job: JobSpec, export: ExportJob, progress: ProgressSink) -> JobId {
+        self.send_submission(Submission {
+            spec: job,
+            export: Some(export),
+            progress: Some(progress),
+        })
+    }
+
+    fn send_submission(&self, submission: Submission) -> JobId {
         let id = JobId(
             self.next_id
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         );
         let _ = self
             .sender
-            .send(Message::Command(Command::Submit(id, Box::new(job))));
+            .send(Message::Command(Command::Submit(id, Box::new(submission))));
         id
     }
 
@@ -163,6 +200,7 @@ fn forward_worker_events(sender: Sender<Message>) -> Sender<(u64, WorkerMessage)
 struct Queued {
     id: JobId,
     spec: JobSpec,
+    export: Option<ExportJob>,
     /// Times a worker died while this job was running.
     crashes: u32,
 }
@@ -182,6 +220,8 @@ struct Scheduler {
     broken: Option<String>,
     queue: VecDeque<Queued>,
     running: HashMap<JobId, Running>,
+    /// Where the stages of export jobs go, until they complete.
+    progress: HashMap<JobId, ProgressSink>,
 }
 
 impl Scheduler {
@@ -199,6 +239,7 @@ impl Scheduler {
             broken: None,
             queue: VecDeque::new(),
             running: HashMap::new(),
+            progress: HashMap::new(),
         }
     }
 
@@ -236,11 +277,22 @@ impl Scheduler {
                 },
             };
             match message {
-                Message::Command(Command::Submit(id, spec)) => self.queue.push_back(Queued {
-                    id,
-                    spec: *spec,
-                    crashes: 0,
-                }),
+                Message::Command(Command::Submit(id, submission)) => {
+                    let Submission {
+                        spec,
+                        export,
+                        progress,
+                    } = *submission;
+                    if let Some(progress) = progress {
+                        self.progress.insert(id, progress);
+                    }
+                    self.queue.push_back(Queued {
+                        id,
+                        spec,
+                        export,
+                        crashes: 0,
+                    });
+                }
                 Message::Command(Command::Cancel(id)) => self.cancel(id),
                 Message::Command(Command::Shutdown) => break,
                 Message::Worker(generation, _) if generation != self.generation => {}
@@ -281,6 +333,7 @@ impl Scheduler {
             let sent = worker.send(&Request::Job {
                 id: job.id.0,
                 job: &job.spec,
+                export: job.export.as_ref(),
             });
             let backstop = Instant::now()
                 + Duration::from_secs_f64(job.spec.timeout.max(0.0))
@@ -308,9 +361,15 @@ impl Scheduler {
     fn on_event(&mut self, event: Event) {
         match event {
             Event::Started { .. } => {}
+            Event::Progress { id, stage, message } => {
+                if let Some(progress) = self.progress.get_mut(&JobId(id)) {
+                    progress(Progress { stage, message });
+                }
+            }
             Event::Result(result) => {
                 let id = JobId(result.id);
                 if self.running.remove(&id).is_some() {
+                    self.progress.remove(&id);
                     let _ = self.completed.send(Completed { id, result });
                 }
             }
@@ -388,7 +447,8 @@ impl Scheduler {
         }
     }
 
-    fn complete(&self, id: JobId, status: Status, detail: Option<String>) {
+    fn complete(&mut self, id: JobId, status: Status, detail: Option<String>) {
+        self.progress.remove(&id);
         let _ = self.completed.send(Completed {
             id,
             result: JobResult {
@@ -399,6 +459,7 @@ impl Scheduler {
                 output: String::new(),
                 output_truncated: false,
                 elapsed: None,
+                export: None,
             },
         });
     }

@@ -15,6 +15,8 @@
 //! - `diagnostics` — findings and job failures (PT502) as [`TraceDiagnostic`]s, which become the
 //!   analyzer's `Diagnostic`s once matched to a file's text.
 //! - `batch` — `pt2lsp check --trace`: plan the jobs of a set of files and run them.
+//! - `export` — `pt2lsp export` and `pt2lsp.exportPt2`: choose the entrypoint and the output of
+//!   an export job, which writes the `.pt2` file and checks it against the eager model.
 
 // The language server uses the per-job API (submit, cancel, the completion channel; see
 // `lsp/trace.rs`), the CLI the batch; each build of this module leaves some of it unused.
@@ -23,6 +25,7 @@
 pub mod batch;
 pub mod diagnostics;
 pub mod entrypoint;
+pub mod export;
 pub mod manager;
 pub mod protocol;
 pub mod python;

@@ -43,11 +43,29 @@ pub struct EntrypointSpec {
     pub strict: Option<bool>,
 }
 
+/// What turns a job into an export: after `torch.export.export` succeeds, the worker saves the
+/// program to `temporary` (in the output's directory), renames it to `output`, loads it back
+/// with `torch.export.load` and runs it against the eager model on the example inputs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExportJob {
+    pub output: PathBuf,
+    /// Chosen by the caller, so that it can remove the file whatever happens to the job.
+    pub temporary: PathBuf,
+}
+
 #[derive(Debug, Serialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
 pub enum Request<'a> {
-    Job { id: u64, job: &'a JobSpec },
-    Cancel { id: u64 },
+    Job {
+        id: u64,
+        job: &'a JobSpec,
+        /// Present for an export job (`pt2lsp export`, `pt2lsp.exportPt2`); a trace otherwise.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        export: Option<&'a ExportJob>,
+    },
+    Cancel {
+        id: u64,
+    },
     Shutdown,
 }
 
@@ -73,9 +91,20 @@ pub struct Hello {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "event", rename_all = "lowercase")]
 pub enum Event {
-    Started { id: u64, pid: u32 },
+    Started {
+        id: u64,
+        pid: u32,
+    },
+    /// A stage of a running export job (`exporting`, `saving`, `verifying`).
+    Progress {
+        id: u64,
+        stage: String,
+        message: Option<String>,
+    },
     Result(JobResult),
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }
 
 /// How a job ended.
@@ -114,6 +143,74 @@ pub struct JobResult {
     pub output_truncated: bool,
     /// Seconds from fork to the end of the job.
     pub elapsed: Option<f64>,
+    /// What an export job wrote, when it wrote it (boxed: most results are traces').
+    #[serde(default)]
+    pub export: Option<Box<ExportReport>>,
+}
+
+/// What an export job wrote and how its check went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportReport {
+    /// The `.pt2` file, absolute.
+    pub path: PathBuf,
+    /// Bytes.
+    pub size: u64,
+    /// Nodes of the exported graph (placeholders and output included).
+    pub nodes: u64,
+    /// The inputs as the program takes them: `x: f32[s77, 64]`.
+    #[serde(default)]
+    pub inputs: Vec<String>,
+    /// The range of each symbolic dimension.
+    #[serde(default)]
+    pub range_constraints: Vec<RangeConstraint>,
+    pub verification: Verification,
+    /// Whether the export ran with `strict=True`.
+    #[serde(default)]
+    pub strict: bool,
+}
+
+/// `s77 (batch): [2, 1024]`: a symbol of the exported program, the `Dim` it came from when the
+/// worker could tell, and its bounds (`None`: unbounded).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RangeConstraint {
+    pub symbol: String,
+    #[serde(default)]
+    pub dim: Option<String>,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+}
+
+impl std::fmt::Display for RangeConstraint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bound = |value: Option<i64>, infinite: &str| {
+            value.map_or_else(|| infinite.to_owned(), |value| value.to_string())
+        };
+        write!(f, "{}", self.symbol)?;
+        if let Some(dim) = &self.dim {
+            write!(f, " ({dim})")?;
+        }
+        write!(
+            f,
+            ": [{}, {}]",
+            bound(self.min, "-inf"),
+            bound(self.max, "inf")
+        )
+    }
+}
+
+/// The saved program, loaded back and run on the example inputs, against the eager model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    /// The file loaded, ran, and its outputs matched eager's (`torch.allclose` per tensor).
+    pub matches: bool,
+    /// The largest absolute difference over the floating-point outputs.
+    #[serde(default)]
+    pub max_abs_diff: Option<f64>,
+    pub rtol: f64,
+    pub atol: f64,
+    /// Why it does not match, or why it could not be loaded or run.
+    #[serde(default)]
+    pub detail: Option<String>,
 }
 
 /// One problem the exporter found, in a file of the user's workspace.
@@ -185,6 +282,58 @@ mod tests {
             serde_json::to_string(&Request::Shutdown).unwrap(),
             r#"{"op":"shutdown"}"#
         );
+    }
+
+    #[test]
+    fn export_jobs_carry_their_output_and_report_back() {
+        let job = JobSpec {
+            file: PathBuf::from("/p/m.py"),
+            roots: vec![PathBuf::from("/p")],
+            cwd: PathBuf::from("/p"),
+            entrypoint: None,
+            strict: false,
+            timeout: 5.0,
+            memory_limit_mb: None,
+        };
+        let export = ExportJob {
+            output: PathBuf::from("/p/m.pt2"),
+            temporary: PathBuf::from("/p/.m.pt2.1.tmp"),
+        };
+        let trace = serde_json::to_value(Request::Job {
+            id: 1,
+            job: &job,
+            export: None,
+        })
+        .unwrap();
+        assert!(trace.get("export").is_none(), "{trace}");
+        let line = serde_json::to_value(Request::Job {
+            id: 2,
+            job: &job,
+            export: Some(&export),
+        })
+        .unwrap();
+        assert_eq!(line["export"]["output"], "/p/m.pt2");
+
+        let progress =
+            r#"{"event": "progress", "id": 2, "stage": "saving", "message": "/p/m.pt2"}"#;
+        let Event::Progress { id, stage, .. } = serde_json::from_str(progress).unwrap() else {
+            panic!("not progress");
+        };
+        assert_eq!((id, stage.as_str()), (2, "saving"));
+        let result = r#"{"event": "result", "id": 2, "status": "ok", "export": {"path": "/p/m.pt2",
+            "size": 9605, "nodes": 7, "inputs": ["x: f32[s77, 8]"],
+            "range_constraints": [{"symbol": "s77", "dim": "batch", "min": 2, "max": null}],
+            "verification": {"matches": true, "max_abs_diff": 0.0, "rtol": 1e-4, "atol": 1e-5}}}"#;
+        let Event::Result(result) = serde_json::from_str(result).unwrap() else {
+            panic!("not a result");
+        };
+        let report = result.export.unwrap();
+        assert_eq!(report.size, 9605);
+        assert_eq!(
+            report.range_constraints[0].to_string(),
+            "s77 (batch): [2, inf]"
+        );
+        assert!(report.verification.matches);
     }
 
     #[test]

@@ -1,14 +1,63 @@
 //! Which Python interpreter runs the worker: the user's, since the model's imports and torch
 //! live in their environment.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+/// Set by `python -m pt2lsp` to the interpreter that ran it, so the tracer defaults to the
+/// Python the package was installed in even where the binary sits outside a virtualenv
+/// (`pip install --user` puts it in `~/.local/bin`).
+pub const DEFAULT_PYTHON_ENV: &str = "PT2LSP_DEFAULT_PYTHON";
+
 /// `--python` (or the editor's setting), else `python` from `[tool.pt2lsp]` (relative to the
-/// configuration file's directory), else `$VIRTUAL_ENV/bin/python`, else `python3` on PATH.
+/// configuration file's directory), else the Python pt2lsp was pip-installed into (see
+/// [`installed_interpreter`]), else `$VIRTUAL_ENV/bin/python`, else `python3` on PATH.
 pub fn interpreter(
     explicit: Option<&Path>,
     configured: Option<&str>,
     config_dir: Option<&Path>,
+    virtual_env: Option<&Path>,
+) -> PathBuf {
+    let installed = installed_interpreter(
+        std::env::var_os(DEFAULT_PYTHON_ENV),
+        std::env::current_exe().ok().as_deref(),
+    );
+    choose(
+        explicit,
+        configured,
+        config_dir,
+        installed.as_deref(),
+        virtual_env,
+    )
+}
+
+/// The interpreter of the Python environment pt2lsp was installed into by pip, if it was:
+/// `$PT2LSP_DEFAULT_PYTHON` when set, else the `python` (or `python3`) beside the running
+/// binary. pip puts the binary in the environment's scripts directory, next to its interpreter
+/// (`.venv/bin/pt2lsp` beside `.venv/bin/python`); `cargo install` and a build tree have no
+/// interpreter beside them. It comes before `$VIRTUAL_ENV`: a user who installed pt2lsp
+/// with torch into one environment expects that environment, whichever one is active.
+pub fn installed_interpreter(
+    default_python: Option<OsString>,
+    current_exe: Option<&Path>,
+) -> Option<PathBuf> {
+    if let Some(python) = default_python.filter(|value| !value.is_empty()) {
+        return Some(PathBuf::from(python));
+    }
+    let scripts = current_exe?.parent()?;
+    ["python", "python3"]
+        .iter()
+        .map(|name| scripts.join(name))
+        // The venv's `python` is a symlink to the base interpreter: keep the link, since
+        // running it through the venv's path is what selects the venv's site-packages.
+        .find(|python| python.is_file())
+}
+
+fn choose(
+    explicit: Option<&Path>,
+    configured: Option<&str>,
+    config_dir: Option<&Path>,
+    installed: Option<&Path>,
     virtual_env: Option<&Path>,
 ) -> PathBuf {
     if let Some(path) = explicit {
@@ -25,6 +74,9 @@ pub fn interpreter(
             None => path.to_path_buf(),
         };
     }
+    if let Some(installed) = installed {
+        return installed.to_path_buf();
+    }
     if let Some(env) = virtual_env.filter(|env| !env.as_os_str().is_empty()) {
         let python = env.join("bin").join("python");
         if python.exists() {
@@ -39,28 +91,76 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_flag_wins_then_the_config_then_the_virtualenv() {
+    fn the_flag_wins_then_the_config_then_the_installed_python_then_the_virtualenv() {
         let venv = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(venv.path().join("bin")).unwrap();
         std::fs::write(venv.path().join("bin/python"), "").unwrap();
         let flag = Path::new("/opt/py/bin/python");
         let project = Path::new("/work/project");
+        let installed = Path::new("/opt/tools/bin/python");
         assert_eq!(
-            interpreter(Some(flag), Some(".venv/bin/python"), Some(project), None),
+            choose(
+                Some(flag),
+                Some(".venv/bin/python"),
+                Some(project),
+                Some(installed),
+                None
+            ),
             flag
         );
         assert_eq!(
-            interpreter(None, Some(".venv/bin/python"), Some(project), None),
+            choose(
+                None,
+                Some(".venv/bin/python"),
+                Some(project),
+                Some(installed),
+                None
+            ),
             project.join(".venv/bin/python")
         );
         assert_eq!(
-            interpreter(None, Some("python3.11"), Some(project), None),
+            choose(None, Some("python3.11"), Some(project), None, None),
             Path::new("python3.11")
         );
         assert_eq!(
-            interpreter(None, None, None, Some(venv.path())),
+            choose(None, None, None, Some(installed), Some(venv.path())),
+            installed
+        );
+        assert_eq!(
+            choose(None, None, None, None, Some(venv.path())),
             venv.path().join("bin/python")
         );
-        assert_eq!(interpreter(None, None, None, None), Path::new("python3"));
+        assert_eq!(choose(None, None, None, None, None), Path::new("python3"));
+    }
+
+    #[test]
+    fn a_binary_beside_an_interpreter_was_installed_with_it() {
+        let env = tempfile::tempdir().unwrap();
+        let bin = env.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let exe = bin.join("pt2lsp");
+        std::fs::write(&exe, "").unwrap();
+        // No interpreter beside it: a `cargo install` or a build tree.
+        assert_eq!(installed_interpreter(None, Some(&exe)), None);
+
+        std::fs::write(bin.join("python3"), "").unwrap();
+        assert_eq!(
+            installed_interpreter(None, Some(&exe)),
+            Some(bin.join("python3"))
+        );
+        std::fs::write(bin.join("python"), "").unwrap();
+        assert_eq!(
+            installed_interpreter(None, Some(&exe)),
+            Some(bin.join("python"))
+        );
+        // `python -m pt2lsp` names its interpreter, which wins over the neighbour.
+        assert_eq!(
+            installed_interpreter(Some("/usr/bin/python3.11".into()), Some(&exe)),
+            Some(PathBuf::from("/usr/bin/python3.11"))
+        );
+        assert_eq!(
+            installed_interpreter(Some(OsString::new()), Some(&exe)),
+            Some(bin.join("python"))
+        );
     }
 }

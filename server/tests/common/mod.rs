@@ -84,10 +84,19 @@ impl TestClient {
 
     /// The first message, read before or after this call, that `matches`; fails after [`TIMEOUT`].
     pub async fn wait_for(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
+        self.wait_for_within(TIMEOUT, matches).await
+    }
+
+    /// [`Self::wait_for`] with another time limit, for what includes starting torch.
+    pub async fn wait_for_within(
+        &mut self,
+        timeout: Duration,
+        matches: impl Fn(&Value) -> bool,
+    ) -> Value {
         if let Some(index) = self.backlog.iter().position(&matches) {
             return self.backlog.remove(index);
         }
-        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        let deadline = tokio::time::Instant::now() + timeout;
         loop {
             match tokio::time::timeout_at(deadline, self.incoming.recv()).await {
                 Ok(Some(message)) if matches(&message) => return message,

@@ -183,8 +183,11 @@ function M.export(output, entry, bufnr)
       end)
     end
     local uri = vim.uri_from_bufnr(bufnr)
-    M.execute(bufnr, "pt2lsp.exportPt2", { uri, entry or vim.NIL, path }, function()
-      notify("exported " .. vim.fn.fnamemodify(name, ":t") .. " to " .. path)
+    M.execute(bufnr, "pt2lsp.exportPt2", { uri, entry or vim.NIL, path }, function(result)
+      -- A server that reports the export has shown its own message (size, node count).
+      if type(result) ~= "table" or result.status ~= "exported" then
+        notify("exported " .. vim.fn.fnamemodify(name, ":t") .. " to " .. path)
+      end
     end)
   end
   if output and output ~= "" then

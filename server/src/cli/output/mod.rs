@@ -9,10 +9,12 @@ mod json;
 mod sarif;
 mod text;
 
+pub(crate) use text::counted;
+
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use pt2lsp_analyzer::{Diagnostic, LineIndex, Rule, Severity, TextSize};
+use pt2lsp_analyzer::{Diagnostic, FixMode, LineIndex, Rule, Severity, TextSize};
 
 /// The `--format` values of `pt2lsp check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -106,6 +108,14 @@ impl FileReport {
         }
     }
 
+    /// Replaces every diagnostic with `diagnostics`, all found by the static analysis.
+    pub fn set_static(&mut self, diagnostics: Vec<Diagnostic>) {
+        self.diagnostics = diagnostics
+            .into_iter()
+            .map(Reported::found_statically)
+            .collect();
+    }
+
     pub fn position(&self, offset: TextSize) -> Position {
         let (line, column) = self.line_index.line_char_column(offset, &self.text);
         Position {
@@ -175,6 +185,10 @@ pub fn statistics(reports: &[FileReport]) -> Vec<(Rule, usize)> {
 
 /// What to render and how.
 #[derive(Debug, Clone, Copy)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each bool is one on/off command-line flag"
+)]
 pub struct Options {
     pub format: OutputFormat,
     /// Diagnostics only: no summary line.
@@ -183,10 +197,50 @@ pub struct Options {
     pub statistics: bool,
     /// ANSI colours in the text format.
     pub color: bool,
+    /// Which fixes count as applicable: marked `[*]` and counted in the text summary.
+    pub fix_mode: FixMode,
+    /// What `--fix` fixed, by severity; `None` when it did not run.
+    pub fixed: Option<Counts>,
+    /// `--fix-only`: the summary of what was fixed, no diagnostics.
+    pub fix_only: bool,
+}
+
+/// Whether `diagnostic` has a fix that `mode` applies.
+pub fn is_fixable(diagnostic: &Diagnostic, mode: FixMode) -> bool {
+    diagnostic
+        .fix
+        .as_ref()
+        .is_some_and(|fix| mode.allows(fix.applicability) && !fix.edits.is_empty())
+}
+
+/// How many diagnostics have a fix `mode` applies, and how many more `--unsafe-fixes` would add.
+pub fn fixable(reports: &[FileReport], mode: FixMode) -> (usize, usize) {
+    let diagnostics = || reports.iter().flat_map(|report| &report.diagnostics);
+    let applicable = diagnostics()
+        .filter(|diagnostic| is_fixable(diagnostic, mode))
+        .count();
+    let with_unsafe = diagnostics()
+        .filter(|diagnostic| is_fixable(diagnostic, FixMode::Unsafe))
+        .count();
+    (applicable, with_unsafe - applicable)
 }
 
 /// Writes the report in the chosen format.
 pub fn render(reports: &[FileReport], options: Options, out: &mut dyn Write) -> io::Result<()> {
+    if options.fix_only {
+        // What remains is not reported, so no format has anything to say but the text summary.
+        return match options.format {
+            OutputFormat::Text => text::render(&[], options, out),
+            _ => render(
+                &[],
+                Options {
+                    fix_only: false,
+                    ..options
+                },
+                out,
+            ),
+        };
+    }
     match (options.format, options.statistics) {
         (OutputFormat::Text, false) => text::render(reports, options, out),
         (OutputFormat::Text, true) => text::render_statistics(reports, out),

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use pt2lsp_analyzer::Severity;
 
-use super::{Counts, FileReport, Options, statistics};
+use super::{Counts, FileReport, Options, fixable, is_fixable, statistics};
 
 const RESET: &str = "\x1b[0m";
 const BOLD: &str = "\x1b[1m";
@@ -32,9 +32,15 @@ pub(super) fn render(
             // (or a screen reader) still tells errors from warnings.
             let color = paint(severity_color(diagnostic.severity));
             let (bold, reset) = (paint(BOLD), paint(RESET));
+            // `[*]` as ruff marks it: `--fix` (with the current `--unsafe-fixes`) fixes this one.
+            let marker = if is_fixable(diagnostic, options.fix_mode) {
+                "[*] "
+            } else {
+                ""
+            };
             writeln!(
                 out,
-                "{bold}{path}{reset}:{line}:{column}: {color}{code} [{severity}]{reset} {message}",
+                "{bold}{path}{reset}:{line}:{column}: {color}{code} [{severity}]{reset} {marker}{message}",
                 line = start.line,
                 column = start.column,
                 code = diagnostic.rule.code(),
@@ -43,10 +49,47 @@ pub(super) fn render(
             )?;
         }
     }
-    if !options.quiet {
-        writeln!(out, "{}", summary(Counts::of(reports)))?;
+    if options.quiet {
+        return Ok(());
+    }
+    let remaining = Counts::of(reports);
+    match options.fixed {
+        Some(fixed) if options.fix_only && fixed.total() == 0 => {
+            writeln!(out, "No fixes applied.")?;
+        }
+        Some(fixed) if options.fix_only => writeln!(out, "Fixed {}.", counted(fixed))?,
+        Some(fixed) if fixed.total() > 0 => {
+            let left = if remaining.total() == 0 {
+                "0".to_owned()
+            } else {
+                counted(remaining)
+            };
+            writeln!(out, "Fixed {} ({left} remaining).", counted(fixed))?;
+        }
+        _ => writeln!(out, "{}", summary(remaining))?,
+    }
+    if !options.fix_only {
+        if let Some(hint) = fixable_hint(fixable(reports, options.fix_mode)) {
+            writeln!(out, "{hint}")?;
+        }
     }
     Ok(())
+}
+
+/// `[*] 2 fixable with --fix (1 more with --unsafe-fixes).`, as ruff says it, or nothing.
+pub(super) fn fixable_hint((applicable, hidden): (usize, usize)) -> Option<String> {
+    let fixes = |count: usize| if count == 1 { "fix" } else { "fixes" };
+    match (applicable, hidden) {
+        (0, 0) => None,
+        (0, hidden) => Some(format!(
+            "{hidden} {} available with --unsafe-fixes.",
+            fixes(hidden)
+        )),
+        (applicable, 0) => Some(format!("[*] {applicable} fixable with --fix.")),
+        (applicable, hidden) => Some(format!(
+            "[*] {applicable} fixable with --fix ({hidden} more with --unsafe-fixes)."
+        )),
+    }
 }
 
 /// `Found 3 errors, 1 warning in 2 files.` or `All checks passed!`.
@@ -54,9 +97,19 @@ pub(super) fn summary(counts: Counts) -> String {
     if counts.total() == 0 {
         return "All checks passed!".to_owned();
     }
-    let plural = |count: usize, one: &str, many: &str| {
-        format!("{count} {}", if count == 1 { one } else { many })
-    };
+    format!(
+        "Found {} in {}.",
+        counted(counts),
+        plural(counts.files, "file", "files")
+    )
+}
+
+fn plural(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
+/// `3 errors, 1 warning`: the non-zero counts by severity.
+pub(crate) fn counted(counts: Counts) -> String {
     let parts: Vec<String> = [
         (counts.errors, "error", "errors"),
         (counts.warnings, "warning", "warnings"),
@@ -67,11 +120,7 @@ pub(super) fn summary(counts: Counts) -> String {
     .filter(|(count, _, _)| *count > 0)
     .map(|(count, one, many)| plural(count, one, many))
     .collect();
-    format!(
-        "Found {} in {}.",
-        parts.join(", "),
-        plural(counts.files, "file", "files")
-    )
+    parts.join(", ")
 }
 
 /// `--statistics`: `count<TAB>code<TAB>name` per rule, most frequent first, as ruff prints it.
@@ -109,6 +158,20 @@ mod tests {
         assert_eq!(
             summary(counts(0, 2, 2, 1)),
             "Found 2 warnings, 2 info in 1 file."
+        );
+    }
+
+    #[test]
+    fn fixable_hints_tell_which_flag_applies_what() {
+        assert_eq!(fixable_hint((0, 0)), None);
+        assert_eq!(fixable_hint((2, 0)).unwrap(), "[*] 2 fixable with --fix.");
+        assert_eq!(
+            fixable_hint((0, 1)).unwrap(),
+            "1 fix available with --unsafe-fixes."
+        );
+        assert_eq!(
+            fixable_hint((1, 3)).unwrap(),
+            "[*] 1 fixable with --fix (3 more with --unsafe-fixes)."
         );
     }
 }

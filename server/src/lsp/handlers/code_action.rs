@@ -1,5 +1,6 @@
 //! `textDocument/codeAction`: each diagnostic's fix, an "ignore on this line" action for each
-//! diagnostic, and `source.fixAll.pt2lsp` for every safe fix.
+//! diagnostic, and `source.fixAll.pt2lsp`, which does what `pt2lsp check --fix` does: every
+//! safe fix (unsafe ones too with the `unsafeFixes` setting), in rounds.
 //!
 //! Quick fixes come from the diagnostic's `data` alone. "Fix all" analyses the current text
 //! again, since the client sends only the diagnostics in the requested range.
@@ -7,20 +8,25 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use pt2lsp_analyzer::Applicability;
+use pt2lsp_analyzer::{Applicability, FixMode};
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::{
-    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, CodeActionResponse,
-    Diagnostic, DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier, Position, Range,
-    TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
+    CodeAction, CodeActionDisabled, CodeActionKind, CodeActionOrCommand, CodeActionParams,
+    CodeActionResponse, Diagnostic, DocumentChanges, OneOf,
+    OptionalVersionedTextDocumentIdentifier, Position, Range, TextDocumentEdit, TextEdit, Uri,
+    WorkspaceEdit,
 };
 
 use crate::lsp::FIX_ALL_KIND;
 use crate::lsp::diagnostics::{self, DiagnosticData, SOURCE};
-use crate::lsp::document::{Document, TextPositions};
+use crate::lsp::document::Document;
 use crate::lsp::session::Session;
 
 const MARKER: &str = "pt2lsp: ignore";
+
+/// Why a display-only fix is offered disabled.
+const DISPLAY_ONLY_REASON: &str = "pt2lsp cannot apply this fix for you: it needs a decision only you can make; the \
+     diagnostic's message says what to write";
 
 pub async fn code_action(
     session: Arc<Session>,
@@ -49,21 +55,31 @@ pub async fn code_action(
             let Some(data) = DiagnosticData::from_lsp(diagnostic) else {
                 continue;
             };
-            if let Some(fix) = data
-                .fix
-                .as_ref()
-                .filter(|fix| fix.applicability != Applicability::DisplayOnly)
-            {
-                if !data.edits.is_empty() {
-                    actions.push(action(
-                        &session,
-                        fix.title.clone(),
-                        CodeActionKind::QUICKFIX,
-                        (&uri, data.version, data.edits.clone()),
-                        Some(diagnostic),
-                        fix.applicability == Applicability::Safe,
-                    ));
+            match &data.fix {
+                // A suggestion pt2lsp cannot make for the user: listed, so the editor shows it
+                // beside the others, but disabled, with the reason.
+                Some(fix) if fix.applicability == Applicability::DisplayOnly => {
+                    actions.push(CodeActionOrCommand::CodeAction(CodeAction {
+                        title: fix.title.clone(),
+                        kind: Some(CodeActionKind::QUICKFIX),
+                        diagnostics: Some(vec![diagnostic.clone()]),
+                        disabled: Some(CodeActionDisabled {
+                            reason: DISPLAY_ONLY_REASON.to_owned(),
+                        }),
+                        ..CodeAction::default()
+                    }));
                 }
+                // Safe fixes are preferred (applied by "auto fix"); unsafe ones are offered,
+                // never preferred, since the user should read them first.
+                Some(fix) if !data.edits.is_empty() => actions.push(action(
+                    &session,
+                    fix.title.clone(),
+                    CodeActionKind::QUICKFIX,
+                    (&uri, data.version, data.edits.clone()),
+                    Some(diagnostic),
+                    fix.applicability == Applicability::Safe,
+                )),
+                _ => {}
             }
             let line = diagnostic.range.start.line;
             if ignored.contains(&(line, data.code.clone())) {
@@ -88,8 +104,17 @@ pub async fn code_action(
         let edits = tokio::task::spawn_blocking(move || {
             let text = document.text();
             let settings = analysis.resolve_settings(path.as_deref());
+            let mode = if settings.unsafe_fixes {
+                FixMode::Unsafe
+            } else {
+                FixMode::Safe
+            };
             let report = analysis.check(&text, path.as_deref(), &settings);
-            diagnostics::safe_fix_edits(&report.diagnostics, &TextPositions::new(&text))
+            diagnostics::fix_all_edits(&text, &report.diagnostics, mode, |fixed| {
+                analysis
+                    .check(fixed, path.as_deref(), &settings)
+                    .diagnostics
+            })
         })
         .await
         .unwrap_or_default();
@@ -208,6 +233,7 @@ pub fn ignore_edit(document: &Document, line: u32, code: &str) -> Option<TextEdi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lsp::document::TextPositions;
 
     fn apply(text: &str, code: &str) -> Option<String> {
         let document = Document::new(text, 0);

@@ -1,18 +1,25 @@
 //! `workspace/executeCommand`: `pt2lsp.reanalyze` re-scans the workspace and re-analyses;
-//! `pt2lsp.retrace` (arguments: a document's URI) traces that document again.
+//! `pt2lsp.retrace` (arguments: a document's URI) traces that document again;
+//! `pt2lsp.exportPt2` (arguments: a document's URI, then optionally an entrypoint name and an
+//! output path) writes its model as a `.pt2` file and answers with what was written.
 
 use std::sync::Arc;
 
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{ExecuteCommandParams, LSPAny};
 
-use crate::lsp::session::Session;
-use crate::lsp::{REANALYZE_COMMAND, RETRACE_COMMAND};
+use crate::lsp::session::{ExportRequest, Session};
+use crate::lsp::{EXPORT_COMMAND, REANALYZE_COMMAND, RETRACE_COMMAND};
 
-pub fn execute_command(
+pub async fn execute_command(
     session: &Arc<Session>,
-    params: &ExecuteCommandParams,
+    params: ExecuteCommandParams,
 ) -> Result<Option<LSPAny>> {
+    if params.command == EXPORT_COMMAND {
+        let request = ExportRequest::from_arguments(&params.arguments)?;
+        let token = params.work_done_progress_params.work_done_token;
+        return session.export_pt2(request, token).await.map(Some);
+    }
     if params.command == RETRACE_COMMAND {
         let uri = params
             .arguments

@@ -1,0 +1,120 @@
+//! The PT301 `register_fake` fix and the PT102/PT103 `torch._check` fix on their fixtures:
+//! every file under `fixtures/fixes/register_fake/` and `fixtures/fixes/check/` gets an unsafe
+//! fix that leaves no error of its rule behind, and the fixed texts are snapshots, so a reviewer
+//! reads each fake kernel and check. Patterns a check cannot make exportable get no fix.
+//! (`tests/python/` exports the fixed files with real torch and compares them with the originals.)
+
+use std::path::{Path, PathBuf};
+
+use pt2lsp_analyzer::{
+    Applicability, FixMode, Rule, Settings, apply_fixes, check, compatible_fixes,
+};
+
+fn python_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("fixture directory is readable")
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn fixtures(kind: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(kind)
+}
+
+/// Applies the fixes of `rules` in `text` (unsafe ones included) until none is left, and
+/// returns the fixed text; every diagnostic of those rules must carry an unsafe fix.
+fn fixed(name: &str, text: &str, rules: &[Rule]) -> String {
+    let report = check(text, &Settings::default());
+    let targeted: Vec<_> = report
+        .diagnostics
+        .iter()
+        .filter(|diagnostic| rules.contains(&diagnostic.rule))
+        .collect();
+    assert!(!targeted.is_empty(), "{name}: nothing to fix");
+    for diagnostic in &targeted {
+        let fix = diagnostic
+            .fix
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: {} without a fix", diagnostic.rule.code()));
+        assert_eq!(
+            fix.applicability,
+            Applicability::Unsafe,
+            "{name}: {}",
+            fix.title
+        );
+    }
+    let mut output = text.to_owned();
+    for _ in 0..4 {
+        let report = check(&output, &Settings::default());
+        let fixes = compatible_fixes(&report.diagnostics, FixMode::Unsafe);
+        if fixes.is_empty() {
+            break;
+        }
+        output = apply_fixes(&output, &fixes);
+    }
+    let after = check(&output, &Settings::default());
+    let left: Vec<_> = after
+        .diagnostics
+        .iter()
+        .map(|diagnostic| format!("{} {}", diagnostic.rule.code(), diagnostic.message))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "{name}: diagnostics left after the fix: {left:?}\n{output}"
+    );
+    output
+}
+
+fn snapshot_fixed(kind: &str, rules: &[Rule]) {
+    let files = python_files(&fixtures(kind));
+    assert!(files.len() >= 3, "too few {kind} fixtures");
+    for path in files {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let output = fixed(&name, &text, rules);
+        insta::assert_snapshot!(format!("{}__{name}", kind.replace('/', "_")), output);
+    }
+}
+
+#[test]
+fn custom_ops_get_a_fake_kernel() {
+    snapshot_fixed("fixes/register_fake", &[Rule::MissingFakeKernel]);
+}
+
+#[test]
+fn validation_ifs_on_data_dependent_values_get_a_check() {
+    snapshot_fixed(
+        "fixes/check",
+        &[Rule::DataDependentScalar, Rule::DataDependentShape],
+    );
+}
+
+/// Two-sided branches, loops, list indices, `len()` in non-strict export and `if` tests whose
+/// negation is no conjunction of comparisons: a check cannot make these export without
+/// changing what the model computes, so none is offered.
+#[test]
+fn no_check_is_offered_where_a_check_cannot_make_export_pass() {
+    let mut seen = 0;
+    for rule in ["rules/PT102", "rules/PT103"] {
+        for path in python_files(&fixtures(rule)) {
+            let text = std::fs::read_to_string(&path).unwrap();
+            for diagnostic in check(&text, &Settings::default()).diagnostics {
+                seen += 1;
+                assert!(
+                    diagnostic.fix.is_none(),
+                    "{}: {} got a fix: {:?}",
+                    path.display(),
+                    diagnostic.rule.code(),
+                    diagnostic.fix
+                );
+            }
+        }
+    }
+    assert!(seen >= 12, "too few PT102/PT103 diagnostics: {seen}");
+}

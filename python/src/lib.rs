@@ -1,0 +1,342 @@
+//! `pt2lsp._native`: pt2lsp's checks as a Python API, in-process (no subprocess).
+//!
+//! A thin shell over `pt2lsp::api`: convert Python arguments in, run the check with the GIL
+//! released, convert diagnostics out. Diagnostics carry the fields, positions and names of
+//! `pt2lsp check --format json`, and `Diagnostic.to_dict()` is that JSON object exactly.
+//! Failures are Python exceptions — `ValueError` for a bad request, `OSError` for the file
+//! system, `RuntimeError` for a bug in pt2lsp — never a crash of the interpreter: the analysis
+//! runs on its own large-stack thread and a panic there comes back as an error.
+
+use std::path::PathBuf;
+
+use pt2lsp::api;
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+/// One problem `torch.export` would have, at one place of one file.
+#[pyclass(module = "pt2lsp", frozen, eq, hash, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Diagnostic {
+    file: String,
+    line: u32,
+    column: u32,
+    end_line: u32,
+    end_column: u32,
+    code: String,
+    name: String,
+    severity: String,
+    message: String,
+    source: String,
+    fix: Option<Fix>,
+}
+
+/// Edits that together fix one diagnostic.
+#[pyclass(module = "pt2lsp", frozen, eq, hash, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Fix {
+    title: String,
+    applicability: String,
+    edits: Vec<Edit>,
+}
+
+/// Replace the text from (line, column) up to, not including, (end_line, end_column).
+#[pyclass(module = "pt2lsp", frozen, eq, hash, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Edit {
+    line: u32,
+    column: u32,
+    end_line: u32,
+    end_column: u32,
+    content: String,
+}
+
+#[pymethods]
+impl Diagnostic {
+    /// The diagnostic as `pt2lsp check --format json` writes it (no `fix` key without a fix).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        dict.set_item("file", &self.file)?;
+        dict.set_item("line", self.line)?;
+        dict.set_item("column", self.column)?;
+        dict.set_item("end_line", self.end_line)?;
+        dict.set_item("end_column", self.end_column)?;
+        dict.set_item("code", &self.code)?;
+        dict.set_item("name", &self.name)?;
+        dict.set_item("severity", &self.severity)?;
+        dict.set_item("message", &self.message)?;
+        dict.set_item("source", &self.source)?;
+        if let Some(fix) = &self.fix {
+            dict.set_item("fix", fix.to_dict(py)?)?;
+        }
+        Ok(dict)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Diagnostic(code={}, file={}, line={}, column={}, severity={}, message={})",
+            repr(py, &self.code)?,
+            repr(py, &self.file)?,
+            self.line,
+            self.column,
+            repr(py, &self.severity)?,
+            repr(py, &self.message)?,
+        ))
+    }
+
+    /// `path:line:column: CODE [severity] message`, as the text report prints it.
+    fn __str__(&self) -> String {
+        format!(
+            "{}:{}:{}: {} [{}] {}",
+            self.file, self.line, self.column, self.code, self.severity, self.message
+        )
+    }
+}
+
+#[pymethods]
+impl Fix {
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        dict.set_item("title", &self.title)?;
+        dict.set_item("applicability", &self.applicability)?;
+        let edits = self
+            .edits
+            .iter()
+            .map(|edit| edit.to_dict(py))
+            .collect::<PyResult<Vec<_>>>()?;
+        dict.set_item("edits", edits)?;
+        Ok(dict)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Fix(title={}, applicability={}, edits=[{} edit{}])",
+            repr(py, &self.title)?,
+            repr(py, &self.applicability)?,
+            self.edits.len(),
+            if self.edits.len() == 1 { "" } else { "s" }
+        ))
+    }
+}
+
+#[pymethods]
+impl Edit {
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        dict.set_item("line", self.line)?;
+        dict.set_item("column", self.column)?;
+        dict.set_item("end_line", self.end_line)?;
+        dict.set_item("end_column", self.end_column)?;
+        dict.set_item("content", &self.content)?;
+        Ok(dict)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Edit(line={}, column={}, end_line={}, end_column={}, content={})",
+            self.line,
+            self.column,
+            self.end_line,
+            self.end_column,
+            repr(py, &self.content)?,
+        ))
+    }
+}
+
+/// Python's `repr` of a string, so reprs read as Python literals.
+fn repr(py: Python<'_>, text: &str) -> PyResult<String> {
+    Ok(PyString::new(py, text).repr()?.to_string())
+}
+
+/// Checks one file's source on its own: no configuration file is read and no other file is
+/// consulted. `path` only names the file in the diagnostics.
+#[pyfunction]
+#[pyo3(signature = (source, path = "<string>", strict = false, select = None, ignore = None))]
+fn check(
+    py: Python<'_>,
+    source: &str,
+    path: &str,
+    strict: bool,
+    select: Option<&Bound<'_, PyAny>>,
+    ignore: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<Diagnostic>> {
+    let select = select.map(|value| selectors(value, "select")).transpose()?;
+    let ignore = ignore.map(|value| selectors(value, "ignore")).transpose()?;
+    let settings =
+        api::settings(strict, select.as_deref(), ignore.as_deref()).map_err(into_python)?;
+    let found = py
+        .detach(|| api::check_source(source, path, &settings))
+        .map_err(into_python)?;
+    Ok(found.into_iter().map(Diagnostic::from).collect())
+}
+
+/// Checks files and directories as `pt2lsp check PATH...` does: the walk (honouring
+/// .gitignore and `exclude`), the nearest pyproject.toml's `[tool.pt2lsp]`, and the analysis
+/// across the files found. Options given here override the configuration like the command's
+/// flags do.
+#[pyfunction]
+#[pyo3(signature = (
+    paths,
+    *,
+    strict = None,
+    select = None,
+    ignore = None,
+    exclude = None,
+    config = None,
+    isolated = false
+))]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one keyword argument per command-line flag, as Python callers pass them"
+)]
+fn check_paths(
+    py: Python<'_>,
+    paths: &Bound<'_, PyAny>,
+    strict: Option<bool>,
+    select: Option<&Bound<'_, PyAny>>,
+    ignore: Option<&Bound<'_, PyAny>>,
+    exclude: Option<&Bound<'_, PyAny>>,
+    config: Option<PathBuf>,
+    isolated: bool,
+) -> PyResult<Vec<Diagnostic>> {
+    let options = api::PathsOptions {
+        paths: path_list(paths)?,
+        select: select.map(|value| selectors(value, "select")).transpose()?,
+        ignore: ignore.map(|value| selectors(value, "ignore")).transpose()?,
+        strict,
+        exclude: exclude
+            .map(|value| strings(value, "exclude"))
+            .transpose()?
+            .unwrap_or_default(),
+        config,
+        isolated,
+    };
+    let found = py
+        .detach(|| api::check_paths(&options))
+        .map_err(into_python)?;
+    Ok(found.into_iter().map(Diagnostic::from).collect())
+}
+
+/// One path (`str` or `os.PathLike`) or an iterable of them.
+fn path_list(value: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
+    if value.is_instance_of::<PyString>() || value.hasattr("__fspath__")? {
+        return Ok(vec![value.extract()?]);
+    }
+    let not_paths = || {
+        PyTypeError::new_err(format!(
+            "paths must be a path (str or os.PathLike) or an iterable of paths, not {}",
+            type_name(value)
+        ))
+    };
+    let items = value.try_iter().map_err(|_| not_paths())?;
+    items
+        .map(|item| {
+            let item = item?;
+            item.extract::<PathBuf>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "paths must contain paths (str or os.PathLike), not {}",
+                    type_name(&item)
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Rule selectors: `"PT1,PT2"` (comma-separated, as on the command line) or an iterable of
+/// strings.
+fn selectors(value: &Bound<'_, PyAny>, option: &str) -> PyResult<Vec<String>> {
+    Ok(strings(value, option)?
+        .iter()
+        .flat_map(|text| text.split(','))
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
+/// A string or an iterable of strings; a lone string is one item, never its characters.
+fn strings(value: &Bound<'_, PyAny>, option: &str) -> PyResult<Vec<String>> {
+    if value.is_instance_of::<PyString>() {
+        return Ok(vec![value.extract()?]);
+    }
+    let wrong = |what: &Bound<'_, PyAny>| {
+        PyTypeError::new_err(format!(
+            "{option} must be a string or an iterable of strings, not {}",
+            type_name(what)
+        ))
+    };
+    let items = value.try_iter().map_err(|_| wrong(value))?;
+    items
+        .map(|item| {
+            let item = item?;
+            item.extract::<String>().map_err(|_| wrong(&item))
+        })
+        .collect()
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map_or_else(|_| "an object".to_owned(), |name| name.to_string())
+}
+
+fn into_python(error: api::Error) -> PyErr {
+    match error {
+        // OSError(errno, message) becomes the matching subclass (FileNotFoundError, ...).
+        api::Error::Io {
+            message,
+            errno: Some(errno),
+        } => PyOSError::new_err((errno, message)),
+        api::Error::Io {
+            message,
+            errno: None,
+        } => PyOSError::new_err(message),
+        api::Error::Invalid(message) => PyValueError::new_err(message),
+        api::Error::Internal(message) => PyRuntimeError::new_err(message),
+    }
+}
+
+impl From<api::Diagnostic> for Diagnostic {
+    fn from(diagnostic: api::Diagnostic) -> Self {
+        Self {
+            file: diagnostic.file,
+            line: diagnostic.line,
+            column: diagnostic.column,
+            end_line: diagnostic.end_line,
+            end_column: diagnostic.end_column,
+            code: diagnostic.code.to_owned(),
+            name: diagnostic.name.to_owned(),
+            severity: diagnostic.severity.to_owned(),
+            message: diagnostic.message,
+            source: diagnostic.source.to_owned(),
+            fix: diagnostic.fix.map(|fix| Fix {
+                title: fix.title,
+                applicability: fix.applicability.to_owned(),
+                edits: fix
+                    .edits
+                    .into_iter()
+                    .map(|edit| Edit {
+                        line: edit.line,
+                        column: edit.column,
+                        end_line: edit.end_line,
+                        end_column: edit.end_column,
+                        content: edit.content,
+                    })
+                    .collect(),
+            }),
+        }
+    }
+}
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add_class::<Diagnostic>()?;
+    module.add_class::<Fix>()?;
+    module.add_class::<Edit>()?;
+    module.add_function(wrap_pyfunction!(check, module)?)?;
+    module.add_function(wrap_pyfunction!(check_paths, module)?)?;
+    Ok(())
+}

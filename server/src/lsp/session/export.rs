@@ -1,0 +1,382 @@
+//! `pt2lsp.exportPt2`: exports a document's entrypoint to a `.pt2` file on the tracer's thread,
+//! with a progress report per stage, and answers with what was written. A model that does not
+//! export gets the trace's diagnostics published on the document and an error answer.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use ropey::Rope;
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::{Error, ErrorCode};
+use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
+
+use super::{PlannedTrace, Session, workspace};
+use crate::cli::config::{self, Config, TraceMode};
+use crate::tracer::export::{self as plan, Exportable};
+use crate::tracer::protocol::{ExportJob, ExportReport, Status};
+use crate::tracer::{batch, python};
+
+/// What the client asked for: `[uri, entry?, output?]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportRequest {
+    pub uri: Uri,
+    pub entry: Option<String>,
+    pub output: Option<PathBuf>,
+}
+
+impl ExportRequest {
+    /// Reads the command's arguments; `null` or a missing argument means the default.
+    pub fn from_arguments(arguments: &[Value]) -> Result<Self, Error> {
+        let usage = || {
+            Error::invalid_params(
+                "pt2lsp.exportPt2 takes a document URI, then optionally an entrypoint name and \
+                 an output path (null for the defaults)",
+            )
+        };
+        let uri = arguments
+            .first()
+            .and_then(Value::as_str)
+            .and_then(|uri| uri.parse::<Uri>().ok())
+            .ok_or_else(usage)?;
+        let text = |index: usize| match arguments.get(index) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) if text.trim().is_empty() => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(_) => Err(usage()),
+        };
+        Ok(Self {
+            uri,
+            entry: text(1)?,
+            output: text(2)?.map(PathBuf::from),
+        })
+    }
+}
+
+/// The export, planned: the job as a trace would run it, and the output.
+struct PlannedExport {
+    trace: PlannedTrace,
+    entry: String,
+    output: PathBuf,
+}
+
+/// The server's error for a failed request that is not a protocol error (LSP's RequestFailed).
+fn failed(message: String, data: Option<Value>) -> Error {
+    Error {
+        code: ErrorCode::ServerError(-32803),
+        message: message.into(),
+        data,
+    }
+}
+
+impl Session {
+    /// Runs `pt2lsp.exportPt2`. The answer is the report (path, size, nodes, inputs, range
+    /// constraints, the check against eager); a model that does not export is an error whose
+    /// `data` holds the diagnostics, which are also published on the document when it is open.
+    pub async fn export_pt2(
+        self: &Arc<Self>,
+        request: ExportRequest,
+        token: Option<lsp::ProgressToken>,
+    ) -> Result<Value, Error> {
+        let Some(path) = request.uri.to_file_path().map(std::borrow::Cow::into_owned) else {
+            return Err(Error::invalid_params(format!(
+                "pt2lsp.exportPt2 exports files; {} is not one",
+                request.uri.as_str()
+            )));
+        };
+        // The trace ticket makes this export's diagnostics the document's newest trace.
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let open = self.documents.get_mut(&request.uri).map(|mut open| {
+            open.trace_ticket = ticket;
+            (open.document.rope().clone(), open.document.version())
+        });
+        let version = open.as_ref().map(|(_, version)| *version);
+        let session = Arc::clone(self);
+        let (entry, output) = (request.entry.clone(), request.output.clone());
+        let planned = tokio::task::spawn_blocking(move || {
+            session.plan_export(path, open.map(|(rope, _)| rope), entry.as_deref(), output)
+        })
+        .await
+        .map_err(|_| Error::internal_error())?
+        .map_err(|message| failed(message, None))?;
+
+        let name = planned
+            .trace
+            .path
+            .file_name()
+            .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+        let label = format!("{name} ({})", planned.entry);
+        let progress = self.begin_export_progress(token, ticket, &label).await;
+        let temporary = plan::temporary_path(&planned.output);
+        let (stages, mut stage) = tokio::sync::mpsc::unbounded_channel();
+        let outcome = self.tracing.submit_export(
+            request.uri.clone(),
+            planned.trace.python.clone(),
+            planned.trace.spec.clone(),
+            ExportJob {
+                output: planned.output.clone(),
+                temporary: temporary.clone(),
+            },
+            stages,
+        );
+        tokio::pin!(outcome);
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut outcome => break outcome,
+                Some(next) = stage.recv() => {
+                    if let Some(progress) = &progress {
+                        let message = match next.message {
+                            Some(message) => format!("{}: {message}", next.stage),
+                            None => next.stage,
+                        };
+                        progress.report(message).await;
+                    }
+                }
+            }
+        };
+        // A job killed while saving leaves its temporary file behind.
+        let _ = tokio::task::spawn_blocking(move || plan::remove_temporary(&temporary)).await;
+
+        let (end, answer) = match outcome {
+            Ok(Ok(result)) => {
+                if let Some(version) = version {
+                    let found = planned.trace.diagnostics(&result, version);
+                    self.publish_traced(&request.uri, version, ticket, found)
+                        .await;
+                }
+                if let (Status::Ok, Some(report)) = (&result.status, &result.export) {
+                    let (kind, message) = exported_message(&label, report);
+                    self.client.show_message(kind, message).await;
+                    let end = if report.verification.matches {
+                        "exported".to_owned()
+                    } else {
+                        "exported; the check against eager failed".to_owned()
+                    };
+                    let answer = Ok(json!({
+                        "status": "exported",
+                        "file": planned.trace.path,
+                        "entry": planned.entry,
+                        "report": report,
+                    }));
+                    (end, answer)
+                } else {
+                    let mut found =
+                        crate::tracer::diagnostics::from_result(&result, &planned.trace.anchor);
+                    crate::tracer::diagnostics::dedup(&mut found);
+                    let first = found.first().map_or_else(
+                        || result.detail.clone().unwrap_or_default(),
+                        |diagnostic| format!("{}: {}", diagnostic.rule.code(), diagnostic.message),
+                    );
+                    let data = json!({
+                        "status": "failed",
+                        "file": planned.trace.path,
+                        "entry": planned.entry,
+                        "diagnostics": found.iter().map(|diagnostic| json!({
+                            "file": diagnostic.file,
+                            "line": diagnostic.line,
+                            "code": diagnostic.rule.code(),
+                            "message": diagnostic.message,
+                        })).collect::<Vec<_>>(),
+                    });
+                    let count = found.len();
+                    let end = format!("failed: {count} error{}", if count == 1 { "" } else { "s" });
+                    let message = format!("{label} does not export: {first}");
+                    (end, Err(failed(message, Some(data))))
+                }
+            }
+            Ok(Err(reason)) => {
+                self.tracing_unavailable(&reason).await;
+                let message = format!("{label} was not exported: {reason}");
+                (format!("failed: {reason}"), Err(failed(message, None)))
+            }
+            Err(_) => {
+                let reason = "the tracer stopped".to_owned();
+                self.tracing_unavailable(&reason).await;
+                let message = format!("{label} was not exported: {reason}");
+                (format!("failed: {reason}"), Err(failed(message, None)))
+            }
+        };
+        if let Some(progress) = progress {
+            progress.finish_with_message(end).await;
+        }
+        answer
+    }
+
+    /// The job, the entrypoint's name and the output, or why there is none. Blocking: reads
+    /// settings and, for a document that is not open, the file.
+    fn plan_export(
+        &self,
+        path: PathBuf,
+        rope: Option<Rope>,
+        entry: Option<&str>,
+        output: Option<PathBuf>,
+    ) -> Result<PlannedExport, String> {
+        let shown = path.display().to_string();
+        let text = match rope {
+            Some(rope) => rope.to_string(),
+            None => std::fs::read_to_string(&path)
+                .map_err(|error| format!("cannot read {shown}: {error}"))?,
+        };
+        if !workspace::is_python(&path) {
+            return Err(format!("{shown} is not a Python file"));
+        }
+        let settings = self.resolve_settings(Some(&path));
+        if settings.trace == TraceMode::Off {
+            return Err(
+                "exporting runs the model's code, and the tracer is off (`trace = \"off\"`, or \
+                 an untrusted workspace): turn it on to export"
+                    .to_owned(),
+            );
+        }
+        let project_dir = settings
+            .project
+            .as_deref()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf);
+        // Entrypoints and `out_dir` are the project's, read by the one configuration reader.
+        let project = match &project_dir {
+            Some(dir) => config::in_directory(dir)
+                .map_err(|error| format!("{error:#}"))?
+                .unwrap_or_default(),
+            None => Config::default(),
+        };
+        let root = project_dir
+            .clone()
+            .or_else(|| self.roots().into_iter().find(|root| path.starts_with(root)))
+            .or_else(|| path.parent().map(Path::to_path_buf))
+            .ok_or_else(|| format!("{shown} has no directory"))?;
+        let options = batch::BatchOptions {
+            root: root.clone(),
+            cwd: root.clone(),
+            strict: settings.analyzer.strict,
+            timeout: std::time::Duration::try_from_secs_f64(settings.timeout_seconds).unwrap_or(
+                std::time::Duration::from_secs_f64(crate::tracer::DEFAULT_TIMEOUT_SECONDS),
+            ),
+            memory_limit_mb: settings
+                .memory_limit_mb
+                .or_else(crate::tracer::default_memory_limit_mb),
+            entrypoints: plan::configured(&project),
+        };
+        let available = plan::entrypoints(&path, &text, &options);
+        let chosen: Exportable = plan::choose(available, entry)
+            .map_err(|error| error.describe(&path, "the command's entrypoint argument"))?;
+        let output = match output {
+            Some(given) => plan::resolve_output(&given, &root, &path, &chosen),
+            None => plan::default_output(&path, &chosen, plan::out_dir(&project).as_deref()),
+        };
+        if let Some(dir) = output.parent() {
+            std::fs::create_dir_all(dir).map_err(|error| {
+                format!(
+                    "cannot create the output directory {}: {error}",
+                    dir.display()
+                )
+            })?;
+        }
+        let python = python::interpreter(
+            None,
+            settings.python.as_deref(),
+            project_dir.as_deref(),
+            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+        );
+        Ok(PlannedExport {
+            entry: chosen.name.clone(),
+            output,
+            trace: PlannedTrace {
+                spec: chosen.job.spec,
+                anchor: chosen.job.anchor,
+                python,
+                path,
+                text,
+                settings,
+            },
+        })
+    }
+
+    async fn begin_export_progress(
+        &self,
+        token: Option<lsp::ProgressToken>,
+        ticket: u64,
+        label: &str,
+    ) -> Option<
+        tower_lsp_server::OngoingProgress<
+            tower_lsp_server::Unbounded,
+            tower_lsp_server::NotCancellable,
+        >,
+    > {
+        // A token that came with the request needs no creating.
+        let token = if let Some(token) = token {
+            token
+        } else {
+            if !self.flags().work_done_progress {
+                return None;
+            }
+            let token = lsp::NumberOrString::String(format!("pt2lsp/export/{ticket}"));
+            self.client
+                .create_work_done_progress(token.clone())
+                .await
+                .ok()?;
+            token
+        };
+        Some(
+            self.client
+                .progress(token, format!("Exporting {label}"))
+                .begin()
+                .await,
+        )
+    }
+}
+
+/// The message shown once the file is written: where it is and what is in it, or why the
+/// program loaded back from it disagrees with eager.
+fn exported_message(label: &str, report: &ExportReport) -> (MessageType, String) {
+    let size = report.size;
+    let what = format!(
+        "pt2lsp: exported {label} to {} ({size} bytes, {} graph nodes",
+        report.path.display(),
+        report.nodes
+    );
+    let ranges = report
+        .range_constraints
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let what = if ranges.is_empty() {
+        format!("{what})")
+    } else {
+        format!("{what}; {ranges})")
+    };
+    if report.verification.matches {
+        (MessageType::INFO, what)
+    } else {
+        let detail = report.verification.detail.as_deref().unwrap_or("no detail");
+        (
+            MessageType::WARNING,
+            format!("{what}, but the program loaded back from it disagrees with eager: {detail}"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_a_uri_then_optional_entry_and_output() {
+        let request = ExportRequest::from_arguments(&[
+            json!("file:///p/m.py"),
+            Value::Null,
+            json!("/p/out/m.pt2"),
+        ])
+        .unwrap();
+        assert_eq!(request.uri.as_str(), "file:///p/m.py");
+        assert_eq!(request.entry, None);
+        assert_eq!(request.output, Some(PathBuf::from("/p/out/m.pt2")));
+        let request =
+            ExportRequest::from_arguments(&[json!("file:///p/m.py"), json!("encoder")]).unwrap();
+        assert_eq!(request.entry.as_deref(), Some("encoder"));
+        assert_eq!(request.output, None);
+        assert!(ExportRequest::from_arguments(&[]).is_err());
+        assert!(ExportRequest::from_arguments(&[json!("file:///p/m.py"), json!(3)]).is_err());
+    }
+}

@@ -1,0 +1,381 @@
+//! `pt2lsp export` as the real binary, with real torch: a model with a dynamic batch is written
+//! as a `.pt2` that `torch.export.load` runs at another batch size; a model that does not
+//! export exits 1 with the trace's diagnostic; `-o`, `out_dir`, `--entry`, and the usage errors
+//! (exit 2). No run leaves a temporary file beside the output, or anything in its `TMPDIR`.
+//!
+//! The interpreter is `PT2LSP_PYTHON` (scripts/test.sh sets it), else `../.venv/bin/python`.
+//! Without torch the tests fail when `CI` is set and are skipped, with a note, otherwise.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+#[path = "support/run.rs"]
+mod support;
+
+use support::{Run, run};
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the server crate sits in the repository")
+        .to_path_buf()
+}
+
+/// The interpreter with torch, once per test binary.
+fn torch_python() -> Option<&'static Path> {
+    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let candidate = std::env::var_os("PT2LSP_PYTHON")
+                .map_or_else(|| repository().join(".venv/bin/python"), PathBuf::from);
+            let works = Command::new(&candidate)
+                .args(["-c", "import torch"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success());
+            if works {
+                return Some(candidate);
+            }
+            let message = format!(
+                "the export tests need a Python with torch: {} cannot import it (set \
+                 PT2LSP_PYTHON, or run scripts/test.sh, which installs torch into .venv)",
+                candidate.display()
+            );
+            assert!(std::env::var_os("CI").is_none(), "{message}");
+            eprintln!("skipping the export tests: {message}");
+            None
+        })
+        .as_deref()
+}
+
+/// One export at a time: each starts a worker that imports torch, on a 2-core machine.
+fn turn() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+const DYNAMIC_BATCH: &str = r#"import torch
+from torch.export import Dim
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc(x).relu() + x.mean()
+
+
+def build():
+    return Net().eval()
+
+
+model = build()
+example_args = (torch.randn(8, 16),)
+dynamic_shapes = {"x": {0: Dim("batch", min=2, max=1024)}}
+"#;
+
+const DATA_DEPENDENT: &str = r"import torch
+
+
+class Bad(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2
+        return x
+
+
+model = Bad()
+example_args = (torch.randn(3),)
+";
+
+/// A project: `pyproject.toml` (with `extra` in its `[tool.pt2lsp]`), and `files`.
+struct Project {
+    dir: TempDir,
+    tmp: TempDir,
+}
+
+impl Project {
+    fn new(extra: &str, files: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("pyproject.toml"),
+            format!("[tool.pt2lsp]\ntimeout = 120\n{extra}"),
+        )
+        .unwrap();
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        Self {
+            dir,
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn export(&self, python: &Path, args: &[&str]) -> Run {
+        run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+            .arg("export")
+            .args(args)
+            .arg("--python")
+            .arg(python)
+            .current_dir(self.dir.path())
+            .env("TMPDIR", self.tmp.path())
+            .env_remove("VIRTUAL_ENV"))
+    }
+
+    /// Nothing but the expected files in `dir` (no temporary file from the export), nothing in
+    /// the run's TMPDIR.
+    fn assert_clean(&self, dir: &Path, expected: &[&str]) {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort_unstable();
+        let mut expected: Vec<String> = expected.iter().map(|name| (*name).to_owned()).collect();
+        expected.sort_unstable();
+        assert_eq!(names, expected, "files in {}", dir.display());
+        let left: Vec<PathBuf> = fs::read_dir(self.tmp.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect();
+        assert!(left.is_empty(), "files left in TMPDIR: {left:#?}");
+    }
+}
+
+/// Runs `program` with `torch.export.load` on `pt2` in `python`; returns its stdout.
+fn with_loaded(python: &Path, pt2: &Path, program: &str) -> String {
+    let script = format!(
+        "import torch\nep = torch.export.load({:?})\nm = ep.module()\n{program}",
+        pt2.to_str().unwrap()
+    );
+    let output = Command::new(python).args(["-c", &script]).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn a_dynamic_batch_model_is_written_and_runs_at_another_batch_size() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let project = Project::new("", &[("net.py", DYNAMIC_BATCH)]);
+    let result = project.export(python, &["net.py"]);
+    assert_eq!(result.code, 0, "{result:#?}");
+    let written = project.path("net.pt2");
+    assert!(
+        result
+            .stdout
+            .starts_with("Exported net.py (model) to net.pt2\n"),
+        "{}",
+        result.stdout
+    );
+    assert!(
+        result.stdout.contains("range constraints: s")
+            && result.stdout.contains(" (batch): [2, 1024]"),
+        "{}",
+        result.stdout
+    );
+    assert!(result.stdout.contains("matches eager"), "{}", result.stdout);
+    for stage in ["exporting net.py (model)", "saving: ", "verifying: "] {
+        assert!(
+            result.stderr.contains(stage),
+            "no `{stage}`: {}",
+            result.stderr
+        );
+    }
+    project.assert_clean(project.dir.path(), &["net.pt2", "net.py", "pyproject.toml"]);
+
+    // The file is an ordinary exported program: another process loads it and runs it at a
+    // batch size the example did not have.
+    let shapes = with_loaded(
+        python,
+        &written,
+        "print(tuple(m(torch.randn(37, 16)).shape), tuple(m(torch.randn(2, 16)).shape))",
+    );
+    assert_eq!(shapes.trim(), "(37, 4) (2, 4)");
+
+    // JSON: the same report, for scripts.
+    let result = project.export(python, &["net.py", "--output-format", "json", "--quiet"]);
+    assert_eq!(result.code, 0, "{result:#?}");
+    assert!(result.stderr.is_empty(), "{}", result.stderr);
+    let report: Value = serde_json::from_str(&result.stdout).unwrap();
+    assert_eq!(report["status"], "exported");
+    assert_eq!(report["entry"], "model");
+    assert_eq!(report["path"], written.to_str().unwrap());
+    assert_eq!(
+        report["size"].as_u64(),
+        Some(fs::metadata(&written).unwrap().len())
+    );
+    assert!(report["nodes"].as_u64().unwrap() >= 5, "{report:#}");
+    assert_eq!(
+        report["inputs"][0].as_str().unwrap().split(':').next(),
+        Some("x")
+    );
+    let range = &report["range_constraints"][0];
+    assert_eq!(
+        (&range["dim"], &range["min"], &range["max"]),
+        (&Value::from("batch"), &Value::from(2), &Value::from(1024))
+    );
+    assert_eq!(report["verification"]["matches"], true, "{report:#}");
+}
+
+#[test]
+fn a_model_that_does_not_export_exits_1_with_the_trace_diagnostic() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let project = Project::new("", &[("bad.py", DATA_DEPENDENT)]);
+    let result = project.export(python, &["bad.py"]);
+    assert_eq!(result.code, 1, "{result:#?}");
+    assert!(
+        result.stdout.starts_with("bad.py:6:12: PT101 [error] "),
+        "{}",
+        result.stdout
+    );
+    assert!(
+        result
+            .stderr
+            .contains("bad.py (model) does not export: 1 problem"),
+        "{}",
+        result.stderr
+    );
+    project.assert_clean(project.dir.path(), &["bad.py", "pyproject.toml"]);
+
+    let result = project.export(python, &["bad.py", "--output-format", "json", "-q"]);
+    assert_eq!(result.code, 1, "{result:#?}");
+    let report: Value = serde_json::from_str(&result.stdout).unwrap();
+    assert_eq!(report["status"], "failed");
+    let diagnostic = &report["diagnostics"][0];
+    assert_eq!(
+        (
+            &diagnostic["code"],
+            &diagnostic["line"],
+            &diagnostic["source"]
+        ),
+        (
+            &Value::from("PT101"),
+            &Value::from(6),
+            &Value::from("trace")
+        )
+    );
+}
+
+#[test]
+fn output_flag_out_dir_and_entry_choose_what_is_written_where() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let configured = r#"out_dir = "artifacts"
+
+[[tool.pt2lsp.entrypoints]]
+name = "tiny"
+model = "models.net:build()"
+example_args = "models.net:TINY_ARGS"
+"#;
+    let net = format!("{DYNAMIC_BATCH}\nTINY_ARGS = (torch.randn(3, 16),)\n");
+    let project = Project::new(configured, &[("models/net.py", &net)]);
+
+    // `out_dir` from pyproject.toml, relative to it; the file's own entrypoint by default.
+    let result = project.export(python, &["models/net.py", "-q"]);
+    assert_eq!(result.code, 0, "{result:#?}");
+    assert!(
+        result.stdout.contains("to artifacts/net.pt2"),
+        "{}",
+        result.stdout
+    );
+    project.assert_clean(&project.path("artifacts"), &["net.pt2"]);
+
+    // `--entry` picks the configured one, written as `<name>.pt2`; its inputs are static.
+    let result = project.export(python, &["models/net.py", "--entry", "tiny", "-q"]);
+    assert_eq!(result.code, 0, "{result:#?}");
+    assert!(
+        result.stdout.contains("artifacts/tiny.pt2"),
+        "{}",
+        result.stdout
+    );
+    assert!(
+        result.stdout.contains("x: f32[3, 16]")
+            && result.stdout.contains("none (every dimension is static)"),
+        "{}",
+        result.stdout
+    );
+
+    // `-o` wins over `out_dir`; a path ending in `/` is a directory, created when missing.
+    let result = project.export(python, &["models/net.py", "-o", "build/m.pt2", "-q"]);
+    assert_eq!(result.code, 0, "{result:#?}");
+    let result = project.export(python, &["models/net.py", "-o", "dist/", "-q"]);
+    assert_eq!(result.code, 0, "{result:#?}");
+    project.assert_clean(&project.path("build"), &["m.pt2"]);
+    project.assert_clean(&project.path("dist"), &["net.pt2"]);
+    project.assert_clean(&project.path("artifacts"), &["net.pt2", "tiny.pt2"]);
+    let shape = with_loaded(
+        python,
+        &project.path("build/m.pt2"),
+        "print(tuple(m(torch.randn(5, 16)).shape))",
+    );
+    assert_eq!(shape.trim(), "(5, 4)");
+}
+
+#[test]
+fn usage_and_setup_problems_exit_2_and_name_what_to_do() {
+    let project = Project::new(
+        "",
+        &[
+            ("net.py", DYNAMIC_BATCH),
+            ("lib.py", "def helper():\n    return 1\n"),
+        ],
+    );
+    let python = torch_python().map_or_else(|| PathBuf::from("python3"), Path::to_path_buf);
+
+    let missing = project.export(&python, &["nothere.py"]);
+    assert_eq!(missing.code, 2, "{missing:#?}");
+    assert!(
+        missing.stderr.contains("cannot export nothere.py"),
+        "{}",
+        missing.stderr
+    );
+
+    let none = project.export(&python, &["lib.py"]);
+    assert_eq!(none.code, 2, "{none:#?}");
+    assert!(
+        none.stderr.contains("lib.py has no entrypoint to export"),
+        "{}",
+        none.stderr
+    );
+
+    let unknown = project.export(&python, &["net.py", "--entry", "encoder"]);
+    assert_eq!(unknown.code, 2, "{unknown:#?}");
+    assert!(
+        unknown
+            .stderr
+            .contains("net.py has no entrypoint `encoder`; its entrypoints: model"),
+        "{}",
+        unknown.stderr
+    );
+
+    let no_python = project.export(&project.path("no-such-python"), &["net.py"]);
+    assert_eq!(no_python.code, 2, "{no_python:#?}");
+    assert!(
+        no_python
+            .stderr
+            .contains("cannot run the Python interpreter"),
+        "{}",
+        no_python.stderr
+    );
+    project.assert_clean(project.dir.path(), &["lib.py", "net.py", "pyproject.toml"]);
+}
