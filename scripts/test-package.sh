@@ -25,7 +25,7 @@ if [ "$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("ma
   .venv/bin/pip install --quiet --disable-pip-version-check "maturin==$maturin_version"
 fi
 
-step "Build the wheel (release binary + extension module)"
+step "Build the wheel (the pt2lsp binary and the extension module; PT2LSP_WHEEL_PROFILE=${PT2LSP_WHEEL_PROFILE:-release})"
 wheel=$(python/build-wheel.sh "$root/.venv/bin/maturin")
 ls -l "$wheel" >&2
 

@@ -17,17 +17,27 @@ use crate::semantic::names::import_bindings;
 use crate::syntax::ast::Stmt;
 
 /// The offset where the line holding `offset` starts.
+///
+/// `offset` may fall inside a multi-byte character (`stmt.end() - 1` after an `é`): the search
+/// runs over bytes, and a `\n` byte never occurs inside a UTF-8 sequence, so the result is
+/// always a character boundary.
 pub(crate) fn line_start(text: &str, offset: TextSize) -> TextSize {
-    let before = &text[..offset.to_usize()];
-    TextSize::try_from(before.rfind('\n').map_or(0, |newline| newline + 1)).unwrap_or_default()
+    let offset = offset.to_usize().min(text.len());
+    let start = text.as_bytes()[..offset]
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .map_or(0, |newline| newline + 1);
+    TextSize::try_from(start).unwrap_or_default()
 }
 
-/// The offset just past the line holding `offset` (after its newline, or the end of the text).
+/// The offset just past the line holding `offset` (after its newline, or the end of the text);
+/// like [`line_start`], safe for an offset inside a character.
 pub(crate) fn line_end(text: &str, offset: TextSize) -> TextSize {
-    let after = &text[offset.to_usize()..];
-    let end = after
-        .find('\n')
-        .map_or(text.len(), |newline| offset.to_usize() + newline + 1);
+    let offset = offset.to_usize().min(text.len());
+    let end = text.as_bytes()[offset..]
+        .iter()
+        .position(|&byte| byte == b'\n')
+        .map_or(text.len(), |newline| offset + newline + 1);
     TextSize::try_from(end).unwrap_or_default()
 }
 
@@ -168,6 +178,15 @@ mod tests {
             fixed.unwrap(),
             "\"\"\"Doc.\"\"\"\nfrom torch import nn\nx = 1\n"
         );
+    }
+
+    #[test]
+    fn line_bounds_hold_for_offsets_inside_a_character() {
+        // `é` is bytes 6..8; offset 7 is inside it (a statement's end minus one byte).
+        let text = "a\nx = é\nb\n";
+        assert_eq!(line_start(text, TextSize::new(7)), TextSize::new(2));
+        assert_eq!(line_end(text, TextSize::new(7)), TextSize::new(9));
+        assert_eq!(line_end(text, TextSize::new(100)), TextSize::new(11));
     }
 
     #[test]
