@@ -8,7 +8,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -17,32 +17,13 @@ mod support;
 
 use support::{Run, run};
 
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the server crate sits in the repository")
-        .to_path_buf()
-}
+#[path = "support/torch.rs"]
+mod torch_support;
 
-fn torch_python() -> Option<PathBuf> {
-    let candidate = std::env::var_os("PT2LSP_PYTHON")
-        .map_or_else(|| repository().join(".venv/bin/python"), PathBuf::from);
-    let works = Command::new(&candidate)
-        .args(["-c", "import torch"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if works {
-        return Some(candidate);
-    }
-    let message = format!(
-        "the dim fix tests need a Python with torch: {} cannot import it",
-        candidate.display()
-    );
-    assert!(std::env::var_os("CI").is_none(), "{message}");
-    eprintln!("skipping: {message}");
-    None
+use torch_support::{repository, turn};
+
+fn torch_python() -> Option<&'static std::path::Path> {
+    torch_support::torch_python("dim fix")
 }
 
 fn pt2lsp(dir: &Path, python: &Path, args: &[&str]) -> Run {
@@ -74,6 +55,7 @@ fn traced_fixtures() -> Vec<PathBuf> {
 #[test]
 fn trace_diagnostics_carry_torchs_suggested_fix_and_it_exports() {
     let Some(python) = torch_python() else { return };
+    let _turn = turn();
     let fixtures = traced_fixtures();
     assert!(fixtures.len() >= 2, "trace dims fixtures: {fixtures:?}");
     let work = tempfile::tempdir().unwrap();
@@ -88,7 +70,7 @@ fn trace_diagnostics_carry_torchs_suggested_fix_and_it_exports() {
     // One traced check of all of them: every file's PT401 carries torch's fix, as a safe one.
     let report = pt2lsp(
         work.path(),
-        &python,
+        python,
         &["check", "--trace", "--format", "json", "."],
     );
     let items: Vec<Value> = serde_json::from_str(&report.stdout)
@@ -117,7 +99,7 @@ fn trace_diagnostics_carry_torchs_suggested_fix_and_it_exports() {
     }
 
     // `--fix` applies them; its closing re-check finds nothing left.
-    let fixed = pt2lsp(work.path(), &python, &["check", "--trace", "--fix", "."]);
+    let fixed = pt2lsp(work.path(), python, &["check", "--trace", "--fix", "."]);
     assert_eq!(fixed.code, 0, "{}\n{}", fixed.stdout, fixed.stderr);
 
     // And the real exporter accepts each fixed file.
@@ -126,7 +108,7 @@ fn trace_diagnostics_carry_torchs_suggested_fix_and_it_exports() {
         let text = fs::read_to_string(&file).unwrap();
         assert_ne!(&text, original, "{name}: --fix changed nothing");
         let out = work.path().join(format!("{name}.json"));
-        let export = Command::new(&python)
+        let export = Command::new(python)
             .arg(repository().join("tests/python/export_fixture.py"))
             .arg(&file)
             .arg(&out)

@@ -8,8 +8,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::process::Command;
 
 use serde_json::Value;
 use tempfile::TempDir;
@@ -19,46 +18,13 @@ mod support;
 
 use support::{Run, run};
 
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the server crate sits in the repository")
-        .to_path_buf()
-}
+#[path = "support/torch.rs"]
+mod torch_support;
 
-/// The interpreter with torch, once per test binary.
-fn torch_python() -> Option<&'static Path> {
-    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let candidate = std::env::var_os("PT2LSP_PYTHON")
-                .map_or_else(|| repository().join(".venv/bin/python"), PathBuf::from);
-            let works = Command::new(&candidate)
-                .args(["-c", "import torch"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|status| status.success());
-            if works {
-                return Some(candidate);
-            }
-            let message = format!(
-                "the export tests need a Python with torch: {} cannot import it (set \
-                 PT2LSP_PYTHON, or run scripts/test.sh, which installs torch into .venv)",
-                candidate.display()
-            );
-            assert!(std::env::var_os("CI").is_none(), "{message}");
-            eprintln!("skipping the export tests: {message}");
-            None
-        })
-        .as_deref()
-}
+use torch_support::turn;
 
-/// One export at a time: each starts a worker that imports torch, on a 2-core machine.
-fn turn() -> MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+fn torch_python() -> Option<&'static std::path::Path> {
+    torch_support::torch_python("export")
 }
 
 const DYNAMIC_BATCH: &str = r#"import torch

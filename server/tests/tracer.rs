@@ -12,52 +12,18 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tempfile::TempDir;
 
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the server crate sits in the repository")
-        .to_path_buf()
-}
+#[path = "support/torch.rs"]
+mod torch_support;
 
-/// The interpreter with torch, once per test binary.
-fn torch_python() -> Option<&'static Path> {
-    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let candidate = std::env::var_os("PT2LSP_PYTHON")
-                .map_or_else(|| repository().join(".venv/bin/python"), PathBuf::from);
-            let works = Command::new(&candidate)
-                .args(["-c", "import torch"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|status| status.success());
-            if works {
-                return Some(candidate);
-            }
-            let message = format!(
-                "the tracer tests need a Python with torch: {} cannot import it (set \
-                 PT2LSP_PYTHON, or run scripts/test.sh, which installs torch into .venv)",
-                candidate.display()
-            );
-            assert!(std::env::var_os("CI").is_none(), "{message}");
-            eprintln!("skipping the tracer tests: {message}");
-            None
-        })
-        .as_deref()
-}
+use torch_support::{repository, turn};
 
-/// One trace at a time (see the module docs).
-fn turn() -> MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+fn torch_python() -> Option<&'static std::path::Path> {
+    torch_support::torch_python("tracer")
 }
 
 #[path = "support/run.rs"]
