@@ -5,28 +5,16 @@
 //! (`tests/python/` exports the fixed files with real torch and compares them with the originals.)
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pt2lsp_analyzer::{
     Applicability, FixMode, Rule, Settings, apply_fixes, check, compatible_fixes,
 };
 
-fn python_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("fixture directory is readable")
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
-        .collect();
-    files.sort();
-    files
-}
+#[path = "support/fixture_files.rs"]
+mod fixture_files;
 
-fn fixtures(kind: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures")
-        .join(kind)
-}
+use fixture_files::{fixtures, python_files};
 
 /// Applies the PT101 fixes of `text` (unsafe ones included) and returns the fixed text.
 fn fixed(name: &str, text: &str, expected_title: &str) -> String {

@@ -4,28 +4,14 @@
 //! reads each fake kernel and check. Patterns a check cannot make exportable get no fix.
 //! (`tests/python/` exports the fixed files with real torch and compares them with the originals.)
 
-use std::path::{Path, PathBuf};
-
 use pt2lsp_analyzer::{
     Applicability, FixMode, Rule, Settings, apply_fixes, check, compatible_fixes,
 };
 
-fn python_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("fixture directory is readable")
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
-        .collect();
-    files.sort();
-    files
-}
+#[path = "support/fixture_files.rs"]
+mod fixture_files;
 
-fn fixtures(kind: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures")
-        .join(kind)
-}
+use fixture_files::{fixtures, python_files};
 
 /// Applies the fixes of `rules` in `text` (unsafe ones included) until none is left, and
 /// returns the fixed text; every diagnostic of those rules must carry an unsafe fix.
