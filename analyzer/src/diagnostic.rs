@@ -1,5 +1,7 @@
 //! Diagnostics and fixes: plain data, so a fix can travel in an LSP diagnostic's `data`.
 
+use std::path::PathBuf;
+
 use ruff_text_size::TextRange;
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +56,24 @@ pub struct Fix {
     pub applicability: Applicability,
 }
 
+/// Another place that explains a diagnostic: the entrypoint that exports the model, each call
+/// on the way to the problem, or a frame inside an installed library.
+///
+/// Unlike a diagnostic's own range, this points into a file whose text the consumer may not
+/// hold (a library in site-packages, a file the editor has not opened), so it is resolved to a
+/// line and column where it is made.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Related {
+    /// The file, as the caller of the analysis named it (absolute where the caller knows it).
+    pub file: PathBuf,
+    /// 1-based.
+    pub line: u32,
+    /// 1-based, in characters.
+    pub column: u32,
+    /// What happens there: "`model` is exported here", "calls `head`", "raised here".
+    pub message: String,
+}
+
 /// One problem at one place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -62,6 +82,8 @@ pub struct Diagnostic {
     pub message: String,
     pub range: TextRange,
     pub fix: Option<Fix>,
+    /// The places that explain it, in the order a reader follows them (entrypoint first).
+    pub related: Vec<Related>,
 }
 
 /// Everything the analyzer found in one file, sorted by position.

@@ -102,6 +102,7 @@ mod tests {
                 }],
                 applicability,
             }),
+            related: Vec::new(),
         }
     }
 

@@ -20,7 +20,7 @@ mod suppression;
 mod syntax;
 mod workspace;
 
-pub use diagnostic::{Applicability, Diagnostic, Edit, Fix, Report, Severity};
+pub use diagnostic::{Applicability, Diagnostic, Edit, Fix, Related, Report, Severity};
 pub use fix::{FixMode, apply_fixes, compatible_fixes};
 pub use fixes::dims::DimConstraint;
 pub use line_index::{LineColumn, LineIndex};

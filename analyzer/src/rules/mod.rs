@@ -63,6 +63,7 @@ impl Checker<'_> {
                 message,
                 range,
                 fix,
+                related: Vec::new(),
             });
         }
     }

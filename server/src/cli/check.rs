@@ -587,5 +587,6 @@ fn decoding_problem(problem: &walk::DecodeProblem, settings: &Settings) -> Vec<D
         message: problem.message.clone(),
         range: TextRange::empty(offset),
         fix: None,
+        related: Vec::new(),
     }]
 }

@@ -269,6 +269,7 @@ mod tests {
                 }],
                 applicability,
             }),
+            related: Vec::new(),
         }
     }
 

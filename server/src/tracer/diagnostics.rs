@@ -71,6 +71,7 @@ impl TraceDiagnostic {
             message: self.message.clone(),
             range: self.range(text, index),
             fix: self.dim_fix(text),
+            related: Vec::new(),
         }
     }
 

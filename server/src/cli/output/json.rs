@@ -137,6 +137,7 @@ mod tests {
                 }],
                 applicability: Applicability::DisplayOnly,
             }),
+            related: Vec::new(),
         };
         let report = FileReport::new("m.py".into(), text.to_owned(), vec![diagnostic]);
         let mut out = Vec::new();
