@@ -23,7 +23,10 @@ fn fixture_files(dir: &Path, out: &mut Vec<PathBuf>) {
         if path.is_dir() {
             // A directory under `projects/` is one multi-file fixture, a workspace of its own;
             // its files are not fixtures one by one.
-            if path.parent().is_some_and(|parent| parent.ends_with("projects")) {
+            if path
+                .parent()
+                .is_some_and(|parent| parent.ends_with("projects"))
+            {
                 continue;
             }
             fixture_files(&path, out);
