@@ -24,6 +24,7 @@ pub(crate) mod worker_crash;
 use ruff_text_size::TextRange;
 
 use crate::diagnostic::{Diagnostic, Fix, Severity};
+use crate::fixes::ModuleImports;
 use crate::registry::Rule;
 use crate::semantic::{Event, SemanticModel};
 use crate::settings::Settings;
@@ -35,9 +36,16 @@ pub(crate) struct Checker<'a> {
     pub(crate) model: &'a SemanticModel<'a>,
     pub(crate) settings: &'a Settings,
     diagnostics: Vec<Diagnostic>,
+    imports: std::cell::OnceCell<ModuleImports>,
 }
 
 impl Checker<'_> {
+    /// The file's module-level imports, for fixes that name `torch.cond`, `torch._check`, ...
+    pub(crate) fn imports(&self) -> &ModuleImports {
+        self.imports
+            .get_or_init(|| ModuleImports::of(&self.parsed.module.body, self.model.file))
+    }
+
     pub(crate) fn report(
         &mut self,
         rule: Rule,
@@ -104,6 +112,7 @@ pub(crate) fn run_all<'a>(
         model,
         settings,
         diagnostics: Vec::new(),
+        imports: std::cell::OnceCell::new(),
     };
     syntax_error::check(&mut checker);
     data_dependent_branch::check(&mut checker);
