@@ -6,7 +6,7 @@ import torch
 class Foo(torch.nn.Module):
     def forward(self, x):
         a = x.numpy()  # error[PT201]
-        return x + x.numpy().sum()
+        return x + x.numpy().sum()  # error[PT201]
 
 
 model = Foo()
