@@ -124,7 +124,7 @@ def summarize(label: str, cases: list[Case], outcomes: dict[str, Outcome], elaps
     located = [c for c in failing if outcomes[c.name].on_marked_line(c)]
     coded = [c for c in failing if outcomes[c.name].with_marked_code(c)]
     false = [c for c in exporting if outcomes[c.name].errors]
-    print(f"\n{label} ({elapsed:.1f} s)")
+    print(f"\n{label} ({elapsed:.2f} s)")
     print(f"  failing cases with an error on the marked line: {len(located)}/{len(failing)}"
           f" (with the marked code: {len(coded)}/{len(failing)})")
     print(f"  exporting cases with a false error:             {len(false)}/{len(exporting)}")
