@@ -93,7 +93,7 @@ pub struct ExportArgs {
     pub entry: Option<String>,
 
     /// Where to write the .pt2 file; a directory means the default name in it [default:
-    /// <stem>.pt2 beside FILE, or in `out_dir` from pyproject.toml; <name>.pt2 for a configured
+    /// <stem>.pt2 beside FILE, or in `out-dir` from pyproject.toml; <name>.pt2 for a configured
     /// entrypoint].
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: Option<PathBuf>,
@@ -161,7 +161,8 @@ impl ExportArgs {
 
 const CHECK_AFTER_HELP: &str = "\
 Configuration comes from the nearest pyproject.toml with a [tool.pt2lsp] table, searched \
-upward from the first PATH (keys: select, ignore, strict, exclude, fix, unsafe-fixes, ...). \
+upward from the first PATH (keys, in kebab-case: select, ignore, strict, exclude, fix, unsafe-fixes, trace, python, \
+timeout, memory-limit, out-dir, entrypoints). \
 Command-line flags override it.
 
 Fixes: a diagnostic marked [*] has a fix that --fix applies. Safe fixes keep the model's \
@@ -257,7 +258,7 @@ pub struct CheckArgs {
     pub timeout: Option<f64>,
 
     /// Address space, in MiB, each traced entrypoint may map beyond the warmed-up worker's own;
-    /// past it the trace fails with PT502 [default: `memory_limit` from pyproject.toml, else the
+    /// past it the trace fails with PT502 [default: `memory-limit` from pyproject.toml, else the
     /// machine's memory].
     #[arg(long, value_name = "MIB", requires = "trace")]
     pub memory_limit: Option<u64>,

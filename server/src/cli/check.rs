@@ -144,6 +144,10 @@ pub(crate) fn prepare(args: &CheckArgs) -> Result<Prepared> {
         };
         config::discover(start)?
     };
+    // Old spellings of keys are shown even under -q, or the file never gets fixed.
+    for deprecation in &config.deprecations {
+        warn(deprecation);
+    }
     if !args.quiet {
         for warning in &config.warnings {
             warn(warning);
