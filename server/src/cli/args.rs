@@ -27,6 +27,7 @@ Examples:
   pt2lsp export models/net.py        Write models/net.pt2 and check it against eager
   pt2lsp check --fix models/         Apply the safe fixes, then report what remains
   pt2lsp check --diff --unsafe-fixes Show every fix as a diff, write nothing
+  pt2lsp rule                        List the rules
   pt2lsp rule PT101                  Explain a rule
 
 Exit status: 0 when no error was found, 1 when one was, 2 on a usage or I/O problem.";
@@ -53,7 +54,8 @@ pub enum Command {
     /// Check Python files and report every problem torch.export would have with them.
     #[command(after_help = CHECK_AFTER_HELP)]
     Check(CheckArgs),
-    /// Explain a rule: what it finds, why export fails, and how to fix it.
+    /// List the rules, or explain one: what it finds, why export fails, and how to fix it.
+    #[command(after_help = RULE_AFTER_HELP)]
     Rule(RuleArgs),
     /// Run the language server over stdin and stdout, for editors.
     Serve,
@@ -340,32 +342,43 @@ impl CheckArgs {
     }
 }
 
+const RULE_AFTER_HELP: &str = "\
+Examples:
+  pt2lsp rule                        One line per rule: code, name, severity, what it finds
+  pt2lsp rule PT101                  One rule's page: what it finds, why export fails, the fix
+  pt2lsp rule data-dependent-branch  The same rule, by name
+  pt2lsp rule --all                  Every page, one after the other (Markdown)
+  pt2lsp rule --format json          The list as JSON, for scripts and editors
+
+The pages are also in docs/rules/ of the repository. A diagnostic names its rule \
+(`PT101 [error] ...`); silence one line with `# pt2lsp: ignore[PT101]`, or a rule everywhere \
+with `ignore = [\"PT101\"]` in [tool.pt2lsp].";
+
 /// Options of `pt2lsp rule`.
 #[derive(Debug, Args)]
 pub struct RuleArgs {
-    /// A rule code (PT101) or name (data-dependent-branch).
-    #[arg(
-        value_name = "RULE",
-        required_unless_present = "all",
-        conflicts_with = "all"
-    )]
+    /// A rule code (PT101, any case) or name (data-dependent-branch). Without one, the rules
+    /// are listed.
+    #[arg(value_name = "RULE", conflicts_with = "all")]
     pub rule: Option<String>,
 
-    /// Print every rule.
+    /// Print every rule's page.
     #[arg(long)]
     pub all: bool,
 
-    /// text prints the rule's Markdown documentation; json prints its code, name, severity and
-    /// documentation as an object (an array with --all).
+    /// text prints the list, or the Markdown pages; json prints each rule's code, name,
+    /// severity and summary as an object (an array for the list and --all, which adds `doc`,
+    /// the page).
     #[arg(long, visible_alias = "output-format", value_enum, default_value_t = RuleFormat::Text)]
     pub format: RuleFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RuleFormat {
-    /// The rule's documentation as Markdown.
+    /// The list for people, or the rules' pages as Markdown.
     Text,
-    /// The rule's metadata and documentation as JSON.
+    /// Each rule's code, name, severity and summary as JSON, with its page for one rule or
+    /// --all.
     Json,
 }
 
