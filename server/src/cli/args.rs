@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cli::output::OutputFormat;
+use crate::cli::shard::Shard;
 
 const ABOUT: &str = "Tell whether torch.export will accept your PyTorch model, and why not.";
 
@@ -175,6 +176,9 @@ first (a branch rewritten as torch.cond) and are applied only with --unsafe-fixe
   pt2lsp check --fix --unsafe-fixes m.py  Apply every fix to m.py
   pt2lsp check --fix --trace models/      Also apply the exporter's suggested Dim ranges
 
+Tracing in a CI matrix of N machines: each runs `pt2lsp check --trace --shard K/N .` with its
+own K (1..N); together they trace every entrypoint once.
+
 Exit status: 0 when no error-severity diagnostic was found, 1 when one was, 2 on a usage or \
 I/O problem (a missing path, an unreadable file, a bad pyproject.toml, an unknown rule).";
 
@@ -247,6 +251,12 @@ pub struct CheckArgs {
     /// `[[tool.pt2lsp.entrypoints]]` table. This runs the project's code, in its own Python.
     #[arg(long)]
     pub trace: bool,
+
+    /// Trace only shard K of N (1 <= K <= N) of the entrypoints, for a CI matrix of N
+    /// machines: each entrypoint goes to one shard by a stable hash of its file's path and its
+    /// name, so the N shards together trace each exactly once. Static analysis is not split.
+    #[arg(long, value_name = "K/N", requires = "trace")]
+    pub shard: Option<Shard>,
 
     /// The Python interpreter with torch that --trace runs [default: `python` from
     /// pyproject.toml, else the Python pt2lsp was pip-installed into, else

@@ -340,7 +340,10 @@ impl Tracing<'_> {
                 text: &file.report.text,
             })
             .collect();
-        let plan = batch::plan(&candidates, &options);
+        let mut plan = batch::plan(&candidates, &options);
+        if let Some(shard) = args.shard {
+            plan.jobs = shard.select(plan.jobs, &options.root);
+        }
         if !args.quiet {
             for warning in &plan.warnings {
                 warn(warning);
