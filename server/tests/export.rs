@@ -1,6 +1,6 @@
 //! `pt2lsp export` as the real binary, with real torch: a model with a dynamic batch is written
 //! as a `.pt2` that `torch.export.load` runs at another batch size; a model that does not
-//! export exits 1 with the trace's diagnostic; `-o`, `out_dir`, `--entry`, and the usage errors
+//! export exits 1 with the trace's diagnostic; `-o`, `out-dir`, `--entry`, and the usage errors
 //! (exit 2). No run leaves a temporary file beside the output, or anything in its `TMPDIR`.
 //!
 //! The interpreter is `PT2LSP_PYTHON` (scripts/test.sh sets it), else `../.venv/bin/python`.
@@ -246,17 +246,17 @@ fn a_model_that_does_not_export_exits_1_with_the_trace_diagnostic() {
 fn output_flag_out_dir_and_entry_choose_what_is_written_where() {
     let Some(python) = torch_python() else { return };
     let _turn = turn();
-    let configured = r#"out_dir = "artifacts"
+    let configured = r#"out-dir = "artifacts"
 
 [[tool.pt2lsp.entrypoints]]
 name = "tiny"
 model = "models.net:build()"
-example_args = "models.net:TINY_ARGS"
+example-args = "models.net:TINY_ARGS"
 "#;
     let net = format!("{DYNAMIC_BATCH}\nTINY_ARGS = (torch.randn(3, 16),)\n");
     let project = Project::new(configured, &[("models/net.py", &net)]);
 
-    // `out_dir` from pyproject.toml, relative to it; the file's own entrypoint by default.
+    // `out-dir` from pyproject.toml, relative to it; the file's own entrypoint by default.
     let result = project.export(python, &["models/net.py", "-q"]);
     assert_eq!(result.code, 0, "{result:#?}");
     assert!(
@@ -281,7 +281,7 @@ example_args = "models.net:TINY_ARGS"
         result.stdout
     );
 
-    // `-o` wins over `out_dir`; a path ending in `/` is a directory, created when missing.
+    // `-o` wins over `out-dir`; a path ending in `/` is a directory, created when missing.
     let result = project.export(python, &["models/net.py", "-o", "build/m.pt2", "-q"]);
     assert_eq!(result.code, 0, "{result:#?}");
     let result = project.export(python, &["models/net.py", "-o", "dist/", "-q"]);

@@ -144,6 +144,10 @@ pub(crate) fn prepare(args: &CheckArgs) -> Result<Prepared> {
         };
         config::discover(start)?
     };
+    // Old spellings of keys are shown even under -q, or the file never gets fixed.
+    for deprecation in &config.deprecations {
+        warn(deprecation);
+    }
     if !args.quiet {
         for warning in &config.warnings {
             warn(warning);
@@ -336,7 +340,10 @@ impl Tracing<'_> {
                 text: &file.report.text,
             })
             .collect();
-        let plan = batch::plan(&candidates, &options);
+        let mut plan = batch::plan(&candidates, &options);
+        if let Some(shard) = args.shard {
+            plan.jobs = shard.select(plan.jobs, &options.root);
+        }
         if !args.quiet {
             for warning in &plan.warnings {
                 warn(warning);
