@@ -1026,17 +1026,16 @@ def export_program(target: Target, workspace: Workspace, definitions: dict, requ
     program = programs[0]
 
     progress("saving", output)
+    # The program is saved to the temporary path, loaded back from there and checked; only a
+    # complete report renames it onto the output, so a job that fails or dies on the way leaves
+    # nothing at the output (the caller removes the temporary file whatever happened).
     try:
         os.makedirs(os.path.dirname(output), exist_ok=True)
-        try:
-            torch.export.save(program, temporary)
-            os.replace(temporary, output)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+        torch.export.save(program, temporary)
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - an unpicklable constant, a full disk, ...
+        _unlink_quietly(temporary)
         file, name = target.model_binding or (workspace.entry_file, "model")
         diagnostic = _binding_diagnostic(
             file, name, "PT501", f"the model exported but could not be saved to {output}: {type(exc).__name__}: {_trim(str(exc))}"
@@ -1045,17 +1044,25 @@ def export_program(target: Target, workspace: Workspace, definitions: dict, requ
         return {"status": "failed", "diagnostics": [diagnostic]}
 
     progress("verifying", "loading the file back with torch.export.load and running it")
-    verification = _verify(output, target)
+    verification = _verify(temporary, target)
     report = {
         "path": output,
-        "size": os.path.getsize(output),
+        "size": os.path.getsize(temporary),
         "nodes": len(program.graph.nodes),
         "inputs": _describe_inputs(program),
         "range_constraints": _range_constraints(program, target),
         "verification": verification,
         "strict": bool(target.strict),
     }
+    os.replace(temporary, output)
     return {"status": "ok", "diagnostics": [], "export": report, "trace_seconds": round(time.monotonic() - started, 3)}
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _verify(path: str, target: Target) -> dict:
@@ -1164,13 +1171,25 @@ def _range_constraints(program, target: Target) -> list[dict]:
 
 
 def _finite(value) -> int | None:
+    """An integer bound, or None for an unbounded one. Torch's `int_oo` (the upper bound of
+    every `Dim` without a max, and of `Dim.AUTO` and `Dim.DYNAMIC`) says it is finite and
+    cannot be converted with int(), so infinities are recognised by their type first."""
+    try:
+        import sympy
+
+        if isinstance(value, sympy.Basic) and (
+            not value.is_number or value.is_infinite or "Infinity" in type(value).__name__
+        ):
+            return None
+    except ImportError:
+        pass
     try:
         if getattr(value, "is_finite", True) is False:
             return None
         number = int(value)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, AttributeError):
         return None
-    # torch's int_oo is a sympy number that converts to a huge int.
+    # Any bound this large is an infinity in another guise.
     return number if abs(number) < 2**62 else None
 
 
