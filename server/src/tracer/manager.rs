@@ -23,6 +23,9 @@ use super::worker::{StartError, Worker, WorkerInfo, WorkerMessage};
 /// it and kills the worker itself.
 const BACKSTOP_GRACE: Duration = Duration::from_secs(10);
 
+/// How often a busy worker is checked for life, besides the end of its socket.
+const LIVENESS_POLL: Duration = Duration::from_millis(500);
+
 /// How long a worker may take to import torch and warm up; a cold import takes 3-5 s.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -259,12 +262,22 @@ impl Scheduler {
     fn run(&mut self, receiver: &Receiver<Message>) {
         loop {
             self.dispatch();
-            let message = match self.next_backstop() {
+            // While jobs run, the worker is looked at every `LIVENESS_POLL`, so a death its
+            // socket does not report (a descendant holding the socket) still ends them.
+            let poll = (!self.running.is_empty()).then(|| Instant::now() + LIVENESS_POLL);
+            let wake = match (self.next_backstop(), poll) {
+                (Some(backstop), Some(poll)) => Some(backstop.min(poll)),
+                (backstop, poll) => backstop.or(poll),
+            };
+            let message = match wake {
                 Some(deadline) => {
                     match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()))
                     {
                         Ok(message) => message,
                         Err(RecvTimeoutError::Timeout) => {
+                            if self.worker.as_mut().is_some_and(Worker::has_exited) {
+                                self.replace_dead_worker();
+                            }
                             self.enforce_backstops();
                             continue;
                         }
@@ -315,6 +328,12 @@ impl Scheduler {
                 || self.running.values().any(|running| running.job.crashes > 0)
             {
                 return;
+            }
+            // A worker that died since its last message (any signal, idle or not) is
+            // replaced here rather than fed a job its socket may still accept.
+            if self.worker.as_mut().is_some_and(Worker::has_exited) {
+                self.replace_dead_worker();
+                continue;
             }
             let job = self.queue.pop_front().expect("the queue has a front");
             if let Some(reason) = &self.broken {
@@ -380,7 +399,15 @@ impl Scheduler {
         }
     }
 
-    /// The worker died (killed, crashed, or killed by a job): start over with a new one.
+    /// The worker was found dead before its reader thread said so: the reader's `Closed`
+    /// belongs to an old generation from here on, and the death is handled now.
+    fn replace_dead_worker(&mut self) {
+        self.generation += 1;
+        self.on_worker_lost();
+    }
+
+    /// The worker died (killed, crashed, or killed by a job): start over with a new one. Its
+    /// directory goes with it; running jobs are retried once.
     fn on_worker_lost(&mut self) {
         let detail = match self.worker.take() {
             Some(mut worker) => {
