@@ -588,4 +588,77 @@ mod tests {
         let completed = wait();
         assert_eq!((completed.id, completed.result.status), (after, Status::Ok));
     }
+
+    /// A detection model from site-packages (torchvision's Faster R-CNN, no weights) fails
+    /// inside the library: the finding is on the user's line that calls into it, with the
+    /// library frames it went through (torchvision/ops/boxes.py among them) and the `model =`
+    /// line as related locations.
+    #[test]
+    fn a_failure_inside_an_installed_library_is_on_the_users_line_with_the_library_frames() {
+        let Some(python) = torch_python() else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("detect.py");
+        std::fs::write(
+            &file,
+            "import torch\nimport torchvision\n\n\nclass Detector(torch.nn.Module):\n    \
+             def __init__(self):\n        super().__init__()\n        self.net = torchvision.models.\
+             detection.fasterrcnn_mobilenet_v3_large_320_fpn(\n            weights=None, \
+             weights_backbone=None, num_classes=3\n        ).eval()\n\n    def forward(self, \
+             images):\n        return self.net(list(images))\n\n\nmodel = Detector().eval()\n\
+             example_args = (torch.randn(1, 3, 160, 160),)\n",
+        )
+        .unwrap();
+        let (tracer, done) = Tracer::start(TracerOptions {
+            python,
+            jobs: 1,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+        })
+        .unwrap();
+        tracer.submit(JobSpec {
+            file: file.clone(),
+            roots: vec![dir.path().to_path_buf()],
+            cwd: dir.path().to_path_buf(),
+            entrypoint: None,
+            strict: false,
+            timeout: 600.0,
+            memory_limit_mb: None,
+        });
+        let completed = done.recv_timeout(Duration::from_secs(900)).unwrap();
+        let result = completed.result;
+        assert_eq!(result.status, Status::Failed, "{result:#?}");
+        let on_forward = result
+            .diagnostics
+            .iter()
+            .find(|finding| finding.file == file && finding.line == 13)
+            .unwrap_or_else(|| panic!("nothing on the line of self.net(...): {result:#?}"));
+        let boxes = on_forward
+            .related
+            .iter()
+            .find(|related| {
+                related
+                    .file
+                    .ends_with(Path::new("torchvision").join("ops").join("boxes.py"))
+            })
+            .unwrap_or_else(|| panic!("no torchvision/ops/boxes.py frame: {on_forward:#?}"));
+        assert!(boxes.line > 1, "{boxes:?}");
+        let source = std::fs::read_to_string(&boxes.file).unwrap();
+        assert!(
+            source.lines().nth(boxes.line as usize - 1).is_some(),
+            "{boxes:?} is past the end of the file"
+        );
+        assert!(
+            on_forward
+                .related
+                .iter()
+                .any(|related| related.file == file && related.line == 16),
+            "no `model =` line: {on_forward:#?}"
+        );
+        assert!(
+            on_forward.related.iter().all(|related| !related
+                .file
+                .components()
+                .any(|part| part.as_os_str() == "torch")),
+            "torch's own frames are not the user's business: {on_forward:#?}"
+        );
+    }
 }
