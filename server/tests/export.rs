@@ -202,6 +202,81 @@ fn a_dynamic_batch_model_is_written_and_runs_at_another_batch_size() {
     assert_eq!(report["verification"]["matches"], true, "{report:#}");
 }
 
+/// The commonest declarations have no bounds: an unbounded `Dim("batch")`, `Dim.AUTO`,
+/// `Dim.DYNAMIC` and a dim derived from an unbounded one. Each is written, loaded in another
+/// process and run at a batch size the example did not have.
+#[test]
+fn unbounded_auto_dynamic_and_derived_dims_are_written_and_run_at_another_batch_size() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let unbounded = DYNAMIC_BATCH.replace(r#"Dim("batch", min=2, max=1024)"#, r#"Dim("batch")"#);
+    let auto = DYNAMIC_BATCH.replace(r#"Dim("batch", min=2, max=1024)"#, "Dim.AUTO");
+    let dynamic = DYNAMIC_BATCH.replace(r#"Dim("batch", min=2, max=1024)"#, "Dim.DYNAMIC");
+    let derived = r#"import torch
+from torch.export import Dim
+
+
+class Shifted(torch.nn.Module):
+    def forward(self, x, y):
+        return x[1:] + y
+
+
+model = Shifted().eval()
+batch = Dim("batch")
+example_args = (torch.randn(9, 4), torch.randn(8, 4))
+dynamic_shapes = {"x": {0: batch + 1}, "y": {0: batch}}
+"#;
+    let project = Project::new(
+        "",
+        &[
+            ("unbounded.py", &unbounded),
+            ("auto.py", &auto),
+            ("dynamic.py", &dynamic),
+            ("derived.py", derived),
+        ],
+    );
+    for name in ["unbounded", "auto", "dynamic"] {
+        let result = project.export(python, &[&format!("{name}.py")]);
+        assert_eq!(result.code, 0, "{name}: {result:#?}");
+        assert!(result.stdout.contains("matches eager"), "{}", result.stdout);
+        let shapes = with_loaded(
+            python,
+            &project.path(&format!("{name}.pt2")),
+            "print(tuple(m(torch.randn(37, 16)).shape), tuple(m(torch.randn(3, 16)).shape))",
+        );
+        assert_eq!(shapes.trim(), "(37, 4) (3, 4)", "{name}");
+    }
+    let result = project.export(python, &["unbounded.py", "--output-format", "json"]);
+    assert_eq!(result.code, 0, "{result:#?}");
+    let report: Value = serde_json::from_str(&result.stdout).unwrap();
+    let range = &report["range_constraints"][0];
+    assert_eq!(range["dim"], "batch", "{report:#}");
+    assert_eq!(range["max"], Value::Null, "unbounded above: {report:#}");
+
+    let result = project.export(python, &["derived.py"]);
+    assert_eq!(result.code, 0, "{result:#?}");
+    let shapes = with_loaded(
+        python,
+        &project.path("derived.pt2"),
+        "print(tuple(m(torch.randn(21, 4), torch.randn(20, 4)).shape))",
+    );
+    assert_eq!(shapes.trim(), "(20, 4)");
+    project.assert_clean(
+        project.dir.path(),
+        &[
+            "auto.pt2",
+            "auto.py",
+            "derived.pt2",
+            "derived.py",
+            "dynamic.pt2",
+            "dynamic.py",
+            "pyproject.toml",
+            "unbounded.pt2",
+            "unbounded.py",
+        ],
+    );
+}
+
 #[test]
 fn a_model_that_does_not_export_exits_1_with_the_trace_diagnostic() {
     let Some(python) = torch_python() else { return };

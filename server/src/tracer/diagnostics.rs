@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use pt2lsp_analyzer::{
-    Applicability, Diagnostic, DimConstraint, Fix, LineIndex, Rule, Severity, TextRange, TextSize,
-    dim_constraint_fix,
+    Applicability, Diagnostic, DimConstraint, Fix, LineIndex, Related, Rule, Severity, TextRange,
+    TextSize, dim_constraint_fix,
 };
 use serde_json::{Value, json};
 
@@ -25,6 +25,8 @@ pub struct TraceDiagnostic {
     pub end_column: Option<u32>,
     /// Structured `Suggested fixes:` of a constraint violation, for a later code action.
     pub fixes: Vec<SuggestedFix>,
+    /// Library frames that lead to the failure and the entrypoint, as `Diagnostic::related`.
+    pub related: Vec<Related>,
 }
 
 impl TraceDiagnostic {
@@ -71,7 +73,7 @@ impl TraceDiagnostic {
             message: self.message.clone(),
             range: self.range(text, index),
             fix: self.dim_fix(text),
-            related: Vec::new(),
+            related: self.related.clone(),
         }
     }
 
@@ -161,6 +163,7 @@ pub fn from_result(result: &JobResult, anchor: &Anchor) -> Vec<TraceDiagnostic> 
         end_line: None,
         end_column: None,
         fixes: Vec::new(),
+        related: Vec::new(),
     };
     let detail = result.detail.as_deref().unwrap_or("");
     match result.status {
@@ -220,6 +223,16 @@ fn from_finding(finding: &Finding, anchor: &Anchor) -> TraceDiagnostic {
         end_line: finding.end_line,
         end_column: finding.end_column,
         fixes: finding.fixes.clone(),
+        related: finding
+            .related
+            .iter()
+            .map(|related| Related {
+                file: related.file.clone(),
+                line: related.line.max(1),
+                column: related.column.unwrap_or(1).max(1),
+                message: related.message.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -291,6 +304,7 @@ mod tests {
             end_line: end.map(|(line, _)| line),
             end_column: end.map(|(_, column)| column),
             fixes: Vec::new(),
+            related: Vec::new(),
         }
     }
 

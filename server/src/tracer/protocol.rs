@@ -233,6 +233,20 @@ pub struct Finding {
     pub origin: Option<String>,
     /// The exporter's exception class, when there was one.
     pub exception: Option<String>,
+    /// Places that explain the finding: frames of installed libraries the failure went through
+    /// (deepest last), the entrypoint's `model =` line.
+    #[serde(default)]
+    pub related: Vec<RelatedLocation>,
+}
+
+/// A place related to a finding: a file (often outside the workspace, in site-packages) and a
+/// 1-based line and column (in characters; `None` for the line's start), and what happens there.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RelatedLocation {
+    pub file: PathBuf,
+    pub line: u32,
+    pub column: Option<u32>,
+    pub message: String,
 }
 
 /// One line of a `Suggested fixes:` block, as data for a code action that edits
