@@ -358,7 +358,7 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
                     Expr::Call(call) => &*call.func,
                     other => other,
                 };
-                names::dotted(callee).is_some_and(|name| {
+                qualified(self.model, callee).is_some_and(|name| {
                     REGISTERS.contains(&name.rsplit('.').next().unwrap_or_default())
                 })
             });
@@ -408,7 +408,8 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
             if qualified(self.model, &call.func).is_some_and(|q| is_export_function(&q)) {
                 self.gathered.export_calls.push(call);
             }
-            let registers = names::dotted(&call.func).is_some_and(|name| {
+            // Through the imports: `from torch.export import register_dataclass as register`.
+            let registers = qualified(self.model, &call.func).is_some_and(|name| {
                 REGISTERS.contains(&name.rsplit('.').next().unwrap_or_default())
             });
             if let (true, Some(registered)) = (
