@@ -16,8 +16,10 @@ pub(crate) mod invalid_dynamic_shapes;
 pub(crate) mod mismatched_fake_kernel;
 pub(crate) mod missing_fake_kernel;
 pub(crate) mod shape_specialization;
+pub(crate) mod specializing_example_size;
 pub(crate) mod syntax_error;
 pub(crate) mod tensor_to_numpy;
+pub(crate) mod unregistered_input_type;
 pub(crate) mod untraceable_call;
 pub(crate) mod worker_crash;
 
@@ -125,5 +127,7 @@ pub(crate) fn run_all<'a>(
     dynamic_dim_guard::check(&mut checker);
     shape_specialization::check(&mut checker);
     invalid_dynamic_shapes::check(&mut checker);
+    specializing_example_size::check(&mut checker);
+    unregistered_input_type::check(&mut checker);
     checker.diagnostics
 }

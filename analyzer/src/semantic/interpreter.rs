@@ -2009,6 +2009,10 @@ pub(crate) enum ParameterRole {
     Input,
     /// The example inputs leave it out: it takes its default.
     Defaulted,
+    /// The example inputs pass a tensor: it is one while tracing, whatever its default.
+    PassedTensor,
+    /// The example inputs pass `None`: `if mask is not None:` is decided.
+    PassedNone,
     /// A further parameter of a module whose callers the file does not show.
     Extra,
 }
@@ -2020,6 +2024,9 @@ fn root_parameter(
     role: ParameterRole,
 ) -> Value {
     let default = parameter.default.as_deref();
+    if role == ParameterRole::PassedNone {
+        return Value::None;
+    }
     // An input left at its default `None` is `None` while tracing: the exporter never enters
     // `if mask is not None:`.
     if role == ParameterRole::Defaulted || (role == ParameterRole::Extra && default.is_some()) {
@@ -2036,6 +2043,9 @@ fn root_parameter(
             ..TensorInfo::default()
         })
     };
+    if role == ParameterRole::PassedTensor {
+        return tensor(false, false);
+    }
     if let Some(annotation) = &parameter.parameter.annotation {
         return match annotation_kind(annotation) {
             AnnotationKind::Tensor { optional } => tensor(

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use pt2lsp_analyzer::{
-    Applicability, Diagnostic, DimConstraint, Fix, LineIndex, Related, Rule, Severity, TextRange,
-    TextSize, dim_constraint_fix,
+    Applicability, Diagnostic, DimConstraint, Edit, Fix, LineIndex, Related, Rule, Severity,
+    TextRange, TextSize, dim_constraint_fix, example_size_fix,
 };
 use serde_json::{Value, json};
 
@@ -77,14 +77,63 @@ impl TraceDiagnostic {
         }
     }
 
-    /// Torch's `Suggested fixes:` as an edit of `text`'s `dynamic_shapes` and `Dim`s. Safe: it
-    /// is the exporter's own statement of the constraints its trace needs, so applying it makes
-    /// that export pass (unlike the static pass's bounds, guessed from the example inputs).
+    /// Torch's `Suggested fixes:` as an edit of `text`'s `dynamic_shapes` and `Dim`s. Ranges,
+    /// equalities and derived dims are safe: they are the exporter's own statement of the
+    /// constraints its trace needs, and every dimension stays dynamic.
+    ///
+    /// A constant (`batch = 1`) is different: it removes a `Dim` the user declared, and the
+    /// exported program then accepts that one size. When the file's example inputs have that
+    /// size (0 or 1, which the exporter always specializes, or a size outside the `Dim`'s
+    /// range), the example is the cause, and the fix changes the example instead (unsafe, as
+    /// the static PT405 fix: it changes an input, not the model). Otherwise the constant is
+    /// shown as what it is and never applied (display only).
     pub fn dim_fix(&self, text: &str) -> Option<Fix> {
         let constraints: Option<Vec<DimConstraint>> =
             self.fixes.iter().map(dim_constraint).collect();
         let constraints = constraints.filter(|constraints| !constraints.is_empty())?;
-        dim_constraint_fix(text, &constraints, Applicability::Safe)
+        let (constants, others): (Vec<&DimConstraint>, Vec<&DimConstraint>) = constraints
+            .iter()
+            .partition(|constraint| matches!(constraint, DimConstraint::Constant { .. }));
+        if constants.is_empty() {
+            return dim_constraint_fix(text, &constraints, Applicability::Safe);
+        }
+        let from_examples: Option<Vec<Fix>> = constants
+            .iter()
+            .map(|constraint| match constraint {
+                DimConstraint::Constant { name, value } => example_size_fix(text, name, *value),
+                _ => None,
+            })
+            .collect();
+        let Some(from_examples) = from_examples else {
+            let mut fix = dim_constraint_fix(text, &constraints, Applicability::DisplayOnly)?;
+            fix.title = format!("torch suggests (not applied): {}", fix.title);
+            return Some(fix);
+        };
+        let others: Vec<DimConstraint> = others.into_iter().cloned().collect();
+        let rest = if others.is_empty() {
+            None
+        } else {
+            Some(dim_constraint_fix(text, &others, Applicability::Unsafe)?)
+        };
+        let mut edits: Vec<Edit> = Vec::new();
+        let mut titles = Vec::new();
+        for fix in from_examples.into_iter().chain(rest) {
+            titles.push(fix.title);
+            for edit in fix.edits {
+                if !edits.iter().any(|known| known.range == edit.range) {
+                    edits.push(edit);
+                }
+            }
+        }
+        edits.sort_by_key(|edit| (edit.range.start(), edit.range.end()));
+        let overlapping = edits
+            .windows(2)
+            .any(|pair| pair[1].range.start() < pair[0].range.end());
+        (!overlapping).then(|| Fix {
+            title: titles.join("; "),
+            edits,
+            applicability: Applicability::Unsafe,
+        })
     }
 
     /// Extra data carried with the diagnostic (JSON `data`, later the LSP diagnostic's `data`).
