@@ -258,9 +258,17 @@ pub(crate) fn collect<'a>(
         .or_else(|| keyword("mod"));
     let model_class = model_expr.and_then(resolve).and_then(|expr| match expr {
         Expr::Call(call) => {
+            let call = without_module_methods(call);
             let dotted = names::dotted(&call.func)?;
-            match model.globals.get(dotted.as_str()) {
-                Some(Value::Class(class)) if model.classes[*class].is_module => Some(*class),
+            let global = model.globals.get(dotted.as_str()).map(|value| match value {
+                // A class imported from another file of the program.
+                Value::Qualified(qualified) => model
+                    .resolve_qualified(qualified)
+                    .unwrap_or_else(|| value.clone()),
+                other => other.clone(),
+            });
+            match global {
+                Some(Value::Class(class)) if model.classes[class].is_module => Some(class),
                 // `Outer.Inner()`: a nested class, found by its own name when that is unique.
                 _ => {
                     let last = dotted.rsplit('.').next()?;
@@ -679,4 +687,29 @@ impl DimReader<'_, '_, '_> {
             _ => None,
         }
     }
+}
+
+/// `M(...).eval().to(device)` is the module `M(...)`: these methods return `self`.
+fn without_module_methods(mut call: &ast::ExprCall) -> &ast::ExprCall {
+    while let Expr::Attribute(attribute) = &*call.func {
+        let Expr::Call(inner) = &*attribute.value else {
+            break;
+        };
+        if !matches!(
+            attribute.attr.as_str(),
+            "eval"
+                | "train"
+                | "to"
+                | "float"
+                | "half"
+                | "double"
+                | "cpu"
+                | "cuda"
+                | "requires_grad_"
+        ) {
+            break;
+        }
+        call = inner;
+    }
+    call
 }

@@ -307,6 +307,17 @@ impl Value {
         }
     }
 
+    /// The value without indexes into the model it was computed in.
+    pub(crate) fn portable(&self) -> Value {
+        match self {
+            Value::Module(_) => Value::Module(None),
+            Value::Function(_) | Value::Class(_) | Value::Method(..) => Value::Unknown,
+            Value::Tuple(items) => Value::Tuple(items.iter().map(Value::portable).collect()),
+            Value::Iter(inner) => Value::Iter(Rc::new(inner.portable())),
+            other => other.clone(),
+        }
+    }
+
     /// The least value that is at least as general as both: where control flow merges.
     pub(crate) fn join(&self, other: &Value) -> Value {
         match (self, other) {
