@@ -264,6 +264,13 @@ pub fn check_and_summarize(file: SourceFile<'_>, settings: &Settings) -> (Report
     (report(&parsed, &model, file, settings), summary)
 }
 
+/// Summarises a file without analysing it: for project files that are not checked, whose
+/// cross-file facts still count (a pre-commit hook passes only the changed files).
+pub fn summarize_file(file: SourceFile<'_>) -> ModuleSummary {
+    let parsed = syntax::parse(file.text);
+    workspace::summarize_parsed(&parsed.module.body, file)
+}
+
 fn report(
     parsed: &syntax::Parsed,
     model: &semantic::SemanticModel<'_>,

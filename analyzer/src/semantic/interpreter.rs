@@ -279,7 +279,11 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     fn attributes_in(&mut self, body: &[Stmt], attributes: &mut HashMap<String, Value>) {
         fn record(attributes: &mut HashMap<String, Value>, name: &str, value: Value) {
             let value = match value {
-                Value::Tensor(_) | Value::Module(_) | Value::Modules | Value::Tuple(_) => value,
+                Value::Tensor(_)
+                | Value::Module(_)
+                | Value::Layer(_)
+                | Value::Modules
+                | Value::Tuple(_) => value,
                 Value::None => Value::None,
                 _ => Value::Unknown,
             };
@@ -983,7 +987,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 }
                 module_parameter(name)
             }
-            Value::Module(None) => module_parameter(name),
+            Value::Module(None) | Value::Layer(_) => module_parameter(name),
             Value::Qualified(qualified) => {
                 let qualified = format!("{qualified}.{name}");
                 self.model
@@ -1210,6 +1214,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     self.tensor_method(&info, name, call, &args, &kwargs)
                 }
                 Value::Module(class) => self.module_method(class, name, &args, &kwargs, any_tensor),
+                Value::Layer(_) => self.module_method(None, name, &args, &kwargs, any_tensor),
                 Value::Modules => match name {
                     "values" | "children" | "modules" => Value::Modules,
                     _ => Value::Unknown,
@@ -1254,6 +1259,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 Value::Module(Some(*class))
             }
             Value::Module(submodule) => self.call_module(*submodule, args, kwargs),
+            Value::Layer(_) => layer_call(args),
             _ => Value::Unknown,
         }
     }
@@ -1363,6 +1369,21 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 );
                 return Value::Unknown;
             }
+            // A reduction over a later dimension with `keepdim=True` keeps the first one.
+            "sum" | "mean" | "norm" | "amax" | "amin" | "std" | "var" | "logsumexp" | "prod"
+                if call.arguments.find_keyword("keepdim").is_some_and(|keyword| {
+                    matches!(&keyword.value, Expr::BooleanLiteral(literal) if literal.value)
+                }) =>
+            {
+                let dim = call
+                    .arguments
+                    .find_keyword("dim")
+                    .map(|keyword| &keyword.value)
+                    .or_else(|| call.arguments.args.first().filter(|_| name != "norm"));
+                if dim.and_then(names::int_literal).is_some_and(|dim| dim != 0) {
+                    return layer_call(&[Value::Tensor(info.clone())]);
+                }
+            }
             _ => {}
         }
         let _ = (args, kwargs);
@@ -1425,6 +1446,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     let submodule = *submodule;
                     return self.call_module(submodule, args, kwargs);
                 }
+                Some(Value::Layer(_)) => return layer_call(args),
                 Some(Value::Tensor(_) | Value::Modules) => return Value::Unknown,
                 _ => {}
             }
@@ -1560,6 +1582,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         }
         if let Some(constructed) = torch_api::constructed(qualified) {
             return match constructed {
+                Constructed::Module if keeps_batch_dim(qualified) => {
+                    Value::Layer(Rc::from(qualified))
+                }
                 Constructed::Module => Value::Module(None),
                 Constructed::Modules => Value::Modules,
                 Constructed::Parameter => Value::tensor(),
@@ -1746,6 +1771,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 self.inline(*method, Some(Value::Module(*class)), args, &[], None)
             }
             Value::Module(_) => Value::opaque_tensor(),
+            Value::Layer(_) => layer_call(args),
             _ => Value::Unknown,
         }
     }
@@ -2543,4 +2569,79 @@ fn raises_only(body: &[Stmt]) -> bool {
                 || matches!(stmt, Stmt::Expr(expr) if matches!(&*expr.value, Expr::StringLiteral(_) | Expr::Call(_)))
         })
         && body.iter().any(|stmt| matches!(stmt, Stmt::Raise(_)))
+}
+
+/// `torch.nn` layers whose output keeps the input's first dimension (the batch): linear maps,
+/// convolutions, norms, pooling, dropout, activations, embeddings.
+fn keeps_batch_dim(qualified: &str) -> bool {
+    let Some(layer) = qualified
+        .strip_prefix("torch.nn.")
+        .filter(|rest| !rest.contains('.'))
+    else {
+        return false;
+    };
+    let family = layer.trim_end_matches(|c: char| c.is_ascii_digit() || c == 'd');
+    matches!(
+        family,
+        "Linear"
+            | "LazyLinear"
+            | "Conv"
+            | "ConvTranspose"
+            | "LayerNorm"
+            | "RMSNorm"
+            | "GroupNorm"
+            | "BatchNorm"
+            | "InstanceNorm"
+            | "Dropout"
+            | "Dropout1"
+            | "Dropout2"
+            | "Dropout3"
+            | "MaxPool"
+            | "AvgPool"
+            | "AdaptiveAvgPool"
+            | "AdaptiveMaxPool"
+            | "Embedding"
+            | "Identity"
+            | "ReLU"
+            | "GELU"
+            | "SiLU"
+            | "Tanh"
+            | "Sigmoid"
+            | "LeakyReLU"
+            | "ELU"
+            | "Mish"
+            | "Softmax"
+            | "LogSoftmax"
+            | "Hardswish"
+            | "Hardsigmoid"
+            | "Softplus"
+            | "PReLU"
+    )
+}
+
+/// Calling a layer that keeps the batch dimension: a tensor whose first dimension is the
+/// input's (dynamic or not); nothing else is known of its dimensions.
+fn layer_call(args: &[Value]) -> Value {
+    match args.first() {
+        Some(Value::Tensor(info)) => {
+            let dims = info.dims.as_ref().map(|dims| {
+                Rc::new(TensorDims {
+                    rank: None,
+                    dynamic: dims
+                        .dynamic
+                        .iter()
+                        .filter(|(index, _)| *index == 0)
+                        .cloned()
+                        .collect(),
+                    literal: Vec::new(),
+                })
+            });
+            Value::Tensor(TensorInfo {
+                dims,
+                assumed: info.assumed,
+                ..TensorInfo::default()
+            })
+        }
+        _ => Value::opaque_tensor(),
+    }
 }

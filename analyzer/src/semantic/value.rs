@@ -264,6 +264,9 @@ pub(crate) enum Value {
     Module(Option<usize>),
     /// A container of modules (`nn.ModuleList`, `nn.ModuleDict`, `nn.Sequential`).
     Modules,
+    /// A `torch.nn` layer that keeps its input's first dimension (`nn.Linear`, `nn.Conv2d`),
+    /// by qualified class name.
+    Layer(Rc<str>),
     /// A module-level object known by its qualified name: `torch.nn.functional`, `np.mean`.
     Qualified(Rc<str>),
     /// A function defined in this file, by its index in the model's function table.
@@ -345,7 +348,9 @@ impl Value {
                 origin: a.combine(b),
                 interval: Interval::at_least(0.0),
             },
-            (Value::Module(_), Value::Module(_)) => Value::Module(None),
+            (Value::Module(_) | Value::Layer(_), Value::Module(_) | Value::Layer(_)) => {
+                Value::Module(None)
+            }
             _ => Value::Unknown,
         }
     }
