@@ -249,6 +249,71 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// The module class a factory function returns (`def build(cfg): return Net(cfg)`), when
+    /// all its `return`s that construct a known module class agree on one.
+    pub(crate) fn class_returned_by(&self, function: usize) -> Option<usize> {
+        fn returns<'s>(body: &'s [Stmt], out: &mut Vec<&'s ast::Expr>) {
+            for stmt in body {
+                match stmt {
+                    Stmt::Return(ast::StmtReturn {
+                        value: Some(value), ..
+                    }) => out.push(value),
+                    Stmt::If(if_stmt) => {
+                        returns(&if_stmt.body, out);
+                        for clause in &if_stmt.elif_else_clauses {
+                            returns(&clause.body, out);
+                        }
+                    }
+                    Stmt::With(with) => returns(&with.body, out),
+                    Stmt::Try(try_stmt) => returns(&try_stmt.body, out),
+                    _ => {}
+                }
+            }
+        }
+        let info = &self.functions[function];
+        let mut values = Vec::new();
+        returns(&info.def.body, &mut values);
+        let mut found = None;
+        for value in values {
+            // `return Net(cfg).eval()`: methods of a module that return it.
+            let mut value = value;
+            while let ast::Expr::Call(call) = value {
+                match &*call.func {
+                    ast::Expr::Attribute(attribute)
+                        if matches!(&*attribute.value, ast::Expr::Call(_))
+                            && matches!(
+                                attribute.attr.as_str(),
+                                "eval" | "train" | "to" | "float" | "half" | "cpu" | "cuda"
+                            ) =>
+                    {
+                        value = &attribute.value;
+                    }
+                    _ => break,
+                }
+            }
+            let ast::Expr::Call(call) = value else {
+                continue;
+            };
+            let Some(name) = names::dotted(&call.func) else {
+                continue;
+            };
+            let class = match self.globals_in(info.file).get(name.as_str()) {
+                Some(Value::Class(class)) => Some(*class),
+                Some(Value::Qualified(qualified)) => match self.resolve_qualified(qualified) {
+                    Some(Value::Class(class)) => Some(class),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match (class, found) {
+                (Some(class), None) if self.classes[class].is_module => found = Some(class),
+                (Some(class), Some(earlier)) if class != earlier => return None,
+                _ => {}
+            }
+        }
+        found
+    }
+
     /// The id of the program's file for dotted module `module`.
     pub(crate) fn file_id(&self, module: &str) -> Option<u32> {
         self.modules.get(module).copied()

@@ -269,6 +269,8 @@ pub(crate) fn collect<'a>(
             });
             match global {
                 Some(Value::Class(class)) if model.classes[class].is_module => Some(class),
+                // `model = build(cfg)`, where `build` (here or in another file) returns `M(...)`.
+                Some(Value::Function(function)) => model.class_returned_by(function),
                 // `Outer.Inner()`: a nested class, found by its own name when that is unique.
                 _ => {
                     let last = dotted.rsplit('.').next()?;
