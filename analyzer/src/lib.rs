@@ -95,6 +95,9 @@ pub fn check_file(file: SourceFile<'_>, settings: &Settings, workspace: &Workspa
     };
     let mut model = semantic::SemanticModel::build_program(&parsed, file, workspace, &program);
     let mut related: HashMap<TextRange, Vec<Related>> = HashMap::new();
+    if let (Some(module), false) = (file.module, program.is_empty()) {
+        workspace.note_entered(module, model.entered_modules());
+    }
     if !program.is_empty() {
         let own_path = file
             .module
@@ -151,6 +154,12 @@ fn import_events(
     let mut reached: Vec<TextRange> = Vec::new();
     let mut imported: Vec<semantic::Event> = Vec::new();
     for entry in workspace.entrypoints_reaching(module) {
+        if workspace
+            .entered_by(entry)
+            .is_some_and(|entered| !entered.contains(module))
+        {
+            continue;
+        }
         let Some(source) = workspace.source(entry) else {
             continue;
         };
@@ -163,6 +172,7 @@ fn import_events(
         };
         let entry_model =
             semantic::SemanticModel::build_program(&parsed, entry_file, workspace, &program);
+        workspace.note_entered(entry, entry_model.entered_modules());
         let Some(target) = entry_model.file_id(module) else {
             continue;
         };

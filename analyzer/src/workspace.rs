@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::SourceFile;
 use crate::semantic::{names, registrations, torch_api_is_module_base};
@@ -75,6 +75,10 @@ pub struct WorkspaceIndex {
     /// For each module an entrypoint's analysis may reach, those entrypoints.
     reached_by: HashMap<String, Vec<String>>,
     sources: Option<Arc<dyn WorkspaceSources>>,
+    /// For each entrypoint analysed during this check, the modules its analysis entered:
+    /// a file the import graph says it may reach but that it did not enter is not analysed
+    /// again for it.
+    entered: Arc<Mutex<HashMap<String, Arc<HashSet<String>>>>>,
 }
 
 impl fmt::Debug for WorkspaceIndex {
@@ -178,6 +182,7 @@ impl WorkspaceIndex {
             entrypoints,
             reached_by,
             sources: None,
+            entered: Arc::default(),
         }
     }
 
@@ -209,6 +214,18 @@ impl WorkspaceIndex {
     /// nearest first, bounded.
     pub(crate) fn program_of(&self, module: &str) -> Vec<String> {
         closure(&self.imports, module)
+    }
+
+    /// The modules entrypoint `entry`'s analysis entered, once some check has run it.
+    pub(crate) fn entered_by(&self, entry: &str) -> Option<Arc<HashSet<String>>> {
+        let entered = self.entered.lock().ok()?;
+        entered.get(entry).cloned()
+    }
+
+    pub(crate) fn note_entered(&self, entry: &str, modules: HashSet<String>) {
+        if let Ok(mut entered) = self.entered.lock() {
+            entered.insert(entry.to_owned(), Arc::new(modules));
+        }
     }
 
     pub(crate) fn source(&self, module: &str) -> Option<ModuleSource> {

@@ -314,6 +314,15 @@ impl<'a> SemanticModel<'a> {
         found
     }
 
+    /// The dotted names of the foreign files whose functions the analysis entered.
+    pub(crate) fn entered_modules(&self) -> HashSet<String> {
+        self.reached
+            .iter()
+            .filter_map(|(file, _)| self.source_in(*file).module)
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// The id of the program's file for dotted module `module`.
     pub(crate) fn file_id(&self, module: &str) -> Option<u32> {
         self.modules.get(module).copied()

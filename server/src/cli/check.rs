@@ -207,13 +207,28 @@ fn project_context(
     let Some(first_file) = roots.iter().find(|root| root.is_file()) else {
         return Vec::new();
     };
-    let root = config.root().map(Path::to_path_buf).or_else(|| {
-        first_file
-            .ancestors()
-            .skip(1)
-            .find(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").is_file())
-            .map(Path::to_path_buf)
-    });
+    let root = config
+        .root()
+        .map(Path::to_path_buf)
+        .or_else(|| {
+            first_file
+                .ancestors()
+                .skip(1)
+                .find(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").is_file())
+                .map(Path::to_path_buf)
+        })
+        .or_else(|| {
+            // An unpacked wheel or a bare tree: the directory that holds the top-level package.
+            let mut top = None;
+            for dir in first_file.ancestors().skip(1) {
+                if dir.join("__init__.py").is_file() {
+                    top = dir.parent().map(Path::to_path_buf);
+                } else {
+                    break;
+                }
+            }
+            top
+        });
     let Some(root) = root else {
         return Vec::new();
     };
