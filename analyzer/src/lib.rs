@@ -27,7 +27,10 @@ pub use line_index::{LineColumn, LineIndex};
 pub use registry::Rule;
 pub use ruff_text_size::{TextRange, TextSize};
 pub use settings::{RuleSelector, Settings};
-pub use workspace::{ModuleSummary, WorkspaceIndex, summarize};
+pub use workspace::{ModuleSource, ModuleSummary, WorkspaceIndex, WorkspaceSources, summarize};
+
+use std::collections::HashMap;
+use std::path::PathBuf;
 
 /// One Python file as the analyzer sees it.
 #[derive(Debug, Clone, Copy)]
@@ -90,10 +93,182 @@ pub fn example_size_fix(source: &str, dim: &str, constant: i64) -> Option<Fix> {
 }
 
 /// Analyses one file with the facts gathered from the rest of the workspace.
+///
+/// With workspace sources ([`WorkspaceIndex::with_sources`]), an entrypoint's analysis
+/// follows its model into the files it imports, and a file that entrypoints reach is analysed
+/// with the values they pass: its report holds what their analyses find in it, each with the
+/// path that reaches it in [`Diagnostic::related`].
 pub fn check_file(file: SourceFile<'_>, settings: &Settings, workspace: &WorkspaceIndex) -> Report {
     let parsed = syntax::parse(file.text);
-    let model = semantic::SemanticModel::build(&parsed, file, workspace);
-    report(&parsed, &model, file, settings)
+    let program = match file.module {
+        Some(module) if workspace.is_entrypoint(module) => load_program(workspace, module),
+        _ => Vec::new(),
+    };
+    let mut model = semantic::SemanticModel::build_program(&parsed, file, workspace, &program);
+    let mut related: HashMap<TextRange, Vec<Related>> = HashMap::new();
+    if let (Some(module), false) = (file.module, program.is_empty()) {
+        workspace.note_entered(module, model.entered_modules());
+    }
+    if !program.is_empty() {
+        let own_path = file
+            .module
+            .and_then(|module| workspace.source(module))
+            .map(|source| source.path)
+            .unwrap_or_default();
+        let mut places = Places::new(&model, &own_path);
+        for event in &model.events {
+            if !event.chain.is_empty() {
+                related
+                    .entry(event.range)
+                    .or_insert_with(|| places.chain(&event.chain));
+            }
+        }
+    }
+    if let Some(module) = file.module {
+        import_events(module, workspace, &mut model, &mut related);
+    }
+    let mut report = report(&parsed, &model, file, settings);
+    for diagnostic in &mut report.diagnostics {
+        if let Some(places) = related.get(&diagnostic.range) {
+            diagnostic.related.clone_from(places);
+        }
+    }
+    report
+}
+
+/// The other files of `module`'s program, read through the workspace sources and parsed.
+fn load_program(workspace: &WorkspaceIndex, module: &str) -> Vec<semantic::LoadedFile> {
+    workspace
+        .program_of(module)
+        .into_iter()
+        .skip(1)
+        .filter_map(|name| {
+            let source = workspace.source(&name)?;
+            let parsed = syntax::parse(&source.text);
+            Some(semantic::LoadedFile {
+                module: name,
+                source,
+                parsed,
+            })
+        })
+        .collect()
+}
+
+/// Replaces what the stand-alone analysis of `module` found in the functions that
+/// entrypoints reach with what the entrypoints' analyses find there.
+fn import_events(
+    module: &str,
+    workspace: &WorkspaceIndex,
+    model: &mut semantic::SemanticModel<'_>,
+    related: &mut HashMap<TextRange, Vec<Related>>,
+) {
+    let mut reached: Vec<TextRange> = Vec::new();
+    let mut imported: Vec<semantic::Event> = Vec::new();
+    for entry in workspace.entrypoints_reaching(module) {
+        if workspace
+            .entered_by(entry)
+            .is_some_and(|entered| !entered.contains(module))
+        {
+            continue;
+        }
+        let Some(source) = workspace.source(entry) else {
+            continue;
+        };
+        let program = load_program(workspace, entry);
+        let parsed = syntax::parse(&source.text);
+        let entry_file = SourceFile {
+            text: &source.text,
+            module: Some(entry),
+            is_package: source.is_package,
+        };
+        let entry_model =
+            semantic::SemanticModel::build_program(&parsed, entry_file, workspace, &program);
+        workspace.note_entered(entry, entry_model.entered_modules());
+        let Some(target) = entry_model.file_id(module) else {
+            continue;
+        };
+        reached.extend(
+            entry_model
+                .reached
+                .iter()
+                .filter(|(file, _)| *file == target)
+                .map(|(_, range)| *range),
+        );
+        let mut places = Places::new(&entry_model, &source.path);
+        for event in entry_model
+            .foreign_events
+            .iter()
+            .filter(|event| event.file == target)
+        {
+            related
+                .entry(event.range)
+                .or_insert_with(|| places.chain(&event.chain));
+            imported.push(event.portable());
+        }
+    }
+    if reached.is_empty() {
+        return;
+    }
+    model.events.retain(|event| {
+        !reached
+            .iter()
+            .any(|range| range.contains_range(event.range))
+    });
+    model.events.extend(imported);
+}
+
+/// Turns an event's call chain into related locations, with each file's line index built
+/// once.
+struct Places<'m, 'a> {
+    model: &'m semantic::SemanticModel<'a>,
+    own_path: &'m std::path::Path,
+    lines: HashMap<u32, LineIndex>,
+}
+
+impl<'m, 'a> Places<'m, 'a> {
+    fn new(model: &'m semantic::SemanticModel<'a>, own_path: &'m std::path::Path) -> Self {
+        Self {
+            model,
+            own_path,
+            lines: HashMap::new(),
+        }
+    }
+
+    fn chain(&mut self, chain: &[semantic::Site]) -> Vec<Related> {
+        chain
+            .iter()
+            .enumerate()
+            .map(|(position, &(file, range))| {
+                let text = self.model.source_in(file).text;
+                let index = self
+                    .lines
+                    .entry(file)
+                    .or_insert_with(|| LineIndex::new(text));
+                let (line, column) = index.line_char_column(range.start(), text);
+                let path = match file {
+                    0 => self.own_path.to_path_buf(),
+                    _ => self.model.foreign[file as usize - 1].path.to_path_buf(),
+                };
+                let shown = self.model.text_in(file, range);
+                let message = if position == 0 && file == 0 && self.model.entry_site == Some(range)
+                {
+                    format!("the entrypoint exports `{shown}`")
+                } else {
+                    format!("reached through `{shown}`")
+                };
+                Related {
+                    file: if path.as_os_str().is_empty() {
+                        PathBuf::from(self.model.source_in(file).module.unwrap_or_default())
+                    } else {
+                        path
+                    },
+                    line: line + 1,
+                    column: column + 1,
+                    message,
+                }
+            })
+            .collect()
+    }
 }
 
 /// Analyses one file without workspace facts and summarises it, from one parse.
@@ -108,6 +283,13 @@ pub fn check_and_summarize(file: SourceFile<'_>, settings: &Settings) -> (Report
     let mut summary = workspace::summarize_parsed(&parsed.module.body, file);
     summary.needs_workspace = model.depends_on_workspace();
     (report(&parsed, &model, file, settings), summary)
+}
+
+/// Summarises a file without analysing it: for project files that are not checked, whose
+/// cross-file facts still count (a pre-commit hook passes only the changed files).
+pub fn summarize_file(file: SourceFile<'_>) -> ModuleSummary {
+    let parsed = syntax::parse(file.text);
+    workspace::summarize_parsed(&parsed.module.body, file)
 }
 
 fn report(

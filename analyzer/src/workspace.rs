@@ -1,10 +1,16 @@
-//! Facts that cross files: which classes are `nn.Module`s, which custom ops have fake kernels.
+//! Facts that cross files: which classes are `nn.Module`s, which custom ops have fake kernels,
+//! which files export a model and which files their analysis reaches.
 //!
 //! Each file contributes a [`ModuleSummary`], made from its syntax alone (imports, class bases,
 //! fake registrations), so summaries can be computed in parallel and cached per file. The
-//! [`WorkspaceIndex`] resolves them together once.
+//! [`WorkspaceIndex`] resolves them together once. Whole-program analysis also needs other
+//! files' bodies: the caller hands the index a [`WorkspaceSources`], which the analysis asks
+//! for a module's text when it follows a call into it; the analysis itself reads no file.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use crate::SourceFile;
 use crate::semantic::{names, registrations, torch_api_is_module_base};
@@ -21,17 +27,69 @@ pub struct ModuleSummary {
     pub imports: Vec<(String, String)>,
     /// Custom operators (`ns::op`) that get a fake or meta kernel in this file.
     pub fake_kernels: Vec<String>,
+    /// `custom_op` functions defined here: Python name and operator.
+    pub custom_ops: Vec<(String, String)>,
+    /// `@name.register_fake` on an imported operator function, by its qualified name.
+    pub imported_fakes: Vec<String>,
+    /// Every module the file imports at module level (`import a.b` gives `a.b`, `from a import
+    /// b` gives `a` and `a.b`): the edges of the import graph.
+    pub imported_modules: Vec<String>,
+    /// The file exports a model: a module-level `model = ...` or a call to an `export`
+    /// function. Its analysis follows the model into the files it imports.
+    pub is_entrypoint: bool,
     /// Whether the file's own report may change with facts from other files: a class with a
     /// `forward` whose bases are not all known, or a custom op without a local fake kernel.
     pub needs_workspace: bool,
 }
 
+/// Where the analysis reads other workspace files' text. The CLI answers from the texts it
+/// already read, the language server from its open documents or the disk.
+pub trait WorkspaceSources: Send + Sync {
+    /// The text of workspace module `module` (dotted), whether it is a package's
+    /// `__init__.py`, and its path (for related locations); `None` when it is not in the
+    /// workspace or cannot be read.
+    fn source(&self, module: &str) -> Option<ModuleSource>;
+}
+
+/// One workspace file's text, as [`WorkspaceSources`] gives it.
+#[derive(Debug, Clone)]
+pub struct ModuleSource {
+    pub text: Arc<str>,
+    pub is_package: bool,
+    pub path: PathBuf,
+}
+
+/// How many files one entrypoint's analysis may load: past it, calls are not followed.
+pub(crate) const MAX_PROGRAM_FILES: usize = 96;
+
 /// The workspace's cross-file facts, built once from every file's summary.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct WorkspaceIndex {
     /// Qualified names (including re-exports) of classes that derive from `nn.Module`.
     module_classes: HashSet<String>,
     fake_kernels: HashSet<String>,
+    /// Every workspace module, with the workspace modules it imports.
+    imports: HashMap<String, Vec<String>>,
+    /// Entrypoint modules.
+    entrypoints: HashSet<String>,
+    /// For each module an entrypoint's analysis may reach, those entrypoints.
+    reached_by: HashMap<String, Vec<String>>,
+    sources: Option<Arc<dyn WorkspaceSources>>,
+    /// For each entrypoint analysed during this check, the modules its analysis entered:
+    /// a file the import graph says it may reach but that it did not enter is not analysed
+    /// again for it.
+    entered: Arc<Mutex<HashMap<String, Arc<HashSet<String>>>>>,
+}
+
+impl fmt::Debug for WorkspaceIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkspaceIndex")
+            .field("module_classes", &self.module_classes.len())
+            .field("fake_kernels", &self.fake_kernels)
+            .field("entrypoints", &self.entrypoints)
+            .field("sources", &self.sources.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl WorkspaceIndex {
@@ -57,14 +115,121 @@ impl WorkspaceIndex {
             .filter(|name| resolver.is_module(name, &mut memo, 0))
             .cloned()
             .collect();
-        let fake_kernels = summaries
+        let mut fake_kernels: HashSet<String> = summaries
             .iter()
             .flat_map(|summary| summary.fake_kernels.iter().cloned())
             .collect();
+        // `@scale_add.register_fake` in one file on the op `scale_add` defined in another:
+        // follow the imported name through re-exports to the `custom_op` function.
+        let op_functions: HashMap<String, &str> = summaries
+            .iter()
+            .flat_map(|summary| {
+                summary.custom_ops.iter().map(move |(function, op)| {
+                    (format!("{}.{function}", summary.module), op.as_str())
+                })
+            })
+            .collect();
+        for summary in summaries {
+            for imported in &summary.imported_fakes {
+                let mut name = imported.clone();
+                for _ in 0..16 {
+                    if let Some(op) = op_functions.get(&name) {
+                        fake_kernels.insert((*op).to_owned());
+                        break;
+                    }
+                    match aliases.get(&name) {
+                        Some(target) if target != &name => name.clone_from(target),
+                        _ => break,
+                    }
+                }
+            }
+        }
+        let modules: HashSet<&str> = summaries.iter().map(|s| s.module.as_str()).collect();
+        let imports: HashMap<String, Vec<String>> = summaries
+            .iter()
+            .map(|summary| {
+                let mut targets: Vec<String> = summary
+                    .imported_modules
+                    .iter()
+                    .filter(|name| modules.contains(name.as_str()))
+                    .filter(|name| **name != summary.module)
+                    .cloned()
+                    .collect();
+                targets.sort();
+                targets.dedup();
+                (summary.module.clone(), targets)
+            })
+            .collect();
+        let entrypoints: HashSet<String> = summaries
+            .iter()
+            .filter(|summary| summary.is_entrypoint)
+            .map(|summary| summary.module.clone())
+            .collect();
+        let mut reached_by: HashMap<String, Vec<String>> = HashMap::new();
+        let mut sorted: Vec<&String> = entrypoints.iter().collect();
+        sorted.sort();
+        for entry in sorted {
+            for module in closure(&imports, entry) {
+                if &module != entry {
+                    reached_by.entry(module).or_default().push(entry.clone());
+                }
+            }
+        }
         Self {
             module_classes,
             fake_kernels,
+            imports,
+            entrypoints,
+            reached_by,
+            sources: None,
+            entered: Arc::default(),
         }
+    }
+
+    /// The index with a reader of other files' text, which whole-program analysis needs.
+    #[must_use]
+    pub fn with_sources(mut self, sources: Arc<dyn WorkspaceSources>) -> Self {
+        self.sources = Some(sources);
+        self
+    }
+
+    /// Whether `module` exports a model (see [`ModuleSummary::is_entrypoint`]).
+    pub fn is_entrypoint(&self, module: &str) -> bool {
+        self.entrypoints.contains(module)
+    }
+
+    /// The entrypoints whose analysis may reach `module`, in name order.
+    pub fn entrypoints_reaching(&self, module: &str) -> &[String] {
+        self.reached_by.get(module).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether `module`'s report may change with whole-program analysis: it is an
+    /// entrypoint that imports workspace files, or an entrypoint reaches it.
+    pub fn takes_part_in_program(&self, module: &str) -> bool {
+        (self.is_entrypoint(module) && self.imports.get(module).is_some_and(|i| !i.is_empty()))
+            || self.reached_by.contains_key(module)
+    }
+
+    /// The workspace modules an analysis starting at `module` may enter, `module` first,
+    /// nearest first, bounded.
+    pub(crate) fn program_of(&self, module: &str) -> Vec<String> {
+        closure(&self.imports, module)
+    }
+
+    /// The modules entrypoint `entry`'s analysis entered, once some check has run it.
+    pub(crate) fn entered_by(&self, entry: &str) -> Option<Arc<HashSet<String>>> {
+        let entered = self.entered.lock().ok()?;
+        entered.get(entry).cloned()
+    }
+
+    pub(crate) fn note_entered(&self, entry: &str, modules: HashSet<String>) {
+        if let Ok(mut entered) = self.entered.lock() {
+            entered.insert(entry.to_owned(), Arc::new(modules));
+        }
+    }
+
+    pub(crate) fn source(&self, module: &str) -> Option<ModuleSource> {
+        self.sources.as_ref()?.source(module)
     }
 
     pub fn is_module_class(&self, qualified_name: &str) -> bool {
@@ -74,6 +239,35 @@ impl WorkspaceIndex {
     pub fn has_fake_kernel(&self, op: &str) -> bool {
         self.fake_kernels.contains(op)
     }
+}
+
+/// `start` and the modules it imports, transitively, breadth first, at most
+/// [`MAX_PROGRAM_FILES`].
+fn closure<'i>(imports: &'i HashMap<String, Vec<String>>, start: &'i str) -> Vec<String> {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut order = Vec::new();
+    let mut queue = VecDeque::from([start]);
+    while let Some(module) = queue.pop_front() {
+        if order.len() == MAX_PROGRAM_FILES {
+            break;
+        }
+        if !seen.insert(module) {
+            continue;
+        }
+        order.push(module.to_owned());
+        for target in imports.get(module).into_iter().flatten() {
+            queue.push_back(target);
+        }
+        // A package's `__init__` is imported before any of its submodules.
+        let mut parent = module;
+        while let Some((package, _)) = parent.rsplit_once('.') {
+            if imports.contains_key(package) {
+                queue.push_back(package);
+            }
+            parent = package;
+        }
+    }
+    order
 }
 
 struct Resolver<'s> {
@@ -121,16 +315,33 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
     let module = file.module.unwrap_or_default();
     let statements = names::module_level_statements(body);
     let mut imports = Vec::new();
+    let mut imported_modules = Vec::new();
     let mut local_classes = HashSet::new();
+    let mut assigns_model = false;
     for stmt in &statements {
         match stmt {
-            ast::Stmt::Import(_) | ast::Stmt::ImportFrom(_) => {
+            ast::Stmt::Import(import) => {
                 imports.extend(names::import_bindings(stmt, file));
+                imported_modules.extend(import.names.iter().map(|alias| alias.name.id.to_string()));
+            }
+            ast::Stmt::ImportFrom(_) => {
+                let bindings = names::import_bindings(stmt, file);
+                for (_, qualified) in &bindings {
+                    if let Some((module, _)) = qualified.rsplit_once('.') {
+                        imported_modules.push(module.to_owned());
+                    }
+                    imported_modules.push(qualified.clone());
+                }
+                imports.extend(bindings);
             }
             ast::Stmt::ClassDef(class) => {
                 local_classes.insert(class.name.to_string());
             }
             ast::Stmt::Assign(assign) => {
+                if matches!(assign.targets.as_slice(), [ast::Expr::Name(target)] if target.id.as_str() == "model")
+                {
+                    assigns_model = true;
+                }
                 // `Base = nn.Module` style aliases count as imports for resolution.
                 if let ([ast::Expr::Name(target)], Some(value)) =
                     (assign.targets.as_slice(), names::dotted(&assign.value))
@@ -174,7 +385,13 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
             _ => None,
         })
         .collect();
-    let fake_kernels = registrations(body, &resolve).fakes;
+    let registrations = registrations(body, &resolve);
+    // `torch.export.export(...)`, or `export(...)` with `export` imported from torch.export.
+    let exports = file.text.contains("torch.export.export(")
+        || (file.text.contains("export(")
+            && imports
+                .iter()
+                .any(|(_, qualified)| qualified == "torch.export.export"));
     // Aliases that resolve through this module's imports are recorded fully qualified.
     let imports = imports
         .into_iter()
@@ -193,7 +410,11 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
         module: module.to_owned(),
         classes,
         imports,
-        fake_kernels,
+        fake_kernels: registrations.fakes,
+        custom_ops: registrations.op_functions,
+        imported_fakes: registrations.imported_fakes,
+        imported_modules,
+        is_entrypoint: assigns_model || exports,
         // Without the analysis, a summary cannot tell; `check_and_summarize` refines it.
         needs_workspace: true,
     }
@@ -232,5 +453,24 @@ mod tests {
             "ops",
         );
         assert_eq!(summary.fake_kernels, vec!["ns::op".to_owned()]);
+    }
+
+    #[test]
+    fn a_fake_kernel_registered_on_an_imported_op_counts_for_the_op() {
+        let ops = summarize(
+            "import torch\n@torch.library.custom_op(\"mylib::scale_add\", mutates_args=())\ndef scale_add(x, y, alpha):\n    return x * alpha + y\n",
+            "myops.ops",
+        );
+        let fake = summarize(
+            "import torch\nfrom .ops import scale_add\n@scale_add.register_fake\ndef _(x, y, alpha):\n    return torch.empty_like(x)\n",
+            "myops.fake",
+        );
+        assert_eq!(
+            ops.custom_ops,
+            vec![("scale_add".to_owned(), "mylib::scale_add".to_owned())]
+        );
+        assert_eq!(fake.imported_fakes, vec!["myops.ops.scale_add".to_owned()]);
+        let index = WorkspaceIndex::new(&[ops, fake]);
+        assert!(index.has_fake_kernel("mylib::scale_add"));
     }
 }

@@ -4,10 +4,14 @@
 //! A fixture with no marks must produce no diagnostics. Every mismatch of every file is listed
 //! before the test fails, so one run shows the whole picture.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use pt2lsp_analyzer::{LineIndex, Settings, check};
+use pt2lsp_analyzer::{
+    LineIndex, ModuleSource, Settings, SourceFile, WorkspaceIndex, WorkspaceSources, check,
+    check_and_summarize, check_file,
+};
 
 /// One expected or actual diagnostic: one-based line, severity, code.
 type Mark = (u32, String, String);
@@ -119,5 +123,235 @@ fn fixtures_match_their_inline_expectations() {
         "{} fixture mismatches:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+/// Every file of a multi-file fixture, with its dotted module name and whether it is a
+/// package's `__init__.py`, in path order.
+fn project_files(root: &Path) -> Vec<(PathBuf, String, bool)> {
+    let mut paths = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)
+            .expect("project is readable")
+            .flatten()
+        {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "py") {
+                paths.push(path);
+            }
+        }
+    }
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let relative = path.strip_prefix(root).expect("inside the project");
+            let mut parts: Vec<String> = relative
+                .with_extension("")
+                .components()
+                .map(|part| part.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let is_package = parts.last().is_some_and(|last| last == "__init__");
+            if is_package {
+                parts.pop();
+            }
+            (path, parts.join("."), is_package)
+        })
+        .collect()
+}
+
+/// The texts of a fixture project, as the CLI hands them to the analysis.
+struct ProjectSources(HashMap<String, ModuleSource>);
+
+impl WorkspaceSources for ProjectSources {
+    fn source(&self, module: &str) -> Option<ModuleSource> {
+        self.0.get(module).cloned()
+    }
+}
+
+/// Checks one project as a workspace the way the CLI does: every file summarised, then every
+/// file checked against the index with the others' texts at hand.
+fn project_mismatches(root: &Path, name: &str, failures: &mut Vec<String>) {
+    let files = project_files(root);
+    let texts: Vec<String> = files
+        .iter()
+        .map(|(path, _, _)| std::fs::read_to_string(path).expect("fixture is UTF-8"))
+        .collect();
+    let settings = Settings::default();
+    let summaries: Vec<_> = files
+        .iter()
+        .zip(&texts)
+        .map(|((_, module, is_package), text)| {
+            let file = SourceFile {
+                text,
+                module: Some(module),
+                is_package: *is_package,
+            };
+            check_and_summarize(file, &settings).1
+        })
+        .collect();
+    let sources = ProjectSources(
+        files
+            .iter()
+            .zip(&texts)
+            .map(|((path, module, is_package), text)| {
+                (
+                    module.clone(),
+                    ModuleSource {
+                        text: Arc::from(text.as_str()),
+                        is_package: *is_package,
+                        path: path.clone(),
+                    },
+                )
+            })
+            .collect(),
+    );
+    let workspace = WorkspaceIndex::new(&summaries).with_sources(Arc::new(sources));
+    for ((path, module, is_package), text) in files.iter().zip(&texts) {
+        let file = SourceFile {
+            text,
+            module: Some(module),
+            is_package: *is_package,
+        };
+        let report = check_file(file, &settings, &workspace);
+        let index = LineIndex::new(text);
+        let actual: BTreeSet<Mark> = report
+            .diagnostics
+            .iter()
+            .map(|diagnostic| {
+                (
+                    index.line_column(diagnostic.range.start()).line + 1,
+                    diagnostic.severity.as_str().to_owned(),
+                    diagnostic.rule.code().to_owned(),
+                )
+            })
+            .collect();
+        let expected = expected_marks(text);
+        let relative = format!(
+            "{name}/{}",
+            path.strip_prefix(root).unwrap_or(path).display()
+        );
+        for (line, severity, code) in expected.difference(&actual) {
+            failures.push(format!("{relative}:{line}: missing {severity}[{code}]"));
+        }
+        for (line, severity, code) in actual.difference(&expected) {
+            let message = report
+                .diagnostics
+                .iter()
+                .find(|d| {
+                    d.rule.code() == code && index.line_column(d.range.start()).line + 1 == *line
+                })
+                .map(|d| d.message.as_str())
+                .unwrap_or_default();
+            failures.push(format!(
+                "{relative}:{line}: unexpected {severity}[{code}] {message}"
+            ));
+        }
+        // A diagnostic found through another file says how it is reached.
+        for diagnostic in &report.diagnostics {
+            if diagnostic
+                .related
+                .iter()
+                .any(|related| !related.file.exists())
+            {
+                failures.push(format!(
+                    "{relative}: related location in a file that does not exist: {:?}",
+                    diagnostic.related
+                ));
+            }
+        }
+    }
+}
+
+#[test]
+fn projects_match_their_inline_expectations() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects");
+    let mut projects: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("projects directory is readable")
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.is_dir())
+        .collect();
+    projects.sort();
+    assert!(
+        projects.len() >= 2,
+        "expected projects under {}",
+        root.display()
+    );
+    let mut failures = Vec::new();
+    for project in &projects {
+        let name = project.file_name().unwrap_or_default().to_string_lossy();
+        project_mismatches(project, &name, &mut failures);
+    }
+    assert!(
+        failures.is_empty(),
+        "{} project fixture mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn a_diagnostic_in_a_helper_names_the_path_from_the_entrypoint() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects/three_files");
+    let files = project_files(&root);
+    let texts: Vec<String> = files
+        .iter()
+        .map(|(path, _, _)| std::fs::read_to_string(path).expect("fixture is UTF-8"))
+        .collect();
+    let settings = Settings::default();
+    let summaries: Vec<_> = files
+        .iter()
+        .zip(&texts)
+        .map(|((_, module, is_package), text)| {
+            let file = SourceFile {
+                text,
+                module: Some(module),
+                is_package: *is_package,
+            };
+            check_and_summarize(file, &settings).1
+        })
+        .collect();
+    let sources = ProjectSources(
+        files
+            .iter()
+            .zip(&texts)
+            .map(|((path, module, is_package), text)| {
+                let source = ModuleSource {
+                    text: Arc::from(text.as_str()),
+                    is_package: *is_package,
+                    path: path.clone(),
+                };
+                (module.clone(), source)
+            })
+            .collect(),
+    );
+    let workspace = WorkspaceIndex::new(&summaries).with_sources(Arc::new(sources));
+    let (at, _) = files
+        .iter()
+        .enumerate()
+        .find(|(_, (_, module, _))| module == "mymodels.helpers")
+        .expect("the helper file");
+    let file = SourceFile {
+        text: &texts[at],
+        module: Some("mymodels.helpers"),
+        is_package: false,
+    };
+    let report = check_file(file, &settings, &workspace);
+    let related = &report.diagnostics[0].related;
+    let shown: Vec<(String, u32)> = related
+        .iter()
+        .map(|related| {
+            let name = related.file.file_name().unwrap_or_default();
+            (name.to_string_lossy().into_owned(), related.line)
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        vec![("export_net.py".to_owned(), 8), ("net.py".to_owned(), 15)],
+        "{related:?}"
     );
 }

@@ -197,13 +197,15 @@ pub fn check_paths(options: &PathsOptions) -> Result<Vec<Diagnostic>, Error> {
     let reports = on_analysis_stack(|| -> Result<Vec<FileReport>, Error> {
         let prepared = check::prepare(&args)?;
         let mut io_errors = prepared.io_errors;
-        let project = check::Project::load(
+        let mut project = check::Project::load(
             &prepared.files,
             &prepared.settings,
             &prepared.cwd,
             prepared.pool,
             &mut io_errors,
         );
+        project.add_context(&prepared.context);
+        project.check_against_workspace();
         if !io_errors.is_empty() {
             return Err(Error::Io {
                 message: io_errors.join("\n"),

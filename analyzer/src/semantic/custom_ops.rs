@@ -103,6 +103,11 @@ enum KernelRef<'a> {
 pub(crate) struct Registrations<'a> {
     pub(crate) definitions: Vec<Definition<'a>>,
     pub(crate) fakes: Vec<String>,
+    /// `custom_op`-decorated functions of this file: Python name and operator, so that another
+    /// file's `@name.register_fake` can be traced back to the operator.
+    pub(crate) op_functions: Vec<(String, String)>,
+    /// `@name.register_fake` on a name this file imports: the qualified name it refers to.
+    pub(crate) imported_fakes: Vec<String>,
 }
 
 /// Dispatch keys whose kernel also serves fake tensors.
@@ -147,8 +152,9 @@ struct Collector<'r, 'a> {
     libraries: HashMap<String, String>,
     /// Python names of `custom_op`-decorated functions, by operator.
     python_names: HashMap<String, String>,
-    /// `@foo.register_fake` on a Python name not yet mapped to an operator.
-    fake_by_python_name: Vec<String>,
+    /// `@foo.register_fake` on a Python name not yet mapped to an operator, with the qualified
+    /// name it resolves to through the file's imports.
+    fake_by_python_name: Vec<(String, Option<String>)>,
     found: Registrations<'a>,
 }
 
@@ -258,7 +264,9 @@ impl<'a> Collector<'_, 'a> {
             "register_fake" | "register_abstract" | "register_meta"
         ) {
             if let Expr::Name(name) = &*attribute.value {
-                self.fake_by_python_name.push(name.id.to_string());
+                let qualified = (self.resolve)(&attribute.value);
+                self.fake_by_python_name
+                    .push((name.id.to_string(), qualified));
             }
         }
     }
@@ -455,11 +463,20 @@ pub(crate) fn registrations<'a>(
         found: Registrations::default(),
     };
     collector.visit_body(body);
-    for python_name in std::mem::take(&mut collector.fake_by_python_name) {
+    for (python_name, qualified) in std::mem::take(&mut collector.fake_by_python_name) {
         if let Some(op) = collector.python_names.get(&python_name) {
             collector.found.fakes.push(op.clone());
+        } else if let Some(qualified) = qualified.filter(|q| q != &python_name) {
+            // An operator imported from another file: the workspace index maps it back.
+            collector.found.imported_fakes.push(qualified);
         }
     }
+    collector.found.op_functions = collector
+        .python_names
+        .iter()
+        .map(|(name, op)| (name.clone(), op.clone()))
+        .collect();
+    collector.found.op_functions.sort();
     // A schema operator's kernels: the fake kernel is written from the first Python one and
     // goes after the last registration.
     for registration in &collector.kernels {

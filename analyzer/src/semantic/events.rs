@@ -111,4 +111,38 @@ pub(crate) struct Event {
     /// It happens only if an earlier operand of `and`/`or`, which the analysis cannot decide
     /// (a dtype test, a config flag), lets it run.
     pub(crate) conditional: bool,
+    /// The file it happens in: 0 for the analysed file, `k` for the model's `foreign[k - 1]`.
+    pub(crate) file: u32,
+    /// The call sites that lead to it from the analysed file's root, outermost first, when
+    /// the analysis crossed files on the way (empty otherwise).
+    pub(crate) chain: Vec<super::Site>,
+}
+
+impl Event {
+    /// The event as another analysis of its file can use it: values that index the model it
+    /// was found in (classes, functions) are forgotten, and it belongs to file 0.
+    pub(crate) fn portable(&self) -> Event {
+        let kind = match &self.kind {
+            EventKind::Truthiness { value, context } => EventKind::Truthiness {
+                value: value.portable(),
+                context: *context,
+            },
+            EventKind::Scalar { value, usage } => EventKind::Scalar {
+                value: value.portable(),
+                usage: *usage,
+            },
+            EventKind::IterateTensor { tensor, size } => EventKind::IterateTensor {
+                tensor: tensor.clone(),
+                size: size.portable(),
+            },
+            other => other.clone(),
+        };
+        Event {
+            kind,
+            range: self.range,
+            conditional: self.conditional,
+            file: 0,
+            chain: Vec::new(),
+        }
+    }
 }

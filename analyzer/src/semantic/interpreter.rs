@@ -6,7 +6,7 @@
 //! twice so values assigned late in the body reach its start. Events are recorded where a value
 //! meets a construct the exporter cannot trace.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use ruff_text_size::{Ranged, TextRange};
@@ -19,7 +19,7 @@ use super::value::{
     CompareOp, Compared, DimDecl, Guard, GuardKind, Interval, SizeComparison, SizeOrigin,
     TensorDims, TensorInfo, Value,
 };
-use super::{OpDefinition, SemanticModel, ShapesSpec};
+use super::{OpDefinition, SemanticModel, ShapesSpec, Site};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 /// Calls followed inline from one root before the interpreter stops following.
@@ -140,6 +140,14 @@ pub(crate) struct Interpreter<'m, 'a> {
     /// What a size of a tensor with untracked dimensions is: static when the model declares no
     /// dynamic dimension, unknown otherwise.
     untracked: SizeOrigin,
+    /// The file of the code being interpreted (see [`super::FunctionInfo::file`]).
+    file: u32,
+    /// Call sites being evaluated, innermost last.
+    sites: Vec<Site>,
+    /// The call sites of the inlined calls on the stack: an event's chain.
+    frames: Vec<Site>,
+    /// Functions of other files entered.
+    reached: HashSet<Site>,
 }
 
 impl<'m, 'a> Interpreter<'m, 'a> {
@@ -154,18 +162,25 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             budget: INLINE_BUDGET,
             untracked: SizeOrigin::Static,
             conditional: 0,
+            file: 0,
+            sites: Vec::new(),
+            frames: Vec::new(),
+            reached: HashSet::new(),
         }
     }
 
-    /// Interprets every module class's `forward` and returns what happened.
-    pub(crate) fn run(model: &'m SemanticModel<'a>) -> Vec<Event> {
+    /// Interprets every module class's `forward` and returns what happened, with the
+    /// functions of other files it entered.
+    pub(crate) fn run(model: &'m SemanticModel<'a>) -> (Vec<Event>, HashSet<Site>) {
         let mut interpreter = Interpreter::new(model, true);
         let declares_dynamic = model
             .spec
             .as_ref()
             .is_some_and(ShapesSpec::has_dynamic_dims);
+        let entry_class = model.entry.as_ref().and_then(|entry| entry.model_class);
         for (class, info) in model.classes.iter().enumerate() {
-            if !info.is_module {
+            // Other files' classes run only as the entrypoint's model or when called.
+            if !info.is_module || (info.file != 0 && entry_class != Some(class)) {
                 continue;
             }
             let Some(&forward) = info.methods.get("forward") else {
@@ -216,35 +231,59 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             {
                 env.locals.insert(vararg.name.to_string(), Value::Unknown);
             }
+            interpreter.file = model.functions[forward].file;
+            if interpreter.file != 0 {
+                if let Some(site) = model.entry_site {
+                    interpreter.frames.push((0, site));
+                }
+                interpreter.reached.insert((interpreter.file, def.range()));
+            }
+            let replaced = model.classes[class].replaced;
+            interpreter.conditional += usize::from(replaced);
             interpreter.stack.push(forward);
             interpreter.returns.push(Value::Bottom);
             interpreter.exec_block(&def.body, &mut env);
             interpreter.returns.pop();
             interpreter.stack.pop();
+            interpreter.conditional -= usize::from(replaced);
+            interpreter.frames.clear();
+            interpreter.file = 0;
         }
-        interpreter.events
+        (interpreter.events, interpreter.reached)
     }
 
-    /// Evaluates a module-level expression (an alias, a base class) without tracing anything.
-    pub(crate) fn evaluate_global(model: &'m SemanticModel<'a>, expr: &Expr) -> Value {
+    /// Evaluates a module-level expression (an alias, a base class) of file `file` without
+    /// tracing anything.
+    pub(crate) fn evaluate_global_in(
+        model: &'m SemanticModel<'a>,
+        expr: &Expr,
+        file: u32,
+    ) -> Value {
         let mut interpreter = Interpreter::new(model, false);
+        interpreter.file = file;
         interpreter.eval(expr, &mut Env::default())
     }
 
-    /// Records what each `self.<name> = ...` in a method body assigns.
+    /// Records what each `self.<name> = ...` in a method body of file `file` assigns.
     pub(crate) fn collect_attributes(
         model: &'m SemanticModel<'a>,
         body: &[Stmt],
         attributes: &mut HashMap<String, Value>,
+        file: u32,
     ) {
         let mut interpreter = Interpreter::new(model, false);
+        interpreter.file = file;
         interpreter.attributes_in(body, attributes);
     }
 
     fn attributes_in(&mut self, body: &[Stmt], attributes: &mut HashMap<String, Value>) {
         fn record(attributes: &mut HashMap<String, Value>, name: &str, value: Value) {
             let value = match value {
-                Value::Tensor(_) | Value::Module(_) | Value::Modules | Value::Tuple(_) => value,
+                Value::Tensor(_)
+                | Value::Module(_)
+                | Value::Layer(_)
+                | Value::Modules
+                | Value::Tuple(_) => value,
                 Value::None => Value::None,
                 _ => Value::Unknown,
             };
@@ -316,10 +355,17 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     fn record(&mut self, kind: EventKind, range: TextRange) {
         if self.emit {
             let conditional = self.conditional > 0;
+            let chain = if self.model.foreign.is_empty() {
+                Vec::new()
+            } else {
+                self.frames.clone()
+            };
             self.events.push(Event {
                 kind,
                 range,
                 conditional,
+                file: self.file,
+                chain,
             });
         }
     }
@@ -439,13 +485,15 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 narrow(&assert.test, false, env);
             }
             Stmt::FunctionDef(def) => {
-                if let Some(index) = self.model.function_at(def) {
+                if let Some(index) = self.model.function_at_in(self.file, def) {
                     env.locals
                         .insert(def.name.to_string(), Value::Function(index));
                 }
             }
             Stmt::Import(_) | Stmt::ImportFrom(_) => {
-                for (local, qualified) in names::import_bindings(stmt, self.model.file) {
+                for (local, qualified) in
+                    names::import_bindings(stmt, self.model.source_in(self.file))
+                {
                     env.locals
                         .insert(local, Value::Qualified(Rc::from(qualified)));
                 }
@@ -774,7 +822,12 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         if let Some(value) = env.outer.as_ref().and_then(|outer| outer.get(name)) {
             return value.clone();
         }
-        if let Some(value) = self.model.globals.get(name) {
+        if let Some(value) = self.model.globals_in(self.file).get(name) {
+            if let Value::Qualified(qualified) = value {
+                if let Some(resolved) = self.model.resolve_qualified(qualified) {
+                    return resolved;
+                }
+            }
             return value.clone();
         }
         Value::Qualified(Rc::from(format!("builtins.{name}")))
@@ -934,9 +987,12 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 }
                 module_parameter(name)
             }
-            Value::Module(None) => module_parameter(name),
+            Value::Module(None) | Value::Layer(_) => module_parameter(name),
             Value::Qualified(qualified) => {
-                Value::Qualified(Rc::from(format!("{qualified}.{name}")))
+                let qualified = format!("{qualified}.{name}");
+                self.model
+                    .resolve_qualified(&qualified)
+                    .unwrap_or_else(|| Value::Qualified(Rc::from(qualified)))
             }
             _ => Value::Unknown,
         }
@@ -1109,6 +1165,13 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     // Calls
 
     fn call(&mut self, call: &ast::ExprCall, env: &mut Env) -> Value {
+        self.sites.push((self.file, call.range()));
+        let value = self.call_site(call, env);
+        self.sites.pop();
+        value
+    }
+
+    fn call_site(&mut self, call: &ast::ExprCall, env: &mut Env) -> Value {
         let args: Vec<Value> = call
             .arguments
             .args
@@ -1151,6 +1214,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     self.tensor_method(&info, name, call, &args, &kwargs)
                 }
                 Value::Module(class) => self.module_method(class, name, &args, &kwargs, any_tensor),
+                Value::Layer(_) => self.module_method(None, name, &args, &kwargs, any_tensor),
                 Value::Modules => match name {
                     "values" | "children" | "modules" => Value::Modules,
                     _ => Value::Unknown,
@@ -1195,6 +1259,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 Value::Module(Some(*class))
             }
             Value::Module(submodule) => self.call_module(*submodule, args, kwargs),
+            Value::Layer(_) => layer_call(args),
             _ => Value::Unknown,
         }
     }
@@ -1225,7 +1290,8 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     /// A nested function sees its parent's bindings; a module-level one does not.
     fn closure_of(&self, function: usize, env: &Env) -> Option<Rc<HashMap<String, Value>>> {
         let name = self.model.functions[function].def.name.as_str();
-        let is_global = matches!(self.model.globals.get(name), Some(Value::Function(index)) if *index == function);
+        let file = self.model.functions[function].file;
+        let is_global = matches!(self.model.globals_in(file).get(name), Some(Value::Function(index)) if *index == function);
         if is_global {
             return None;
         }
@@ -1303,6 +1369,21 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 );
                 return Value::Unknown;
             }
+            // A reduction over a later dimension with `keepdim=True` keeps the first one.
+            "sum" | "mean" | "norm" | "amax" | "amin" | "std" | "var" | "logsumexp" | "prod"
+                if call.arguments.find_keyword("keepdim").is_some_and(|keyword| {
+                    matches!(&keyword.value, Expr::BooleanLiteral(literal) if literal.value)
+                }) =>
+            {
+                let dim = call
+                    .arguments
+                    .find_keyword("dim")
+                    .map(|keyword| &keyword.value)
+                    .or_else(|| call.arguments.args.first().filter(|_| name != "norm"));
+                if dim.and_then(names::int_literal).is_some_and(|dim| dim != 0) {
+                    return layer_call(&[Value::Tensor(info.clone())]);
+                }
+            }
             _ => {}
         }
         let _ = (args, kwargs);
@@ -1365,6 +1446,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     let submodule = *submodule;
                     return self.call_module(submodule, args, kwargs);
                 }
+                Some(Value::Layer(_)) => return layer_call(args),
                 Some(Value::Tensor(_) | Value::Modules) => return Value::Unknown,
                 _ => {}
             }
@@ -1395,6 +1477,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     ) -> Value {
         if let Some(builtin) = qualified.strip_prefix("builtins.") {
             return self.builtin_call(builtin, call, args, env);
+        }
+        // A function or class of another file of the program: followed like a local one.
+        if let Some(resolved) = self.model.resolve_qualified(qualified) {
+            return self.call_value(&resolved, call, args, kwargs, any_tensor, env);
         }
         let top = qualified.split('.').next().unwrap_or_default();
         match qualified {
@@ -1496,6 +1582,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         }
         if let Some(constructed) = torch_api::constructed(qualified) {
             return match constructed {
+                Constructed::Module if keeps_batch_dim(qualified) => {
+                    Value::Layer(Rc::from(qualified))
+                }
                 Constructed::Module => Value::Module(None),
                 Constructed::Modules => Value::Modules,
                 Constructed::Parameter => Value::tensor(),
@@ -1682,6 +1771,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 self.inline(*method, Some(Value::Module(*class)), args, &[], None)
             }
             Value::Module(_) => Value::opaque_tensor(),
+            Value::Layer(_) => layer_call(args),
             _ => Value::Unknown,
         }
     }
@@ -1703,6 +1793,19 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         if self.model.custom_ops.iter().any(|op| {
             matches!(op.definition, OpDefinition::Decorated { function, .. } if std::ptr::eq(function, def))
         }) {
+            return Value::opaque_tensor();
+        }
+        let file = self.model.functions[function].file;
+        if file != 0
+            && def.decorator_list.iter().any(|decorator| {
+                let callee = match &decorator.expression {
+                    Expr::Call(call) => &*call.func,
+                    other => other,
+                };
+                names::dotted(callee)
+                    .is_some_and(|name| name.ends_with("custom_op") || name.ends_with("triton_op"))
+            })
+        {
             return Value::opaque_tensor();
         }
         // A closure's result also depends on the values it closes over, which the key does not
@@ -1765,11 +1868,33 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         {
             env.locals.insert(vararg.name.to_string(), Value::Unknown);
         }
+        // Entering another file's code: its globals answer names, its events go to it.
+        let caller_file = std::mem::replace(&mut self.file, file);
+        let frame = if self.model.foreign.is_empty() {
+            None
+        } else {
+            self.sites.last().copied()
+        };
+        if let Some(site) = frame {
+            self.frames.push(site);
+        }
+        if file != 0 {
+            self.reached.insert((file, def.range()));
+        }
+        let replaced = info
+            .class
+            .is_some_and(|class| self.model.classes[class].replaced);
+        self.conditional += usize::from(replaced);
         self.stack.push(function);
         self.returns.push(Value::Bottom);
         let falls_through = self.exec_block(&def.body, &mut env);
         let mut result = self.returns.pop().unwrap_or(Value::Unknown);
         self.stack.pop();
+        self.conditional -= usize::from(replaced);
+        if frame.is_some() {
+            self.frames.pop();
+        }
+        self.file = caller_file;
         if falls_through {
             result = result.join(&Value::None);
         }
@@ -2454,4 +2579,79 @@ fn raises_only(body: &[Stmt]) -> bool {
                 || matches!(stmt, Stmt::Expr(expr) if matches!(&*expr.value, Expr::StringLiteral(_) | Expr::Call(_)))
         })
         && body.iter().any(|stmt| matches!(stmt, Stmt::Raise(_)))
+}
+
+/// `torch.nn` layers whose output keeps the input's first dimension (the batch): linear maps,
+/// convolutions, norms, pooling, dropout, activations, embeddings.
+fn keeps_batch_dim(qualified: &str) -> bool {
+    let Some(layer) = qualified
+        .strip_prefix("torch.nn.")
+        .filter(|rest| !rest.contains('.'))
+    else {
+        return false;
+    };
+    let family = layer.trim_end_matches(|c: char| c.is_ascii_digit() || c == 'd');
+    matches!(
+        family,
+        "Linear"
+            | "LazyLinear"
+            | "Conv"
+            | "ConvTranspose"
+            | "LayerNorm"
+            | "RMSNorm"
+            | "GroupNorm"
+            | "BatchNorm"
+            | "InstanceNorm"
+            | "Dropout"
+            | "Dropout1"
+            | "Dropout2"
+            | "Dropout3"
+            | "MaxPool"
+            | "AvgPool"
+            | "AdaptiveAvgPool"
+            | "AdaptiveMaxPool"
+            | "Embedding"
+            | "Identity"
+            | "ReLU"
+            | "GELU"
+            | "SiLU"
+            | "Tanh"
+            | "Sigmoid"
+            | "LeakyReLU"
+            | "ELU"
+            | "Mish"
+            | "Softmax"
+            | "LogSoftmax"
+            | "Hardswish"
+            | "Hardsigmoid"
+            | "Softplus"
+            | "PReLU"
+    )
+}
+
+/// Calling a layer that keeps the batch dimension: a tensor whose first dimension is the
+/// input's (dynamic or not); nothing else is known of its dimensions.
+fn layer_call(args: &[Value]) -> Value {
+    match args.first() {
+        Some(Value::Tensor(info)) => {
+            let dims = info.dims.as_ref().map(|dims| {
+                Rc::new(TensorDims {
+                    rank: None,
+                    dynamic: dims
+                        .dynamic
+                        .iter()
+                        .filter(|(index, _)| *index == 0)
+                        .cloned()
+                        .collect(),
+                    literal: Vec::new(),
+                })
+            });
+            Value::Tensor(TensorInfo {
+                dims,
+                assumed: info.assumed,
+                ..TensorInfo::default()
+            })
+        }
+        _ => Value::opaque_tensor(),
+    }
 }

@@ -21,9 +21,10 @@ pub(crate) fn torch_api_is_module_base(qualified: &str) -> bool {
 pub(crate) mod value;
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::rc::Rc;
 
-use ruff_text_size::{Ranged, TextSize};
+use ruff_text_size::{Ranged, TextRange, TextSize};
 
 pub(crate) use custom_ops::{CustomOp, Implementation, OpDefinition, registrations};
 pub(crate) use events::{BoolContext, Event, EventKind, ScalarUse};
@@ -41,13 +42,38 @@ pub(crate) struct FunctionInfo<'a> {
     pub(crate) def: &'a ast::StmtFunctionDef,
     /// The class whose body defines it directly.
     pub(crate) class: Option<usize>,
+    /// The file that defines it: 0 for the analysed file, `k` for `foreign[k - 1]`.
+    pub(crate) file: u32,
 }
+
+/// Another workspace file whose functions and classes the analysis may enter: the files an
+/// entrypoint's model is made of.
+pub(crate) struct ForeignFile<'a> {
+    pub(crate) file: SourceFile<'a>,
+    pub(crate) path: &'a Path,
+    pub(crate) globals: HashMap<String, Value>,
+}
+
+/// One workspace file loaded for whole-program analysis, owned by the caller of
+/// [`SemanticModel::build`] so that the model can borrow its syntax tree.
+pub(crate) struct LoadedFile {
+    pub(crate) module: String,
+    pub(crate) source: crate::workspace::ModuleSource,
+    pub(crate) parsed: Parsed,
+}
+
+/// A place on the way to an event: a call site, or the entrypoint, in some file.
+pub(crate) type Site = (u32, TextRange);
 
 /// A class defined at module level.
 pub(crate) struct ClassInfo<'a> {
     pub(crate) def: &'a ast::StmtClassDef,
     pub(crate) bases: Vec<Value>,
     pub(crate) is_module: bool,
+    pub(crate) file: u32,
+    /// A class decorator or a module-level `Cls.forward = ...` may replace the methods with
+    /// code the analysis does not see: what it finds in them is a warning at most.
+    pub(crate) replaced: bool,
     pub(crate) methods: HashMap<&'a str, usize>,
     /// What `self.<name>` holds, from assignments in any method.
     pub(crate) attributes: HashMap<String, Value>,
@@ -60,7 +86,18 @@ pub(crate) struct SemanticModel<'a> {
     pub(crate) strict: bool,
     pub(crate) globals: HashMap<String, Value>,
     pub(crate) functions: Vec<FunctionInfo<'a>>,
-    function_by_start: HashMap<TextSize, usize>,
+    function_by_start: HashMap<(u32, TextSize), usize>,
+    /// Other workspace files the analysis may enter (empty unless this file is an entrypoint
+    /// checked with workspace sources).
+    pub(crate) foreign: Vec<ForeignFile<'a>>,
+    /// File ids by dotted module name, this file's included.
+    modules: HashMap<&'a str, u32>,
+    /// Events the analysis found in foreign files, each with its file id.
+    pub(crate) foreign_events: Vec<Event>,
+    /// Functions of foreign files the analysis entered: (file, the function's range).
+    pub(crate) reached: HashSet<Site>,
+    /// The module-level `model = ...` statement, where the call chains of events start.
+    pub(crate) entry_site: Option<TextRange>,
     pub(crate) classes: Vec<ClassInfo<'a>>,
     pub(crate) events: Vec<Event>,
     pub(crate) custom_ops: Vec<CustomOp<'a>>,
@@ -74,6 +111,17 @@ impl<'a> SemanticModel<'a> {
         file: SourceFile<'a>,
         workspace: &'a WorkspaceIndex,
     ) -> Self {
+        Self::build_program(parsed, file, workspace, &[])
+    }
+
+    /// Builds the model of `parsed` with the other files of its program, whose functions and
+    /// classes the interpreter enters when the analysed code calls them.
+    pub(crate) fn build_program(
+        parsed: &'a Parsed,
+        file: SourceFile<'a>,
+        workspace: &'a WorkspaceIndex,
+        program: &'a [LoadedFile],
+    ) -> Self {
         let body: &'a [Stmt] = &parsed.module.body;
         let mut model = SemanticModel {
             file,
@@ -82,34 +130,80 @@ impl<'a> SemanticModel<'a> {
             globals: HashMap::new(),
             functions: Vec::new(),
             function_by_start: HashMap::new(),
+            foreign: Vec::new(),
+            modules: HashMap::new(),
+            foreign_events: Vec::new(),
+            reached: HashSet::new(),
+            entry_site: None,
             classes: Vec::new(),
             events: Vec::new(),
             custom_ops: Vec::new(),
             spec: None,
             entry: None,
         };
-        model.collect_functions(body, None);
-        model.collect_globals(body);
+        if let Some(module) = file.module {
+            model.modules.insert(module, 0);
+        }
+        for loaded in program {
+            let id = u32::try_from(model.foreign.len() + 1).unwrap_or(u32::MAX);
+            model.modules.entry(loaded.module.as_str()).or_insert(id);
+            model.foreign.push(ForeignFile {
+                file: SourceFile {
+                    text: &loaded.source.text,
+                    module: Some(&loaded.module),
+                    is_package: loaded.source.is_package,
+                },
+                path: &loaded.source.path,
+                globals: HashMap::new(),
+            });
+        }
+        model.collect_functions(body, None, 0);
+        for (index, loaded) in program.iter().enumerate() {
+            let id = u32::try_from(index + 1).unwrap_or(u32::MAX);
+            model.collect_functions(&loaded.parsed.module.body, None, id);
+        }
+        // Foreign globals first: the analysed file's aliases may resolve through them.
+        for (index, loaded) in program.iter().enumerate() {
+            let id = u32::try_from(index + 1).unwrap_or(u32::MAX);
+            model.collect_globals(&loaded.parsed.module.body, id);
+        }
+        model.collect_globals(body, 0);
         model.resolve_modules();
+        model.mark_replaced_methods(body, 0);
+        for (index, loaded) in program.iter().enumerate() {
+            let id = u32::try_from(index + 1).unwrap_or(u32::MAX);
+            model.mark_replaced_methods(&loaded.parsed.module.body, id);
+        }
         model.collect_attributes();
         model.custom_ops = custom_ops::collect(body, &model);
-        // Files that define no module class and no custom op have nothing traced.
-        if model.classes.iter().any(|class| class.is_module) {
+        model.entry_site = entry_site(body);
+        // Files that define no module class and no custom op have nothing traced, unless they
+        // export a model defined in another file.
+        let local_module = model
+            .classes
+            .iter()
+            .any(|class| class.is_module && class.file == 0);
+        if local_module || !program.is_empty() {
             (model.entry, model.spec) = shapes::collect(body, &model);
             model.strict = shapes::declares_strict(body);
-            model.events = Interpreter::run(&model);
+            let (events, reached) = Interpreter::run(&model);
+            let (own, foreign): (Vec<Event>, Vec<Event>) =
+                events.into_iter().partition(|event| event.file == 0);
+            model.events = own;
+            model.foreign_events = foreign;
+            model.reached = reached;
         }
         model
     }
 
-    fn collect_functions(&mut self, body: &'a [Stmt], class: Option<usize>) {
+    fn collect_functions(&mut self, body: &'a [Stmt], class: Option<usize>, file: u32) {
         for stmt in body {
             match stmt {
                 Stmt::FunctionDef(def) => {
                     self.function_by_start
-                        .insert(def.start(), self.functions.len());
-                    self.functions.push(FunctionInfo { def, class });
-                    self.collect_functions(&def.body, None);
+                        .insert((file, def.start()), self.functions.len());
+                    self.functions.push(FunctionInfo { def, class, file });
+                    self.collect_functions(&def.body, None, file);
                 }
                 Stmt::ClassDef(def) => {
                     // Every class gets an entry, nested ones included (a model class defined
@@ -120,10 +214,12 @@ impl<'a> SemanticModel<'a> {
                         is_module: false,
                         methods: HashMap::new(),
                         attributes: HashMap::new(),
+                        file,
+                        replaced: false,
                     });
                     let index = self.classes.len() - 1;
                     let first = self.functions.len();
-                    self.collect_functions(&def.body, Some(index));
+                    self.collect_functions(&def.body, Some(index), file);
                     for function in first..self.functions.len() {
                         if self.functions[function].class == Some(index) {
                             let name = self.functions[function].def.name.as_str();
@@ -132,69 +228,278 @@ impl<'a> SemanticModel<'a> {
                     }
                 }
                 Stmt::If(if_stmt) => {
-                    self.collect_functions(&if_stmt.body, class);
+                    self.collect_functions(&if_stmt.body, class, file);
                     for clause in &if_stmt.elif_else_clauses {
-                        self.collect_functions(&clause.body, class);
+                        self.collect_functions(&clause.body, class, file);
                     }
                 }
                 Stmt::Try(try_stmt) => {
-                    self.collect_functions(&try_stmt.body, class);
+                    self.collect_functions(&try_stmt.body, class, file);
                     for ast::ExceptHandler::ExceptHandler(handler) in &try_stmt.handlers {
-                        self.collect_functions(&handler.body, class);
+                        self.collect_functions(&handler.body, class, file);
                     }
-                    self.collect_functions(&try_stmt.orelse, class);
-                    self.collect_functions(&try_stmt.finalbody, class);
+                    self.collect_functions(&try_stmt.orelse, class, file);
+                    self.collect_functions(&try_stmt.finalbody, class, file);
                 }
-                Stmt::With(with) => self.collect_functions(&with.body, class),
-                Stmt::For(for_stmt) => self.collect_functions(&for_stmt.body, class),
-                Stmt::While(while_stmt) => self.collect_functions(&while_stmt.body, class),
+                Stmt::With(with) => self.collect_functions(&with.body, class, file),
+                Stmt::For(for_stmt) => self.collect_functions(&for_stmt.body, class, file),
+                Stmt::While(while_stmt) => self.collect_functions(&while_stmt.body, class, file),
                 _ => {}
             }
         }
     }
 
-    pub(crate) fn function_at(&self, def: &ast::StmtFunctionDef) -> Option<usize> {
-        self.function_by_start.get(&def.start()).copied()
+    /// The module class a factory function returns (`def build(cfg): return Net(cfg)`), when
+    /// all its `return`s that construct a known module class agree on one.
+    pub(crate) fn class_returned_by(&self, function: usize) -> Option<usize> {
+        fn returns<'s>(body: &'s [Stmt], out: &mut Vec<&'s ast::Expr>) {
+            for stmt in body {
+                match stmt {
+                    Stmt::Return(ast::StmtReturn {
+                        value: Some(value), ..
+                    }) => out.push(value),
+                    Stmt::If(if_stmt) => {
+                        returns(&if_stmt.body, out);
+                        for clause in &if_stmt.elif_else_clauses {
+                            returns(&clause.body, out);
+                        }
+                    }
+                    Stmt::With(with) => returns(&with.body, out),
+                    Stmt::Try(try_stmt) => returns(&try_stmt.body, out),
+                    _ => {}
+                }
+            }
+        }
+        let info = &self.functions[function];
+        let mut values = Vec::new();
+        returns(&info.def.body, &mut values);
+        let mut found = None;
+        for value in values {
+            // `return Net(cfg).eval()`: methods of a module that return it.
+            let mut value = value;
+            while let ast::Expr::Call(call) = value {
+                match &*call.func {
+                    ast::Expr::Attribute(attribute)
+                        if matches!(&*attribute.value, ast::Expr::Call(_))
+                            && matches!(
+                                attribute.attr.as_str(),
+                                "eval" | "train" | "to" | "float" | "half" | "cpu" | "cuda"
+                            ) =>
+                    {
+                        value = &attribute.value;
+                    }
+                    _ => break,
+                }
+            }
+            let ast::Expr::Call(call) = value else {
+                continue;
+            };
+            let Some(name) = names::dotted(&call.func) else {
+                continue;
+            };
+            let class = match self.globals_in(info.file).get(name.as_str()) {
+                Some(Value::Class(class)) => Some(*class),
+                Some(Value::Qualified(qualified)) => match self.resolve_qualified(qualified) {
+                    Some(Value::Class(class)) => Some(class),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match (class, found) {
+                (Some(class), None) if self.classes[class].is_module => found = Some(class),
+                (Some(class), Some(earlier)) if class != earlier => return None,
+                _ => {}
+            }
+        }
+        found
     }
 
-    fn collect_globals(&mut self, body: &'a [Stmt]) {
-        // By start offset, which no two class statements share: a scan of `classes` per class
-        // made files with tens of thousands of classes quadratic.
+    /// The dotted names of the foreign files whose functions the analysis entered.
+    pub(crate) fn entered_modules(&self) -> HashSet<String> {
+        self.reached
+            .iter()
+            .filter_map(|(file, _)| self.source_in(*file).module)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The id of the program's file for dotted module `module`.
+    pub(crate) fn file_id(&self, module: &str) -> Option<u32> {
+        self.modules.get(module).copied()
+    }
+
+    pub(crate) fn function_at_in(&self, file: u32, def: &ast::StmtFunctionDef) -> Option<usize> {
+        self.function_by_start.get(&(file, def.start())).copied()
+    }
+
+    /// The module-level bindings of file `file`.
+    pub(crate) fn globals_in(&self, file: u32) -> &HashMap<String, Value> {
+        match file.checked_sub(1) {
+            Some(index) => &self.foreign[index as usize].globals,
+            None => &self.globals,
+        }
+    }
+
+    fn globals_in_mut(&mut self, file: u32) -> &mut HashMap<String, Value> {
+        match file.checked_sub(1) {
+            Some(index) => &mut self.foreign[index as usize].globals,
+            None => &mut self.globals,
+        }
+    }
+
+    /// File `file` as the analysis sees it.
+    pub(crate) fn source_in(&self, file: u32) -> SourceFile<'a> {
+        match file.checked_sub(1) {
+            Some(index) => self.foreign[index as usize].file,
+            None => self.file,
+        }
+    }
+
+    /// What a qualified name means when it names a function or class of a file in the
+    /// program (`mymodels.helpers.normalize`, or `mymodels.Net` re-exported by a package's
+    /// `__init__`); `None` for anything else, which stays a qualified name.
+    pub(crate) fn resolve_qualified(&self, name: &str) -> Option<Value> {
+        if self.foreign.is_empty() {
+            return None;
+        }
+        let mut name = name.to_owned();
+        // Each step follows one re-export; cycles end at the bound.
+        for _ in 0..8 {
+            let (file, rest) = self.split_module(&name)?;
+            let (head, tail) = match rest.split_once('.') {
+                Some((head, tail)) => (head, Some(tail)),
+                None => (rest, None),
+            };
+            let value = self.globals_in(file).get(head)?;
+            match (value, tail) {
+                (Value::Qualified(target), tail) => {
+                    name = match tail {
+                        Some(tail) => format!("{target}.{tail}"),
+                        None => target.to_string(),
+                    };
+                }
+                (value, None) => return Some(value.clone()),
+                (Value::Class(class), Some(method)) if !method.contains('.') => {
+                    return self.find_method(*class, method).map(Value::Function);
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// The program file a qualified name lies in, with the rest of the name; `None` when no
+    /// proper prefix of it is a module of the program.
+    fn split_module<'n>(&self, name: &'n str) -> Option<(u32, &'n str)> {
+        let mut end = name.len();
+        while let Some(dot) = name[..end].rfind('.') {
+            if let Some(&file) = self.modules.get(&name[..dot]) {
+                return Some((file, &name[dot + 1..]));
+            }
+            end = dot;
+        }
+        None
+    }
+
+    fn collect_globals(&mut self, body: &'a [Stmt], file: u32) {
+        // By start offset, which no two class statements of one file share: a scan of
+        // `classes` per class made files with tens of thousands of classes quadratic.
         let class_by_start: HashMap<TextSize, usize> = self
             .classes
             .iter()
             .enumerate()
+            .filter(|(_, class)| class.file == file)
             .map(|(index, class)| (class.def.start(), index))
             .collect();
+        let source = self.source_in(file);
         for stmt in names::module_level_statements(body) {
             match stmt {
                 Stmt::Import(_) | Stmt::ImportFrom(_) => {
-                    for (local, qualified) in names::import_bindings(stmt, self.file) {
-                        self.globals
+                    for (local, qualified) in names::import_bindings(stmt, source) {
+                        self.globals_in_mut(file)
                             .insert(local, Value::Qualified(Rc::from(qualified)));
                     }
                 }
                 Stmt::ClassDef(def) => {
                     if let Some(&index) = class_by_start.get(&def.start()) {
-                        self.globals
+                        self.globals_in_mut(file)
                             .insert(def.name.to_string(), Value::Class(index));
                     }
                 }
                 // `module_level_statements` enters no function or class body, so a def found
                 // here is a module-level function.
                 Stmt::FunctionDef(def) => {
-                    if let Some(index) = self.function_at(def) {
+                    if let Some(index) = self.function_at_in(file, def) {
                         if self.functions[index].class.is_none() {
-                            self.globals
+                            self.globals_in_mut(file)
                                 .insert(def.name.to_string(), Value::Function(index));
                         }
                     }
                 }
                 Stmt::Assign(assign) => {
                     if let [ast::Expr::Name(target)] = assign.targets.as_slice() {
-                        let value = Interpreter::evaluate_global(self, &assign.value);
+                        let value = Interpreter::evaluate_global_in(self, &assign.value, file);
                         if !matches!(value, Value::Unknown) {
-                            self.globals.insert(target.id.to_string(), value);
+                            self.globals_in_mut(file)
+                                .insert(target.id.to_string(), value);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Marks the classes whose methods something else may replace: a class decorator that
+    /// is not known to keep them (`@use_experts_implementation`), or a module-level
+    /// `Cls.forward = ...`.
+    fn mark_replaced_methods(&mut self, body: &'a [Stmt], file: u32) {
+        for stmt in names::module_level_statements(body) {
+            match stmt {
+                Stmt::ClassDef(def) => {
+                    let replaces = def.decorator_list.iter().any(|decorator| {
+                        let name = names::dotted(match &decorator.expression {
+                            ast::Expr::Call(call) => &call.func,
+                            other => other,
+                        })
+                        .unwrap_or_default();
+                        let last = name.rsplit('.').next().unwrap_or_default();
+                        // Decorators that keep the class's own methods.
+                        !matches!(
+                            last,
+                            "dataclass"
+                                | "final"
+                                | "total_ordering"
+                                | "unique"
+                                | "runtime_checkable"
+                                | "auto_docstring"
+                                | "add_start_docstrings"
+                                | "register"
+                                | "compile_ignored"
+                        )
+                    });
+                    if replaces {
+                        if let Some(index) = self.classes.iter().position(|class| {
+                            class.file == file && class.def.range() == def.range()
+                        }) {
+                            self.classes[index].replaced = true;
+                        }
+                    }
+                }
+                Stmt::Assign(assign) => {
+                    for target in &assign.targets {
+                        let ast::Expr::Attribute(attribute) = target else {
+                            continue;
+                        };
+                        if attribute.attr.as_str() != "forward" {
+                            continue;
+                        }
+                        if let ast::Expr::Name(class) = &*attribute.value {
+                            if let Some(Value::Class(index)) =
+                                self.globals_in(file).get(class.id.as_str()).cloned()
+                            {
+                                self.classes[index].replaced = true;
+                            }
                         }
                     }
                 }
@@ -206,12 +511,13 @@ impl<'a> SemanticModel<'a> {
     /// Marks every class that derives from `nn.Module`, through local and workspace bases.
     fn resolve_modules(&mut self) {
         for index in 0..self.classes.len() {
+            let file = self.classes[index].file;
             let bases: Vec<Value> = self.classes[index]
                 .def
                 .arguments
                 .iter()
                 .flat_map(|arguments| arguments.args.iter())
-                .map(|base| Interpreter::evaluate_global(self, base))
+                .map(|base| Interpreter::evaluate_global_in(self, base, file))
                 .collect();
             self.classes[index].bases = bases;
         }
@@ -250,10 +556,11 @@ impl<'a> SemanticModel<'a> {
                 continue;
             }
             let methods: Vec<usize> = self.classes[index].methods.values().copied().collect();
+            let file = self.classes[index].file;
             let mut attributes: HashMap<String, Value> = HashMap::new();
             for method in methods {
                 let def = self.functions[method].def;
-                Interpreter::collect_attributes(self, &def.body, &mut attributes);
+                Interpreter::collect_attributes(self, &def.body, &mut attributes, file);
             }
             self.classes[index].attributes = attributes;
         }
@@ -341,8 +648,19 @@ impl<'a> SemanticModel<'a> {
 
     /// The source text of a range, for messages: on one line, shortened to fit.
     pub(crate) fn text(&self, ranged: impl Ranged) -> String {
+        self.text_in(0, ranged)
+    }
+
+    /// The source text of a range of file `file`, for messages.
+    pub(crate) fn text_in(&self, file: u32, ranged: impl Ranged) -> String {
         const SHOWN: usize = 60;
-        let text = &self.file.text[ranged.range()];
+        let Some(text) = self
+            .source_in(file)
+            .text
+            .get(std::ops::Range::<usize>::from(ranged.range()))
+        else {
+            return String::new();
+        };
         // Only the words that can be shown are collapsed: a range may span a whole generated
         // file (a chain of ten thousand ternaries), and copying it for every message was
         // quadratic. Dropping the spaces inside brackets at most halves the collapsed text, so
@@ -374,4 +692,19 @@ impl<'a> SemanticModel<'a> {
         shown.push('…');
         shown
     }
+}
+
+/// The module-level `model = ...` statement, where an entrypoint's analysis starts.
+fn entry_site(body: &[Stmt]) -> Option<TextRange> {
+    names::module_level_statements(body)
+        .into_iter()
+        .rev()
+        .find_map(|stmt| match stmt {
+            Stmt::Assign(assign)
+                if matches!(assign.targets.as_slice(), [ast::Expr::Name(target)] if target.id.as_str() == "model") =>
+            {
+                Some(assign.range())
+            }
+            _ => None,
+        })
 }

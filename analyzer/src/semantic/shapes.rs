@@ -515,11 +515,28 @@ impl<'a> ModelResolver<'_, '_, 'a> {
     /// The class a call of `func` returns.
     fn callee_class(&self, func: &'a Expr, depth: usize) -> Option<usize> {
         let dotted = names::dotted(func)?;
-        match self.model.globals.get(dotted.as_str()) {
-            Some(Value::Class(class)) if self.model.classes[*class].is_module => {
-                return Some(*class);
+        let global = self
+            .model
+            .globals
+            .get(dotted.as_str())
+            .map(|value| match value {
+                // A class or function imported from another file of the program.
+                Value::Qualified(qualified) => self
+                    .model
+                    .resolve_qualified(qualified)
+                    .unwrap_or_else(|| value.clone()),
+                other => other.clone(),
+            });
+        match global {
+            Some(Value::Class(class)) if self.model.classes[class].is_module => {
+                return Some(class);
             }
-            Some(Value::Function(function)) => return self.returned_class(*function, depth),
+            // `model = build(cfg)`, where `build` (here or in another file) returns `M(...)`.
+            Some(Value::Function(function)) => {
+                return self
+                    .returned_class(function, depth)
+                    .or_else(|| self.model.class_returned_by(function));
+            }
             _ => {}
         }
         // `M.from_config(cfg)`: a classmethod of a module class builds that class.
@@ -1386,3 +1403,4 @@ impl DimReader<'_, '_, '_> {
         }
     }
 }
+

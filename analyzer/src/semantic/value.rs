@@ -264,6 +264,9 @@ pub(crate) enum Value {
     Module(Option<usize>),
     /// A container of modules (`nn.ModuleList`, `nn.ModuleDict`, `nn.Sequential`).
     Modules,
+    /// A `torch.nn` layer that keeps its input's first dimension (`nn.Linear`, `nn.Conv2d`),
+    /// by qualified class name.
+    Layer(Rc<str>),
     /// A module-level object known by its qualified name: `torch.nn.functional`, `np.mean`.
     Qualified(Rc<str>),
     /// A function defined in this file, by its index in the model's function table.
@@ -307,6 +310,17 @@ impl Value {
         }
     }
 
+    /// The value without indexes into the model it was computed in.
+    pub(crate) fn portable(&self) -> Value {
+        match self {
+            Value::Module(_) => Value::Module(None),
+            Value::Function(_) | Value::Class(_) | Value::Method(..) => Value::Unknown,
+            Value::Tuple(items) => Value::Tuple(items.iter().map(Value::portable).collect()),
+            Value::Iter(inner) => Value::Iter(Rc::new(inner.portable())),
+            other => other.clone(),
+        }
+    }
+
     /// The least value that is at least as general as both: where control flow merges.
     pub(crate) fn join(&self, other: &Value) -> Value {
         match (self, other) {
@@ -334,7 +348,9 @@ impl Value {
                 origin: a.combine(b),
                 interval: Interval::at_least(0.0),
             },
-            (Value::Module(_), Value::Module(_)) => Value::Module(None),
+            (Value::Module(_) | Value::Layer(_), Value::Module(_) | Value::Layer(_)) => {
+                Value::Module(None)
+            }
             _ => Value::Unknown,
         }
     }

@@ -6,12 +6,14 @@
 //! make one `WorkspaceIndex`, and phase 2 checks every file against that index (in parallel),
 //! reusing the text read in phase 1.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use pt2lsp_analyzer::{
-    Diagnostic, ModuleSummary, Rule, RuleSelector, Settings, SourceFile, TextRange, TextSize,
-    WorkspaceIndex,
+    Diagnostic, ModuleSource, ModuleSummary, Rule, RuleSelector, Settings, SourceFile, TextRange,
+    TextSize, WorkspaceIndex, WorkspaceSources,
 };
 use rayon::prelude::*;
 
@@ -36,11 +38,14 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         config,
         settings,
         files,
+        context,
         pool,
         mut io_errors,
     } = prepare(args)?;
     let fixing = fix::Fixing::resolve(args, &config);
     let mut project = Project::load(&files, &settings, &cwd, pool, &mut io_errors);
+    project.add_context(&context);
+    project.check_against_workspace();
     for error in &io_errors {
         report_error(error);
     }
@@ -120,6 +125,10 @@ pub(crate) struct Prepared {
     pub(crate) settings: Settings,
     /// The files the walk found.
     pub(crate) files: Vec<PathBuf>,
+    /// The other files of the project the given files belong to, when files (not
+    /// directories) were given: their summaries and texts feed cross-file facts, they are not
+    /// reported on.
+    pub(crate) context: Vec<PathBuf>,
     /// Threads with the analysis stack, for [`Project::load`].
     pub(crate) pool: rayon::ThreadPool,
     /// Paths the walk could not read.
@@ -172,6 +181,7 @@ pub(crate) fn prepare(args: &CheckArgs) -> Result<Prepared> {
         }
     }
     let io_errors = discovery.errors;
+    let context = project_context(&roots, &config, &exclude, &discovery.files);
     // Every file is analysed on the pool's threads (rayon runs an unsplit job on the calling
     // thread otherwise), so each gets the large stack.
     let pool = rayon::ThreadPoolBuilder::new()
@@ -183,9 +193,72 @@ pub(crate) fn prepare(args: &CheckArgs) -> Result<Prepared> {
         config,
         settings,
         files: discovery.files,
+        context,
         pool,
         io_errors,
     })
+}
+
+/// The project's other files when single files are checked (a pre-commit hook passes the
+/// changed ones): everything under the nearest `pyproject.toml`'s directory, or else the
+/// repository root, that the walk would check. Empty when only directories are checked.
+fn project_context(
+    roots: &[PathBuf],
+    config: &Config,
+    exclude: &Exclude,
+    files: &[PathBuf],
+) -> Vec<PathBuf> {
+    let Some(first_file) = roots.iter().find(|root| root.is_file()) else {
+        return Vec::new();
+    };
+    let root = config
+        .root()
+        .map(Path::to_path_buf)
+        .or_else(|| {
+            first_file
+                .ancestors()
+                .skip(1)
+                .find(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").is_file())
+                .map(Path::to_path_buf)
+        })
+        .or_else(|| {
+            // An unpacked wheel or a bare tree: the directory that holds the top-level package.
+            let mut top = None;
+            for dir in first_file.ancestors().skip(1) {
+                if dir.join("__init__.py").is_file() {
+                    top = dir.parent().map(Path::to_path_buf);
+                } else {
+                    break;
+                }
+            }
+            top
+        });
+    let Some(root) = root else {
+        return Vec::new();
+    };
+    let given: HashSet<&PathBuf> = files.iter().collect();
+    walk::discover(&[root], exclude)
+        .files
+        .into_iter()
+        .filter(|path| !given.contains(path))
+        .collect()
+}
+
+/// Other workspace files' texts for whole-program analysis, by dotted module name.
+struct Texts(HashMap<String, ModuleSource>);
+
+impl WorkspaceSources for Texts {
+    fn source(&self, module: &str) -> Option<ModuleSource> {
+        self.0.get(module).cloned()
+    }
+}
+
+/// A project file that is not checked, only read for its cross-file facts.
+pub(crate) struct ContextFile {
+    module: (String, bool),
+    path: PathBuf,
+    text: Arc<str>,
+    summary: ModuleSummary,
 }
 
 /// Absolute, normalised paths to check; a path that does not exist is a usage error, since a
@@ -432,6 +505,8 @@ pub(crate) struct Project<'a> {
     pub(crate) files: Vec<Checked>,
     /// Files that were not checked but where the tracer found a problem (a helper module).
     pub(crate) others: Vec<FileReport>,
+    /// The project's unchecked files, for cross-file facts.
+    context: Vec<ContextFile>,
     settings: &'a Settings,
     pool: rayon::ThreadPool,
 }
@@ -488,14 +563,41 @@ impl<'a> Project<'a> {
                 Err(error) => io_errors.push(error),
             }
         }
-        let mut project = Self {
+        Self {
             files,
             others: Vec::new(),
+            context: Vec::new(),
             settings,
             pool,
-        };
-        project.check_against_workspace();
-        project
+        }
+    }
+
+    /// Reads and summarises the project's unchecked files (see [`Prepared::context`]).
+    /// Phase 2 ([`Self::check_against_workspace`]) must run after it.
+    pub(crate) fn add_context(&mut self, paths: &[PathBuf]) {
+        self.context = self.pool.install(|| {
+            paths
+                .par_iter()
+                .filter_map(|path| {
+                    let module = walk::module_name(path)?;
+                    let source = walk::read(path, path).ok()?;
+                    if source.problem.is_some() {
+                        return None;
+                    }
+                    let summary = pt2lsp_analyzer::summarize_file(SourceFile {
+                        text: &source.text,
+                        module: Some(&module.0),
+                        is_package: module.1,
+                    });
+                    Some(ContextFile {
+                        module,
+                        path: path.clone(),
+                        text: Arc::from(source.text),
+                        summary,
+                    })
+                })
+                .collect()
+        });
     }
 
     /// Gives files new texts, then checks again what that may change: those files, and every
@@ -521,25 +623,66 @@ impl<'a> Project<'a> {
         self.check_against_workspace();
     }
 
-    /// Phase 2: one index from every summary, then every file that needs it checked against it.
-    fn check_against_workspace(&mut self) {
+    /// Phase 2: one index from every summary, then every file that needs it checked against
+    /// it: those whose facts may come from other files, and those that take part in an
+    /// entrypoint's whole-program analysis.
+    pub(crate) fn check_against_workspace(&mut self) {
         let summaries: Vec<ModuleSummary> = self
             .files
             .iter()
             .filter(|file| file.module.is_some())
             .filter_map(|file| file.summary.clone())
+            .chain(self.context.iter().map(|file| file.summary.clone()))
             .collect();
-        let workspace = WorkspaceIndex::new(&summaries);
+        let mut workspace = WorkspaceIndex::new(&summaries);
+        // Texts are handed to the analysis only when some entrypoint may follow calls into
+        // other files: most projects have none, and copying every text would cost time.
+        let program = self.files.iter().any(|file| {
+            file.module
+                .as_ref()
+                .is_some_and(|(module, _)| workspace.takes_part_in_program(module))
+        });
+        if program {
+            let mut texts: HashMap<String, ModuleSource> = HashMap::new();
+            for file in self.files.iter().filter(|file| file.decodable) {
+                if let Some((module, is_package)) = &file.module {
+                    texts.insert(
+                        module.clone(),
+                        ModuleSource {
+                            text: Arc::from(file.report.text.as_str()),
+                            is_package: *is_package,
+                            path: file.path.clone(),
+                        },
+                    );
+                }
+            }
+            for file in &self.context {
+                texts
+                    .entry(file.module.0.clone())
+                    .or_insert_with(|| ModuleSource {
+                        text: file.text.clone(),
+                        is_package: file.module.1,
+                        path: file.path.clone(),
+                    });
+            }
+            workspace = workspace.with_sources(Arc::new(Texts(texts)));
+        }
         let settings = self.settings;
+        let workspace = &workspace;
         self.pool.install(|| {
             self.files.par_iter_mut().for_each(|file| {
-                if file
-                    .summary
+                let in_program = file
+                    .module
                     .as_ref()
-                    .is_some_and(|summary| summary.needs_workspace)
+                    .is_some_and(|(module, _)| workspace.takes_part_in_program(module));
+                if in_program
+                    || file
+                        .summary
+                        .as_ref()
+                        .is_some_and(|summary| summary.needs_workspace)
                 {
                     let report =
-                        pt2lsp_analyzer::check_file(file.source_file(), settings, &workspace);
+                        pt2lsp_analyzer::check_file(file.source_file(), settings, workspace);
                     file.report.set_static(report.diagnostics);
                 }
             });

@@ -193,6 +193,35 @@ impl Summaries {
     }
 }
 
+/// Other workspace files' texts for whole-program analysis, read from disk when an
+/// entrypoint's analysis follows a call into them.
+struct DiskSources(std::collections::HashMap<String, PathBuf>);
+
+impl DiskSources {
+    fn new(paths: &[PathBuf], summaries: &[ModuleSummary]) -> Self {
+        Self(
+            paths
+                .iter()
+                .zip(summaries)
+                .filter(|(_, summary)| !summary.module.is_empty())
+                .map(|(path, summary)| (summary.module.clone(), path.clone()))
+                .collect(),
+        )
+    }
+}
+
+impl pt2lsp_analyzer::WorkspaceSources for DiskSources {
+    fn source(&self, module: &str) -> Option<pt2lsp_analyzer::ModuleSource> {
+        let path = self.0.get(module)?;
+        let text = std::fs::read_to_string(path).ok()?;
+        Some(pt2lsp_analyzer::ModuleSource {
+            text: Arc::from(text),
+            is_package: path.file_stem().is_some_and(|stem| stem == "__init__"),
+            path: path.clone(),
+        })
+    }
+}
+
 /// Shared by every handler through an `Arc`.
 #[derive(Debug)]
 pub struct Session {
@@ -905,7 +934,9 @@ impl Session {
             let all = session.summaries.read().ok()?;
             // Numbered under the read lock: a later number always saw at least as new a set.
             let build = session.index_builds.fetch_add(1, Ordering::SeqCst) + 1;
-            Some((build, WorkspaceIndex::new(&all.summaries)))
+            let index = WorkspaceIndex::new(&all.summaries)
+                .with_sources(Arc::new(DiskSources::new(&all.paths, &all.summaries)));
+            Some((build, index))
         })
         .await;
         if let Ok(Some((build, index))) = built {
