@@ -823,6 +823,16 @@ async fn a_file_with_an_entrypoint_is_traced_on_open_and_retraced_on_command() {
     assert_eq!(diagnostics[0]["source"], "pt2lsp");
     assert_eq!(diagnostics[0]["data"]["source"], "static+trace");
     assert_eq!(diagnostics[0]["range"]["start"]["line"], 7);
+    // It says what the static pass says, in the user's terms, and keeps its quick fix.
+    let message = diagnostics[0]["message"].as_str().unwrap();
+    assert!(message.contains("`x.sum() > 0`"), "{message}");
+    assert!(
+        diagnostics[0]["data"]["fix"]["title"]
+            .as_str()
+            .is_some_and(|title| title.contains("torch.where")),
+        "{:#}",
+        diagnostics[0]
+    );
     let end = client
         .wait_for(|message| is_trace_progress(message, "end"))
         .await;

@@ -414,7 +414,10 @@ impl Tracing<'_> {
                 },
                 |found, traced| {
                     found.source = output::Source::Both;
-                    if found.diagnostic.fix.is_none() {
+                    if tracer::diagnostics::trace_fix_wins(
+                        found.diagnostic.fix.as_ref(),
+                        traced.diagnostic.fix.as_ref(),
+                    ) {
                         found.diagnostic.fix.clone_from(&traced.diagnostic.fix);
                     }
                     if traced.data.is_some() {

@@ -177,8 +177,9 @@ pub fn merge(statics: &[lsp::Diagnostic], traced: &[lsp::Diagnostic]) -> Vec<lsp
 }
 
 /// Marks a static diagnostic as confirmed by a trace diagnostic of the same problem: it keeps
-/// its message and fix, takes the trace's fix only where it had none, and the exporter's
-/// suggested fixes.
+/// its message and its fix, unless the trace's fix wins (`tracer::diagnostics::trace_fix_wins`:
+/// it had none, or the exporter's own is safe where its own is a guess), and takes the
+/// exporter's suggested fixes.
 fn confirm(found: &mut lsp::Diagnostic, traced: &lsp::Diagnostic) {
     let (Some(mut data), Some(from_trace)) = (
         DiagnosticData::from_lsp(found),
@@ -187,7 +188,7 @@ fn confirm(found: &mut lsp::Diagnostic, traced: &lsp::Diagnostic) {
         return;
     };
     data.source = Some(CONFIRMED_SOURCE.to_owned());
-    if data.fix.is_none() && from_trace.fix.is_some() {
+    if crate::tracer::diagnostics::trace_fix_wins(data.fix.as_ref(), from_trace.fix.as_ref()) {
         data.fix = from_trace.fix;
         data.edits = from_trace.edits;
     }

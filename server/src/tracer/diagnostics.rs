@@ -251,8 +251,8 @@ pub fn is_suppressed(text: &str, index: &LineIndex, line: u32, rule: Rule) -> bo
 /// --trace` and of the language server. A static diagnostic with the same code on the same line
 /// is the same problem, confirmed by the exporter: it stays, with its message (which names the
 /// user's expression, where the exporter's speaks of `Eq(u0, 1)`) and its fix, and `confirm`
-/// marks it as found by both passes (taking what the trace adds: its data, its fix where the
-/// static one had none). A trace diagnostic whose problem is already listed as traced (another
+/// marks it as found by both passes (taking what the trace adds: its data, and its fix where
+/// [`trace_fix_wins`]). A trace diagnostic whose problem is already listed as traced (another
 /// entrypoint reaching the same line) is dropped; any other is added.
 ///
 /// `key` tells whether an item came from the static pass (alone or confirmed) and its (code,
@@ -276,6 +276,19 @@ pub fn merge_traced<T, K: PartialEq>(
     }
     if !found {
         items.push(traced);
+    }
+}
+
+/// Whether a confirmed diagnostic takes the trace's fix instead of its own: where it has none,
+/// or where the trace's is the exporter's own statement of what its trace needs (`Safe`, torch's
+/// suggested `dynamic_shapes`) and its own is a guess (`Unsafe` or display-only).
+pub fn trace_fix_wins(own: Option<&Fix>, traced: Option<&Fix>) -> bool {
+    match (own, traced) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(own), Some(traced)) => {
+            traced.applicability == Applicability::Safe && own.applicability != Applicability::Safe
+        }
     }
 }
 

@@ -123,6 +123,9 @@ impl Session {
         let Some(path) = uri.to_file_path().map(std::borrow::Cow::into_owned) else {
             return;
         };
+        // The versions the trace's results are for: taken now, before any later edit arrives,
+        // since the trace reads the files as saved at this moment.
+        let submitted = Arc::new(self.open_versions());
         let session = Arc::clone(self);
         tokio::spawn(async move {
             let planner = Arc::clone(&session);
@@ -135,7 +138,7 @@ impl Session {
                 }
             }
             for planned in plan.traces {
-                tokio::spawn(Arc::clone(&session).run_trace(planned));
+                tokio::spawn(Arc::clone(&session).run_trace(planned, Arc::clone(&submitted)));
             }
         });
     }
@@ -150,13 +153,16 @@ impl Session {
         ticket
     }
 
-    async fn run_trace(self: Arc<Self>, planned: PlannedTrace) {
+    async fn run_trace(
+        self: Arc<Self>,
+        planned: PlannedTrace,
+        submitted: Arc<HashMap<PathBuf, i32>>,
+    ) {
         let key = EntryKey::of(&planned);
         let Some(job_uri) = key.job_uri() else {
             return;
         };
         let ticket = self.claim_trace(&key);
-        let submitted = self.open_versions();
         let progress = self.begin_trace_progress(&planned, ticket).await;
         let outcome = self
             .tracing
