@@ -790,7 +790,11 @@ fn has_trace_diagnostic(message: &Value, uri: &str) -> bool {
         && message["params"]["uri"] == uri
         && message["params"]["diagnostics"]
             .as_array()
-            .is_some_and(|all| all.iter().any(|d| d["data"]["source"] == "trace"))
+            .is_some_and(|all| {
+                all.iter().any(|d| {
+                    d["data"]["source"] == "trace" || d["data"]["source"] == "static+trace"
+                })
+            })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -798,7 +802,7 @@ async fn a_file_with_an_entrypoint_is_traced_on_open_and_retraced_on_command() {
     let (dir, uri, text) = traced_workspace();
     let mut client = started(
         Some(dir.path()),
-        json!({"python": torch_python(), "timeout": 120}),
+        json!({"python": torch_python(), "timeout": 120, "trace": "on-open-and-save"}),
     )
     .await;
     client.open(&uri, 1, &text).await;
@@ -814,15 +818,28 @@ async fn a_file_with_an_entrypoint_is_traced_on_open_and_retraced_on_command() {
         .await;
     assert_eq!(published["params"]["version"], 1, "{published}");
     let diagnostics = published["params"]["diagnostics"].as_array().unwrap();
-    // The trace confirms the static PT101 on the same line and replaces it.
+    // The trace confirms the static PT101 on the same line: one diagnostic, marked as both.
     assert_eq!(codes(diagnostics), ["PT101"], "{diagnostics:#?}");
     assert_eq!(diagnostics[0]["source"], "pt2lsp");
-    assert_eq!(diagnostics[0]["data"]["source"], "trace");
+    assert_eq!(diagnostics[0]["data"]["source"], "static+trace");
     assert_eq!(diagnostics[0]["range"]["start"]["line"], 7);
+    // It says what the static pass says, in the user's terms, and keeps its quick fix.
+    let message = diagnostics[0]["message"].as_str().unwrap();
+    assert!(message.contains("`x.sum() > 0`"), "{message}");
+    assert!(
+        diagnostics[0]["data"]["fix"]["title"]
+            .as_str()
+            .is_some_and(|title| title.contains("torch.where")),
+        "{:#}",
+        diagnostics[0]
+    );
     let end = client
         .wait_for(|message| is_trace_progress(message, "end"))
         .await;
-    assert_eq!(end["params"]["value"]["message"], "1 error", "{end}");
+    assert_eq!(
+        end["params"]["value"]["message"], "1 problem: if_sum.py:8",
+        "{end}"
+    );
 
     let response = client
         .request(
@@ -834,7 +851,10 @@ async fn a_file_with_an_entrypoint_is_traced_on_open_and_retraced_on_command() {
     let end = client
         .wait_for(|message| is_trace_progress(message, "end"))
         .await;
-    assert_eq!(end["params"]["value"]["message"], "1 error", "{end}");
+    assert_eq!(
+        end["params"]["value"]["message"], "1 problem: if_sum.py:8",
+        "{end}"
+    );
     client.shutdown_and_exit().await;
 }
 
@@ -843,7 +863,7 @@ async fn a_missing_interpreter_warns_once_and_keeps_static_diagnostics() {
     let (dir, uri, text) = traced_workspace();
     let mut client = started(
         Some(dir.path()),
-        json!({"python": dir.path().join("no-such-python").to_str().unwrap()}),
+        json!({"python": dir.path().join("no-such-python").to_str().unwrap(), "trace": "on-open-and-save"}),
     )
     .await;
     client.open(&uri, 1, &text).await;
@@ -926,7 +946,7 @@ async fn trace_results_for_a_changed_text_are_dropped() {
     let (dir, uri, text) = traced_workspace();
     let mut client = started(
         Some(dir.path()),
-        json!({"python": torch_python(), "timeout": 120}),
+        json!({"python": torch_python(), "timeout": 120, "trace": "on-open-and-save"}),
     )
     .await;
     client.open(&uri, 1, &text).await;

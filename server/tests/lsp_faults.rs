@@ -162,7 +162,13 @@ impl Served {
                     && message["params"]["version"] == version
                     && message["params"]["diagnostics"]
                         .as_array()
-                        .is_some_and(|all| all.iter().any(|d| d["data"]["source"] == "trace"))
+                        .is_some_and(|all| {
+                            all.iter().any(|d| {
+                                d["data"]["source"]
+                                    .as_str()
+                                    .is_some_and(|source| source.ends_with("trace"))
+                            })
+                        })
             })
             .await;
         message["params"]["diagnostics"].as_array().unwrap().clone()
@@ -351,7 +357,9 @@ const FAULTS: &[Fault] = &[
 fn assert_has(diagnostics: &[Value], code: &str, line: u64, words: &str, context: &str) {
     assert!(
         diagnostics.iter().any(|d| d["code"] == code
-            && d["data"]["source"] == "trace"
+            && d["data"]["source"]
+                .as_str()
+                .is_some_and(|source| source.ends_with("trace"))
             && d["range"]["start"]["line"] == line
             && d["message"].as_str().is_some_and(|m| m.contains(words))),
         "{context}: expected a traced {code} on line {line} saying {words:?}, got {diagnostics:#?}"

@@ -344,8 +344,9 @@ pub(crate) struct Tracing<'a> {
 impl Tracing<'_> {
     /// Runs the real exporter on the entrypoints among the project's files (in the project's
     /// Python, see `tracer`) and merges its findings into their reports, replacing what an
-    /// earlier trace found. A traced diagnostic with the code and line of a static one replaces
-    /// it: it is the same problem, confirmed. Fails only when no tracer could be started (no
+    /// earlier trace found. A traced diagnostic with the code and line of a static one confirms
+    /// it: one diagnostic, the static message and fix, `source` "static+trace"
+    /// (`tracer::diagnostics::merge_traced`). Fails only when no tracer could be started (no
     /// interpreter, no torch in it).
     pub(crate) fn trace(&self, project: &mut Project<'_>) -> Result<()> {
         use crate::tracer::{self, batch, diagnostics::normalized};
@@ -394,7 +395,13 @@ impl Tracing<'_> {
         for file in &mut project.files {
             file.report
                 .diagnostics
-                .retain(|diagnostic| diagnostic.source == output::Source::Static);
+                .retain(|diagnostic| diagnostic.source != output::Source::Trace);
+            for diagnostic in &mut file.report.diagnostics {
+                if diagnostic.source == output::Source::Both {
+                    diagnostic.source = output::Source::Static;
+                    diagnostic.data = None;
+                }
+            }
         }
         let candidates: Vec<batch::Candidate<'_>> = project
             .files
@@ -473,15 +480,31 @@ impl Tracing<'_> {
                 source: output::Source::Trace,
                 data: found.data(),
             };
-            tracer::diagnostics::merge_traced(&mut report.diagnostics, traced, |reported| {
-                (
-                    reported.source == output::Source::Static,
+            tracer::diagnostics::merge_traced(
+                &mut report.diagnostics,
+                traced,
+                |reported| {
                     (
-                        reported.diagnostic.rule,
-                        lines.line_column(reported.diagnostic.range.start()).line,
-                    ),
-                )
-            });
+                        reported.source != output::Source::Trace,
+                        (
+                            reported.diagnostic.rule,
+                            lines.line_column(reported.diagnostic.range.start()).line,
+                        ),
+                    )
+                },
+                |found, traced| {
+                    found.source = output::Source::Both;
+                    if tracer::diagnostics::trace_fix_wins(
+                        found.diagnostic.fix.as_ref(),
+                        traced.diagnostic.fix.as_ref(),
+                    ) {
+                        found.diagnostic.fix.clone_from(&traced.diagnostic.fix);
+                    }
+                    if traced.data.is_some() {
+                        found.data.clone_from(&traced.data);
+                    }
+                },
+            );
         }
         for report in project
             .files

@@ -51,7 +51,10 @@ const ENTRYPOINT_KEYS: [&str; 6] = [
 /// Whether the tracer runs the real exporter, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TraceMode {
+    /// The editor traces when a file is saved (and on `pt2lsp.retrace`); the default.
     OnSave,
+    /// As `OnSave`, and also when a file is opened.
+    OnOpenAndSave,
     Off,
 }
 
@@ -59,6 +62,7 @@ impl TraceMode {
     pub fn as_str(self) -> &'static str {
         match self {
             TraceMode::OnSave => "on-save",
+            TraceMode::OnOpenAndSave => "on-open-and-save",
             TraceMode::Off => "off",
         }
     }
@@ -325,9 +329,10 @@ fn boolean(value: &Value) -> Result<bool, String> {
 fn trace(value: &Value) -> Result<TraceMode, String> {
     match value.as_str() {
         Some("on-save") => Ok(TraceMode::OnSave),
+        Some("on-open-and-save") => Ok(TraceMode::OnOpenAndSave),
         Some("off") => Ok(TraceMode::Off),
         _ => Err(format!(
-            ": must be \"on-save\" or \"off\", not {}",
+            ": must be \"on-save\", \"on-open-and-save\" or \"off\", not {}",
             describe(value)
         )),
     }

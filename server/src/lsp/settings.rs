@@ -124,6 +124,8 @@ pub struct Resolved {
     pub unknown_selectors: Vec<String>,
     /// The `pyproject.toml` whose `[tool.pt2lsp]` applied, if any.
     pub project: Option<PathBuf>,
+    /// `[[tool.pt2lsp.entrypoints]]`, as written.
+    pub entrypoints: Vec<config::Entrypoint>,
 }
 
 impl Resolved {
@@ -156,13 +158,32 @@ impl Resolved {
         Self {
             analyzer,
             python: options.python.clone(),
+            // Tracing runs the user's code and takes seconds: on save, not on every open.
             trace: options.trace.unwrap_or(TraceMode::OnSave),
             timeout_seconds: options.timeout.unwrap_or(60.0),
             unsafe_fixes: options.unsafe_fixes.unwrap_or(false),
             memory_limit_mb: options.memory_limit,
             unknown_selectors,
             project: None,
+            entrypoints: options.entrypoints.clone().unwrap_or_default(),
         }
+    }
+
+    /// The configured entrypoints the tracer can run (those with a `model`).
+    pub fn entrypoint_specs(&self) -> Vec<crate::tracer::EntrypointSpec> {
+        self.entrypoints
+            .iter()
+            .filter_map(|entry| {
+                Some(crate::tracer::EntrypointSpec {
+                    name: entry.name.clone(),
+                    model: entry.model.clone()?,
+                    example_args: entry.example_args.clone(),
+                    example_kwargs: entry.example_kwargs.clone(),
+                    dynamic_shapes: entry.dynamic_shapes.clone(),
+                    strict: entry.strict,
+                })
+            })
+            .collect()
     }
 
     /// One line for the log, so a user can see which settings won.

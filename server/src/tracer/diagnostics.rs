@@ -309,17 +309,49 @@ pub fn is_suppressed(text: &str, index: &LineIndex, line: u32, rule: Rule) -> bo
         .any(|code| !code.is_empty() && rule.code().starts_with(code.as_str()))
 }
 
-/// Puts a trace diagnostic among a file's diagnostics: it replaces every static diagnostic with
-/// the same code on the same line, since it is the same problem, confirmed by the exporter. The
-/// one merge rule of `pt2lsp check --trace` and of the language server. `key` tells whether an
-/// item is static and its (code, line); `traced` is keyed the same way.
-pub fn merge_traced<T, K: PartialEq>(items: &mut Vec<T>, traced: T, key: impl Fn(&T) -> (bool, K)) {
+/// Puts a trace diagnostic among a file's diagnostics, by the one merge rule of `pt2lsp check
+/// --trace` and of the language server. A static diagnostic with the same code on the same line
+/// is the same problem, confirmed by the exporter: it stays, with its message (which names the
+/// user's expression, where the exporter's speaks of `Eq(u0, 1)`) and its fix, and `confirm`
+/// marks it as found by both passes (taking what the trace adds: its data, and its fix where
+/// [`trace_fix_wins`]). A trace diagnostic whose problem is already listed as traced (another
+/// entrypoint reaching the same line) is dropped; any other is added.
+///
+/// `key` tells whether an item came from the static pass (alone or confirmed) and its (code,
+/// line); `traced` is keyed the same way.
+pub fn merge_traced<T, K: PartialEq>(
+    items: &mut Vec<T>,
+    traced: T,
+    key: impl Fn(&T) -> (bool, K),
+    mut confirm: impl FnMut(&mut T, &T),
+) {
     let (_, wanted) = key(&traced);
-    items.retain(|item| {
-        let (is_static, found) = key(item);
-        !is_static || found != wanted
-    });
-    items.push(traced);
+    let mut found = false;
+    for item in items.iter_mut() {
+        let (is_static, at) = key(item);
+        if at == wanted {
+            found = true;
+            if is_static {
+                confirm(item, &traced);
+            }
+        }
+    }
+    if !found {
+        items.push(traced);
+    }
+}
+
+/// Whether a confirmed diagnostic takes the trace's fix instead of its own: where it has none,
+/// or where the trace's is the exporter's own statement of what its trace needs (`Safe`, torch's
+/// suggested `dynamic_shapes`) and its own is a guess (`Unsafe` or display-only).
+pub fn trace_fix_wins(own: Option<&Fix>, traced: Option<&Fix>) -> bool {
+    match (own, traced) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(own), Some(traced)) => {
+            traced.applicability == Applicability::Safe && own.applicability != Applicability::Safe
+        }
+    }
 }
 
 /// Drops diagnostics saying the same thing twice: one per (code, file, line).
@@ -407,6 +439,28 @@ mod tests {
         assert!(is_suppressed(text, &index, 1, rule));
         assert!(is_suppressed(text, &index, 2, rule));
         assert!(!is_suppressed(text, &index, 3, rule));
+    }
+
+    #[test]
+    fn a_problem_both_passes_find_keeps_the_static_message_and_is_marked_confirmed() {
+        // (is static, code, line, message, confirmed)
+        type Item = (bool, &'static str, u32, &'static str, bool);
+        let key = |item: &Item| (item.0, (item.1, item.2));
+        let confirm = |item: &mut Item, _: &Item| item.4 = true;
+        let mut items: Vec<Item> = vec![
+            (true, "PT101", 5, "`if` on `h.mean() > 0`", false),
+            (true, "PT102", 7, "`.item()`", false),
+        ];
+        let traced = (false, "PT101", 5, "Could not guard on Eq(u0, 1)", false);
+        merge_traced(&mut items, traced, key, confirm);
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0], (true, "PT101", 5, "`if` on `h.mean() > 0`", true));
+        // A new problem is added; the same one found again (another entrypoint) is not.
+        let other = (false, "PT401", 11, "guard on batch", false);
+        merge_traced(&mut items, other, key, confirm);
+        merge_traced(&mut items, other, key, confirm);
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[2].1, "PT401");
     }
 
     #[test]
