@@ -349,6 +349,19 @@ impl Decoder {
                     "the input ended inside a message: {available} of its {length} bytes came"
                 ));
             }
+            if stalled && scan == Scan::NotJson {
+                // No JSON object starts the body, so it is no message, and the client is waiting
+                // for an answer, not sending the rest: skip to the next header instead of
+                // waiting for bytes that may never come.
+                self.consume(size);
+                return Step::Event(Event::Invalid {
+                    body: Vec::new(),
+                    problem: format!(
+                        "a message of {length} bytes whose body is no JSON object, and the rest \
+                         of which did not come"
+                    ),
+                });
+            }
             return Step::NeedMore;
         }
         let body = &self.input()[size..size + length];
@@ -846,6 +859,23 @@ mod tests {
             panic!("the stalled frame is not read by its JSON");
         };
         assert_eq!(body, request(1, "long"));
+        // A body that is no JSON object, whose length is never reached, is dropped once the
+        // client is quiet, and what follows it is skipped to the next header.
+        decoder.push(b"Content-Length: 900\r\n\r\n<html>");
+        assert_eq!(decoder.step(false, false), Step::NeedMore);
+        assert!(matches!(
+            decoder.step(false, true),
+            Step::Event(Event::Invalid { .. })
+        ));
+        decoder.push(&frame(&request(3, "after"), 0));
+        assert!(matches!(
+            decoder.step(false, false),
+            Step::Event(Event::Skipped { bytes: 6, .. })
+        ));
+        assert_eq!(
+            messages(&[decoder.step(false, false)]),
+            [request(3, "after")]
+        );
         // A body still coming is not cut short by a stall.
         let whole = frame(&request(2, "slow"), 0);
         decoder.push(&whole[..whole.len() - 1]);
