@@ -618,7 +618,8 @@ enum Scan {
     Ended(usize),
     /// The value has not ended in the bytes so far.
     Incomplete,
-    /// The body does not start with an object or an array: no message.
+    /// The body does not start with an object or an array, or stops being JSON before the
+    /// value ends: no message.
     NotJson,
 }
 
@@ -640,7 +641,11 @@ impl Scanner {
                     _ => return *self.done.insert(Scan::NotJson),
                 }
             } else if self.in_string {
-                if self.escaped {
+                if byte < 0x20 {
+                    // JSON escapes control characters in strings: a raw line break means the
+                    // string never ended and a header follows.
+                    return *self.done.insert(Scan::NotJson);
+                } else if self.escaped {
                     self.escaped = false;
                 } else if byte == b'\\' {
                     self.escaped = true;
@@ -657,7 +662,12 @@ impl Scanner {
                             return *self.done.insert(Scan::Ended(self.position));
                         }
                     }
-                    _ => {}
+                    // Outside strings JSON has only punctuation, numbers, true, false and
+                    // null; anything else (the `C` of a header) means the value is broken.
+                    byte if byte.is_ascii_whitespace()
+                        || b",:-+.eEtruefalsn".contains(&byte)
+                        || byte.is_ascii_digit() => {}
+                    _ => return *self.done.insert(Scan::NotJson),
                 }
             }
         }
@@ -1024,6 +1034,66 @@ mod tests {
             "{:?}",
             start.elapsed()
         );
+    }
+
+    /// One piece of a generated input: a frame with its length off by `error`, or raw bytes.
+    #[derive(Debug, Clone)]
+    enum Piece {
+        Frame { text: String, error: i8 },
+        Raw(Vec<u8>),
+    }
+
+    fn piece() -> impl proptest::strategy::Strategy<Value = Piece> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => ("[ -~]{0,40}", -4i8..=4).prop_map(|(text, error)| Piece::Frame { text, error }),
+            1 => proptest::collection::vec(any::<u8>(), 0..30).prop_map(Piece::Raw),
+            1 => Just(Piece::Raw(b"Content-Length: 3\r\n\r\n".to_vec())),
+            1 => Just(Piece::Raw(b"{\"id\": [".to_vec())),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// Whatever the input and however it is split, the decoder ends (never waits at the end
+        /// of input, never panics), and no message is lost to a wrong length: only garbage
+        /// right before a frame can cost it.
+        #[test]
+        fn any_input_ends_and_good_frames_survive(
+            pieces in proptest::collection::vec(piece(), 0..12),
+            split in 1usize..64,
+        ) {
+            let mut input = Vec::new();
+            let mut expected = Vec::new();
+            let mut clean = true;
+            for (index, piece) in pieces.iter().enumerate() {
+                match piece {
+                    Piece::Frame { text, error } => {
+                        let body = request(i64::try_from(index).unwrap(), text);
+                        let error = isize::from(*error);
+                        input.extend(frame(&body, error));
+                        // Every message after a frame (even a misframed one) is recovered,
+                        // and so is a misframed one when a frame follows it.
+                        let followed = matches!(pieces.get(index + 1), Some(Piece::Frame { .. }));
+                        if clean && (error == 0 || followed) {
+                            expected.push(body);
+                        }
+                        clean = true;
+                    }
+                    Piece::Raw(bytes) => {
+                        input.extend(bytes);
+                        clean = false;
+                    }
+                }
+            }
+            let steps = decode_with(&input, split, Limits::default());
+            proptest::prop_assert!(matches!(steps.last(), Some(Step::End | Step::Fatal(_))));
+            let delivered = messages(&steps);
+            for body in expected {
+                proptest::prop_assert!(delivered.contains(&body), "{:?} not in {steps:?}", String::from_utf8_lossy(&body));
+            }
+        }
     }
 
     #[tokio::test]
