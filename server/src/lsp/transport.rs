@@ -9,8 +9,8 @@
 //! frames:
 //!
 //! - A frame whose body is a JSON-RPC message passes through unchanged.
-//! - A body that is not one, while the bytes after it start the next header, is a bad message
-//!   in good framing: it becomes a request to [`INVALID_MESSAGE_METHOD`] (keeping the original
+//! - A body that is not one, while the bytes after it start the next header (or nothing comes
+//!   for [`STALL`]), is a bad message in good framing: it becomes a request to [`INVALID_MESSAGE_METHOD`] (keeping the original
 //!   `id` when one can be read, else `null`), whose handler answers with the JSON-RPC error.
 //! - A `Content-Length` that disagrees with the body (too short, too long, missing, or absurd)
 //!   is caught because LSP bodies are JSON objects, whose end can be found by counting
@@ -41,7 +41,7 @@ pub const INVALID_MESSAGE_METHOD: &str = "$/pt2lsp/invalidMessage";
 /// only keep a client waiting for its answer.
 pub const STALL: Duration = Duration::from_millis(500);
 
-/// The bound of the "Content-Length" header name, which resynchronisation looks for.
+/// The header name resynchronisation looks for, in lower case (matched ignoring case).
 const CONTENT_LENGTH: &[u8] = b"content-length";
 
 /// Why a line is garbage. The same whatever the line, so that the report of a run of garbage
