@@ -9,8 +9,8 @@
 //! frames:
 //!
 //! - A frame whose body is a JSON-RPC message passes through unchanged.
-//! - A body that is not one, while the bytes after it start the next header, is a bad message
-//!   in good framing: it becomes a request to [`INVALID_MESSAGE_METHOD`] (keeping the original
+//! - A body that is not one, while the bytes after it start the next header (or nothing comes
+//!   for [`STALL`]), is a bad message in good framing: it becomes a request to [`INVALID_MESSAGE_METHOD`] (keeping the original
 //!   `id` when one can be read, else `null`), whose handler answers with the JSON-RPC error.
 //! - A `Content-Length` that disagrees with the body (too short, too long, missing, or absurd)
 //!   is caught because LSP bodies are JSON objects, whose end can be found by counting
@@ -41,7 +41,7 @@ pub const INVALID_MESSAGE_METHOD: &str = "$/pt2lsp/invalidMessage";
 /// only keep a client waiting for its answer.
 pub const STALL: Duration = Duration::from_millis(500);
 
-/// The bound of the "Content-Length" header name, which resynchronisation looks for.
+/// The header name resynchronisation looks for, in lower case (matched ignoring case).
 const CONTENT_LENGTH: &[u8] = b"content-length";
 
 /// Why a line is garbage. The same whatever the line, so that the report of a run of garbage
@@ -269,9 +269,13 @@ impl Decoder {
         self.scan.advance(&self.buffer[self.start + size..])
     }
 
+    /// Drops `count` bytes of input; the scan of a frame's body ends with the frame (and only
+    /// then: a scan started over at every read would be quadratic in a large body).
     fn consume(&mut self, count: usize) {
-        self.start += count;
-        self.scan = Scanner::default();
+        if count > 0 {
+            self.start += count;
+            self.scan = Scanner::default();
+        }
     }
 
     /// Takes `count` bytes as a body, starting `from` bytes into the input, and consumes
@@ -344,6 +348,19 @@ impl Decoder {
                 return Step::Fatal(format!(
                     "the input ended inside a message: {available} of its {length} bytes came"
                 ));
+            }
+            if stalled && scan == Scan::NotJson {
+                // No JSON object starts the body, so it is no message, and the client is waiting
+                // for an answer, not sending the rest: skip to the next header instead of
+                // waiting for bytes that may never come.
+                self.consume(size);
+                return Step::Event(Event::Invalid {
+                    body: Vec::new(),
+                    problem: format!(
+                        "a message of {length} bytes whose body is no JSON object, and the rest \
+                         of which did not come"
+                    ),
+                });
             }
             return Step::NeedMore;
         }
@@ -601,7 +618,8 @@ enum Scan {
     Ended(usize),
     /// The value has not ended in the bytes so far.
     Incomplete,
-    /// The body does not start with an object or an array: no message.
+    /// The body does not start with an object or an array, or stops being JSON before the
+    /// value ends: no message.
     NotJson,
 }
 
@@ -623,7 +641,11 @@ impl Scanner {
                     _ => return *self.done.insert(Scan::NotJson),
                 }
             } else if self.in_string {
-                if self.escaped {
+                if byte < 0x20 {
+                    // JSON escapes control characters in strings: a raw line break means the
+                    // string never ended and a header follows.
+                    return *self.done.insert(Scan::NotJson);
+                } else if self.escaped {
                     self.escaped = false;
                 } else if byte == b'\\' {
                     self.escaped = true;
@@ -640,7 +662,12 @@ impl Scanner {
                             return *self.done.insert(Scan::Ended(self.position));
                         }
                     }
-                    _ => {}
+                    // Outside strings JSON has only punctuation, numbers, true, false and
+                    // null; anything else (the `C` of a header) means the value is broken.
+                    byte if byte.is_ascii_whitespace()
+                        || b",:-+.eEtruefalsn".contains(&byte)
+                        || byte.is_ascii_digit() => {}
+                    _ => return *self.done.insert(Scan::NotJson),
                 }
             }
         }
@@ -842,6 +869,23 @@ mod tests {
             panic!("the stalled frame is not read by its JSON");
         };
         assert_eq!(body, request(1, "long"));
+        // A body that is no JSON object, whose length is never reached, is dropped once the
+        // client is quiet, and what follows it is skipped to the next header.
+        decoder.push(b"Content-Length: 900\r\n\r\n<html>");
+        assert_eq!(decoder.step(false, false), Step::NeedMore);
+        assert!(matches!(
+            decoder.step(false, true),
+            Step::Event(Event::Invalid { .. })
+        ));
+        decoder.push(&frame(&request(3, "after"), 0));
+        assert!(matches!(
+            decoder.step(false, false),
+            Step::Event(Event::Skipped { bytes: 6, .. })
+        ));
+        assert_eq!(
+            messages(&[decoder.step(false, false)]),
+            [request(3, "after")]
+        );
         // A body still coming is not cut short by a stall.
         let whole = frame(&request(2, "slow"), 0);
         decoder.push(&whole[..whole.len() - 1]);
@@ -974,6 +1018,82 @@ mod tests {
             "{steps:?}"
         );
         assert_eq!(steps[1], Step::End);
+    }
+
+    #[test]
+    fn a_large_body_arriving_in_small_reads_is_scanned_once() {
+        // A 4 MB document in 4 KiB reads: scanning the body again at every read would take a
+        // thousand passes over megabytes (tens of seconds); once, it takes milliseconds.
+        let body = request(1, &"x = torch.ones(3)\n".repeat(230_000));
+        let input = frame(&body, 0);
+        let start = std::time::Instant::now();
+        let steps = decode_with(&input, 4096, Limits::default());
+        assert_eq!(messages(&steps), [body]);
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    /// One piece of a generated input: a frame with its length off by `error`, or raw bytes.
+    #[derive(Debug, Clone)]
+    enum Piece {
+        Frame { text: String, error: i8 },
+        Raw(Vec<u8>),
+    }
+
+    fn piece() -> impl proptest::strategy::Strategy<Value = Piece> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => ("[ -~]{0,40}", -4i8..=4).prop_map(|(text, error)| Piece::Frame { text, error }),
+            1 => proptest::collection::vec(any::<u8>(), 0..30).prop_map(Piece::Raw),
+            1 => Just(Piece::Raw(b"Content-Length: 3\r\n\r\n".to_vec())),
+            1 => Just(Piece::Raw(b"{\"id\": [".to_vec())),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// Whatever the input and however it is split, the decoder ends (never waits at the end
+        /// of input, never panics), and no message is lost to a wrong length: only garbage
+        /// right before a frame can cost it.
+        #[test]
+        fn any_input_ends_and_good_frames_survive(
+            pieces in proptest::collection::vec(piece(), 0..12),
+            split in 1usize..64,
+        ) {
+            let mut input = Vec::new();
+            let mut expected = Vec::new();
+            let mut clean = true;
+            for (index, piece) in pieces.iter().enumerate() {
+                match piece {
+                    Piece::Frame { text, error } => {
+                        let body = request(i64::try_from(index).unwrap(), text);
+                        let error = isize::from(*error);
+                        input.extend(frame(&body, error));
+                        // Every message after a frame (even a misframed one) is recovered,
+                        // and so is a misframed one when a frame follows it.
+                        let followed = matches!(pieces.get(index + 1), Some(Piece::Frame { .. }));
+                        if clean && (error == 0 || followed) {
+                            expected.push(body);
+                        }
+                        clean = true;
+                    }
+                    Piece::Raw(bytes) => {
+                        input.extend(bytes);
+                        clean = false;
+                    }
+                }
+            }
+            let steps = decode_with(&input, split, Limits::default());
+            proptest::prop_assert!(matches!(steps.last(), Some(Step::End | Step::Fatal(_))));
+            let delivered = messages(&steps);
+            for body in expected {
+                proptest::prop_assert!(delivered.contains(&body), "{:?} not in {steps:?}", String::from_utf8_lossy(&body));
+            }
+        }
     }
 
     #[tokio::test]
