@@ -4,9 +4,7 @@
 //! (byte ranges of the analysed text) and the same edits already converted to LSP ranges, with
 //! the document version they apply to. A quick fix is then a pure function of the request.
 
-use pt2lsp_analyzer::{
-    Applicability, Diagnostic, Fix, FixMode, Rule, Severity, apply_fixes, compatible_fixes,
-};
+use pt2lsp_analyzer::{Diagnostic, Fix, FixMode, Rule, Severity, apply_fixes, compatible_fixes};
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticSeverity, NumberOrString, Range, TextEdit, Uri,
@@ -44,14 +42,6 @@ impl DiagnosticData {
     pub fn from_lsp(diagnostic: &lsp::Diagnostic) -> Option<Self> {
         serde_json::from_value(diagnostic.data.clone()?).ok()
     }
-}
-
-/// What the server remembers of a published diagnostic, for hover.
-#[derive(Debug, Clone)]
-pub struct Published {
-    pub range: Range,
-    pub rule: Rule,
-    pub display_only_fix: Option<String>,
 }
 
 pub fn to_lsp(
@@ -203,18 +193,6 @@ fn confirm(found: &mut lsp::Diagnostic, traced: &lsp::Diagnostic) {
     }
 }
 
-pub fn published(diagnostic: &Diagnostic, positions: &TextPositions<'_>) -> Published {
-    Published {
-        range: positions.range(diagnostic.range),
-        rule: diagnostic.rule,
-        display_only_fix: diagnostic
-            .fix
-            .as_ref()
-            .filter(|fix| fix.applicability == Applicability::DisplayOnly)
-            .map(|fix| fix.title.clone()),
-    }
-}
-
 pub fn fix_edits(fix: &Fix, positions: &TextPositions<'_>) -> Vec<TextEdit> {
     fix.edits
         .iter()
@@ -318,7 +296,7 @@ fn changed_span(old: &str, new: &str, positions: &TextPositions<'_>) -> Option<T
 
 #[cfg(test)]
 mod tests {
-    use pt2lsp_analyzer::{Edit, TextRange, TextSize};
+    use pt2lsp_analyzer::{Applicability, Edit, TextRange, TextSize};
 
     use super::*;
 
