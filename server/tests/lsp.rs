@@ -404,7 +404,13 @@ async fn data_dependent_branch_is_reported_explained_and_ignorable() {
         )
         .await;
     let markdown = hover["result"]["contents"]["value"].as_str().unwrap();
-    assert!(markdown.contains("data-dependent-branch") && markdown.contains("## Fix"));
+    // The line's own message first, then the rule in one line.
+    let message = diagnostics[0]["message"].as_str().unwrap();
+    assert!(
+        markdown.starts_with(&format!("**PT101** {message}")),
+        "{markdown}"
+    );
+    assert!(markdown.contains("`data-dependent-branch`"), "{markdown}");
     let response = client
         .request(
             "textDocument/codeAction",
