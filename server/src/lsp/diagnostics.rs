@@ -376,6 +376,44 @@ mod tests {
     }
 
     #[test]
+    fn related_places_become_related_information_at_their_line_and_column() {
+        let text = "if x.sum() > 0:\n    pass\n";
+        let positions = TextPositions::new(text);
+        let mut found = fix(0, 14, Applicability::Unsafe);
+        found.related = vec![
+            pt2lsp_analyzer::Related {
+                file: "/w/export_net.py".into(),
+                line: 8,
+                column: 1,
+                message: "`model` is exported here".to_owned(),
+            },
+            // No URI for a relative path: left out rather than guessed.
+            pt2lsp_analyzer::Related {
+                file: "net.py".into(),
+                line: 15,
+                column: 13,
+                message: "calls `normalize`".to_owned(),
+            },
+        ];
+        let information = to_lsp(&found, &positions, 1).related_information.unwrap();
+        assert_eq!(information.len(), 1);
+        assert_eq!(
+            information[0].location.uri.as_str(),
+            "file:///w/export_net.py"
+        );
+        assert_eq!(
+            information[0].location.range.start,
+            lsp::Position {
+                line: 7,
+                character: 0
+            }
+        );
+        assert_eq!(information[0].message, "`model` is exported here");
+        found.related.clear();
+        assert!(to_lsp(&found, &positions, 1).related_information.is_none());
+    }
+
+    #[test]
     fn fix_all_skips_overlapping_and_unsafe_fixes_in_one_round() {
         let text = "abcdefghij";
         let diagnostics = [
