@@ -130,7 +130,8 @@ async fn serve(python: &Path) -> Served {
     let mut client = TestClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
     let options = json!({
         "python": python,
-        "trace": "on-save",
+        // Each fault is traced as its file opens.
+        "trace": "on-open-and-save",
         "timeout": TIMEOUT_SECONDS,
         "memory_limit": MEMORY_LIMIT_MIB,
     });
@@ -340,7 +341,7 @@ const FAULTS: &[Fault] = &[
                \x20       if x.sum() > 0:\n            return x * 2\n        return x",
         code: "PT101",
         line: Some(8),
-        words: "data-dependent",
+        words: "`x.sum() > 0`",
     },
     // A forked process that would sleep for ten minutes: the job's end must take it along.
     Fault {
@@ -350,7 +351,7 @@ const FAULTS: &[Fault] = &[
                \x20       return x",
         code: "PT101",
         line: Some(10),
-        words: "data-dependent",
+        words: "`x.sum() > 0`",
     },
 ];
 
@@ -389,7 +390,7 @@ async fn every_fault_is_a_diagnostic_and_the_next_save_traces_again() {
             &diagnostics,
             "PT101",
             FIXED_BRANCH_LINE,
-            "data-dependent",
+            "`x.sum() > 0`",
             &format!("{} fixed", fault.name),
         );
         served.no_job_left(fault.name).await;
@@ -471,7 +472,7 @@ async fn a_worker_killed_mid_job_is_a_diagnostic_and_is_replaced() {
         &diagnostics,
         "PT101",
         FIXED_BRANCH_LINE,
-        "data-dependent",
+        "`x.sum() > 0`",
         "after the killed worker",
     );
     served.shut_down().await;

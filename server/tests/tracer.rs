@@ -505,9 +505,10 @@ fn hangs_crashes_and_broken_entrypoints_are_diagnostics_not_a_dead_checker() {
     expect("raises.py", 8, "PT503", "ZeroDivisionError");
     expect("noargs.py", 9, "PT503", "example_args");
     expect("helpers.py", 2, "PT101", "data-dependent");
-    expect("models/encoder.py", 6, "PT101", "data-dependent");
+    // Found by both passes: the static message, which names the user's expression.
+    expect("models/encoder.py", 6, "PT101", "`x.mean() > 0`");
     expect("guard.py", 7, "PT401", "`b`");
-    expect("pairs.py", 7, "PT401", "`a`, `b`");
+    expect("pairs.py", 7, "PT401", "`a` and `b`");
     expect("halves.py", 7, "PT401", "`n`");
     // The suggested fixes travel as data; a static PT401 on the same line is confirmed, not
     // repeated.

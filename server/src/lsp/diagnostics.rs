@@ -4,9 +4,7 @@
 //! (byte ranges of the analysed text) and the same edits already converted to LSP ranges, with
 //! the document version they apply to. A quick fix is then a pure function of the request.
 
-use pt2lsp_analyzer::{
-    Applicability, Diagnostic, Fix, FixMode, Rule, Severity, apply_fixes, compatible_fixes,
-};
+use pt2lsp_analyzer::{Diagnostic, Fix, FixMode, Rule, Severity, apply_fixes, compatible_fixes};
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticSeverity, NumberOrString, Range, TextEdit, Uri,
@@ -44,14 +42,6 @@ impl DiagnosticData {
     pub fn from_lsp(diagnostic: &lsp::Diagnostic) -> Option<Self> {
         serde_json::from_value(diagnostic.data.clone()?).ok()
     }
-}
-
-/// What the server remembers of a published diagnostic, for hover.
-#[derive(Debug, Clone)]
-pub struct Published {
-    pub range: Range,
-    pub rule: Rule,
-    pub display_only_fix: Option<String>,
 }
 
 pub fn to_lsp(
@@ -203,18 +193,6 @@ fn confirm(found: &mut lsp::Diagnostic, traced: &lsp::Diagnostic) {
     }
 }
 
-pub fn published(diagnostic: &Diagnostic, positions: &TextPositions<'_>) -> Published {
-    Published {
-        range: positions.range(diagnostic.range),
-        rule: diagnostic.rule,
-        display_only_fix: diagnostic
-            .fix
-            .as_ref()
-            .filter(|fix| fix.applicability == Applicability::DisplayOnly)
-            .map(|fix| fix.title.clone()),
-    }
-}
-
 pub fn fix_edits(fix: &Fix, positions: &TextPositions<'_>) -> Vec<TextEdit> {
     fix.edits
         .iter()
@@ -318,7 +296,7 @@ fn changed_span(old: &str, new: &str, positions: &TextPositions<'_>) -> Option<T
 
 #[cfg(test)]
 mod tests {
-    use pt2lsp_analyzer::{Edit, TextRange, TextSize};
+    use pt2lsp_analyzer::{Applicability, Edit, TextRange, TextSize};
 
     use super::*;
 
@@ -395,6 +373,44 @@ mod tests {
                 .as_deref(),
             Some(TRACE_SOURCE)
         );
+    }
+
+    #[test]
+    fn related_places_become_related_information_at_their_line_and_column() {
+        let text = "if x.sum() > 0:\n    pass\n";
+        let positions = TextPositions::new(text);
+        let mut found = fix(0, 14, Applicability::Unsafe);
+        found.related = vec![
+            pt2lsp_analyzer::Related {
+                file: "/w/export_net.py".into(),
+                line: 8,
+                column: 1,
+                message: "`model` is exported here".to_owned(),
+            },
+            // No URI for a relative path: left out rather than guessed.
+            pt2lsp_analyzer::Related {
+                file: "net.py".into(),
+                line: 15,
+                column: 13,
+                message: "calls `normalize`".to_owned(),
+            },
+        ];
+        let information = to_lsp(&found, &positions, 1).related_information.unwrap();
+        assert_eq!(information.len(), 1);
+        assert_eq!(
+            information[0].location.uri.as_str(),
+            "file:///w/export_net.py"
+        );
+        assert_eq!(
+            information[0].location.range.start,
+            lsp::Position {
+                line: 7,
+                character: 0
+            }
+        );
+        assert_eq!(information[0].message, "`model` is exported here");
+        found.related.clear();
+        assert!(to_lsp(&found, &positions, 1).related_information.is_none());
     }
 
     #[test]

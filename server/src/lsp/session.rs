@@ -31,7 +31,7 @@ mod traces;
 pub use export::ExportRequest;
 pub use traces::TraceReason;
 
-use super::diagnostics::{self, Published};
+use super::diagnostics;
 use super::document::{Document, TextPositions};
 use super::settings::{self, Project, Resolved};
 use super::trace::TraceThread;
@@ -102,8 +102,6 @@ pub struct OpenDocument {
     /// The ticket that started the analysis task now running for this document, if any. A task
     /// whose ticket is no longer here (the document was closed and reopened) stops.
     runner: Option<u64>,
-    /// What was last published, for hover.
-    pub published: Arc<Vec<Published>>,
     /// The static diagnostics last published and the version they are for. Trace diagnostics
     /// (kept per entrypoint in [`traces`]) of the same version are merged into every
     /// publication; those of another version are stale, so an edit publishes static
@@ -362,7 +360,6 @@ impl Session {
                 normalized,
                 ticket: 0,
                 runner: None,
-                published: Arc::default(),
                 statics: None,
             },
         );
@@ -452,8 +449,7 @@ impl Session {
                 }
                 open.runner = None;
                 match &outcome {
-                    Ok(Some((lsp, published))) => {
-                        open.published = Arc::clone(published);
+                    Ok(Some(lsp)) => {
                         let statics = Arc::new(lsp.clone());
                         let traced = open
                             .normalized
@@ -483,11 +479,7 @@ impl Session {
 
     /// Analyses one snapshot and converts the result for the protocol. Blocking. `None` when
     /// the snapshot is already stale, which spares the work.
-    fn diagnose(
-        &self,
-        uri: &Uri,
-        snapshot: Snapshot,
-    ) -> Option<(Vec<lsp::Diagnostic>, Arc<Vec<Published>>)> {
+    fn diagnose(&self, uri: &Uri, snapshot: Snapshot) -> Option<Vec<lsp::Diagnostic>> {
         if !self.is_current(uri, snapshot.ticket) {
             return None;
         }
@@ -502,7 +494,7 @@ impl Session {
                     text.len()
                 ),
             );
-            return Some((Vec::new(), Arc::default()));
+            return Some(Vec::new());
         }
         let path = snapshot.path.as_deref();
         let settings = self.resolve_settings(path);
@@ -513,12 +505,7 @@ impl Session {
             .iter()
             .map(|d| diagnostics::to_lsp(d, &positions, snapshot.version))
             .collect();
-        let published = report
-            .diagnostics
-            .iter()
-            .map(|d| diagnostics::published(d, &positions))
-            .collect();
-        Some((lsp, Arc::new(published)))
+        Some(lsp)
     }
 
     /// Runs the analyzer on one text. Blocking.
@@ -532,6 +519,26 @@ impl Session {
             is_package: place.as_ref().is_some_and(|place| place.is_package),
         };
         check_file(file, &settings.analyzer, &self.index())
+    }
+
+    /// What is published for an open document now: its static diagnostics of the current
+    /// version merged with the trace diagnostics of that version. `None` when the document is
+    /// not open; empty before its first analysis ends.
+    pub fn current_diagnostics(&self, uri: &Uri) -> Option<Vec<lsp::Diagnostic>> {
+        let (version, statics, file) = self.documents.get(uri).map(|open| {
+            (
+                open.document.version(),
+                open.statics.clone(),
+                open.normalized.clone(),
+            )
+        })?;
+        let Some((static_version, statics)) = statics.filter(|(at, _)| *at == version) else {
+            return Some(Vec::new());
+        };
+        let traced = file
+            .map(|file| self.traced_for(&file, Some(static_version)))
+            .unwrap_or_default();
+        Some(diagnostics::merge(&statics, &traced))
     }
 
     /// Sends a file's diagnostics; related places only to a client that shows them.

@@ -2,8 +2,9 @@
 //! diagnostic, and `source.fixAll.pt2lsp`, which does what `pt2lsp check --fix` does: every
 //! safe fix (unsafe ones too with the `unsafeFixes` setting), in rounds.
 //!
-//! Quick fixes come from the diagnostic's `data` alone. "Fix all" analyses the current text
-//! again, since the client sends only the diagnostics in the requested range.
+//! Quick fixes come from the diagnostic's `data` alone; when the client sends no diagnostics,
+//! those published on the requested lines are used. "Fix all" analyses the current text again,
+//! since the client sends only the diagnostics in the requested range.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,7 +49,22 @@ pub async fn code_action(
     let mut actions = Vec::new();
     if wants(only, &CodeActionKind::QUICKFIX) {
         let mut ignored = Vec::new();
-        for diagnostic in &params.context.diagnostics {
+        // A client that sends no diagnostics (eglot at the end of a flagged line) gets the
+        // actions of those published on the lines of the requested range.
+        let under_cursor;
+        let asked = if params.context.diagnostics.is_empty() {
+            let (first, last) = (params.range.start.line, params.range.end.line);
+            under_cursor = session
+                .current_diagnostics(&uri)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|d| d.range.start.line <= last && d.range.end.line >= first)
+                .collect::<Vec<_>>();
+            &under_cursor
+        } else {
+            &params.context.diagnostics
+        };
+        for diagnostic in asked {
             if diagnostic.source.as_deref() != Some(SOURCE) {
                 continue;
             }
