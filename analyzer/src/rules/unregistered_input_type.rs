@@ -134,7 +134,7 @@ fn register_fix(checker: &Checker, value: &UnregisteredValue) -> Option<Fix> {
     let mut edits: Vec<Edit> = imported.edit.into_iter().collect();
     edits.push(Edit {
         range: TextRange::empty(at),
-        content: format!("{newline}\n{}({})\n", imported.name, class.name),
+        content: format!("{newline}\n\n{}({})\n", imported.name, class.name),
     });
     Some(Fix {
         title: format!(

@@ -405,11 +405,12 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
 
     fn visit_expr(&mut self, expr: &'a Expr) {
         if let Expr::Call(call) = expr {
-            if qualified(self.model, &call.func).is_some_and(|q| is_export_function(&q)) {
+            let callee = qualified(self.model, &call.func);
+            if callee.as_deref().is_some_and(is_export_function) {
                 self.gathered.export_calls.push(call);
             }
             // Through the imports: `from torch.export import register_dataclass as register`.
-            let registers = qualified(self.model, &call.func).is_some_and(|name| {
+            let registers = callee.is_some_and(|name| {
                 REGISTERS.contains(&name.rsplit('.').next().unwrap_or_default())
             });
             if let (true, Some(registered)) = (
@@ -900,7 +901,6 @@ pub(crate) fn collect<'a>(
     });
     let Some(spec_expr) = module_level("dynamic_shapes")
         .or_else(|| keyword("dynamic_shapes"))
-        .or_else(|| export_call.and_then(|call| call.arguments.args.get(3)))
         .and_then(resolve)
     else {
         return (entry, None);
