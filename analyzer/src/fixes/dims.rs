@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use ruff_python_ast::visitor::{self, Visitor};
+use crate::syntax::ast::visitor::{self, Visitor};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use super::{import_member, indentation_at, line_end, line_start};

@@ -87,12 +87,12 @@ impl CheckedComparison {
 fn expression_key(expr: &Expr) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    ruff_python_ast::comparable::ComparableExpr::from(expr).hash(&mut hasher);
+    crate::syntax::ast::comparable::ComparableExpr::from(expr).hash(&mut hasher);
     hasher.finish()
 }
 
 fn collect_names(expr: &Expr, names: &mut Vec<String>) {
-    use ruff_python_ast::visitor::{self, Visitor};
+    use crate::syntax::ast::visitor::{self, Visitor};
     struct Names<'n>(&'n mut Vec<String>);
     impl<'a> Visitor<'a> for Names<'_> {
         fn visit_expr(&mut self, expr: &'a Expr) {

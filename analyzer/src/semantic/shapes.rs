@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use ruff_python_ast::visitor::{self, Visitor};
+use crate::syntax::ast::visitor::{self, Visitor};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use super::SemanticModel;

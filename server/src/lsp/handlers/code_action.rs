@@ -20,7 +20,7 @@ use tower_lsp_server::ls_types::{
 
 use crate::lsp::FIX_ALL_KIND;
 use crate::lsp::diagnostics::{self, DiagnosticData, SOURCE};
-use crate::lsp::document::Document;
+use crate::lsp::document::{Document, utf16_column};
 use crate::lsp::session::Session;
 
 const MARKER: &str = "pt2lsp: ignore";
@@ -204,7 +204,7 @@ pub fn ignore_edit(document: &Document, line: u32, code: &str) -> Option<TextEdi
     }
     let at = |byte: usize| Position {
         line,
-        character: text[..byte].encode_utf16().count() as u32,
+        character: utf16_column(&text, byte),
     };
     let insert = |byte: usize, new_text: String| {
         let position = at(byte);
