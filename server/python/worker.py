@@ -1359,6 +1359,7 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
             f'register one with @torch.library.register_fake("{fake}")',
             where,
             _collectable=True,
+            _op=fake,
         )
     if unsupported is not None:
         return finding(_graph_break_code(unsupported), _unsupported_message(unsupported))
@@ -1934,10 +1935,22 @@ def draft_findings(program, target, workspace, definitions, first, constraint_me
     violation = first.get("_violation") or (constraint_messages[0] if constraint_messages else "")
     _, fixes, dims = parse_constraint_violation(violation) if violation else ("", [], {})
     findings = []
+    # Operators whose fake kernel is missing or wrong: draft_export gives their outputs unbacked
+    # sizes of its own making, so a guard on those sizes follows from the kernel and is not a
+    # problem of its own (real torch fails on the kernel alone).
+    broken_ops = {
+        _normalize_op(str((failure.data or {}).get("op", "")))
+        for failure in report.failures
+        if getattr(failure.failure_type, "name", "") in ("MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL")
+    }
+    if first.get("code") in ("PT301", "PT302") and first.get("_op"):
+        broken_ops.add(first["_op"])
     for failure in report.failures:
         kind = getattr(failure.failure_type, "name", str(failure.failure_type))
         data = failure.data or {}
         if kind == "DATA_DEPENDENT_ERROR":
+            if broken_ops and _symbol_producers(program, str(data.get("expr") or "")) & broken_ops:
+                continue
             where = _user_stack_location(data.get("user_stack"), filenames, workspace)
             code = _draft_data_dependent_code(data, program, filenames, workspace)
             expr = data.get("expr")
@@ -1987,6 +2000,20 @@ def draft_findings(program, target, workspace, definitions, first, constraint_me
             finding["origin"] = "draft_export"
             findings.append(finding)
     return findings
+
+
+def _symbol_producers(program, expr: str) -> set[str]:
+    """The operators (`ns::op`) whose outputs bind the unbacked symbols of `expr`."""
+    symbols = set(re.findall(r"\b(?:zuf|zf|u)\d+\b", expr))
+    producers = set()
+    try:
+        for node in program.graph.nodes:
+            bindings = node.meta.get("unbacked_bindings") or {}
+            if any(str(symbol) in symbols for symbol in bindings):
+                producers.add(_normalize_op(str(node.target)))
+    except Exception:  # noqa: BLE001 - a graph without the metadata drops nothing
+        pass
+    return producers
 
 
 def _user_stack_location(stack, filenames, workspace: Workspace) -> dict | None:
