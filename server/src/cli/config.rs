@@ -33,13 +33,14 @@ pub const KEYS: [&str; 12] = [
 ];
 
 /// The keys of one `[[tool.pt2lsp.entrypoints]]` table.
-const ENTRYPOINT_KEYS: [&str; 6] = [
+const ENTRYPOINT_KEYS: [&str; 7] = [
     "name",
     "model",
     "example_args",
     "example_kwargs",
     "dynamic_shapes",
     "strict",
+    "fake-weights",
 ];
 
 /// Whether the tracer runs the real exporter, and when.
@@ -69,6 +70,8 @@ pub struct Entrypoint {
     pub example_kwargs: Option<String>,
     pub dynamic_shapes: Option<String>,
     pub strict: Option<bool>,
+    /// `fake-weights`: build the model under `FakeTensorMode` (no weights allocated).
+    pub fake_weights: Option<bool>,
 }
 
 /// The settings of one source: a configuration file or the editor. `None` (or empty) leaves a
@@ -386,6 +389,7 @@ fn entrypoints(
                 "example_kwargs" => entrypoint.example_kwargs = Some(text(value).map_err(at)?),
                 "dynamic_shapes" => entrypoint.dynamic_shapes = Some(text(value).map_err(at)?),
                 "strict" => entrypoint.strict = Some(boolean(value).map_err(at)?),
+                "fake-weights" => entrypoint.fake_weights = Some(boolean(value).map_err(at)?),
                 other => unknown.push((index, other.to_owned())),
             }
         }
