@@ -675,9 +675,41 @@ class Target:
         # (file, name) of the module-level binding of dynamic_shapes, for PT403/PT401 locations.
         self.spec_binding: tuple[str, str] | None = None
         self.model_binding: tuple[str, str] | None = None
+        # Built under FakeTensorMode: parameters and inputs have shapes and no storage.
+        self.fake_weights = False
+
+
+def _fake_weights_requested(job: dict, workspace: Workspace) -> bool:
+    """`fake-weights = true` of the entrypoint (or the job), else, for the file convention, a
+    module-level `fake_weights = True` in the file, read from its syntax tree: the model is
+    built when the module is imported, so the mode must be chosen before that."""
+    entry = job.get("entrypoint") or {}
+    if entry.get("fake_weights") is not None:
+        return bool(entry["fake_weights"])
+    if job.get("fake_weights"):
+        return True
+    if job.get("entrypoint") is not None:
+        return False
+    node = _binding_node(workspace.entry_file, "fake_weights")
+    value = getattr(node, "value", None)
+    return isinstance(value, ast.Constant) and value.value is True
 
 
 def load_entrypoint(job: dict, workspace: Workspace) -> Target:
+    """The model and its inputs; under FakeTensorMode when fake weights are asked for, so that
+    a model of any size is checked without allocating its parameters."""
+    if not _fake_weights_requested(job, workspace):
+        return _load_entrypoint(job, workspace)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    # Real tensors made before the mode (module-level constants of a library) stay usable.
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        target = _load_entrypoint(job, workspace)
+    target.fake_weights = True
+    return target
+
+
+def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
     entry = job.get("entrypoint")
     target = Target()
     if entry is None:
@@ -1064,6 +1096,17 @@ def export_program(target: Target, workspace: Workspace, definitions: dict, requ
     temporary = os.path.abspath(request["temporary"])
     started = time.monotonic()
     progress("exporting", "running torch.export.export" + (" (strict)" if target.strict else ""))
+    if target.fake_weights:
+        file, name = target.model_binding or (workspace.entry_file, "model")
+        diagnostic = _binding_diagnostic(
+            file,
+            name,
+            "PT503",
+            "the model is built with fake weights (fake-weights / fake_weights = True): its parameters have "
+            "shapes but no values, so a .pt2 of it would hold no weights and could not be checked against "
+            "eager; turn fake weights off to write the file",
+        )
+        return {"status": "entrypoint", "diagnostics": [diagnostic]}
     programs: list = []
     diagnostics = trace(target, workspace, definitions, programs)
     if diagnostics or not programs:
