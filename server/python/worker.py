@@ -675,9 +675,41 @@ class Target:
         # (file, name) of the module-level binding of dynamic_shapes, for PT403/PT401 locations.
         self.spec_binding: tuple[str, str] | None = None
         self.model_binding: tuple[str, str] | None = None
+        # Built under FakeTensorMode: parameters and inputs have shapes and no storage.
+        self.fake_weights = False
+
+
+def _fake_weights_requested(job: dict, workspace: Workspace) -> bool:
+    """`fake-weights = true` of the entrypoint (or the job), else, for the file convention, a
+    module-level `fake_weights = True` in the file, read from its syntax tree: the model is
+    built when the module is imported, so the mode must be chosen before that."""
+    entry = job.get("entrypoint") or {}
+    if entry.get("fake_weights") is not None:
+        return bool(entry["fake_weights"])
+    if job.get("fake_weights"):
+        return True
+    if job.get("entrypoint") is not None:
+        return False
+    node = _binding_node(workspace.entry_file, "fake_weights")
+    value = getattr(node, "value", None)
+    return isinstance(value, ast.Constant) and value.value is True
 
 
 def load_entrypoint(job: dict, workspace: Workspace) -> Target:
+    """The model and its inputs; under FakeTensorMode when fake weights are asked for, so that
+    a model of any size is checked without allocating its parameters."""
+    if not _fake_weights_requested(job, workspace):
+        return _load_entrypoint(job, workspace)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    # Real tensors made before the mode (module-level constants of a library) stay usable.
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        target = _load_entrypoint(job, workspace)
+    target.fake_weights = True
+    return target
+
+
+def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
     entry = job.get("entrypoint")
     target = Target()
     if entry is None:
@@ -1064,6 +1096,17 @@ def export_program(target: Target, workspace: Workspace, definitions: dict, requ
     temporary = os.path.abspath(request["temporary"])
     started = time.monotonic()
     progress("exporting", "running torch.export.export" + (" (strict)" if target.strict else ""))
+    if target.fake_weights:
+        file, name = target.model_binding or (workspace.entry_file, "model")
+        diagnostic = _binding_diagnostic(
+            file,
+            name,
+            "PT503",
+            "the model is built with fake weights (fake-weights / fake_weights = True): its parameters have "
+            "shapes but no values, so a .pt2 of it would hold no weights and could not be checked against "
+            "eager; turn fake weights off to write the file",
+        )
+        return {"status": "entrypoint", "diagnostics": [diagnostic]}
     programs: list = []
     diagnostics = trace(target, workspace, definitions, programs)
     if diagnostics or not programs:
@@ -1359,6 +1402,7 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
             f'register one with @torch.library.register_fake("{fake}")',
             where,
             _collectable=True,
+            _op=fake,
         )
     if unsupported is not None:
         return finding(_graph_break_code(unsupported), _unsupported_message(unsupported))
@@ -1934,10 +1978,22 @@ def draft_findings(program, target, workspace, definitions, first, constraint_me
     violation = first.get("_violation") or (constraint_messages[0] if constraint_messages else "")
     _, fixes, dims = parse_constraint_violation(violation) if violation else ("", [], {})
     findings = []
+    # Operators whose fake kernel is missing or wrong: draft_export gives their outputs unbacked
+    # sizes of its own making, so a guard on those sizes follows from the kernel and is not a
+    # problem of its own (real torch fails on the kernel alone).
+    broken_ops = {
+        _normalize_op(str((failure.data or {}).get("op", "")))
+        for failure in report.failures
+        if getattr(failure.failure_type, "name", "") in ("MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL")
+    }
+    if first.get("code") in ("PT301", "PT302") and first.get("_op"):
+        broken_ops.add(first["_op"])
     for failure in report.failures:
         kind = getattr(failure.failure_type, "name", str(failure.failure_type))
         data = failure.data or {}
         if kind == "DATA_DEPENDENT_ERROR":
+            if broken_ops and _symbol_producers(program, str(data.get("expr") or "")) & broken_ops:
+                continue
             where = _user_stack_location(data.get("user_stack"), filenames, workspace)
             code = _draft_data_dependent_code(data, program, filenames, workspace)
             expr = data.get("expr")
@@ -1987,6 +2043,20 @@ def draft_findings(program, target, workspace, definitions, first, constraint_me
             finding["origin"] = "draft_export"
             findings.append(finding)
     return findings
+
+
+def _symbol_producers(program, expr: str) -> set[str]:
+    """The operators (`ns::op`) whose outputs bind the unbacked symbols of `expr`."""
+    symbols = set(re.findall(r"\b(?:zuf|zf|u)\d+\b", expr))
+    producers = set()
+    try:
+        for node in program.graph.nodes:
+            bindings = node.meta.get("unbacked_bindings") or {}
+            if any(str(symbol) in symbols for symbol in bindings):
+                producers.add(_normalize_op(str(node.target)))
+    except Exception:  # noqa: BLE001 - a graph without the metadata drops nothing
+        pass
+    return producers
 
 
 def _user_stack_location(stack, filenames, workspace: Workspace) -> dict | None:

@@ -420,3 +420,52 @@ fn usage_and_setup_problems_exit_2_and_name_what_to_do() {
     );
     project.assert_clean(project.dir.path(), &["lib.py", "net.py", "pyproject.toml"]);
 }
+
+/// `fake_weights = True`: a 10.7 B-parameter model (43 GB of float32) is built under
+/// `FakeTensorMode` and traced without allocating its weights; `export` refuses to write a
+/// `.pt2` of it and says why, leaving nothing on disk.
+#[test]
+fn a_model_with_fake_weights_is_traced_without_its_weights_and_never_written() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let big = r#"import torch
+from torch.export import Dim
+
+fake_weights = True
+
+
+class Big(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.Sequential(*[torch.nn.Linear(8192, 8192) for _ in range(160)])
+
+    def forward(self, x):
+        return self.layers(x).relu()
+
+
+model = Big().eval()
+example_args = (torch.randn(4, 8192),)
+dynamic_shapes = {"x": {0: Dim("batch")}}
+"#;
+    let project = Project::new("memory_limit = 4096\n", &[("big.py", big)]);
+    let check = run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+        .args(["check", "--trace", "--format", "json", "--python"])
+        .arg(python)
+        .arg("big.py")
+        .current_dir(project.dir.path())
+        .env("TMPDIR", project.tmp.path())
+        .env_remove("VIRTUAL_ENV"));
+    assert_eq!(check.code, 0, "{check:#?}");
+    assert_eq!(check.stdout.trim(), "[]", "{check:#?}");
+
+    let result = project.export(python, &["big.py"]);
+    assert_eq!(result.code, 1, "{result:#?}");
+    assert!(
+        result.stdout.contains("big.py:16:1: PT503")
+            && result.stdout.contains("fake weights")
+            && result.stdout.contains("no weights"),
+        "{}",
+        result.stdout
+    );
+    project.assert_clean(project.dir.path(), &["big.py", "pyproject.toml"]);
+}

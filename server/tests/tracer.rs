@@ -646,3 +646,54 @@ fn an_interpreter_without_torch_is_one_clear_error() {
         assert_clean(tmp.path());
     }
 }
+
+/// A guard on the output of an operator without a fake kernel follows from the missing kernel
+/// (draft_export makes up the output's size): real torch fails on the kernel alone, so the trace
+/// reports PT301 only.
+#[test]
+fn a_guard_on_the_output_of_an_op_without_fake_kernel_is_not_reported_again() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let body = r#"import torch
+
+
+@torch.library.custom_op("follow::pick", mutates_args=())
+def pick(x: torch.Tensor) -> torch.Tensor:
+    return x[x > 0]
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        y = pick(x)
+        if y.shape[0] > 2:
+            return y * 2
+        return y
+
+
+model = M()
+example_args = (torch.randn(8),)
+"#;
+    fs::write(project.path().join("kernel.py"), body).unwrap();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+            "kernel.py",
+        ],
+    );
+    let found = traced(&run.json());
+    let codes: Vec<(u32, &str)> = found
+        .iter()
+        .map(|(_, line, code, _)| (*line, code.as_str()))
+        .collect();
+    assert_eq!(codes, [(4, "PT301")], "{found:#?}\n{}", run.stderr);
+    assert_clean(tmp.path());
+}

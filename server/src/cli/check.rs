@@ -364,6 +364,7 @@ impl Tracing<'_> {
                     example_kwargs: entry.example_kwargs.clone(),
                     dynamic_shapes: entry.dynamic_shapes.clone(),
                     strict: entry.strict,
+                    fake_weights: entry.fake_weights,
                 }),
                 None if !args.quiet => warn(&format!(
                     "entrypoint {}: no `model` to trace",

@@ -39,13 +39,14 @@ pub const KEYS: [&str; 12] = [
 ];
 
 /// The keys of one `[[tool.pt2lsp.entrypoints]]` table.
-const ENTRYPOINT_KEYS: [&str; 6] = [
+const ENTRYPOINT_KEYS: [&str; 7] = [
     "name",
     "model",
     "example-args",
     "example-kwargs",
     "dynamic-shapes",
     "strict",
+    "fake-weights",
 ];
 
 /// Whether the tracer runs the real exporter, and when.
@@ -79,6 +80,8 @@ pub struct Entrypoint {
     pub example_kwargs: Option<String>,
     pub dynamic_shapes: Option<String>,
     pub strict: Option<bool>,
+    /// `fake-weights`: build the model under `FakeTensorMode` (no weights allocated).
+    pub fake_weights: Option<bool>,
 }
 
 /// The settings of one source: a configuration file or the editor. `None` (or empty) leaves a
@@ -426,6 +429,7 @@ fn entrypoints(
                 "example-kwargs" => entrypoint.example_kwargs = Some(text(value).map_err(at)?),
                 "dynamic-shapes" => entrypoint.dynamic_shapes = Some(text(value).map_err(at)?),
                 "strict" => entrypoint.strict = Some(boolean(value).map_err(at)?),
+                "fake-weights" => entrypoint.fake_weights = Some(boolean(value).map_err(at)?),
                 other => unknown.push((index, other.to_owned())),
             }
         }

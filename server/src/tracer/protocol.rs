@@ -41,6 +41,10 @@ pub struct EntrypointSpec {
     pub example_kwargs: Option<String>,
     pub dynamic_shapes: Option<String>,
     pub strict: Option<bool>,
+    /// Build the model and its inputs under `FakeTensorMode` (`fake-weights = true`): shapes
+    /// without storage, so a model of any size is checked without allocating its weights.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fake_weights: Option<bool>,
 }
 
 /// What turns a job into an export: after `torch.export.export` succeeds, the worker saves the
