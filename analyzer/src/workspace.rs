@@ -79,6 +79,8 @@ pub struct WorkspaceIndex {
     /// a file the import graph says it may reach but that it did not enter is not analysed
     /// again for it.
     entered: Arc<Mutex<HashMap<String, Arc<HashSet<String>>>>>,
+    /// Each entrypoint's program, parsed once per check.
+    programs: Arc<Mutex<HashMap<String, Arc<Vec<crate::semantic::LoadedFile>>>>>,
 }
 
 impl fmt::Debug for WorkspaceIndex {
@@ -183,6 +185,7 @@ impl WorkspaceIndex {
             reached_by,
             sources: None,
             entered: Arc::default(),
+            programs: Arc::default(),
         }
     }
 
@@ -204,10 +207,35 @@ impl WorkspaceIndex {
     }
 
     /// Whether `module`'s report may change with whole-program analysis: it is an
-    /// entrypoint that imports workspace files, or an entrypoint reaches it.
+    /// entrypoint that imports workspace files, or an entrypoint may reach it (once the
+    /// entrypoints have been checked with this index, only those that did).
     pub fn takes_part_in_program(&self, module: &str) -> bool {
         (self.is_entrypoint(module) && self.imports.get(module).is_some_and(|i| !i.is_empty()))
-            || self.reached_by.contains_key(module)
+            || self.entrypoints_reaching(module).iter().any(|entry| {
+                self.entered_by(entry)
+                    .is_none_or(|entered| entered.contains(module))
+            })
+    }
+
+    /// The parsed program of `entry`, loaded once per index.
+    pub(crate) fn program(
+        &self,
+        entry: &str,
+        load: impl FnOnce() -> Vec<crate::semantic::LoadedFile>,
+    ) -> Arc<Vec<crate::semantic::LoadedFile>> {
+        if let Some(program) = self
+            .programs
+            .lock()
+            .ok()
+            .and_then(|p| p.get(entry).cloned())
+        {
+            return program;
+        }
+        let program = Arc::new(load());
+        if let Ok(mut programs) = self.programs.lock() {
+            programs.insert(entry.to_owned(), Arc::clone(&program));
+        }
+        program
     }
 
     /// The workspace modules an analysis starting at `module` may enter, `module` first,
