@@ -119,7 +119,7 @@ def measure(binary: Path, python: Path, runs: int, fast: bool) -> Section:
     traces = [trace(binary, python, files) for _ in range(runs)]
     trace_walls = [wall for wall, _ in traces]
     diagnostics = traces[0][1]
-    traced = [d for d in diagnostics if d.get("source") == "trace"]
+    traced = [d for d in diagnostics if d.get("source", "").endswith("trace")]
     failing_cold = sum(1 for result in colds if result["error"])
     failing_traced = len({d["file"] for d in traced if d["severity"] == "error"})
 

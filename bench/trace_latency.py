@@ -110,7 +110,7 @@ def measure_model(binary: Path, source: Path, python: Path, saves: int) -> tuple
                 "rootUri": root,
                 "workspaceFolders": [{"uri": root, "name": project.name}],
                 "capabilities": {"window": {"workDoneProgress": True}},
-                "initializationOptions": {"python": str(python), "trace": "on-save"},
+                "initializationOptions": {"python": str(python), "trace": "on-open-and-save"},
             },
         )
         client.notify("initialized", {})
@@ -129,7 +129,7 @@ def measure_model(binary: Path, source: Path, python: Path, saves: int) -> tuple
                 lambda m: (
                     m.get("method") == "textDocument/publishDiagnostics"
                     and m["params"]["uri"] == uri
-                    and any(d.get("data", {}).get("source") == "trace" for d in m["params"]["diagnostics"])
+                    and any(d.get("data", {}).get("source", "").endswith("trace") for d in m["params"]["diagnostics"])
                 ),
                 timeout=120,
             )

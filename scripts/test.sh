@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of pt2lsp, installing what the tests need first: the Rust build, a .venv with
-# torch (from PyPI) for the real-exporter tests, and Debian's neovim for the editor test.
+# torch (from PyPI) for the real-exporter tests, and Debian's neovim, emacs-nox and elpa-eglot for
+# the editor tests.
 # Idempotent: a second run reuses .venv, the cargo cache and the installed packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,15 +20,28 @@ if ! .venv/bin/python -c 'import torch, torchvision, numpy, pytest' 2>/dev/null;
 fi
 .venv/bin/python -c 'import torch; print("torch", torch.__version__)' >&2
 
-step "Neovim (for the editor test)"
-if ! command -v nvim >/dev/null 2>&1; then
+step "Debian packages for the editor tests: neovim, emacs-nox, elpa-eglot"
+missing=()
+command -v nvim >/dev/null 2>&1 || missing+=(neovim)
+command -v emacs >/dev/null 2>&1 || missing+=(emacs-nox)
+[ -d /usr/share/emacs/site-lisp/elpa-src ] && ls /usr/share/emacs/site-lisp/elpa-src | grep -q '^eglot' || missing+=(elpa-eglot)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "nvim is missing: install Debian's neovim (apt-get install -y neovim)" >&2
+    echo "missing Debian packages: ${missing[*]} (apt-get install -y ${missing[*]})" >&2
     [ -n "${CI:-}" ] && exit 1
   fi
 fi
+
+step "Tracer worker (server/python): ruff lint and format, unit tests on recorded messages"
+# ruff is pinned: a newer one may lint differently, and this step fails the run when it fails.
+if ! .venv/bin/ruff --version 2>/dev/null | grep -qx 'ruff 0.17.6'; then
+  .venv/bin/pip install --quiet --disable-pip-version-check 'ruff==0.17.6'
+fi
+.venv/bin/ruff check --config server/python/ruff.toml server/python
+.venv/bin/ruff format --check --config server/python/ruff.toml server/python
+PYTHONDONTWRITEBYTECODE=1 .venv/bin/python -m pytest -q -p no:cacheprovider server/python/tests
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

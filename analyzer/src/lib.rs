@@ -81,6 +81,17 @@ pub fn dim_constraint_fix(
     )
 }
 
+/// The fix for a dimension declared dynamic that the exporter made the constant `constant`
+/// because the file's example inputs have that size (0 or 1, or outside the `Dim`'s range):
+/// it gives those examples a size that keeps the `Dim` dynamic. `None` when no example of
+/// `dim` has that size, so the constant comes from the model's code.
+pub fn example_size_fix(source: &str, dim: &str, constant: i64) -> Option<Fix> {
+    let parsed = syntax::parse(source);
+    let workspace = WorkspaceIndex::default();
+    let model = semantic::SemanticModel::build(&parsed, SourceFile::detached(source), &workspace);
+    rules::specializing_example_size::fix_for_dim(model.spec.as_ref()?, dim, constant)
+}
+
 /// Analyses one file with the facts gathered from the rest of the workspace.
 ///
 /// With workspace sources ([`WorkspaceIndex::with_sources`]), an entrypoint's analysis

@@ -21,6 +21,8 @@ pub enum Rule {
     DynamicDimGuard,
     ShapeSpecialization,
     InvalidDynamicShapes,
+    UnregisteredInputType,
+    SpecializingExampleSize,
     ExportFailed,
     WorkerCrash,
     EntrypointError,
@@ -44,7 +46,7 @@ pub struct RuleMeta {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 16] = [
+    pub const ALL: [Rule; 18] = [
         Rule::SyntaxError,
         Rule::DataDependentBranch,
         Rule::DataDependentScalar,
@@ -57,6 +59,8 @@ impl Rule {
         Rule::DynamicDimGuard,
         Rule::ShapeSpecialization,
         Rule::InvalidDynamicShapes,
+        Rule::UnregisteredInputType,
+        Rule::SpecializingExampleSize,
         Rule::ExportFailed,
         Rule::WorkerCrash,
         Rule::EntrypointError,
@@ -77,6 +81,8 @@ impl Rule {
             Rule::DynamicDimGuard => &rules::dynamic_dim_guard::META,
             Rule::ShapeSpecialization => &rules::shape_specialization::META,
             Rule::InvalidDynamicShapes => &rules::invalid_dynamic_shapes::META,
+            Rule::UnregisteredInputType => &rules::unregistered_input_type::META,
+            Rule::SpecializingExampleSize => &rules::specializing_example_size::META,
             Rule::ExportFailed => &rules::export_failed::META,
             Rule::WorkerCrash => &rules::worker_crash::META,
             Rule::EntrypointError => &rules::entrypoint_error::META,

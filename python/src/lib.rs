@@ -29,6 +29,18 @@ struct Diagnostic {
     message: String,
     source: String,
     fix: Option<Fix>,
+    /// The places that explain it, entrypoint first.
+    related: Vec<Related>,
+}
+
+/// Another place that explains a diagnostic: the entrypoint, a call on the way, a library frame.
+#[pyclass(module = "pt2lsp", frozen, eq, hash, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Related {
+    file: String,
+    line: u32,
+    column: u32,
+    message: String,
 }
 
 /// Edits that together fix one diagnostic.
@@ -52,6 +64,29 @@ struct Edit {
 }
 
 #[pymethods]
+impl Related {
+    /// The location as `pt2lsp check --format json` writes it in a diagnostic's `related`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        dict.set_item("file", &self.file)?;
+        dict.set_item("line", self.line)?;
+        dict.set_item("column", self.column)?;
+        dict.set_item("message", &self.message)?;
+        Ok(dict)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Related(file={}, line={}, column={}, message={})",
+            repr(py, &self.file)?,
+            self.line,
+            self.column,
+            repr(py, &self.message)?,
+        ))
+    }
+}
+
+#[pymethods]
 impl Diagnostic {
     /// The diagnostic as `pt2lsp check --format json` writes it (no `fix` key without a fix).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -69,6 +104,12 @@ impl Diagnostic {
         if let Some(fix) = &self.fix {
             dict.set_item("fix", fix.to_dict(py)?)?;
         }
+        let related = self
+            .related
+            .iter()
+            .map(|related| related.to_dict(py))
+            .collect::<PyResult<Vec<_>>>()?;
+        dict.set_item("related", related)?;
         Ok(dict)
     }
 
@@ -325,6 +366,16 @@ impl From<api::Diagnostic> for Diagnostic {
                     })
                     .collect(),
             }),
+            related: diagnostic
+                .related
+                .into_iter()
+                .map(|related| Related {
+                    file: related.file,
+                    line: related.line,
+                    column: related.column,
+                    message: related.message,
+                })
+                .collect(),
         }
     }
 }
@@ -336,6 +387,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Diagnostic>()?;
     module.add_class::<Fix>()?;
     module.add_class::<Edit>()?;
+    module.add_class::<Related>()?;
     module.add_function(wrap_pyfunction!(check, module)?)?;
     module.add_function(wrap_pyfunction!(check_paths, module)?)?;
     Ok(())

@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import argparse
 import ast
-import errno
 import importlib
 import importlib.util
 import inspect
 import json
+import linecache
 import os
 import re
 import selectors
@@ -55,6 +55,25 @@ import time
 import traceback
 
 PROTOCOL = 1
+
+# Every rule code this worker reports, with the rule's name: the one list of them. A Rust test
+# (server/src/tracer/worker.rs) checks it against the analyzer's `Rule` table, and a Python test
+# (server/python/tests) checks that the worker names no code outside it.
+RULES = {
+    "PT101": "data-dependent-branch",
+    "PT102": "data-dependent-scalar",
+    "PT103": "data-dependent-shape",
+    "PT201": "tensor-to-numpy",
+    "PT202": "untraceable-call",
+    "PT203": "explicit-graph-break",
+    "PT301": "missing-fake-kernel",
+    "PT302": "mismatched-fake-kernel",
+    "PT401": "dynamic-dim-guard",
+    "PT403": "invalid-dynamic-shapes",
+    "PT501": "export-failed",
+    "PT502": "worker-crash",
+    "PT503": "entrypoint-error",
+}
 
 # Captured output kept per job (stdout and stderr of the child, merged).
 OUTPUT_LIMIT = 64 * 1024
@@ -656,9 +675,41 @@ class Target:
         # (file, name) of the module-level binding of dynamic_shapes, for PT403/PT401 locations.
         self.spec_binding: tuple[str, str] | None = None
         self.model_binding: tuple[str, str] | None = None
+        # Built under FakeTensorMode: parameters and inputs have shapes and no storage.
+        self.fake_weights = False
+
+
+def _fake_weights_requested(job: dict, workspace: Workspace) -> bool:
+    """`fake-weights = true` of the entrypoint (or the job), else, for the file convention, a
+    module-level `fake_weights = True` in the file, read from its syntax tree: the model is
+    built when the module is imported, so the mode must be chosen before that."""
+    entry = job.get("entrypoint") or {}
+    if entry.get("fake_weights") is not None:
+        return bool(entry["fake_weights"])
+    if job.get("fake_weights"):
+        return True
+    if job.get("entrypoint") is not None:
+        return False
+    node = _binding_node(workspace.entry_file, "fake_weights")
+    value = getattr(node, "value", None)
+    return isinstance(value, ast.Constant) and value.value is True
 
 
 def load_entrypoint(job: dict, workspace: Workspace) -> Target:
+    """The model and its inputs; under FakeTensorMode when fake weights are asked for, so that
+    a model of any size is checked without allocating its parameters."""
+    if not _fake_weights_requested(job, workspace):
+        return _load_entrypoint(job, workspace)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    # Real tensors made before the mode (module-level constants of a library) stay usable.
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        target = _load_entrypoint(job, workspace)
+    target.fake_weights = True
+    return target
+
+
+def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
     entry = job.get("entrypoint")
     target = Target()
     if entry is None:
@@ -722,9 +773,7 @@ def _as_args(value, file: str, name: str) -> tuple:
     if isinstance(value, (tuple, list)):
         return tuple(value)
     raise EntrypointError(
-        _binding_diagnostic(
-            file, name, "PT503", f"`{name}` must be a tuple of example inputs, not {type(value).__name__}"
-        )
+        _binding_diagnostic(file, name, "PT503", f"`{name}` must be a tuple of example inputs, not {type(value).__name__}")
     )
 
 
@@ -785,7 +834,9 @@ def _resolve(spec: str, role: str, workspace: Workspace):
     if not module_name or not attribute:
         raise EntrypointError(
             _binding_diagnostic(
-                workspace.entry_file, None, "PT503",
+                workspace.entry_file,
+                None,
+                "PT503",
                 f"{role} = {spec!r} in [[tool.pt2lsp.entrypoints]] must read `module:attribute` or `module:function()`",
             )
         )
@@ -794,7 +845,9 @@ def _resolve(spec: str, role: str, workspace: Workspace):
     except BaseException as exc:  # noqa: BLE001
         if _out_of_memory_error(exc):
             raise MemoryError(str(exc)) from None
-        raise EntrypointError(_exception_diagnostic(exc, workspace, workspace.entry_file, None, f"importing {module_name}")) from None
+        raise EntrypointError(
+            _exception_diagnostic(exc, workspace, workspace.entry_file, None, f"importing {module_name}")
+        ) from None
     file = os.path.abspath(getattr(module, "__file__", "") or workspace.entry_file)
     head = attribute.split(".")[0]
     value = module
@@ -978,6 +1031,13 @@ def _merge(first: dict, drafted: list[dict], target: Target) -> list[dict]:
     where = (first.get("file"), first.get("line"))
     # On the line of the export's error, its own classification wins over draft_export's.
     rest = [d for d in drafted if (d.get("file"), d.get("line")) != where]
+    # draft_export reports the export's own error again; without a place of its own it would
+    # land on the `model` line as a second copy of the same failure.
+    rest = [
+        d
+        for d in rest
+        if not (d.get("line") is None and (d.get("code"), d.get("message")) == (first.get("code"), first.get("message")))
+    ]
     return _finalize([first] + rest, target)
 
 
@@ -991,14 +1051,32 @@ def _finalize(findings: list[dict], target: Target) -> list[dict]:
             file, name = target.model_binding or (None, None)
             if file is None:
                 continue
-            finding.update(file=os.path.abspath(file), line=_binding_line(file, name) or 1, column=None,
-                           end_line=None, end_column=None)
+            finding.update(
+                file=os.path.abspath(file), line=_binding_line(file, name) or 1, column=None, end_line=None, end_column=None
+            )
         key = (finding["code"], finding["file"], finding["line"])
         if key in seen:
             continue
         seen.add(key)
+        _relate_entrypoint(finding, target)
         out.append({k: v for k, v in finding.items() if not k.startswith("_")})
     return out
+
+
+def _relate_entrypoint(finding: dict, target: Target) -> None:
+    """The entrypoint's `model =` line as a related location of a finding placed elsewhere:
+    the export that reaches the problem starts there."""
+    file, name = target.model_binding or (None, None)
+    line = _binding_line(file, name) if file else None
+    if line is None:
+        return
+    file = os.path.abspath(file)
+    if (finding.get("file"), finding.get("line")) == (file, line):
+        return
+    related = finding.setdefault("related", [])
+    if any((entry["file"], entry["line"]) == (file, line) for entry in related):
+        return
+    related.append({"file": file, "line": line, "column": 1, "message": f"the entrypoint `{name}` that is exported"})
 
 
 # -- writing the .pt2 (export jobs) --------------------------------------------------------------
@@ -1018,6 +1096,17 @@ def export_program(target: Target, workspace: Workspace, definitions: dict, requ
     temporary = os.path.abspath(request["temporary"])
     started = time.monotonic()
     progress("exporting", "running torch.export.export" + (" (strict)" if target.strict else ""))
+    if target.fake_weights:
+        file, name = target.model_binding or (workspace.entry_file, "model")
+        diagnostic = _binding_diagnostic(
+            file,
+            name,
+            "PT503",
+            "the model is built with fake weights (fake-weights / fake_weights = True): its parameters have "
+            "shapes but no values, so a .pt2 of it would hold no weights and could not be checked against "
+            "eager; turn fake weights off to write the file",
+        )
+        return {"status": "entrypoint", "diagnostics": [diagnostic]}
     programs: list = []
     diagnostics = trace(target, workspace, definitions, programs)
     if diagnostics or not programs:
@@ -1026,17 +1115,16 @@ def export_program(target: Target, workspace: Workspace, definitions: dict, requ
     program = programs[0]
 
     progress("saving", output)
+    # The program is saved to the temporary path, loaded back from there and checked; only a
+    # complete report renames it onto the output, so a job that fails or dies on the way leaves
+    # nothing at the output (the caller removes the temporary file whatever happened).
     try:
         os.makedirs(os.path.dirname(output), exist_ok=True)
-        try:
-            torch.export.save(program, temporary)
-            os.replace(temporary, output)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+        torch.export.save(program, temporary)
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - an unpicklable constant, a full disk, ...
+        _unlink_quietly(temporary)
         file, name = target.model_binding or (workspace.entry_file, "model")
         diagnostic = _binding_diagnostic(
             file, name, "PT501", f"the model exported but could not be saved to {output}: {type(exc).__name__}: {_trim(str(exc))}"
@@ -1045,17 +1133,25 @@ def export_program(target: Target, workspace: Workspace, definitions: dict, requ
         return {"status": "failed", "diagnostics": [diagnostic]}
 
     progress("verifying", "loading the file back with torch.export.load and running it")
-    verification = _verify(output, target)
+    verification = _verify(temporary, target)
     report = {
         "path": output,
-        "size": os.path.getsize(output),
+        "size": os.path.getsize(temporary),
         "nodes": len(program.graph.nodes),
         "inputs": _describe_inputs(program),
         "range_constraints": _range_constraints(program, target),
         "verification": verification,
         "strict": bool(target.strict),
     }
+    os.replace(temporary, output)
     return {"status": "ok", "diagnostics": [], "export": report, "trace_seconds": round(time.monotonic() - started, 3)}
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _verify(path: str, target: Target) -> dict:
@@ -1095,9 +1191,12 @@ def _compare(expected, actual) -> dict:
     expected_leaves, _ = pytree.tree_flatten(expected)
     actual_leaves, _ = pytree.tree_flatten(actual)
     if len(expected_leaves) != len(actual_leaves):
-        return {"matches": False, "detail": f"eager returns {len(expected_leaves)} values, the saved program {len(actual_leaves)}"}
+        return {
+            "matches": False,
+            "detail": f"eager returns {len(expected_leaves)} values, the saved program {len(actual_leaves)}",
+        }
     largest = None
-    for index, (want, got) in enumerate(zip(expected_leaves, actual_leaves)):
+    for index, (want, got) in enumerate(zip(expected_leaves, actual_leaves, strict=False)):
         if isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor):
             if want.shape != got.shape:
                 return {"matches": False, "detail": f"output {index}: shape {tuple(got.shape)}, eager {tuple(want.shape)}"}
@@ -1110,7 +1209,11 @@ def _compare(expected, actual) -> dict:
                     if diff == diff and diff != float("inf"):
                         largest = diff if largest is None else max(largest, diff)
                 if not torch.allclose(want, got, rtol=VERIFY_RTOL, atol=VERIFY_ATOL, equal_nan=True):
-                    return {"matches": False, "max_abs_diff": largest, "detail": f"output {index} differs from eager (rtol {VERIFY_RTOL:g}, atol {VERIFY_ATOL:g})"}
+                    return {
+                        "matches": False,
+                        "max_abs_diff": largest,
+                        "detail": f"output {index} differs from eager (rtol {VERIFY_RTOL:g}, atol {VERIFY_ATOL:g})",
+                    }
             elif not torch.equal(want, got):
                 return {"matches": False, "detail": f"output {index} differs from eager"}
         elif isinstance(want, torch.Tensor) or isinstance(got, torch.Tensor):
@@ -1126,8 +1229,18 @@ def _compare(expected, actual) -> dict:
 
 
 _DTYPES = {
-    "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64", "int32": "i32",
-    "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b8", "complex64": "c64", "complex128": "c128",
+    "float32": "f32",
+    "float64": "f64",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "int64": "i64",
+    "int32": "i32",
+    "int16": "i16",
+    "int8": "i8",
+    "uint8": "u8",
+    "bool": "b8",
+    "complex64": "c64",
+    "complex128": "c128",
 }
 
 
@@ -1164,13 +1277,23 @@ def _range_constraints(program, target: Target) -> list[dict]:
 
 
 def _finite(value) -> int | None:
+    """An integer bound, or None for an unbounded one. Torch's `int_oo` (the upper bound of
+    every `Dim` without a max, and of `Dim.AUTO` and `Dim.DYNAMIC`) says it is finite and
+    cannot be converted with int(), so infinities are recognised by their type first."""
+    try:
+        import sympy
+
+        if isinstance(value, sympy.Basic) and (not value.is_number or value.is_infinite or "Infinity" in type(value).__name__):
+            return None
+    except ImportError:
+        pass
     try:
         if getattr(value, "is_finite", True) is False:
             return None
         number = int(value)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, AttributeError):
         return None
-    # torch's int_oo is a sympy number that converts to a huge int.
+    # Any bound this large is an infinity in another guise.
     return number if abs(number) < 2**62 else None
 
 
@@ -1186,7 +1309,7 @@ def _dim_names(program, target: Target) -> dict[str, str]:
         if isinstance(spec, dict):
             pairs = [(key, dims) for key, dims in spec.items()]
         else:
-            pairs = list(zip(user_inputs, spec))
+            pairs = list(zip(user_inputs, spec, strict=False))
         for key, dims in pairs:
             node = placeholders.get(key)
             shape = getattr(node.meta.get("val") if node is not None else None, "shape", None)
@@ -1234,10 +1357,13 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
     unsupported = next((e for e in chain if _is(e, "Unsupported")), None)
     messages = "\n".join(str(e) for e in chain)
     location = _exception_location(chain, workspace)
+    library = _library_frames(chain, workspace)
 
     def finding(code: str, message: str, where=location, **extra) -> dict:
         out = _located(code, where, message)
         out["exception"] = _qualified(exc)
+        if library:
+            out["related"] = list(library)
         out.update(extra)
         return out
 
@@ -1246,8 +1372,15 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
         return finding(code, _data_dependent_message(guard, code), _collectable=True)
     if user_error is not None and error_type == "CONSTRAINT_VIOLATION":
         message, fixes, dims = parse_constraint_violation(str(user_error))
-        out = finding("PT401", message, location if _user_stack_in_message(str(user_error)) else None,
-                      _collectable=True, _constraint=True, _dims=dims, _violation=str(user_error))
+        out = finding(
+            "PT401",
+            message,
+            location if _user_stack_in_message(str(user_error)) else None,
+            _collectable=True,
+            _constraint=True,
+            _dims=dims,
+            _violation=str(user_error),
+        )
         if fixes:
             out["fixes"] = fixes
         return out
@@ -1266,9 +1399,10 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
         return finding(
             "PT301",
             f"operator {op} has no fake (meta) kernel, so export cannot propagate shapes through it: "
-            f"register one with @torch.library.register_fake(\"{fake}\")",
+            f'register one with @torch.library.register_fake("{fake}")',
             where,
             _collectable=True,
+            _op=fake,
         )
     if unsupported is not None:
         return finding(_graph_break_code(unsupported), _unsupported_message(unsupported))
@@ -1276,7 +1410,9 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
         op = _first_lines(str(exc), 1)
         return finding("PT101", f"the result of {op} depends on the tensor's values, which export cannot branch on")
     if ".numpy() is not supported" in messages:
-        return finding("PT201", "`.numpy()` (or a NumPy call on a tensor) is not supported while exporting: " + _first_lines(messages, 1))
+        return finding(
+            "PT201", "`.numpy()` (or a NumPy call on a tensor) is not supported while exporting: " + _first_lines(messages, 1)
+        )
     if "Cannot access data pointer of Tensor" in messages:
         return finding("PT202", "data_ptr() cannot be called while exporting: " + _first_sentence(messages))
     if any(_is(e, "MemoryError") for e in chain) or "can't allocate memory" in messages:
@@ -1358,11 +1494,75 @@ def _exception_location(chain: list[BaseException], workspace: Workspace) -> dic
     return None
 
 
+# Top-level packages of the exporter itself and of what it runs on: their frames are how torch
+# works, never where a user's model failed.
+_EXPORTER_PACKAGES = frozenset({"torch", "functorch", "sympy", "mpmath", "typing_extensions", "_pytest", "pt2lsp"})
+
+# Library frames kept as related locations, the deepest ones (where the failure happened).
+RELATED_FRAMES_LIMIT = 6
+
+
+def _installed_package(filename: str | None) -> str | None:
+    """The top-level package of a file in site-packages (or dist-packages), None elsewhere."""
+    if not filename:
+        return None
+    parts = os.path.abspath(filename).split(os.sep)
+    for index in range(len(parts) - 2, -1, -1):
+        if parts[index] in ("site-packages", "dist-packages"):
+            top = parts[index + 1]
+            return top[:-3] if top.endswith(".py") else top
+    return None
+
+
+def _column_in_characters(filename: str, line: int, column: int | None) -> int:
+    """A 1-based column in characters from a 0-based column in UTF-8 bytes (1 when unknown)."""
+    if column is None:
+        return 1
+    text = linecache.getline(filename, line)
+    return len(text.encode("utf-8")[:column].decode("utf-8", errors="ignore")) + 1
+
+
+def _library_frames(chain: list[BaseException], workspace: Workspace) -> list[dict]:
+    """The frames of installed code (site-packages, outside torch) between the deepest frame of
+    the user's workspace and the failure, deepest last, as related locations: a failure inside
+    torchvision's `ops/boxes.py` is reported on the user's line that calls into it, and these
+    say which library lines it went through."""
+    for exc in reversed(chain):
+        frames = traceback.extract_tb(exc.__traceback__)
+        if not frames:
+            continue
+        deepest_user = max((i for i, frame in enumerate(frames) if workspace.contains(frame.filename)), default=-1)
+        library = []
+        for frame in frames[deepest_user + 1 :]:
+            package = _installed_package(frame.filename)
+            if package is None or package in _EXPORTER_PACKAGES or workspace.contains(frame.filename):
+                continue
+            if not frame.lineno:
+                continue
+            library.append(frame)
+        if not library:
+            continue
+        library = library[-RELATED_FRAMES_LIMIT:]
+        related = []
+        for index, frame in enumerate(library):
+            filename = os.path.abspath(frame.filename)
+            deepest = index == len(library) - 1
+            what = "the export failed here" if deepest else "called through here"
+            related.append(
+                {
+                    "file": filename,
+                    "line": frame.lineno,
+                    "column": _column_in_characters(filename, frame.lineno, getattr(frame, "colno", None)),
+                    "message": f"{what}, in {frame.name} ({_installed_package(frame.filename)}, installed code)",
+                }
+            )
+        return related
+    return []
+
+
 def _resolve_relative(fragment: str, workspace: Workspace) -> str | None:
     """Torch prints `fixtures/x.py:8`: a path made relative to something; find the user file."""
-    candidates = [workspace.entry_file] + [
-        os.path.join(root, fragment) for root in workspace.roots
-    ]
+    candidates = [workspace.entry_file] + [os.path.join(root, fragment) for root in workspace.roots]
     for candidate in candidates:
         if candidate.endswith(fragment.lstrip("./")) and workspace.contains(candidate) and os.path.exists(candidate):
             return os.path.abspath(candidate)
@@ -1608,9 +1808,7 @@ def _keys_past_rank(target: Target) -> list[str]:
         if rank is None:
             continue
         indices = list(dims.keys()) if isinstance(dims, dict) else range(len(dims)) if isinstance(dims, (list, tuple)) else []
-        if any(isinstance(i, int) and i >= rank for i in indices) or (
-            isinstance(dims, (list, tuple)) and len(dims) != rank
-        ):
+        if any(isinstance(i, int) and i >= rank for i in indices) or (isinstance(dims, (list, tuple)) and len(dims) != rank):
             blamed.append(key)
     return blamed
 
@@ -1630,7 +1828,9 @@ def _place_on_spec(finding: dict, target: Target, keys=()) -> None:
         return
     value = getattr(node, "value", None)
     if not keys and finding.get("_dims"):
-        keys = [re.match(r"L\['([^']+)'\]", source).group(1) for source in finding["_dims"] if re.match(r"L\['([^']+)'\]", source)]
+        keys = [
+            re.match(r"L\['([^']+)'\]", source).group(1) for source in finding["_dims"] if re.match(r"L\['([^']+)'\]", source)
+        ]
     if isinstance(value, ast.Dict):
         for key in keys:
             for key_node in value.keys:
@@ -1778,10 +1978,22 @@ def draft_findings(program, target, workspace, definitions, first, constraint_me
     violation = first.get("_violation") or (constraint_messages[0] if constraint_messages else "")
     _, fixes, dims = parse_constraint_violation(violation) if violation else ("", [], {})
     findings = []
+    # Operators whose fake kernel is missing or wrong: draft_export gives their outputs unbacked
+    # sizes of its own making, so a guard on those sizes follows from the kernel and is not a
+    # problem of its own (real torch fails on the kernel alone).
+    broken_ops = {
+        _normalize_op(str((failure.data or {}).get("op", "")))
+        for failure in report.failures
+        if getattr(failure.failure_type, "name", "") in ("MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL")
+    }
+    if first.get("code") in ("PT301", "PT302") and first.get("_op"):
+        broken_ops.add(first["_op"])
     for failure in report.failures:
         kind = getattr(failure.failure_type, "name", str(failure.failure_type))
         data = failure.data or {}
         if kind == "DATA_DEPENDENT_ERROR":
+            if broken_ops and _symbol_producers(program, str(data.get("expr") or "")) & broken_ops:
+                continue
             where = _user_stack_location(data.get("user_stack"), filenames, workspace)
             code = _draft_data_dependent_code(data, program, filenames, workspace)
             expr = data.get("expr")
@@ -1818,15 +2030,33 @@ def draft_findings(program, target, workspace, definitions, first, constraint_me
                 code = "PT301"
                 message = (
                     f"operator {op.replace('::', '.')} has no fake (meta) kernel, so export cannot propagate shapes "
-                    f"through it: register one with @torch.library.register_fake(\"{op}\")"
+                    f'through it: register one with @torch.library.register_fake("{op}")'
                 )
             else:
                 code = "PT302"
-                message = f"the fake kernel of {op.replace('::', '.')} disagrees with the real one: {data.get('reason', '')}".rstrip(": ")
+                message = (
+                    f"the fake kernel of {op.replace('::', '.')} disagrees with the real one: {data.get('reason', '')}".rstrip(
+                        ": "
+                    )
+                )
             finding = _located(code, where, _clip(message))
             finding["origin"] = "draft_export"
             findings.append(finding)
     return findings
+
+
+def _symbol_producers(program, expr: str) -> set[str]:
+    """The operators (`ns::op`) whose outputs bind the unbacked symbols of `expr`."""
+    symbols = set(re.findall(r"\b(?:zuf|zf|u)\d+\b", expr))
+    producers = set()
+    try:
+        for node in program.graph.nodes:
+            bindings = node.meta.get("unbacked_bindings") or {}
+            if any(str(symbol) in symbols for symbol in bindings):
+                producers.add(_normalize_op(str(node.target)))
+    except Exception:  # noqa: BLE001 - a graph without the metadata drops nothing
+        pass
+    return producers
 
 
 def _user_stack_location(stack, filenames, workspace: Workspace) -> dict | None:

@@ -33,6 +33,18 @@ pub struct Diagnostic {
     /// `static`: these checks never trace.
     pub source: &'static str,
     pub fix: Option<Fix>,
+    /// The places that explain it, entrypoint first (`related` in the JSON).
+    pub related: Vec<Related>,
+}
+
+/// Another place that explains a diagnostic, as the JSON's `related` items.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Related {
+    /// Shown like `file`: relative to the current directory when under it.
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -284,6 +296,16 @@ fn push_located(report: &FileReport, out: &mut Vec<Diagnostic>) {
             message: diagnostic.message.clone(),
             source: diagnostic.source.as_str(),
             fix,
+            related: diagnostic
+                .related
+                .iter()
+                .map(|related| Related {
+                    file: crate::cli::output::related_path(&related.file),
+                    line: related.line,
+                    column: related.column,
+                    message: related.message.clone(),
+                })
+                .collect(),
         });
     }
 }

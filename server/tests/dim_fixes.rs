@@ -80,7 +80,9 @@ fn trace_diagnostics_carry_torchs_suggested_fix_and_it_exports() {
             .iter()
             .filter(|item| {
                 item["code"] == "PT401"
-                    && item["source"] == "trace"
+                    && item["source"]
+                        .as_str()
+                        .is_some_and(|source| source.ends_with("trace"))
                     && item["file"].as_str().unwrap().ends_with(name.as_str())
             })
             .filter_map(|item| item.get("fix"))

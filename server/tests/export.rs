@@ -1,6 +1,6 @@
 //! `pt2lsp export` as the real binary, with real torch: a model with a dynamic batch is written
 //! as a `.pt2` that `torch.export.load` runs at another batch size; a model that does not
-//! export exits 1 with the trace's diagnostic; `-o`, `out_dir`, `--entry`, and the usage errors
+//! export exits 1 with the trace's diagnostic; `-o`, `out-dir`, `--entry`, and the usage errors
 //! (exit 2). No run leaves a temporary file beside the output, or anything in its `TMPDIR`.
 //!
 //! The interpreter is `PT2LSP_PYTHON` (scripts/test.sh sets it), else `../.venv/bin/python`.
@@ -202,6 +202,81 @@ fn a_dynamic_batch_model_is_written_and_runs_at_another_batch_size() {
     assert_eq!(report["verification"]["matches"], true, "{report:#}");
 }
 
+/// The commonest declarations have no bounds: an unbounded `Dim("batch")`, `Dim.AUTO`,
+/// `Dim.DYNAMIC` and a dim derived from an unbounded one. Each is written, loaded in another
+/// process and run at a batch size the example did not have.
+#[test]
+fn unbounded_auto_dynamic_and_derived_dims_are_written_and_run_at_another_batch_size() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let unbounded = DYNAMIC_BATCH.replace(r#"Dim("batch", min=2, max=1024)"#, r#"Dim("batch")"#);
+    let auto = DYNAMIC_BATCH.replace(r#"Dim("batch", min=2, max=1024)"#, "Dim.AUTO");
+    let dynamic = DYNAMIC_BATCH.replace(r#"Dim("batch", min=2, max=1024)"#, "Dim.DYNAMIC");
+    let derived = r#"import torch
+from torch.export import Dim
+
+
+class Shifted(torch.nn.Module):
+    def forward(self, x, y):
+        return x[1:] + y
+
+
+model = Shifted().eval()
+batch = Dim("batch")
+example_args = (torch.randn(9, 4), torch.randn(8, 4))
+dynamic_shapes = {"x": {0: batch + 1}, "y": {0: batch}}
+"#;
+    let project = Project::new(
+        "",
+        &[
+            ("unbounded.py", &unbounded),
+            ("auto.py", &auto),
+            ("dynamic.py", &dynamic),
+            ("derived.py", derived),
+        ],
+    );
+    for name in ["unbounded", "auto", "dynamic"] {
+        let result = project.export(python, &[&format!("{name}.py")]);
+        assert_eq!(result.code, 0, "{name}: {result:#?}");
+        assert!(result.stdout.contains("matches eager"), "{}", result.stdout);
+        let shapes = with_loaded(
+            python,
+            &project.path(&format!("{name}.pt2")),
+            "print(tuple(m(torch.randn(37, 16)).shape), tuple(m(torch.randn(3, 16)).shape))",
+        );
+        assert_eq!(shapes.trim(), "(37, 4) (3, 4)", "{name}");
+    }
+    let result = project.export(python, &["unbounded.py", "--output-format", "json"]);
+    assert_eq!(result.code, 0, "{result:#?}");
+    let report: Value = serde_json::from_str(&result.stdout).unwrap();
+    let range = &report["range_constraints"][0];
+    assert_eq!(range["dim"], "batch", "{report:#}");
+    assert_eq!(range["max"], Value::Null, "unbounded above: {report:#}");
+
+    let result = project.export(python, &["derived.py"]);
+    assert_eq!(result.code, 0, "{result:#?}");
+    let shapes = with_loaded(
+        python,
+        &project.path("derived.pt2"),
+        "print(tuple(m(torch.randn(21, 4), torch.randn(20, 4)).shape))",
+    );
+    assert_eq!(shapes.trim(), "(20, 4)");
+    project.assert_clean(
+        project.dir.path(),
+        &[
+            "auto.pt2",
+            "auto.py",
+            "derived.pt2",
+            "derived.py",
+            "dynamic.pt2",
+            "dynamic.py",
+            "pyproject.toml",
+            "unbounded.pt2",
+            "unbounded.py",
+        ],
+    );
+}
+
 #[test]
 fn a_model_that_does_not_export_exits_1_with_the_trace_diagnostic() {
     let Some(python) = torch_python() else { return };
@@ -246,17 +321,17 @@ fn a_model_that_does_not_export_exits_1_with_the_trace_diagnostic() {
 fn output_flag_out_dir_and_entry_choose_what_is_written_where() {
     let Some(python) = torch_python() else { return };
     let _turn = turn();
-    let configured = r#"out_dir = "artifacts"
+    let configured = r#"out-dir = "artifacts"
 
 [[tool.pt2lsp.entrypoints]]
 name = "tiny"
 model = "models.net:build()"
-example_args = "models.net:TINY_ARGS"
+example-args = "models.net:TINY_ARGS"
 "#;
     let net = format!("{DYNAMIC_BATCH}\nTINY_ARGS = (torch.randn(3, 16),)\n");
     let project = Project::new(configured, &[("models/net.py", &net)]);
 
-    // `out_dir` from pyproject.toml, relative to it; the file's own entrypoint by default.
+    // `out-dir` from pyproject.toml, relative to it; the file's own entrypoint by default.
     let result = project.export(python, &["models/net.py", "-q"]);
     assert_eq!(result.code, 0, "{result:#?}");
     assert!(
@@ -281,7 +356,7 @@ example_args = "models.net:TINY_ARGS"
         result.stdout
     );
 
-    // `-o` wins over `out_dir`; a path ending in `/` is a directory, created when missing.
+    // `-o` wins over `out-dir`; a path ending in `/` is a directory, created when missing.
     let result = project.export(python, &["models/net.py", "-o", "build/m.pt2", "-q"]);
     assert_eq!(result.code, 0, "{result:#?}");
     let result = project.export(python, &["models/net.py", "-o", "dist/", "-q"]);
@@ -344,4 +419,53 @@ fn usage_and_setup_problems_exit_2_and_name_what_to_do() {
         no_python.stderr
     );
     project.assert_clean(project.dir.path(), &["lib.py", "net.py", "pyproject.toml"]);
+}
+
+/// `fake_weights = True`: a 10.7 B-parameter model (43 GB of float32) is built under
+/// `FakeTensorMode` and traced without allocating its weights; `export` refuses to write a
+/// `.pt2` of it and says why, leaving nothing on disk.
+#[test]
+fn a_model_with_fake_weights_is_traced_without_its_weights_and_never_written() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let big = r#"import torch
+from torch.export import Dim
+
+fake_weights = True
+
+
+class Big(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.Sequential(*[torch.nn.Linear(8192, 8192) for _ in range(160)])
+
+    def forward(self, x):
+        return self.layers(x).relu()
+
+
+model = Big().eval()
+example_args = (torch.randn(4, 8192),)
+dynamic_shapes = {"x": {0: Dim("batch")}}
+"#;
+    let project = Project::new("memory_limit = 4096\n", &[("big.py", big)]);
+    let check = run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+        .args(["check", "--trace", "--format", "json", "--python"])
+        .arg(python)
+        .arg("big.py")
+        .current_dir(project.dir.path())
+        .env("TMPDIR", project.tmp.path())
+        .env_remove("VIRTUAL_ENV"));
+    assert_eq!(check.code, 0, "{check:#?}");
+    assert_eq!(check.stdout.trim(), "[]", "{check:#?}");
+
+    let result = project.export(python, &["big.py"]);
+    assert_eq!(result.code, 1, "{result:#?}");
+    assert!(
+        result.stdout.contains("big.py:16:1: PT503")
+            && result.stdout.contains("fake weights")
+            && result.stdout.contains("no weights"),
+        "{}",
+        result.stdout
+    );
+    project.assert_clean(project.dir.path(), &["big.py", "pyproject.toml"]);
 }

@@ -179,7 +179,7 @@ async fn edits_faster_than_analysis_publish_in_order_and_end_with_the_last() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hover_on_a_diagnostic_shows_its_rule_doc() {
+async fn hover_on_a_diagnostic_starts_with_its_message_then_its_rule() {
     let mut client = started(None, Value::Null).await;
     client.open(URI, 1, "def f(:\n    return 1\n").await;
     let diagnostics = client.diagnostics(URI, 1).await;
@@ -194,10 +194,14 @@ async fn hover_on_a_diagnostic_shows_its_rule_doc() {
         .as_str()
         .unwrap_or_default();
     assert_eq!(hover["result"]["contents"]["kind"], "markdown");
+    let message = diagnostics[0]["message"].as_str().unwrap();
     assert!(
-        markdown.contains("PT001") && markdown.contains("## What it does"),
-        "{hover}"
+        markdown.starts_with(&format!("**PT001** {message}")),
+        "{markdown}"
     );
+    // The rule in one line and a link to its page, not the page itself.
+    assert!(markdown.contains("`syntax-error`"), "{markdown}");
+    assert!(!markdown.contains("## What it does"), "{markdown}");
     assert!(markdown.contains("docs/rules/PT001.md"), "{markdown}");
     let away = client
         .request(
@@ -293,6 +297,44 @@ async fn quick_fixes_come_from_diagnostic_data_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_action_request_without_diagnostics_gets_those_of_its_lines() {
+    let mut client = started(None, Value::Null).await;
+    let text = "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n            return x\n        return -x\n";
+    client.open(URI, 1, text).await;
+    let diagnostics = client.diagnostics(URI, 1).await;
+    assert_eq!(codes(&diagnostics), ["PT101"], "{diagnostics:#?}");
+    // The cursor at the end of the flagged line, and no diagnostics in the context, as eglot
+    // sends it.
+    let at_end = json!({"line": 3, "character": 23});
+    let response = client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": URI}, "range": {"start": at_end, "end": at_end}, "context": {"diagnostics": []}}),
+        )
+        .await;
+    let titles: Vec<&str> = response["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|action| action["title"].as_str())
+        .collect();
+    assert!(titles.contains(&"Ignore PT101 on this line"), "{titles:?}");
+    assert!(
+        titles.iter().any(|title| title.contains("torch.where")),
+        "{titles:?}"
+    );
+    // A line without a diagnostic gets no quick fix.
+    let elsewhere = json!({"line": 0, "character": 3});
+    let response = client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": URI}, "range": {"start": elsewhere, "end": elsewhere}, "context": {"diagnostics": [], "only": ["quickfix"]}}),
+        )
+        .await;
+    assert_eq!(response["result"], json!([]), "{response}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editor_settings_override_pyproject_and_pyproject_changes_apply() {
     let dir = tempfile::tempdir().unwrap();
     let pyproject = dir.path().join("pyproject.toml");
@@ -362,7 +404,13 @@ async fn data_dependent_branch_is_reported_explained_and_ignorable() {
         )
         .await;
     let markdown = hover["result"]["contents"]["value"].as_str().unwrap();
-    assert!(markdown.contains("data-dependent-branch") && markdown.contains("## Fix"));
+    // The line's own message first, then the rule in one line.
+    let message = diagnostics[0]["message"].as_str().unwrap();
+    assert!(
+        markdown.starts_with(&format!("**PT101** {message}")),
+        "{markdown}"
+    );
+    assert!(markdown.contains("`data-dependent-branch`"), "{markdown}");
     let response = client
         .request(
             "textDocument/codeAction",
@@ -790,7 +838,11 @@ fn has_trace_diagnostic(message: &Value, uri: &str) -> bool {
         && message["params"]["uri"] == uri
         && message["params"]["diagnostics"]
             .as_array()
-            .is_some_and(|all| all.iter().any(|d| d["data"]["source"] == "trace"))
+            .is_some_and(|all| {
+                all.iter().any(|d| {
+                    d["data"]["source"] == "trace" || d["data"]["source"] == "static+trace"
+                })
+            })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -798,7 +850,7 @@ async fn a_file_with_an_entrypoint_is_traced_on_open_and_retraced_on_command() {
     let (dir, uri, text) = traced_workspace();
     let mut client = started(
         Some(dir.path()),
-        json!({"python": torch_python(), "timeout": 120}),
+        json!({"python": torch_python(), "timeout": 120, "trace": "on-open-and-save"}),
     )
     .await;
     client.open(&uri, 1, &text).await;
@@ -814,15 +866,28 @@ async fn a_file_with_an_entrypoint_is_traced_on_open_and_retraced_on_command() {
         .await;
     assert_eq!(published["params"]["version"], 1, "{published}");
     let diagnostics = published["params"]["diagnostics"].as_array().unwrap();
-    // The trace confirms the static PT101 on the same line and replaces it.
+    // The trace confirms the static PT101 on the same line: one diagnostic, marked as both.
     assert_eq!(codes(diagnostics), ["PT101"], "{diagnostics:#?}");
     assert_eq!(diagnostics[0]["source"], "pt2lsp");
-    assert_eq!(diagnostics[0]["data"]["source"], "trace");
+    assert_eq!(diagnostics[0]["data"]["source"], "static+trace");
     assert_eq!(diagnostics[0]["range"]["start"]["line"], 7);
+    // It says what the static pass says, in the user's terms, and keeps its quick fix.
+    let message = diagnostics[0]["message"].as_str().unwrap();
+    assert!(message.contains("`x.sum() > 0`"), "{message}");
+    assert!(
+        diagnostics[0]["data"]["fix"]["title"]
+            .as_str()
+            .is_some_and(|title| title.contains("torch.where")),
+        "{:#}",
+        diagnostics[0]
+    );
     let end = client
         .wait_for(|message| is_trace_progress(message, "end"))
         .await;
-    assert_eq!(end["params"]["value"]["message"], "1 error", "{end}");
+    assert_eq!(
+        end["params"]["value"]["message"], "1 problem: if_sum.py:8",
+        "{end}"
+    );
 
     let response = client
         .request(
@@ -834,7 +899,10 @@ async fn a_file_with_an_entrypoint_is_traced_on_open_and_retraced_on_command() {
     let end = client
         .wait_for(|message| is_trace_progress(message, "end"))
         .await;
-    assert_eq!(end["params"]["value"]["message"], "1 error", "{end}");
+    assert_eq!(
+        end["params"]["value"]["message"], "1 problem: if_sum.py:8",
+        "{end}"
+    );
     client.shutdown_and_exit().await;
 }
 
@@ -843,7 +911,7 @@ async fn a_missing_interpreter_warns_once_and_keeps_static_diagnostics() {
     let (dir, uri, text) = traced_workspace();
     let mut client = started(
         Some(dir.path()),
-        json!({"python": dir.path().join("no-such-python").to_str().unwrap()}),
+        json!({"python": dir.path().join("no-such-python").to_str().unwrap(), "trace": "on-open-and-save"}),
     )
     .await;
     client.open(&uri, 1, &text).await;
@@ -926,7 +994,7 @@ async fn trace_results_for_a_changed_text_are_dropped() {
     let (dir, uri, text) = traced_workspace();
     let mut client = started(
         Some(dir.path()),
-        json!({"python": torch_python(), "timeout": 120}),
+        json!({"python": torch_python(), "timeout": 120, "trace": "on-open-and-save"}),
     )
     .await;
     client.open(&uri, 1, &text).await;

@@ -194,11 +194,12 @@ async fn a_model_that_does_not_export_publishes_its_diagnostics_and_fails() {
         error["message"]
             .as_str()
             .unwrap()
-            .starts_with("bad.py (model) does not export: PT101: "),
+            .starts_with("bad.py (model) does not export: bad.py:6: PT101 "),
         "{error}"
     );
     assert_eq!(error["data"]["diagnostics"][0]["code"], "PT101");
     assert_eq!(error["data"]["diagnostics"][0]["line"], 6);
+    assert_eq!(error["data"]["diagnostics"][0]["place"], "bad.py:6");
     // Nothing was written: neither the default output nor a temporary beside it.
     let mut files: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
@@ -213,7 +214,13 @@ async fn a_model_that_does_not_export_publishes_its_diagnostics_and_fails() {
                 && message["params"]["uri"] == uri
                 && message["params"]["diagnostics"]
                     .as_array()
-                    .is_some_and(|all| all.iter().any(|d| d["data"]["source"] == "trace"))
+                    .is_some_and(|all| {
+                        all.iter().any(|d| {
+                            d["data"]["source"]
+                                .as_str()
+                                .is_some_and(|source| source.ends_with("trace"))
+                        })
+                    })
         })
         .await;
     let diagnostics = published["params"]["diagnostics"].as_array().unwrap();

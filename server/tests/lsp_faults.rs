@@ -130,7 +130,8 @@ async fn serve(python: &Path) -> Served {
     let mut client = TestClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
     let options = json!({
         "python": python,
-        "trace": "on-save",
+        // Each fault is traced as its file opens.
+        "trace": "on-open-and-save",
         "timeout": TIMEOUT_SECONDS,
         "memory_limit": MEMORY_LIMIT_MIB,
     });
@@ -162,7 +163,13 @@ impl Served {
                     && message["params"]["version"] == version
                     && message["params"]["diagnostics"]
                         .as_array()
-                        .is_some_and(|all| all.iter().any(|d| d["data"]["source"] == "trace"))
+                        .is_some_and(|all| {
+                            all.iter().any(|d| {
+                                d["data"]["source"]
+                                    .as_str()
+                                    .is_some_and(|source| source.ends_with("trace"))
+                            })
+                        })
             })
             .await;
         message["params"]["diagnostics"].as_array().unwrap().clone()
@@ -334,7 +341,7 @@ const FAULTS: &[Fault] = &[
                \x20       if x.sum() > 0:\n            return x * 2\n        return x",
         code: "PT101",
         line: Some(8),
-        words: "data-dependent",
+        words: "`x.sum() > 0`",
     },
     // A forked process that would sleep for ten minutes: the job's end must take it along.
     Fault {
@@ -344,14 +351,16 @@ const FAULTS: &[Fault] = &[
                \x20       return x",
         code: "PT101",
         line: Some(10),
-        words: "data-dependent",
+        words: "`x.sum() > 0`",
     },
 ];
 
 fn assert_has(diagnostics: &[Value], code: &str, line: u64, words: &str, context: &str) {
     assert!(
         diagnostics.iter().any(|d| d["code"] == code
-            && d["data"]["source"] == "trace"
+            && d["data"]["source"]
+                .as_str()
+                .is_some_and(|source| source.ends_with("trace"))
             && d["range"]["start"]["line"] == line
             && d["message"].as_str().is_some_and(|m| m.contains(words))),
         "{context}: expected a traced {code} on line {line} saying {words:?}, got {diagnostics:#?}"
@@ -381,7 +390,7 @@ async fn every_fault_is_a_diagnostic_and_the_next_save_traces_again() {
             &diagnostics,
             "PT101",
             FIXED_BRANCH_LINE,
-            "data-dependent",
+            "`x.sum() > 0`",
             &format!("{} fixed", fault.name),
         );
         served.no_job_left(fault.name).await;
@@ -463,8 +472,88 @@ async fn a_worker_killed_mid_job_is_a_diagnostic_and_is_replaced() {
         &diagnostics,
         "PT101",
         FIXED_BRANCH_LINE,
-        "data-dependent",
+        "`x.sum() > 0`",
         "after the killed worker",
     );
+    served.shut_down().await;
+}
+
+/// The worker (the server's child running `worker.py`) and its private directory.
+fn worker_of(server: u32) -> Option<(u32, String)> {
+    children_of(server).into_iter().find_map(|worker| {
+        let line = cmdline(worker);
+        let dir = line
+            .split_whitespace()
+            .skip_while(|word| *word != "--dir")
+            .nth(1)?
+            .to_owned();
+        line.contains("worker.py").then_some((worker, dir))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_while_idle_is_replaced_before_the_next_trace() {
+    let Some(python) = torch_python() else { return };
+    let _turn = TURN.lock().await;
+    let mut served = serve(&python).await;
+    let server_pid = served.child.id().unwrap();
+    let path = served.workspace.path().join("branch.py");
+    let uri = file_uri(&path);
+    let text = model_file(FIXED_BODY);
+    fs::write(&path, &text).unwrap();
+    served.client.open(&uri, 1, &text).await;
+    let diagnostics = served.traced(&uri, 1).await;
+    assert_has(
+        &diagnostics,
+        "PT101",
+        FIXED_BRANCH_LINE,
+        "data-dependent",
+        "first trace",
+    );
+    served.no_job_left("first trace").await;
+
+    // The worker waits for its next job: kill it, by each signal in turn, and check that the
+    // next save is traced as usual by a new worker and that the dead one's directory is gone.
+    for (round, signal) in ["KILL", "TERM", "SEGV"].into_iter().enumerate() {
+        let (worker, dir) = worker_of(server_pid).expect("an idle worker");
+        let killed = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &worker.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        // The first save follows the kill at once (the server may not have heard of the
+        // death yet); the others wait until the worker is gone.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while round > 0
+            && fs::read_to_string(format!("/proc/{worker}/stat"))
+                .is_ok_and(|stat| !stat.contains(") Z"))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "SIG{signal} did not end the worker"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let version = i32::try_from(round).unwrap() + 2;
+        served.save(&path, &uri, version, &text).await;
+        let diagnostics = served.traced(&uri, version).await;
+        assert_has(
+            &diagnostics,
+            "PT101",
+            FIXED_BRANCH_LINE,
+            "data-dependent",
+            &format!("after SIG{signal} of the idle worker"),
+        );
+        assert!(
+            !Path::new(&dir).exists(),
+            "the dead worker's directory {dir} is left behind"
+        );
+        let left: Vec<PathBuf> = fs::read_dir(served.tmp.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect();
+        assert_eq!(left.len(), 1, "only the new worker's directory: {left:#?}");
+        served.no_job_left("after the idle kill").await;
+    }
     served.shut_down().await;
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Editor tests: (a) the VS Code extension's unit tests (`npm ci && npm test` in editors/vscode)
 # and its .vsix manifest; (b) headless Neovim with the editors/nvim plugin against the real
-# server: PT101 appears, "Ignore PT101 on this line" is applied, the buffer changes, PT101 goes.
+# server: PT101 appears, "Ignore PT101 on this line" is applied, the buffer changes, PT101 goes;
+# (c) the same through Emacs's eglot (Debian's emacs-nox and elpa-eglot), headless.
 #
 #   tests/editors/run.sh                 # builds target/debug/pt2lsp if PT2LSP_BIN is unset
 #   PT2LSP_BIN=target/release/pt2lsp tests/editors/run.sh
 #
-# A missing npm or nvim fails the run when CI is set, and skips that part (loudly) otherwise.
+# A missing npm, nvim or emacs fails the run when CI is set, and skips that part (loudly) otherwise.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 passed=0
@@ -84,6 +85,26 @@ if need nvim "Debian: apt-get install -y neovim"; then
     timeout 120 nvim --headless --clean -n -c "luafile $root/tests/editors/nvim_plugin.lua" </dev/null || status=$?
   if [ "$status" -ne 0 ]; then
     echo "the Neovim plugin test failed (exit $status)" >&2
+    failed=$((failed + 1))
+  else
+    passed=$((passed + 1))
+  fi
+fi
+
+part "Emacs eglot: diagnostic, quick fix, diagnostic gone"
+if need emacs "Debian: apt-get install -y emacs-nox elpa-eglot"; then
+  bin="${PT2LSP_BIN:-$root/target/debug/pt2lsp}"
+  [ -x "$bin" ] || cargo build --quiet --manifest-path "$root/Cargo.toml" -p pt2lsp
+  mkdir -p "$work/eglot/models"
+  printf '[project]\nname = "demo"\n\n[tool.pt2lsp]\ntrace = "off"\n' >"$work/eglot/pyproject.toml"
+  cp "$root/fixtures/examples/transformer_block.py" "$work/eglot/models/"
+  file="$work/eglot/models/transformer_block.py"
+  line=$(grep -n 'error\[PT101\]' "$file" | head -n 1 | cut -d: -f1)
+  status=0
+  HOME="$work" PT2LSP_BIN="$bin" PT2LSP_FILE="$file" PT2LSP_LINE="$line" \
+    timeout 120 emacs -q --batch -l "$root/tests/editors/eglot_test.el" </dev/null || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "the eglot test failed (exit $status)" >&2
     failed=$((failed + 1))
   else
     passed=$((passed + 1))

@@ -65,6 +65,9 @@ def run_one(path: str, out: str, override: bool | None) -> None:
         with contextlib.redirect_stdout(open(os.devnull, "w")):
             import torch
 
+            # As `python fixture.py` would: its directory is on the path, so a multi-file
+            # fixture (fixtures/projects/<case>/) imports its sibling modules.
+            sys.path.insert(0, os.path.dirname(path))
             spec = importlib.util.spec_from_file_location("pt2lsp_fixture", path)
             mod = importlib.util.module_from_spec(spec)
             sys.modules["pt2lsp_fixture"] = mod

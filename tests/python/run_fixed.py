@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import importlib.util
 import json
 import os
@@ -103,6 +104,14 @@ def _difference(expected, actual, where: str = "output") -> str | None:
             if found:
                 return found
         return None
+    if dataclasses.is_dataclass(expected) and dataclasses.is_dataclass(actual):
+        if type(expected).__name__ != type(actual).__name__:
+            return f"{where}: {type(expected).__name__} vs {type(actual).__name__}"
+        for field in dataclasses.fields(expected):
+            found = _difference(getattr(expected, field.name), getattr(actual, field.name), f"{where}.{field.name}")
+            if found:
+                return found
+        return None
     if isinstance(expected, float) and isinstance(actual, float):
         return None if abs(expected - actual) <= 1e-6 + 1e-5 * abs(expected) else f"{where}: {expected} vs {actual}"
     return None if expected == actual else f"{where}: {expected!r} vs {actual!r}"
@@ -151,12 +160,14 @@ def run(original: str, fixed: str) -> dict:
         failure = _run_original(original, saved)
         if failure:
             return {"ok": False, "phase": "original", "message": failure}
+        try:
+            module = _load(fixed, "pt2lsp_fixed")
+        except BaseException:
+            return {"ok": False, "phase": "import", "message": traceback.format_exc()[-4000:]}
+        # Inputs and outputs that are instances of the fixture's own classes (a dataclass) were
+        # pickled as `pt2lsp_original.Cls`; the fixed file defines the same classes.
+        sys.modules["pt2lsp_original"] = module
         expected = torch.load(saved, weights_only=False)
-
-    try:
-        module = _load(fixed, "pt2lsp_fixed")
-    except BaseException:
-        return {"ok": False, "phase": "import", "message": traceback.format_exc()[-4000:]}
     strict = bool(getattr(module, "strict", False))
     try:
         program = torch.export.export(

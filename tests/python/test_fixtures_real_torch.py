@@ -8,7 +8,7 @@ in a fresh subprocess, in the file's own mode (`strict = True` in the file, else
 - when the failure carries a user line (traceback frame in the fixture in non-strict,
   `exc.real_stack` in strict), that line must carry an `error[...]` mark. Exceptions: PT301
   (the mark is on the op's definition, torch fails at the call) and constraint violations
-  (PT401/PT403 carry no line);
+  (PT401/PT403/PT405 carry no line);
 - the failure must be of the kind the marked codes describe (e.g. PT401 -> constraint violation).
 
 A second test checks the strict-only claims: a non-strict file with `warning[PT202]` or
@@ -175,6 +175,17 @@ def _reason_ok(code: str, res: dict) -> bool:
     if code == "PT403":
         # spec errors are UserError(INVALID_INPUT); a dim index >= rank is a bare IndexError (non-strict)
         return ("UserError" in exc and et == "INVALID_INPUT") or exc == "builtins.IndexError"
+    if code == "PT404":
+        # inputs: ValueError "Unsupported input type"; outputs: "... in output, which is not a known type"
+        return "Unsupported input type" in msg or "not a known type" in msg
+    if code == "PT405":
+        # a 0/1 example on a `Dim`: constraint violation; on `Dim.DYNAMIC`: ValueError "0/1 specialized";
+        # outside the `Dim`'s range: ConstraintViolationError "N not in range [lo, hi]"
+        return (
+            "specialized it to be a constant" in msg
+            or "0/1 specialized" in msg
+            or bool(re.search(r"\d+ not in range \[", msg))
+        )
     if code == "PT301":
         return "fake" in msg.lower() or "UnsupportedOperatorException" in exc
     if code in ("PT101", "PT102", "PT103"):

@@ -17,7 +17,7 @@ use std::rc::Rc;
 
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
-use super::{import_member, indentation_at, line_end, line_start, reindent};
+use super::{ModuleImports, indentation_at, line_end, line_start, reindent};
 use crate::SourceFile;
 use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::syntax::ast::visitor::{self, Visitor};
@@ -837,7 +837,7 @@ fn branches<'a>(site: &BranchSite<'a>, text: &str) -> Result<Branches<'a>, Strin
 /// The rewrite's context: the file and what the interpreter learnt.
 pub(crate) struct Context<'a> {
     pub(crate) file: SourceFile<'a>,
-    pub(crate) module: &'a [Stmt],
+    pub(crate) imports: &'a ModuleImports,
     pub(crate) tensors: &'a TensorNames,
     pub(crate) functions: &'a FunctionCache,
 }
@@ -1149,7 +1149,7 @@ fn render(
     } else {
         (Some(&branches.true_branch), branches.false_branch.as_ref())
     };
-    let cond = import_member(context.module, context.file, "torch", "cond");
+    let cond = context.imports.member("torch", "cond");
     let layout = Layout {
         text,
         operands,

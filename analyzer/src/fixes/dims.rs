@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use ruff_python_ast::visitor::{self, Visitor};
+use crate::syntax::ast::visitor::{self, Visitor};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use super::{import_member, indentation_at, line_end, line_start};
@@ -55,7 +55,9 @@ impl DimConstraint {
             }
             DimConstraint::Equal { name, to } => format!("{name} = {to}"),
             DimConstraint::Derived { name, expr } => format!("{name} = {expr}"),
-            DimConstraint::Constant { name, value } => format!("{name} = {value} (static)"),
+            DimConstraint::Constant { name, value } => format!(
+                "{name} = {value}, which removes the `Dim` you declared: the exported program accepts size {value} only"
+            ),
         }
     }
 }
@@ -95,8 +97,18 @@ pub(crate) fn constraint_fix(
         spec.walk(expr, stmt, SlotContext::Top, 0);
     }
     let edits = Planner::new(body, file, &spec, &gatherer).edits(constraints)?;
+    // A constant turns a dimension the user declared dynamic into a static one: the title
+    // says so first, so that nobody takes it for a range.
+    let verb = if constraints
+        .iter()
+        .any(|constraint| matches!(constraint, DimConstraint::Constant { .. }))
+    {
+        "Make a dynamic dimension static"
+    } else {
+        "Constrain `dynamic_shapes`"
+    };
     let title = format!(
-        "Constrain `dynamic_shapes`: {}",
+        "{verb}: {}",
         constraints
             .iter()
             .map(DimConstraint::describe)

@@ -75,22 +75,40 @@ pub(crate) struct Imported {
     pub(crate) edit: Option<Edit>,
 }
 
-/// How to refer to `module.member` (`torch.export`, `Dim`) at module level, adding
-/// `from module import member` when no import of the file reaches it. A plain `import torch`
-/// reaches `torch.export.Dim` as `torch.export.Dim`: torch imports its submodules.
-pub(crate) fn import_member(
-    body: &[Stmt],
-    file: SourceFile<'_>,
-    module: &str,
-    member: &str,
-) -> Imported {
-    let qualified = format!("{module}.{member}");
-    let mut module_alias = None;
-    for stmt in body {
-        for (local, target) in import_bindings(stmt, file) {
-            if target == qualified {
+/// The module-level import bindings of a file, gathered once: a file with thousands of
+/// diagnostics asks for `torch.cond` or `torch._check` once per fix, and scanning every
+/// top-level statement each time made such files quadratic.
+#[derive(Debug, Clone)]
+pub(crate) struct ModuleImports {
+    /// (local name, qualified target) of every module-level import, in file order.
+    bindings: Vec<(String, String)>,
+    insertion_point: TextSize,
+}
+
+impl ModuleImports {
+    pub(crate) fn of(body: &[Stmt], file: SourceFile<'_>) -> Self {
+        let bindings = body
+            .iter()
+            .filter(|stmt| matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_)))
+            .flat_map(|stmt| import_bindings(stmt, file))
+            .collect();
+        Self {
+            bindings,
+            insertion_point: import_insertion_point(body, file.text),
+        }
+    }
+
+    /// How to refer to `module.member` (`torch.export`, `Dim`) at module level, adding
+    /// `from module import member` when no import of the file reaches it. A plain
+    /// `import torch` reaches `torch.export.Dim` as `torch.export.Dim`: torch imports its
+    /// submodules.
+    pub(crate) fn member(&self, module: &str, member: &str) -> Imported {
+        let qualified = format!("{module}.{member}");
+        let mut module_alias = None;
+        for (local, target) in &self.bindings {
+            if *target == qualified {
                 return Imported {
-                    name: local,
+                    name: local.clone(),
                     edit: None,
                 };
             }
@@ -98,17 +116,27 @@ pub(crate) fn import_member(
                 module_alias = Some(format!("{local}{}", &qualified[target.len()..]));
             }
         }
+        if let Some(name) = module_alias {
+            return Imported { name, edit: None };
+        }
+        Imported {
+            name: member.to_owned(),
+            edit: Some(Edit {
+                range: TextRange::empty(self.insertion_point),
+                content: format!("from {module} import {member}\n"),
+            }),
+        }
     }
-    if let Some(name) = module_alias {
-        return Imported { name, edit: None };
-    }
-    Imported {
-        name: member.to_owned(),
-        edit: Some(Edit {
-            range: TextRange::empty(import_insertion_point(body, file.text)),
-            content: format!("from {module} import {member}\n"),
-        }),
-    }
+}
+
+/// [`ModuleImports::member`] for a builder that runs once per file.
+pub(crate) fn import_member(
+    body: &[Stmt],
+    file: SourceFile<'_>,
+    module: &str,
+    member: &str,
+) -> Imported {
+    ModuleImports::of(body, file).member(module, member)
 }
 
 /// Where a new top-level import goes: after the last top-level import, else after the module

@@ -488,7 +488,7 @@ impl<'s> Scope<'s> {
 }
 
 fn visit_names(expr: &Expr, visit: &mut impl FnMut(&str)) {
-    use ruff_python_ast::visitor::{self, Visitor};
+    use crate::syntax::ast::visitor::{self, Visitor};
     struct Names<'v, F: FnMut(&str)>(&'v mut F);
     impl<'a, F: FnMut(&str)> Visitor<'a> for Names<'_, F> {
         fn visit_expr(&mut self, expr: &'a Expr) {

@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 use ruff_text_size::{Ranged, TextRange};
 
-use super::{import_member, indentation_at, line_start};
+use super::{ModuleImports, indentation_at, line_start};
 use crate::SourceFile;
 use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::semantic::{Event, EventKind, ScalarUse};
@@ -30,6 +30,7 @@ pub(crate) fn validation_check_fix(
     unsupported: &[TextRange],
     body: &[Stmt],
     file: SourceFile<'_>,
+    imports: &ModuleImports,
 ) -> Option<Fix> {
     let if_stmt = enclosing_if(body, condition)?;
     let test = &*if_stmt.test;
@@ -44,7 +45,7 @@ pub(crate) fn validation_check_fix(
     if conditions.is_empty() {
         return None;
     }
-    let check = import_member(body, file, "torch", "_check");
+    let check = imports.member("torch", "_check");
     let indentation = indentation_at(file.text, if_stmt.start());
     let content = conditions
         .iter()

@@ -14,7 +14,7 @@ use std::fmt::Write;
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use super::cond::{BranchSite, Context, Predicate, callee_name, dotted, trailing_comment};
-use super::{import_member, indentation_at, line_end, line_start};
+use super::{indentation_at, line_end, line_start};
 use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::semantic::value::Value;
 use crate::syntax::ast::{self, Expr, Stmt};
@@ -233,7 +233,7 @@ pub(crate) fn rewrite(
         (true_value, false_value)
     };
     let indent = indentation_at(text, stmt.start());
-    let function = import_member(context.module, context.file, "torch", "where");
+    let function = context.imports.member("torch", "where");
     let head_comment = trailing_comment(text, stmt.test.end())
         .map(|comment| format!("  {comment}"))
         .unwrap_or_default();

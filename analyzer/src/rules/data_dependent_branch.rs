@@ -153,7 +153,7 @@ fn branch_fix(checker: &Checker, rewrites: &Rewrites<'_>, condition: TextRange) 
     let tensors = rewrites.tensors.get(&site.stmt.test.range())?;
     let context = Context {
         file: checker.model.file,
-        module: &checker.parsed.module.body,
+        imports: checker.imports(),
         tensors,
         functions: &rewrites.functions,
     };

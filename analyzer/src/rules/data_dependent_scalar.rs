@@ -111,6 +111,7 @@ pub(crate) fn check(checker: &mut Checker) {
                 &unexportable,
                 &checker.parsed.module.body,
                 checker.model.file,
+                checker.imports(),
             ),
             _ => None,
         };

@@ -101,6 +101,7 @@ pub(crate) fn check(checker: &mut Checker) {
                 &unexportable,
                 &checker.parsed.module.body,
                 checker.model.file,
+                checker.imports(),
             ),
             _ => None,
         };

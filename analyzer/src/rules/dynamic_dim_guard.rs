@@ -57,10 +57,14 @@ The fix edits `dynamic_shapes` and the `Dim`s it uses, wherever they are written
 - a dimension the code fixes to one size (`== 4`, a loop, `len`, broadcasting against a
   literal) leaves `dynamic_shapes` (`Dim.STATIC` in a tuple).
 
-Fix safety: with `--trace`, the fix is torch's own `Suggested fixes:` and is safe: it is the
-exporter's statement of what its trace needs. The static pass's fix is unsafe: it reads the
+Fix safety: with `--trace`, a range, an equality or a derived dim from torch's own `Suggested
+fixes:` is safe: it is the exporter's statement of what its trace needs, and every dimension
+stays dynamic. A constant (`batch = 1`) removes a `Dim` you declared, so it is never applied
+from the trace: when the example's size (0 or 1) is the cause, the fix changes the example
+instead (unsafe, see PT405); otherwise torch's suggestion is shown, display-only, with a title
+that says the dimension would become static. The static pass's fix is unsafe: it reads the
 bound from the code and the example inputs, and it changes which sizes the exported program
-accepts.
+accepts; one that makes a dimension static says so in its title.
 "#,
 };
 

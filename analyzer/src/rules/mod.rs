@@ -16,14 +16,17 @@ pub(crate) mod invalid_dynamic_shapes;
 pub(crate) mod mismatched_fake_kernel;
 pub(crate) mod missing_fake_kernel;
 pub(crate) mod shape_specialization;
+pub(crate) mod specializing_example_size;
 pub(crate) mod syntax_error;
 pub(crate) mod tensor_to_numpy;
+pub(crate) mod unregistered_input_type;
 pub(crate) mod untraceable_call;
 pub(crate) mod worker_crash;
 
 use ruff_text_size::TextRange;
 
 use crate::diagnostic::{Diagnostic, Fix, Severity};
+use crate::fixes::ModuleImports;
 use crate::registry::Rule;
 use crate::semantic::{Event, SemanticModel};
 use crate::settings::Settings;
@@ -35,9 +38,16 @@ pub(crate) struct Checker<'a> {
     pub(crate) model: &'a SemanticModel<'a>,
     pub(crate) settings: &'a Settings,
     diagnostics: Vec<Diagnostic>,
+    imports: std::cell::OnceCell<ModuleImports>,
 }
 
 impl Checker<'_> {
+    /// The file's module-level imports, for fixes that name `torch.cond`, `torch._check`, ...
+    pub(crate) fn imports(&self) -> &ModuleImports {
+        self.imports
+            .get_or_init(|| ModuleImports::of(&self.parsed.module.body, self.model.file))
+    }
+
     pub(crate) fn report(
         &mut self,
         rule: Rule,
@@ -104,6 +114,7 @@ pub(crate) fn run_all<'a>(
         model,
         settings,
         diagnostics: Vec::new(),
+        imports: std::cell::OnceCell::new(),
     };
     syntax_error::check(&mut checker);
     data_dependent_branch::check(&mut checker);
@@ -116,5 +127,7 @@ pub(crate) fn run_all<'a>(
     dynamic_dim_guard::check(&mut checker);
     shape_specialization::check(&mut checker);
     invalid_dynamic_shapes::check(&mut checker);
+    specializing_example_size::check(&mut checker);
+    unregistered_input_type::check(&mut checker);
     checker.diagnostics
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use ruff_python_ast::visitor::{self, Visitor};
+use crate::syntax::ast::visitor::{self, Visitor};
 use ruff_text_size::{Ranged, TextRange};
 
 use super::SemanticModel;

@@ -87,12 +87,12 @@ impl CheckedComparison {
 fn expression_key(expr: &Expr) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    ruff_python_ast::comparable::ComparableExpr::from(expr).hash(&mut hasher);
+    crate::syntax::ast::comparable::ComparableExpr::from(expr).hash(&mut hasher);
     hasher.finish()
 }
 
 fn collect_names(expr: &Expr, names: &mut Vec<String>) {
-    use ruff_python_ast::visitor::{self, Visitor};
+    use crate::syntax::ast::visitor::{self, Visitor};
     struct Names<'n>(&'n mut Vec<String>);
     impl<'a> Visitor<'a> for Names<'_> {
         fn visit_expr(&mut self, expr: &'a Expr) {
@@ -2134,6 +2134,10 @@ pub(crate) enum ParameterRole {
     Input,
     /// The example inputs leave it out: it takes its default.
     Defaulted,
+    /// The example inputs pass a tensor: it is one while tracing, whatever its default.
+    PassedTensor,
+    /// The example inputs pass `None`: `if mask is not None:` is decided.
+    PassedNone,
     /// A further parameter of a module whose callers the file does not show.
     Extra,
 }
@@ -2145,6 +2149,9 @@ fn root_parameter(
     role: ParameterRole,
 ) -> Value {
     let default = parameter.default.as_deref();
+    if role == ParameterRole::PassedNone {
+        return Value::None;
+    }
     // An input left at its default `None` is `None` while tracing: the exporter never enters
     // `if mask is not None:`.
     if role == ParameterRole::Defaulted || (role == ParameterRole::Extra && default.is_some()) {
@@ -2161,6 +2168,9 @@ fn root_parameter(
             ..TensorInfo::default()
         })
     };
+    if role == ParameterRole::PassedTensor {
+        return tensor(false, false);
+    }
     if let Some(annotation) = &parameter.parameter.annotation {
         return match annotation_kind(annotation) {
             AnnotationKind::Tensor { optional } => tensor(

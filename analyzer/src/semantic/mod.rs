@@ -29,7 +29,7 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 pub(crate) use custom_ops::{CustomOp, Implementation, OpDefinition, registrations};
 pub(crate) use events::{BoolContext, Event, EventKind, ScalarUse};
 use interpreter::Interpreter;
-pub(crate) use shapes::{Entrypoint, ShapesSpec};
+pub(crate) use shapes::{Boundary, Entrypoint, ShapesSpec, UnregisteredValue};
 use value::Value;
 
 use crate::SourceFile;

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use ruff_python_ast::visitor::{self, Visitor};
-use ruff_text_size::{Ranged, TextRange};
+use crate::syntax::ast::visitor::{self, Visitor};
+use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use super::SemanticModel;
 use super::interpreter::ParameterRole;
@@ -20,45 +20,118 @@ pub(crate) struct SpecProblem {
     pub(crate) message: String,
 }
 
-/// The exported model and how its `forward` is called, from `model` / `example_args` or an
-/// export call.
+/// What an example input is, as far as the entrypoint's role for a parameter goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExampleClass {
+    /// A tensor built by a torch factory (`torch.randn(4, 8)`), directly or through a name.
+    Tensor,
+    /// `None`: the parameter is `None` while tracing.
+    None,
+    /// Anything else: a number, a structure, a call the analysis does not read.
+    Other,
+}
+
+/// The exported model and how its `forward` is called, from `model` / `example_args` /
+/// `example_kwargs` or an export call.
 #[derive(Debug, Default)]
 pub(crate) struct Entrypoint {
     pub(crate) model_class: Option<usize>,
-    /// How many positional example inputs there are, when the file says.
-    positional_inputs: Option<usize>,
-    /// Keyword example inputs, by name.
-    keyword_inputs: Vec<String>,
+    /// The parameters the example inputs feed, in the order torch sees them (positional
+    /// arguments, then keyword arguments), when the file spells them out.
+    bound: Option<Vec<(String, ExampleClass)>>,
     /// Parameter names of the model's `forward`, after `self`.
     parameters: Vec<String>,
+    /// Instances of the file's own classes that the exporter must flatten but cannot (PT404).
+    pub(crate) unregistered: Vec<UnregisteredValue>,
+}
+
+/// Where an instance of a class with no pytree registration crosses the export boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Boundary {
+    /// In the example inputs: the example as written in `example_args` / `example_kwargs`.
+    Input,
+    /// Returned from the exported `forward`: the `return` statement.
+    Output,
+}
+
+/// An instance of one of the file's classes that no pytree registration covers.
+#[derive(Debug, Clone)]
+pub(crate) struct UnregisteredValue {
+    pub(crate) range: TextRange,
+    /// The class, in `SemanticModel::classes`.
+    pub(crate) class: usize,
+    pub(crate) boundary: Boundary,
+    /// `@dataclass`: `torch.export.register_dataclass` registers it as it is.
+    pub(crate) is_dataclass: bool,
 }
 
 impl Entrypoint {
-    /// Whether the example inputs feed `forward`'s parameter `name` at `position`.
-    pub(crate) fn role(&self, name: &str, position: usize) -> ParameterRole {
-        let Some(count) = self.positional_inputs else {
+    /// How the example inputs feed `forward`'s parameter `name`.
+    pub(crate) fn role(&self, name: &str, _position: usize) -> ParameterRole {
+        let Some(bound) = &self.bound else {
             return ParameterRole::Input;
         };
-        if position < count || self.keyword_inputs.iter().any(|keyword| keyword == name) {
-            ParameterRole::Input
-        } else if self.parameters.iter().any(|parameter| parameter == name) {
-            ParameterRole::Defaulted
-        } else {
-            ParameterRole::Input
+        match bound.iter().find(|(bound, _)| bound == name) {
+            Some((_, ExampleClass::Tensor)) => ParameterRole::PassedTensor,
+            Some((_, ExampleClass::None)) => ParameterRole::PassedNone,
+            None if self.parameters.iter().any(|parameter| parameter == name) => {
+                ParameterRole::Defaulted
+            }
+            Some((_, ExampleClass::Other)) | None => ParameterRole::Input,
         }
     }
+}
+
+/// One size of an example tensor that the file spells as a number.
+#[derive(Debug, Clone)]
+struct ExampleSize {
+    index: usize,
+    value: i64,
+    /// The argument of the factory call that gives it, for a fix to rewrite.
+    at: Option<TextRange>,
+}
+
+/// An example tensor as the file builds it.
+#[derive(Debug, Clone, Default)]
+struct ExampleTensor {
+    rank: Option<usize>,
+    sizes: Vec<ExampleSize>,
+}
+
+/// One example input, in the order torch sees them.
+#[derive(Debug, Clone)]
+struct ExampleInput {
+    /// The parameter it feeds, when `forward`'s signature is known.
+    name: Option<String>,
+    /// Where it is written in `example_args` / `example_kwargs`.
+    range: TextRange,
+    tensor: Option<ExampleTensor>,
+}
+
+/// An example input the exporter rejects for a dimension declared dynamic (PT405).
+#[derive(Debug, Clone)]
+pub(crate) struct ExampleProblem {
+    /// The example as written in `example_args` / `example_kwargs`.
+    pub(crate) range: TextRange,
+    pub(crate) message: String,
+    /// The `Dim`'s name (torch's name for it).
+    pub(crate) dim: String,
+    /// The example's size: 0 or 1 (specialised), or outside the `Dim`'s range.
+    pub(crate) size: i64,
+    /// The size argument to rewrite, and the size that keeps the dimension dynamic.
+    pub(crate) edit: Option<(TextRange, i64)>,
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct ShapesSpec {
     by_name: HashMap<String, Rc<TensorDims>>,
     by_position: Vec<Rc<TensorDims>>,
-    ranks: Vec<Option<usize>>,
-    /// Sizes of the example inputs written as literals (`torch.randn(4, 2)`), by position.
-    example_sizes: Vec<Vec<(usize, i64)>>,
+    /// The example inputs: positional, then keyword.
+    inputs: Vec<ExampleInput>,
     /// The example's size of each named `Dim`; `None` when inputs disagree.
     dim_examples: HashMap<String, Option<i64>>,
     pub(crate) problems: Vec<SpecProblem>,
+    pub(crate) example_problems: Vec<ExampleProblem>,
 }
 
 impl ShapesSpec {
@@ -74,65 +147,202 @@ impl ShapesSpec {
         self.dim_examples.get(dim).copied().flatten()
     }
 
-    /// Records the example's sizes of the `Dim`s that input `position` declares.
-    fn note_examples(&mut self, position: Option<usize>, dims: &TensorDims) {
-        for (index, dim) in &dims.dynamic {
-            if dim.automatic {
+    /// The index in `inputs` of the example feeding `forward`'s parameter `name` at `position`:
+    /// by name when the inputs were bound to the signature, else by position.
+    fn input_index(&self, name: &str, position: usize) -> Option<usize> {
+        if self.inputs.iter().any(|input| input.name.is_some()) {
+            self.inputs
+                .iter()
+                .position(|input| input.name.as_deref() == Some(name))
+        } else {
+            Some(position)
+        }
+    }
+
+    fn example_tensor(&self, index: Option<usize>) -> Option<&ExampleTensor> {
+        index
+            .and_then(|index| self.inputs.get(index))
+            .and_then(|input| input.tensor.as_ref())
+    }
+
+    /// Records the example's sizes of the `Dim`s that input `index` declares, and checks them
+    /// against what the exporter accepts for a dynamic dimension.
+    fn note_examples(&mut self, index: Option<usize>, dims: &TensorDims, label: &str) {
+        let mut found = Vec::new();
+        for (at, dim) in &dims.dynamic {
+            let size = self
+                .example_tensor(index)
+                .and_then(|tensor| tensor.sizes.iter().find(|size| size.index == *at))
+                .cloned();
+            // `Dim.DYNAMIC` fails on a 0/1 example as a named `Dim` does; `Dim.AUTO` makes the
+            // dimension static instead, and a derived dim's range follows its root's.
+            let dynamic_hint = dim.automatic && dim.name == "DYNAMIC";
+            if !dim.automatic {
+                let value = size.as_ref().map(|size| size.value);
+                let entry = self.dim_examples.entry(dim.name.clone()).or_insert(value);
+                if *entry != value {
+                    *entry = None;
+                }
+            }
+            if dim.automatic && !dynamic_hint {
                 continue;
             }
-            let size = position
-                .and_then(|position| self.example_sizes.get(position))
-                .and_then(|sizes| sizes.iter().find(|(at, _)| at == index))
-                .map(|(_, size)| *size);
-            let entry = self.dim_examples.entry(dim.name.clone()).or_insert(size);
-            if *entry != size {
-                *entry = None;
+            if let (Some(size), Some(index)) = (size, index) {
+                found.push((index, *at, Rc::clone(dim), size, dynamic_hint));
             }
         }
+        for (index, at, dim, size, dynamic_hint) in found {
+            self.check_example_size(index, at, &dim, &size, dynamic_hint, label);
+        }
+    }
+
+    fn check_example_size(
+        &mut self,
+        index: usize,
+        at: usize,
+        dim: &DimDecl,
+        size: &ExampleSize,
+        dynamic_hint: bool,
+        label: &str,
+    ) {
+        let value = size.value;
+        let low = dim.min.unwrap_or(2).max(2);
+        let high = dim.max;
+        let shown = if dynamic_hint {
+            "`Dim.DYNAMIC`".to_owned()
+        } else {
+            format!("`{}`", dim.name)
+        };
+        let (message, target) = if value <= 1 {
+            let failure = if dynamic_hint {
+                format!("\"export 0/1 specialized due to hint of {value}\"")
+            } else {
+                format!(
+                    "\"You marked {} as dynamic but your code specialized it to be a constant ({value})\"",
+                    dim.name
+                )
+            };
+            (
+                format!(
+                    "The example for `{label}` has size {value} in dimension {at}, declared dynamic as {shown}: the exporter specializes sizes 0 and 1, so export fails with {failure}; give the example a size of at least 2"
+                ),
+                high.is_none_or(|high| low <= high).then_some(low),
+            )
+        } else if value < low || high.is_some_and(|high| value > high) {
+            let upper = high.map_or_else(|| "int_oo".to_owned(), |high| high.to_string());
+            (
+                format!(
+                    "The example for `{label}` has size {value} in dimension {at}, outside the range [{low}, {upper}] of {shown}: export fails with \"{value} not in range [{low}, {upper}]\"; give the example a size inside the range"
+                ),
+                high.is_none_or(|high| low <= high)
+                    .then(|| high.map_or(value.max(low), |high| value.clamp(low, high))),
+            )
+        } else {
+            return;
+        };
+        let Some(input) = self.inputs.get(index) else {
+            return;
+        };
+        self.example_problems.push(ExampleProblem {
+            range: input.range,
+            message,
+            dim: dim.name.clone(),
+            size: value,
+            edit: size.at.zip(target),
+        });
     }
 
     /// The dimensions of `forward`'s parameter `name` at `position` (after `self`).
     pub(crate) fn dims_for(&self, name: &str, position: usize) -> Rc<TensorDims> {
-        let rank = self.ranks.get(position).copied().flatten();
+        let index = self.input_index(name, position);
+        let example = self.example_tensor(index);
         let declared = self
             .by_name
             .get(name)
-            .or_else(|| self.by_position.get(position));
+            .or_else(|| index.and_then(|index| self.by_position.get(index)));
         let dynamic = declared
             .map(|dims| dims.dynamic.clone())
             .unwrap_or_default();
         // The example's sizes hold for every dimension not declared dynamic.
-        let literal = self
-            .example_sizes
-            .get(position)
-            .map(|sizes| {
-                sizes
+        let literal = example
+            .map(|example| {
+                example
+                    .sizes
                     .iter()
-                    .filter(|(index, _)| {
+                    .filter(|size| {
                         !dynamic
                             .iter()
-                            .any(|(dynamic_index, _)| dynamic_index == index)
+                            .any(|(dynamic_index, _)| *dynamic_index == size.index)
                     })
-                    .copied()
+                    .map(|size| (size.index, size.value))
                     .collect()
             })
             .unwrap_or_default();
         Rc::new(TensorDims {
-            rank: declared.and_then(|dims| dims.rank).or(rank),
+            rank: declared
+                .and_then(|dims| dims.rank)
+                .or_else(|| example.and_then(|example| example.rank)),
             dynamic,
             literal,
         })
     }
 }
 
+/// Every binding of a name, in source order, with the statement that makes it.
+type Bindings<'a> = HashMap<String, Vec<(TextRange, &'a Expr)>>;
+
 /// Everything the spec is assembled from, gathered in one walk over the file.
 #[derive(Default)]
 struct Gathered<'a> {
     /// Every `name = value` in any scope; the last one wins.
     assignments: HashMap<String, &'a Expr>,
+    /// Every `name = value` in any scope, in source order.
+    bindings: Bindings<'a>,
     /// Names bound by `a, b = dims("a", "b")`.
     dims_helper: HashMap<String, (String, TextRange)>,
     export_calls: Vec<&'a ast::ExprCall>,
+    /// Names of classes given a pytree registration anywhere in the file.
+    registered: Vec<String>,
+}
+
+/// The functions that register a type with pytree, by their last name (imported any way).
+const REGISTERS: &[&str] = &[
+    "register_dataclass",
+    "register_pytree_node",
+    "_register_pytree_node",
+    "register_pytree_node_class",
+    "register_constant",
+];
+
+impl<'a> Gathered<'a> {
+    /// What a name used at `at` holds: the last binding whose statement ends before it, else
+    /// the last binding anywhere (a function's name read inside another function, say).
+    fn binding_at(&self, name: &str, at: TextSize) -> Option<&'a Expr> {
+        let bindings = self.bindings.get(name)?;
+        bindings
+            .iter()
+            .rev()
+            .find(|(statement, _)| statement.end() <= at)
+            .or_else(|| {
+                bindings
+                    .iter()
+                    .rev()
+                    .find(|(statement, _)| !statement.contains(at))
+            })
+            .map(|(_, value)| *value)
+    }
+
+    /// The expression a name stands for, followed through plain `a = b` aliases.
+    fn resolve(&self, expr: &'a Expr) -> Option<&'a Expr> {
+        let mut current = expr;
+        for _ in 0..8 {
+            let Expr::Name(name) = current else {
+                return Some(current);
+            };
+            current = self.binding_at(name.id.as_str(), name.start())?;
+        }
+        None
+    }
 }
 
 struct Gatherer<'m, 's, 'a> {
@@ -142,6 +352,20 @@ struct Gatherer<'m, 's, 'a> {
 
 impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        if let Stmt::ClassDef(class) = stmt {
+            let registers = class.decorator_list.iter().any(|decorator| {
+                let callee = match &decorator.expression {
+                    Expr::Call(call) => &*call.func,
+                    other => other,
+                };
+                qualified(self.model, callee).is_some_and(|name| {
+                    REGISTERS.contains(&name.rsplit('.').next().unwrap_or_default())
+                })
+            });
+            if registers {
+                self.gathered.registered.push(class.name.to_string());
+            }
+        }
         if let Stmt::Assign(assign) = stmt {
             match assign.targets.as_slice() {
                 [Expr::Name(name)] => {
@@ -150,6 +374,11 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
                     self.gathered
                         .assignments
                         .insert(name.id.to_string(), &assign.value);
+                    self.gathered
+                        .bindings
+                        .entry(name.id.to_string())
+                        .or_default()
+                        .push((assign.range, &assign.value));
                 }
                 [Expr::Tuple(tuple)] => {
                     if let Expr::Call(call) = &*assign.value {
@@ -176,8 +405,20 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
 
     fn visit_expr(&mut self, expr: &'a Expr) {
         if let Expr::Call(call) = expr {
-            if qualified(self.model, &call.func).is_some_and(|q| is_export_function(&q)) {
+            let callee = qualified(self.model, &call.func);
+            if callee.as_deref().is_some_and(is_export_function) {
                 self.gathered.export_calls.push(call);
+            }
+            // Through the imports: `from torch.export import register_dataclass as register`.
+            let registers = callee.is_some_and(|name| {
+                REGISTERS.contains(&name.rsplit('.').next().unwrap_or_default())
+            });
+            if let (true, Some(registered)) = (
+                registers,
+                call.arguments.args.first().and_then(names::dotted),
+            ) {
+                let class = registered.rsplit('.').next().unwrap_or_default().to_owned();
+                self.gathered.registered.push(class);
             }
         }
         visitor::walk_expr(self, expr);
@@ -218,6 +459,299 @@ pub(crate) fn declares_strict(body: &[Stmt]) -> bool {
     })
 }
 
+/// Methods of `nn.Module` that return the module itself, so `M().eval().to(device)` is an `M`.
+const RETURNS_SELF: &[&str] = &[
+    "eval",
+    "train",
+    "to",
+    "cpu",
+    "cuda",
+    "float",
+    "double",
+    "half",
+    "bfloat16",
+    "requires_grad_",
+    "type",
+    "share_memory",
+    "to_empty",
+    "apply",
+    "xpu",
+    "mps",
+];
+
+/// Finds the module class an expression builds: `M(...)`, `M(...).eval().to(device)`, a name
+/// bound to one, a same-file builder function that returns one, or a classmethod of the class.
+///
+/// The resolution reads this file only; a builder or class imported from another file is left
+/// to the workspace (where the cross-file resolution plugs in, at the `Value::Qualified` case).
+struct ModelResolver<'g, 'm, 'a> {
+    model: &'m SemanticModel<'a>,
+    gathered: &'g Gathered<'a>,
+}
+
+impl<'a> ModelResolver<'_, '_, 'a> {
+    fn class_of(&self, expr: &'a Expr, depth: usize) -> Option<usize> {
+        if depth > 12 {
+            return None;
+        }
+        match expr {
+            Expr::Name(name) => {
+                let bound = self.gathered.binding_at(name.id.as_str(), name.start())?;
+                self.class_of(bound, depth + 1)
+            }
+            Expr::Call(call) => {
+                if let Expr::Attribute(attribute) = &*call.func {
+                    if RETURNS_SELF.contains(&attribute.attr.as_str()) {
+                        if let Some(class) = self.class_of(&attribute.value, depth + 1) {
+                            return Some(class);
+                        }
+                    }
+                }
+                self.callee_class(&call.func, depth)
+            }
+            _ => None,
+        }
+    }
+
+    /// The class a call of `func` returns.
+    fn callee_class(&self, func: &'a Expr, depth: usize) -> Option<usize> {
+        let dotted = names::dotted(func)?;
+        let global = self
+            .model
+            .globals
+            .get(dotted.as_str())
+            .map(|value| match value {
+                // A class or function imported from another file of the program.
+                Value::Qualified(qualified) => self
+                    .model
+                    .resolve_qualified(qualified)
+                    .unwrap_or_else(|| value.clone()),
+                other => other.clone(),
+            });
+        match global {
+            Some(Value::Class(class)) if self.model.classes[class].is_module => {
+                return Some(class);
+            }
+            // `model = build(cfg)`, where `build` (here or in another file) returns `M(...)`.
+            Some(Value::Function(function)) => {
+                return self
+                    .returned_class(function, depth)
+                    .or_else(|| self.model.class_returned_by(function));
+            }
+            _ => {}
+        }
+        // `M.from_config(cfg)`: a classmethod of a module class builds that class.
+        if let Expr::Attribute(attribute) = func {
+            if let Some(Value::Class(class)) = names::dotted(&attribute.value)
+                .and_then(|owner| self.model.globals.get(owner.as_str()))
+            {
+                let is_classmethod =
+                    self.model
+                        .find_method(*class, attribute.attr.as_str())
+                        .is_some_and(|method| {
+                            self.model.functions[method].def.decorator_list.iter().any(
+                                |decorator| {
+                                    names::dotted(&decorator.expression)
+                                        .is_some_and(|name| name == "classmethod")
+                                },
+                            )
+                        });
+                if is_classmethod && self.model.classes[*class].is_module {
+                    return Some(*class);
+                }
+            }
+        }
+        // `Outer.Inner()`: a nested class, found by its own name when that is unique.
+        let last = dotted.rsplit('.').next()?;
+        let mut matching = self
+            .model
+            .classes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.def.name.as_str() == last);
+        match (matching.next(), matching.next()) {
+            (Some((index, class)), None) if class.is_module => Some(index),
+            _ => None,
+        }
+    }
+
+    /// The module class a same-file function returns, when every `return` that builds one
+    /// agrees.
+    fn returned_class(&self, function: usize, depth: usize) -> Option<usize> {
+        let mut returns = Vec::new();
+        collect_returns(&self.model.functions[function].def.body, &mut returns);
+        let mut found = None;
+        for value in returns {
+            match self.class_of(value, depth + 1) {
+                Some(class) if found.is_none_or(|known| known == class) => found = Some(class),
+                Some(_) => return None,
+                None => {}
+            }
+        }
+        found
+    }
+}
+
+/// The values of the `return` statements of a function body, outside nested functions.
+fn collect_returns<'a>(body: &'a [Stmt], out: &mut Vec<&'a Expr>) {
+    for stmt in body {
+        match stmt {
+            Stmt::Return(ret) => out.extend(ret.value.as_deref()),
+            Stmt::If(if_stmt) => {
+                collect_returns(&if_stmt.body, out);
+                for clause in &if_stmt.elif_else_clauses {
+                    collect_returns(&clause.body, out);
+                }
+            }
+            Stmt::With(with) => collect_returns(&with.body, out),
+            Stmt::For(for_stmt) => collect_returns(&for_stmt.body, out),
+            Stmt::While(while_stmt) => collect_returns(&while_stmt.body, out),
+            Stmt::Try(try_stmt) => {
+                collect_returns(&try_stmt.body, out);
+                for ast::ExceptHandler::ExceptHandler(handler) in &try_stmt.handlers {
+                    collect_returns(&handler.body, out);
+                }
+                collect_returns(&try_stmt.orelse, out);
+                collect_returns(&try_stmt.finalbody, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The elements of a literal tuple or list, `None` when they cannot be listed (a call, a
+/// starred element).
+fn elements(expr: &Expr) -> Option<&[Expr]> {
+    match expr {
+        Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+            if !elts.iter().any(Expr::is_starred_expr) =>
+        {
+            Some(elts)
+        }
+        _ => None,
+    }
+}
+
+/// The entries of a literal `{"name": value}` or `dict(name=value)`, `None` otherwise.
+fn keyword_entries(expr: &Expr) -> Option<Vec<(String, &Expr)>> {
+    match expr {
+        Expr::Dict(dict) => dict
+            .items
+            .iter()
+            .map(|item| {
+                let key = names::string_literal(item.key.as_ref()?)?;
+                Some((key.to_owned(), &item.value))
+            })
+            .collect(),
+        Expr::Call(call)
+            if names::dotted(&call.func).is_some_and(|callee| callee == "dict")
+                && call.arguments.args.is_empty() =>
+        {
+            call.arguments
+                .keywords
+                .iter()
+                .map(|keyword| Some((keyword.arg.as_ref()?.to_string(), &keyword.value)))
+                .collect()
+        }
+        _ => None,
+    }
+}
+
+/// The `return` statements of a function body with their values, outside nested functions.
+fn return_statements(body: &[Stmt]) -> Vec<(TextRange, &Expr)> {
+    let mut statements = Vec::new();
+    let mut stack: Vec<&Stmt> = body.iter().collect();
+    while let Some(stmt) = stack.pop() {
+        match stmt {
+            Stmt::Return(ret) => {
+                if let Some(value) = ret.value.as_deref() {
+                    statements.push((ret.range, value));
+                }
+            }
+            Stmt::If(if_stmt) => {
+                stack.extend(&if_stmt.body);
+                for clause in &if_stmt.elif_else_clauses {
+                    stack.extend(&clause.body);
+                }
+            }
+            Stmt::With(with) => stack.extend(&with.body),
+            Stmt::For(for_stmt) => stack.extend(&for_stmt.body),
+            Stmt::While(while_stmt) => stack.extend(&while_stmt.body),
+            Stmt::Try(try_stmt) => {
+                stack.extend(&try_stmt.body);
+                for ast::ExceptHandler::ExceptHandler(handler) in &try_stmt.handlers {
+                    stack.extend(&handler.body);
+                }
+                stack.extend(&try_stmt.orelse);
+                stack.extend(&try_stmt.finalbody);
+            }
+            _ => {}
+        }
+    }
+    statements.sort_by_key(|(range, _)| range.start());
+    statements
+}
+
+/// Finds instances of the file's own classes that pytree cannot flatten, inside the
+/// containers it can (tuples, lists, dicts).
+struct Flattening<'g, 'm, 'a> {
+    model: &'m SemanticModel<'a>,
+    gathered: &'g Gathered<'a>,
+}
+
+impl<'a> Flattening<'_, '_, 'a> {
+    /// The first unregistered class instance in `expr`, and whether it is a dataclass.
+    fn unregistered_in(&self, expr: &'a Expr, depth: usize) -> Option<(usize, bool)> {
+        if depth > 8 {
+            return None;
+        }
+        match expr {
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                elts.iter()
+                    .find_map(|element| self.unregistered_in(element, depth + 1))
+            }
+            Expr::Dict(dict) => dict
+                .items
+                .iter()
+                .find_map(|item| self.unregistered_in(&item.value, depth + 1)),
+            Expr::Name(name) => {
+                let bound = self.gathered.binding_at(name.id.as_str(), name.start())?;
+                self.unregistered_in(bound, depth + 1)
+            }
+            Expr::Call(call) => {
+                let callee = names::dotted(&call.func)?;
+                let Some(Value::Class(class)) = self.model.globals.get(callee.as_str()) else {
+                    return None;
+                };
+                let info = &self.model.classes[*class];
+                // Only a plain class is known to be unflattenable: a base from elsewhere (a
+                // `NamedTuple`, transformers' `ModelOutput`) may register itself.
+                let plain = info.def.arguments.as_ref().is_none_or(|arguments| {
+                    arguments
+                        .args
+                        .iter()
+                        .all(|base| names::dotted(base).is_some_and(|name| name == "object"))
+                        && arguments.keywords.is_empty()
+                });
+                let name = info.def.name.as_str();
+                if !plain || info.is_module || self.gathered.registered.iter().any(|r| r == name) {
+                    return None;
+                }
+                let is_dataclass = info.def.decorator_list.iter().any(|decorator| {
+                    let callee = match &decorator.expression {
+                        Expr::Call(call) => &*call.func,
+                        other => other,
+                    };
+                    names::dotted(callee)
+                        .is_some_and(|name| name == "dataclass" || name.ends_with(".dataclass"))
+                });
+                Some((*class, is_dataclass))
+            }
+            _ => None,
+        }
+    }
+}
+
 pub(crate) fn collect<'a>(
     body: &'a [Stmt],
     model: &SemanticModel,
@@ -246,101 +780,124 @@ pub(crate) fn collect<'a>(
             .and_then(|call| call.arguments.find_keyword(name))
             .map(|k| &k.value)
     };
-    let resolve = |expr: &'a Expr| -> Option<&'a Expr> {
-        match expr {
-            Expr::Name(name) => gathered.assignments.get(name.id.as_str()).copied(),
-            other => Some(other),
-        }
+    let resolve = |expr: &'a Expr| gathered.resolve(expr);
+    let resolver = ModelResolver {
+        model,
+        gathered: &gathered,
     };
 
     let model_expr = module_level("model")
         .or_else(|| export_call.and_then(|call| call.arguments.args.first()))
         .or_else(|| keyword("mod"));
-    let model_class = model_expr.and_then(resolve).and_then(|expr| match expr {
-        Expr::Call(call) => {
-            let call = without_module_methods(call);
-            let dotted = names::dotted(&call.func)?;
-            let global = model.globals.get(dotted.as_str()).map(|value| match value {
-                // A class imported from another file of the program.
-                Value::Qualified(qualified) => model
-                    .resolve_qualified(qualified)
-                    .unwrap_or_else(|| value.clone()),
-                other => other.clone(),
-            });
-            match global {
-                Some(Value::Class(class)) if model.classes[class].is_module => Some(class),
-                // `model = build(cfg)`, where `build` (here or in another file) returns `M(...)`.
-                Some(Value::Function(function)) => model.class_returned_by(function),
-                // `Outer.Inner()`: a nested class, found by its own name when that is unique.
-                _ => {
-                    let last = dotted.rsplit('.').next()?;
-                    let mut matching = model
-                        .classes
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, c)| c.def.name.as_str() == last);
-                    match (matching.next(), matching.next()) {
-                        (Some((index, class)), None) if class.is_module => Some(index),
-                        _ => None,
-                    }
-                }
-            }
-        }
-        _ => None,
-    });
+    let model_class = model_expr.and_then(|expr| resolver.class_of(expr, 0));
     let args_expr = module_level("example_args")
         .or_else(|| export_call.and_then(|call| call.arguments.args.get(1)))
         .or_else(|| keyword("args"));
-    let example_sizes: Vec<Vec<(usize, i64)>> = match args_expr.and_then(resolve) {
-        Some(Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })) => {
-            elts.iter()
-                .map(|element| match element {
-                    Expr::Call(call) => names::dotted(&call.func)
-                        .and_then(|callee| {
-                            literal_shape(callee.rsplit('.').next().unwrap_or_default(), call)
-                        })
-                        .map(|dims| dims.literal)
-                        .unwrap_or_default(),
-                    _ => Vec::new(),
-                })
-                .collect()
-        }
-        _ => Vec::new(),
+    let kwargs_expr = module_level("example_kwargs")
+        .or_else(|| export_call.and_then(|call| call.arguments.args.get(2)))
+        .or_else(|| keyword("kwargs"));
+    // The example inputs as written: `example_args = ()` with keywords only is common.
+    let args: Option<&[Expr]> = match args_expr {
+        Some(expr) => resolve(expr).and_then(elements),
+        None if kwargs_expr.is_some() => Some(&[]),
+        None => None,
     };
-    let ranks: Vec<Option<usize>> = match args_expr.and_then(resolve) {
-        Some(Expr::Tuple(tuple)) => tuple.elts.iter().map(example_rank).collect(),
-        Some(Expr::List(list)) => list.elts.iter().map(example_rank).collect(),
-        _ => Vec::new(),
-    };
-    let kwargs_expr = module_level("example_kwargs").or_else(|| keyword("kwargs"));
-    let has_kwargs = kwargs_expr.is_some();
-    let keyword_inputs = match kwargs_expr.and_then(resolve) {
-        Some(Expr::Dict(dict)) => dict
-            .items
-            .iter()
-            .filter_map(|item| item.key.as_ref().and_then(names::string_literal))
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
+    let kwargs: Option<Vec<(String, &Expr)>> = match kwargs_expr {
+        Some(expr) => resolve(expr).and_then(keyword_entries),
+        None => Some(Vec::new()),
     };
     let parameters = model_class
         .and_then(|class| model.find_method(class, "forward"))
         .map(|forward| forward_parameters(model.functions[forward].def));
-    let positional_inputs =
-        match args_expr.and_then(resolve) {
-            Some(
-                Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }),
-            ) if !elts.iter().any(Expr::is_starred_expr) => Some(elts.len()),
-            _ => None,
-        };
-    let entry = model_class.map(|class| Entrypoint {
-        model_class: Some(class),
-        positional_inputs,
-        keyword_inputs,
+    let examples = ExampleReader {
+        model,
+        gathered: &gathered,
+    };
+    let inputs: Vec<ExampleInput> = match (args, &kwargs) {
+        (Some(args), Some(kwargs)) => {
+            let bound = parameters
+                .as_ref()
+                .and_then(|parameters| parameters.bind(args.len(), kwargs));
+            args.iter()
+                .chain(kwargs.iter().map(|(_, value)| *value))
+                .enumerate()
+                .map(|(index, expr)| ExampleInput {
+                    name: bound.as_ref().and_then(|bound| bound.get(index).cloned()),
+                    range: expr.range(),
+                    tensor: examples.tensor(expr, 0),
+                })
+                .collect()
+        }
+        (Some(args), None) => args
+            .iter()
+            .map(|expr| ExampleInput {
+                name: None,
+                range: expr.range(),
+                tensor: examples.tensor(expr, 0),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let all_bound = parameters.is_some()
+        && args.is_some()
+        && kwargs.is_some()
+        && inputs.iter().all(|input| input.name.is_some());
+    let bound: Option<Vec<(String, ExampleClass)>> = all_bound.then(|| {
+        args.unwrap_or_default()
+            .iter()
+            .chain(kwargs.iter().flatten().map(|(_, value)| *value))
+            .zip(&inputs)
+            .map(|(expr, input)| {
+                let class = if input.tensor.is_some() {
+                    ExampleClass::Tensor
+                } else if matches!(resolve(expr), Some(Expr::NoneLiteral(_))) {
+                    ExampleClass::None
+                } else {
+                    ExampleClass::Other
+                };
+                (input.name.clone().unwrap_or_default(), class)
+            })
+            .collect()
+    });
+    let flattening = Flattening {
+        model,
+        gathered: &gathered,
+    };
+    let mut unregistered = Vec::new();
+    for expr in args
+        .unwrap_or_default()
+        .iter()
+        .chain(kwargs.iter().flatten().map(|(_, value)| *value))
+    {
+        if let Some((class, is_dataclass)) = flattening.unregistered_in(expr, 0) {
+            unregistered.push(UnregisteredValue {
+                range: expr.range(),
+                class,
+                boundary: Boundary::Input,
+                is_dataclass,
+            });
+        }
+    }
+    if let Some(forward) = model_class.and_then(|class| model.find_method(class, "forward")) {
+        for (statement, value) in return_statements(&model.functions[forward].def.body) {
+            if let Some((class, is_dataclass)) = flattening.unregistered_in(value, 0) {
+                unregistered.push(UnregisteredValue {
+                    range: statement,
+                    class,
+                    boundary: Boundary::Output,
+                    is_dataclass,
+                });
+            }
+        }
+    }
+    let entry = (model_class.is_some() || !unregistered.is_empty()).then(|| Entrypoint {
+        model_class,
+        bound: bound.clone(),
         parameters: parameters
             .as_ref()
             .map(|p| p.names.clone())
             .unwrap_or_default(),
+        unregistered,
     });
     let Some(spec_expr) = module_level("dynamic_shapes")
         .or_else(|| keyword("dynamic_shapes"))
@@ -353,34 +910,49 @@ pub(crate) fn collect<'a>(
         gathered: &gathered,
     };
     let mut spec = ShapesSpec {
-        ranks,
-        example_sizes,
+        inputs,
         ..ShapesSpec::default()
+    };
+    // The inputs the exporter is given, when the file lists them all: `dynamic_shapes` must
+    // name exactly these (measured: a key for a parameter left at its default fails too).
+    let passed: Option<Vec<String>> = bound
+        .as_ref()
+        .filter(|_| {
+            parameters
+                .as_ref()
+                .is_some_and(|p| !p.has_kwargs && !p.has_varargs)
+        })
+        .map(|bound| bound.iter().map(|(name, _)| name.clone()).collect());
+    let input_count = match (args, &kwargs) {
+        (Some(args), Some(kwargs)) => Some((args.len(), kwargs.len())),
+        _ => None,
+    };
+    let rank_of = |spec: &ShapesSpec, index: Option<usize>| {
+        spec.example_tensor(index).and_then(|tensor| tensor.rank)
     };
     match spec_expr {
         Expr::Dict(dict) => {
+            let keys: Vec<&str> = dict
+                .items
+                .iter()
+                .filter_map(|item| item.key.as_ref().and_then(names::string_literal))
+                .collect();
             if let Some(parameters) = &parameters {
-                let keys: Vec<&str> = dict
-                    .items
-                    .iter()
-                    .filter_map(|item| item.key.as_ref().and_then(names::string_literal))
-                    .collect();
-                let missing: Vec<&str> = parameters
-                    .names
-                    .iter()
-                    .take(spec.ranks.len())
-                    .map(String::as_str)
-                    .filter(|name| !keys.contains(name))
-                    .collect();
                 let misnamed = keys
                     .iter()
                     .any(|key| !parameters.names.iter().any(|name| name == key));
+                let missing: Vec<&str> = passed
+                    .iter()
+                    .flatten()
+                    .map(String::as_str)
+                    .filter(|name| !keys.contains(name))
+                    .collect();
                 // A misspelled key is reported on itself; the input it meant is not "missing".
                 if !missing.is_empty() && !misnamed && keys.len() == dict.items.len() {
                     spec.problems.push(SpecProblem {
                         range: spec_expr.range(),
                         message: format!(
-                            "`dynamic_shapes` must name every input of `forward`; add {} (`None` keeps an input static)",
+                            "`dynamic_shapes` must name every example input of `forward`; add {} (`None` keeps an input static)",
                             missing.iter().map(|name| format!("`\"{name}\": None`")).collect::<Vec<_>>().join(", ")
                         ),
                     });
@@ -406,31 +978,62 @@ pub(crate) fn collect<'a>(
                         continue;
                     }
                 }
-                let rank = position.and_then(|p| spec.ranks.get(p).copied().flatten());
+                if let Some(passed) = &passed {
+                    if position.is_some() && !passed.iter().any(|input| input == name) {
+                        spec.problems.push(SpecProblem {
+                            range: key.range(),
+                            message: format!(
+                                "`dynamic_shapes` key `{name}` names a parameter the example inputs do not pass (they pass: {}); torch wants exactly the inputs given: remove the key, or pass `{name}` in `example_kwargs`",
+                                passed.join(", ")
+                            ),
+                        });
+                        continue;
+                    }
+                }
+                let index = position.and_then(|position| spec.input_index(name, position));
+                let rank = rank_of(&spec, index);
                 let dims = reader.tensor_dims(&item.value, rank, name, &mut spec.problems);
-                spec.note_examples(position, &dims);
+                spec.note_examples(index, &dims, name);
                 spec.by_name.insert(name.to_owned(), Rc::new(dims));
             }
         }
         Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
-            if !has_kwargs && !spec.ranks.is_empty() && elts.len() != spec.ranks.len() {
-                spec.problems.push(SpecProblem {
-                    range: spec_expr.range(),
-                    message: format!(
-                        "`dynamic_shapes` has {} entries but `example_args` has {} inputs; give one entry per input (`None` for a static one)",
-                        elts.len(),
-                        spec.ranks.len()
-                    ),
-                });
+            if let Some((positional, keywords)) = input_count {
+                let count = positional + keywords;
+                if elts.len() != count {
+                    let inputs = if keywords == 0 {
+                        format!("`example_args` has {positional} inputs")
+                    } else {
+                        format!(
+                            "the example inputs are {count} ({positional} in `example_args`, {keywords} in `example_kwargs`)"
+                        )
+                    };
+                    spec.problems.push(SpecProblem {
+                        range: spec_expr.range(),
+                        message: format!(
+                            "`dynamic_shapes` has {} entries but {inputs}; give one entry per input (`None` for a static one)",
+                            elts.len(),
+                        ),
+                    });
+                }
             }
             for (position, element) in elts.iter().enumerate() {
-                let rank = spec.ranks.get(position).copied().flatten();
-                let label = parameters
-                    .as_ref()
-                    .and_then(|p| p.names.get(position).cloned())
+                let rank = rank_of(&spec, Some(position));
+                let label = spec
+                    .inputs
+                    .get(position)
+                    .and_then(|input| input.name.clone())
+                    .or_else(|| {
+                        parameters
+                            .as_ref()
+                            .and_then(|p| p.names.get(position).cloned())
+                    })
                     .unwrap_or_else(|| format!("input {position}"));
                 let dims = reader.tensor_dims(element, rank, &label, &mut spec.problems);
-                spec.note_examples(Some(position), &dims);
+                spec.note_examples(Some(position), &dims, &label);
+                if let Some(name) = spec.inputs.get(position).and_then(|i| i.name.clone()) {
+                    spec.by_name.insert(name, Rc::new(dims.clone()));
+                }
                 spec.by_position.push(Rc::new(dims));
             }
         }
@@ -440,23 +1043,165 @@ pub(crate) fn collect<'a>(
 }
 
 struct ForwardParameters {
+    /// Every parameter after `self`, positional ones first.
     names: Vec<String>,
+    /// How many of `names` can be passed by position.
+    positional: usize,
+    has_varargs: bool,
     has_kwargs: bool,
+}
+
+impl ForwardParameters {
+    /// The parameter each example input feeds (`positional` arguments, then `keywords` by
+    /// name), or `None` when the call does not bind (too many arguments, an unknown keyword, a
+    /// parameter given twice): torch rejects such calls before tracing, and the analysis does
+    /// not guess.
+    fn bind(&self, positional: usize, keywords: &[(String, &Expr)]) -> Option<Vec<String>> {
+        if positional > self.positional {
+            return None;
+        }
+        let mut bound: Vec<String> = self.names[..positional].to_vec();
+        for (name, _) in keywords {
+            let known = self.names.iter().any(|parameter| parameter == name);
+            if bound.contains(name) || !(known || self.has_kwargs) {
+                return None;
+            }
+            bound.push(name.clone());
+        }
+        Some(bound)
+    }
 }
 
 fn forward_parameters(def: &ast::StmtFunctionDef) -> ForwardParameters {
     let parameters = &def.parameters;
-    let names = parameters
+    let positional: Vec<String> = parameters
         .posonlyargs
         .iter()
         .chain(parameters.args.iter())
-        .chain(parameters.kwonlyargs.iter())
         .skip(1)
         .map(|parameter| parameter.parameter.name.to_string())
         .collect();
+    let count = positional.len();
+    let mut names = positional;
+    names.extend(
+        parameters
+            .kwonlyargs
+            .iter()
+            .map(|parameter| parameter.parameter.name.to_string()),
+    );
     ForwardParameters {
         names,
+        positional: count,
+        has_varargs: parameters.vararg.is_some(),
         has_kwargs: parameters.kwarg.is_some(),
+    }
+}
+
+/// Tensor methods that keep the shape of an example input (`torch.randn(4, 8).to(device)`).
+const KEEPS_EXAMPLE_SHAPE: &[&str] = &[
+    "to",
+    "float",
+    "double",
+    "half",
+    "bfloat16",
+    "long",
+    "int",
+    "bool",
+    "cpu",
+    "cuda",
+    "contiguous",
+    "clone",
+    "detach",
+    "requires_grad_",
+    "type",
+];
+
+/// Reads example tensors: torch factory calls, through names and dtype/device conversions.
+struct ExampleReader<'g, 'm, 'a> {
+    model: &'m SemanticModel<'a>,
+    gathered: &'g Gathered<'a>,
+}
+
+impl<'a> ExampleReader<'_, '_, 'a> {
+    fn tensor(&self, expr: &'a Expr, depth: usize) -> Option<ExampleTensor> {
+        if depth > 8 {
+            return None;
+        }
+        match expr {
+            Expr::Name(name) => {
+                let bound = self.gathered.binding_at(name.id.as_str(), name.start())?;
+                self.tensor(bound, depth + 1)
+            }
+            Expr::Call(call) => {
+                if let Expr::Attribute(attribute) = &*call.func {
+                    if KEEPS_EXAMPLE_SHAPE.contains(&attribute.attr.as_str()) {
+                        if let Some(tensor) = self.tensor(&attribute.value, depth + 1) {
+                            return Some(tensor);
+                        }
+                    }
+                }
+                let callee = qualified(self.model, &call.func)?;
+                let (module, name) = callee.rsplit_once('.')?;
+                if module != "torch" {
+                    return None;
+                }
+                self.factory(name, call)
+            }
+            _ => None,
+        }
+    }
+
+    /// The shape a torch factory call gives, with each size the file spells as a number.
+    fn factory(&self, name: &str, call: &'a ast::ExprCall) -> Option<ExampleTensor> {
+        let args = &call.arguments.args;
+        let size_keyword = call.arguments.find_keyword("size").map(|k| &k.value);
+        let sizes: Vec<&'a Expr> = match name {
+            "randn" | "rand" | "zeros" | "ones" | "empty" => match (args.as_ref(), size_keyword) {
+                ([], Some(size)) => elements(size)?.iter().collect(),
+                ([single], _) if elements(single).is_some() => elements(single)?.iter().collect(),
+                (args, _) if !args.is_empty() && args.iter().all(|a| !a.is_starred_expr()) => {
+                    args.iter().collect()
+                }
+                _ => return None,
+            },
+            "full" => elements(args.first().or(size_keyword)?)?.iter().collect(),
+            "randint" => args
+                .iter()
+                .chain(size_keyword)
+                .find_map(elements)?
+                .iter()
+                .collect(),
+            "arange" if args.len() == 1 => vec![&args[0]],
+            "tensor" | "as_tensor" => {
+                return Some(ExampleTensor {
+                    rank: args.first().map(list_depth),
+                    sizes: Vec::new(),
+                });
+            }
+            _ => return None,
+        };
+        let sizes_known = sizes
+            .iter()
+            .enumerate()
+            .filter_map(|(index, size)| {
+                let value = names::int_literal(size).or_else(|| self.int_name(size))?;
+                Some(ExampleSize {
+                    index,
+                    value,
+                    at: Some(size.range()),
+                })
+            })
+            .collect();
+        Some(ExampleTensor {
+            rank: Some(sizes.len()),
+            sizes: sizes_known,
+        })
+    }
+
+    /// A name bound to an integer literal (`batch_size = 1`).
+    fn int_name(&self, expr: &Expr) -> Option<i64> {
+        let Expr::Name(name) = expr else { return None };
+        names::int_literal(self.gathered.binding_at(name.id.as_str(), name.start())?)
     }
 }
 
@@ -489,38 +1234,6 @@ pub(crate) fn literal_shape(name: &str, call: &ast::ExprCall) -> Option<TensorDi
         dynamic: Vec::new(),
         literal: literal?,
     })
-}
-
-/// The rank of an example input built by a torch factory call.
-fn example_rank(expr: &Expr) -> Option<usize> {
-    let Expr::Call(call) = expr else { return None };
-    let name = names::dotted(&call.func)?;
-    let name = name.rsplit('.').next()?;
-    let shape_of = |args: &[Expr]| -> Option<usize> {
-        match args {
-            [Expr::Tuple(tuple)] => Some(tuple.elts.len()),
-            [Expr::List(list)] => Some(list.elts.len()),
-            args if !args.is_empty() && args.iter().all(|arg| !matches!(arg, Expr::Starred(_))) => {
-                Some(args.len())
-            }
-            _ => None,
-        }
-    };
-    match name {
-        "randn" | "rand" | "zeros" | "ones" | "empty" => shape_of(&call.arguments.args),
-        "full" => match call.arguments.args.first()? {
-            Expr::Tuple(tuple) => Some(tuple.elts.len()),
-            Expr::List(list) => Some(list.elts.len()),
-            _ => None,
-        },
-        "randint" => call.arguments.args.iter().find_map(|arg| match arg {
-            Expr::Tuple(tuple) => Some(tuple.elts.len()),
-            Expr::List(list) => Some(list.elts.len()),
-            _ => None,
-        }),
-        "tensor" => call.arguments.args.first().map(list_depth),
-        _ => None,
-    }
 }
 
 fn list_depth(expr: &Expr) -> usize {
@@ -689,29 +1402,4 @@ impl DimReader<'_, '_, '_> {
             _ => None,
         }
     }
-}
-
-/// `M(...).eval().to(device)` is the module `M(...)`: these methods return `self`.
-fn without_module_methods(mut call: &ast::ExprCall) -> &ast::ExprCall {
-    while let Expr::Attribute(attribute) = &*call.func {
-        let Expr::Call(inner) = &*attribute.value else {
-            break;
-        };
-        if !matches!(
-            attribute.attr.as_str(),
-            "eval"
-                | "train"
-                | "to"
-                | "float"
-                | "half"
-                | "double"
-                | "cpu"
-                | "cuda"
-                | "requires_grad_"
-        ) {
-            break;
-        }
-        call = inner;
-    }
-    call
 }

@@ -44,6 +44,31 @@ const INVALID_PARAMS = -32602;
 export interface CommandError {
   code?: unknown;
   message?: unknown;
+  /** For a model that does not export: `{ diagnostics: [{ file, line, place, code, message }] }`. */
+  data?: unknown;
+}
+
+/**
+ * The problems of a failed `pt2lsp.exportPt2`, one `file:line: CODE message` each (`place` is
+ * the file relative to the project, as the server names it); empty when the error has none.
+ */
+export function exportProblems(error: CommandError): string[] {
+  const data = error.data;
+  if (typeof data !== "object" || data === null) {
+    return [];
+  }
+  const diagnostics = (data as { diagnostics?: unknown }).diagnostics;
+  if (!Array.isArray(diagnostics)) {
+    return [];
+  }
+  return diagnostics.flatMap((item: unknown) => {
+    if (typeof item !== "object" || item === null) {
+      return [];
+    }
+    const { file, line, place, code, message } = item as Record<string, unknown>;
+    const where = typeof place === "string" ? place : `${String(file)}:${String(line)}`;
+    return [`${where}: ${String(code)} ${String(message)}`];
+  });
 }
 
 export function isUnsupportedCommand(error: CommandError): boolean {
@@ -61,6 +86,11 @@ export function describeCommandFailure(command: string, error: unknown): string 
   const what = command === COMMANDS.exportPt2 ? "export the model to .pt2" : command === COMMANDS.retrace ? "run the tracer again" : `run \`${command}\``;
   if (isUnsupportedCommand(failure)) {
     return `This pt2lsp server cannot ${what} yet: it does not support \`${command}\` (update pt2lsp). The server said: ${said}`;
+  }
+  const problems = command === COMMANDS.exportPt2 ? exportProblems(failure) : [];
+  if (problems.length > 0) {
+    const count = problems.length === 1 ? "1 problem" : `${problems.length} problems`;
+    return `pt2lsp could not ${what}, ${count}: ${problems.join("; ")}`;
   }
   return `pt2lsp could not ${what}: ${said}`;
 }

@@ -22,7 +22,7 @@ export interface UserSettings {
 /** What the server accepts under the `pt2lsp` key (see server/src/lsp/settings.rs). */
 export interface ServerSettings {
   python?: string;
-  trace?: "on-save" | "off";
+  trace?: "on-save" | "on-open-and-save" | "off";
   strict?: boolean;
   unsafeFixes?: boolean;
   timeout?: number;
@@ -111,10 +111,10 @@ export function resolveSettings(user: UserSettings, context: Context): Resolved 
     // interpreter is left out too, since nothing will run it.
     settings.trace = "off";
   } else {
-    if (user.trace === "on-save" || user.trace === "off") {
+    if (user.trace === "on-save" || user.trace === "on-open-and-save" || user.trace === "off") {
       settings.trace = user.trace;
     } else if (user.trace !== undefined) {
-      warnings.push(`ignoring pt2lsp.trace: expected "on-save" or "off", got ${JSON.stringify(user.trace)}`);
+      warnings.push(`ignoring pt2lsp.trace: expected "on-save", "on-open-and-save" or "off", got ${JSON.stringify(user.trace)}`);
     }
     if (typeof user.python === "string" && user.python.trim() !== "") {
       settings.python = expandPath(user.python, context);

@@ -3,7 +3,7 @@
 //
 // The contract with the server: a work-done progress whose token starts with `pt2lsp/trace`, or
 // whose `begin` title mentions tracing or exporting, is a tracer job; its `end` message says
-// whether it failed ("failed", "crashed", "timed out", "2 errors", or a message starting with "error"). Any other progress
+// whether it failed ("failed", "crashed", "timed out", "2 errors", "1 problem: m.py:5", or a message starting with "error"). Any other progress
 // (the workspace scan, `pt2lsp/scan/N`) shows as indexing. A tracer that has never run is idle.
 
 export type TracerState = "starting" | "idle" | "indexing" | "tracing" | "failed" | "static" | "stopped";
@@ -21,8 +21,9 @@ export interface StatusView {
   error: boolean;
 }
 
-// "2 errors" is a failure, "no errors" and "0 errors" are not.
-const FAILURE = /\b(fail(ed|ure|s)?|crash(ed|es)?|timed out|[1-9]\d* errors?)\b|^error\b/i;
+// "2 errors" and "2 problems: m.py:5, n.py:11" are failures, "no errors", "no problems" and
+// "0 errors" are not.
+const FAILURE = /\b(fail(ed|ure|s)?|crash(ed|es)?|timed out|[1-9]\d* (errors?|problems?))\b|^error\b/i;
 
 export function isTracerJob(token: string, title: string | undefined): boolean {
   return token.startsWith("pt2lsp/trace") || /\b(trac(e|es|ing)|export(s|ing)?)\b/i.test(title ?? "");

@@ -34,6 +34,25 @@ test("a server without the command gets a message that says to update it", () =>
   assert.ok(isUnsupportedCommand({ code: -32601, message: "Method not found" }));
 });
 
+test("a model that does not export lists each problem with its file and line", () => {
+  const error = {
+    code: -32803,
+    message: "export_net.py (model) does not export: ...",
+    data: {
+      status: "failed",
+      diagnostics: [
+        { file: "/w/mymodels/heads.py", line: 11, place: "mymodels/heads.py:11", code: "PT401", message: "guard on batch" },
+        { file: "/w/mymodels/helpers.py", line: 5, code: "PT101", message: "data-dependent branch" },
+      ],
+    },
+  };
+  assert.equal(
+    describeCommandFailure(COMMANDS.exportPt2, error),
+    "pt2lsp could not export the model to .pt2, 2 problems: mymodels/heads.py:11: PT401 guard on batch; " +
+      "/w/mymodels/helpers.py:5: PT101 data-dependent branch",
+  );
+});
+
 test("other failures pass the server's reason through", () => {
   const message = describeCommandFailure(COMMANDS.retrace, { code: -32603, message: "worker crashed" });
   assert.equal(message, "pt2lsp could not run the tracer again: worker crashed");

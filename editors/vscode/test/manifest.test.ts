@@ -22,7 +22,7 @@ test("the settings are declared with the server's values", () => {
   for (const key of ["pt2lsp.server.path", "pt2lsp.python", "pt2lsp.trace", "pt2lsp.strict", "pt2lsp.timeout"]) {
     assert.ok(properties[key], `${key} is declared`);
   }
-  assert.deepEqual(properties["pt2lsp.trace"].enum, ["on-save", "off"]);
+  assert.deepEqual(properties["pt2lsp.trace"].enum, ["on-save", "on-open-and-save", "off"]);
   assert.equal(properties["pt2lsp.strict"].type, "boolean");
   assert.equal(properties["pt2lsp.timeout"].type, "number");
 });

@@ -64,6 +64,9 @@ test("job and failure classification", () => {
   assert.ok(isFailure("worker crashed"));
   assert.ok(isFailure("timed out after 60 s"));
   assert.ok(isFailure("2 errors"));
+  assert.ok(isFailure("2 problems: mymodels/heads.py:11, mymodels/helpers.py:5"));
+  assert.ok(isFailure("1 problem: if_sum.py:8"));
+  assert.ok(!isFailure("no problems"));
   assert.ok(isFailure("Error: entrypoint `model` is not defined"));
   assert.ok(!isFailure("no errors found"));
   assert.ok(!isFailure("0 errors"));

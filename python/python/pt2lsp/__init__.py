@@ -20,12 +20,13 @@ import os
 import sys
 import sysconfig
 
-from pt2lsp._native import Diagnostic, Edit, Fix, __version__, check, check_paths
+from pt2lsp._native import Diagnostic, Edit, Fix, Related, __version__, check, check_paths
 
 __all__ = [
     "Diagnostic",
     "Edit",
     "Fix",
+    "Related",
     "__version__",
     "check",
     "check_paths",

@@ -6,7 +6,7 @@ from typing import Literal, TypedDict, final
 
 from typing_extensions import NotRequired
 
-__all__ = ["__version__", "Diagnostic", "Fix", "Edit", "check", "check_paths"]
+__all__ = ["__version__", "Diagnostic", "Fix", "Edit", "Related", "check", "check_paths"]
 
 __version__: str
 
@@ -26,6 +26,12 @@ class _FixDict(TypedDict):
     applicability: _Applicability
     edits: list[_EditDict]
 
+class _RelatedDict(TypedDict):
+    file: str
+    line: int
+    column: int
+    message: str
+
 class _DiagnosticDict(TypedDict):
     file: str
     line: int
@@ -38,6 +44,7 @@ class _DiagnosticDict(TypedDict):
     message: str
     source: Literal["static"]
     fix: NotRequired[_FixDict]
+    related: list[_RelatedDict]
 
 @final
 class Edit:
@@ -74,6 +81,24 @@ class Fix:
     def __hash__(self) -> int: ...
 
 @final
+class Related:
+    """Another place that explains a diagnostic: the entrypoint that exports the model, a call
+    on the way to the problem, or a frame inside an installed library. 1-based line and
+    column (in characters)."""
+
+    @property
+    def file(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def column(self) -> int: ...
+    @property
+    def message(self) -> str: ...
+    def to_dict(self) -> _RelatedDict: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
 class Diagnostic:
     """One problem ``torch.export`` would have, at one place of one file.
 
@@ -105,6 +130,9 @@ class Diagnostic:
     def source(self) -> Literal["static"]: ...
     @property
     def fix(self) -> Fix | None: ...
+    @property
+    def related(self) -> list[Related]:
+        """The places that explain it, entrypoint first; empty when there are none."""
     def to_dict(self) -> _DiagnosticDict:
         """The diagnostic as ``pt2lsp check --format json`` writes it (no ``fix`` key when
         there is no fix)."""

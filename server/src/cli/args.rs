@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cli::output::OutputFormat;
+use crate::cli::shard::Shard;
 
 const ABOUT: &str = "Tell whether torch.export will accept your PyTorch model, and why not.";
 
@@ -27,6 +28,7 @@ Examples:
   pt2lsp export models/net.py        Write models/net.pt2 and check it against eager
   pt2lsp check --fix models/         Apply the safe fixes, then report what remains
   pt2lsp check --diff --unsafe-fixes Show every fix as a diff, write nothing
+  pt2lsp rule                        List the rules
   pt2lsp rule PT101                  Explain a rule
 
 Exit status: 0 when no error was found, 1 when one was, 2 on a usage or I/O problem.";
@@ -53,7 +55,8 @@ pub enum Command {
     /// Check Python files and report every problem torch.export would have with them.
     #[command(after_help = CHECK_AFTER_HELP)]
     Check(CheckArgs),
-    /// Explain a rule: what it finds, why export fails, and how to fix it.
+    /// List the rules, or explain one: what it finds, why export fails, and how to fix it.
+    #[command(after_help = RULE_AFTER_HELP)]
     Rule(RuleArgs),
     /// Run the language server over stdin and stdout, for editors.
     Serve,
@@ -93,7 +96,7 @@ pub struct ExportArgs {
     pub entry: Option<String>,
 
     /// Where to write the .pt2 file; a directory means the default name in it [default:
-    /// <stem>.pt2 beside FILE, or in `out_dir` from pyproject.toml; <name>.pt2 for a configured
+    /// <stem>.pt2 beside FILE, or in `out-dir` from pyproject.toml; <name>.pt2 for a configured
     /// entrypoint].
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: Option<PathBuf>,
@@ -161,7 +164,8 @@ impl ExportArgs {
 
 const CHECK_AFTER_HELP: &str = "\
 Configuration comes from the nearest pyproject.toml with a [tool.pt2lsp] table, searched \
-upward from the first PATH (keys: select, ignore, strict, exclude, fix, unsafe-fixes, ...). \
+upward from the first PATH (keys, in kebab-case: select, ignore, strict, exclude, fix, unsafe-fixes, trace, python, \
+timeout, memory-limit, out-dir, entrypoints). \
 Command-line flags override it.
 
 Fixes: a diagnostic marked [*] has a fix that --fix applies. Safe fixes keep the model's \
@@ -171,6 +175,9 @@ first (a branch rewritten as torch.cond) and are applied only with --unsafe-fixe
   pt2lsp check --diff --unsafe-fixes .    Print every fix as a unified diff, write nothing
   pt2lsp check --fix --unsafe-fixes m.py  Apply every fix to m.py
   pt2lsp check --fix --trace models/      Also apply the exporter's suggested Dim ranges
+
+Tracing in a CI matrix of N machines: each runs `pt2lsp check --trace --shard K/N .` with its
+own K (1..N); together they trace every entrypoint once.
 
 Exit status: 0 when no error-severity diagnostic was found, 1 when one was, 2 on a usage or \
 I/O problem (a missing path, an unreadable file, a bad pyproject.toml, an unknown rule).";
@@ -245,6 +252,12 @@ pub struct CheckArgs {
     #[arg(long)]
     pub trace: bool,
 
+    /// Trace only shard K of N (1 <= K <= N) of the entrypoints, for a CI matrix of N
+    /// machines: each entrypoint goes to one shard by a stable hash of its file's path and its
+    /// name, so the N shards together trace each exactly once. Static analysis is not split.
+    #[arg(long, value_name = "K/N", requires = "trace")]
+    pub shard: Option<Shard>,
+
     /// The Python interpreter with torch that --trace runs [default: `python` from
     /// pyproject.toml, else the Python pt2lsp was pip-installed into, else
     /// $VIRTUAL_ENV/bin/python, else python3].
@@ -257,7 +270,7 @@ pub struct CheckArgs {
     pub timeout: Option<f64>,
 
     /// Address space, in MiB, each traced entrypoint may map beyond the warmed-up worker's own;
-    /// past it the trace fails with PT502 [default: `memory_limit` from pyproject.toml, else the
+    /// past it the trace fails with PT502 [default: `memory-limit` from pyproject.toml, else the
     /// machine's memory].
     #[arg(long, value_name = "MIB", requires = "trace")]
     pub memory_limit: Option<u64>,
@@ -339,32 +352,43 @@ impl CheckArgs {
     }
 }
 
+const RULE_AFTER_HELP: &str = "\
+Examples:
+  pt2lsp rule                        One line per rule: code, name, severity, what it finds
+  pt2lsp rule PT101                  One rule's page: what it finds, why export fails, the fix
+  pt2lsp rule data-dependent-branch  The same rule, by name
+  pt2lsp rule --all                  Every page, one after the other (Markdown)
+  pt2lsp rule --format json          The list as JSON, for scripts and editors
+
+The pages are also in docs/rules/ of the repository. A diagnostic names its rule \
+(`PT101 [error] ...`); silence one line with `# pt2lsp: ignore[PT101]`, or a rule everywhere \
+with `ignore = [\"PT101\"]` in [tool.pt2lsp].";
+
 /// Options of `pt2lsp rule`.
 #[derive(Debug, Args)]
 pub struct RuleArgs {
-    /// A rule code (PT101) or name (data-dependent-branch).
-    #[arg(
-        value_name = "RULE",
-        required_unless_present = "all",
-        conflicts_with = "all"
-    )]
+    /// A rule code (PT101, any case) or name (data-dependent-branch). Without one, the rules
+    /// are listed.
+    #[arg(value_name = "RULE", conflicts_with = "all")]
     pub rule: Option<String>,
 
-    /// Print every rule.
+    /// Print every rule's page.
     #[arg(long)]
     pub all: bool,
 
-    /// text prints the rule's Markdown documentation; json prints its code, name, severity and
-    /// documentation as an object (an array with --all).
+    /// text prints the list, or the Markdown pages; json prints each rule's code, name,
+    /// severity and summary as an object (an array for the list and --all, which adds `doc`,
+    /// the page).
     #[arg(long, visible_alias = "output-format", value_enum, default_value_t = RuleFormat::Text)]
     pub format: RuleFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RuleFormat {
-    /// The rule's documentation as Markdown.
+    /// The list for people, or the rules' pages as Markdown.
     Text,
-    /// The rule's metadata and documentation as JSON.
+    /// Each rule's code, name, severity and summary as JSON, with its page for one rule or
+    /// --all.
     Json,
 }
 

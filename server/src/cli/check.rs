@@ -153,6 +153,10 @@ pub(crate) fn prepare(args: &CheckArgs) -> Result<Prepared> {
         };
         config::discover(start)?
     };
+    // Old spellings of keys are shown even under -q, or the file never gets fixed.
+    for deprecation in &config.deprecations {
+        warn(deprecation);
+    }
     if !args.quiet {
         for warning in &config.warnings {
             warn(warning);
@@ -340,8 +344,9 @@ pub(crate) struct Tracing<'a> {
 impl Tracing<'_> {
     /// Runs the real exporter on the entrypoints among the project's files (in the project's
     /// Python, see `tracer`) and merges its findings into their reports, replacing what an
-    /// earlier trace found. A traced diagnostic with the code and line of a static one replaces
-    /// it: it is the same problem, confirmed. Fails only when no tracer could be started (no
+    /// earlier trace found. A traced diagnostic with the code and line of a static one confirms
+    /// it: one diagnostic, the static message and fix, `source` "static+trace"
+    /// (`tracer::diagnostics::merge_traced`). Fails only when no tracer could be started (no
     /// interpreter, no torch in it).
     pub(crate) fn trace(&self, project: &mut Project<'_>) -> Result<()> {
         use crate::tracer::{self, batch, diagnostics::normalized};
@@ -359,6 +364,7 @@ impl Tracing<'_> {
                     example_kwargs: entry.example_kwargs.clone(),
                     dynamic_shapes: entry.dynamic_shapes.clone(),
                     strict: entry.strict,
+                    fake_weights: entry.fake_weights,
                 }),
                 None if !args.quiet => warn(&format!(
                     "entrypoint {}: no `model` to trace",
@@ -390,7 +396,13 @@ impl Tracing<'_> {
         for file in &mut project.files {
             file.report
                 .diagnostics
-                .retain(|diagnostic| diagnostic.source == output::Source::Static);
+                .retain(|diagnostic| diagnostic.source != output::Source::Trace);
+            for diagnostic in &mut file.report.diagnostics {
+                if diagnostic.source == output::Source::Both {
+                    diagnostic.source = output::Source::Static;
+                    diagnostic.data = None;
+                }
+            }
         }
         let candidates: Vec<batch::Candidate<'_>> = project
             .files
@@ -409,7 +421,10 @@ impl Tracing<'_> {
                 text: &file.report.text,
             })
             .collect();
-        let plan = batch::plan(&candidates, &options);
+        let mut plan = batch::plan(&candidates, &options);
+        if let Some(shard) = args.shard {
+            plan.jobs = shard.select(plan.jobs, &options.root);
+        }
         if !args.quiet {
             for warning in &plan.warnings {
                 warn(warning);
@@ -466,15 +481,31 @@ impl Tracing<'_> {
                 source: output::Source::Trace,
                 data: found.data(),
             };
-            tracer::diagnostics::merge_traced(&mut report.diagnostics, traced, |reported| {
-                (
-                    reported.source == output::Source::Static,
+            tracer::diagnostics::merge_traced(
+                &mut report.diagnostics,
+                traced,
+                |reported| {
                     (
-                        reported.diagnostic.rule,
-                        lines.line_column(reported.diagnostic.range.start()).line,
-                    ),
-                )
-            });
+                        reported.source != output::Source::Trace,
+                        (
+                            reported.diagnostic.rule,
+                            lines.line_column(reported.diagnostic.range.start()).line,
+                        ),
+                    )
+                },
+                |found, traced| {
+                    found.source = output::Source::Both;
+                    if tracer::diagnostics::trace_fix_wins(
+                        found.diagnostic.fix.as_ref(),
+                        traced.diagnostic.fix.as_ref(),
+                    ) {
+                        found.diagnostic.fix.clone_from(&traced.diagnostic.fix);
+                    }
+                    if traced.data.is_some() {
+                        found.data.clone_from(&traced.data);
+                    }
+                },
+            );
         }
         for report in project
             .files

@@ -9,6 +9,12 @@
 //! skips the bad key with a warning, since a typo in one key must not throw the others away.
 //!
 //! The table is read by hand rather than through serde so that every message names the key.
+//!
+//! Keys are kebab-case, as in ruff (`memory-limit`, `out-dir`, `unsafe-fixes`, and
+//! `example-args` in an entrypoint table). The spellings with underscores that earlier versions
+//! read (`memory_limit`, `out_dir`) still work, each with a deprecation in
+//! [`Config::deprecations`], which the CLI prints even under `-q`: a warning the user never
+//! sees cannot get the file fixed before the old spelling goes away.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -21,31 +27,35 @@ pub const KEYS: [&str; 12] = [
     "python",
     "trace",
     "timeout",
-    "memory_limit",
+    "memory-limit",
     "strict",
     "select",
     "ignore",
     "exclude",
     "entrypoints",
-    "out_dir",
+    "out-dir",
     "fix",
     "unsafe-fixes",
 ];
 
 /// The keys of one `[[tool.pt2lsp.entrypoints]]` table.
-const ENTRYPOINT_KEYS: [&str; 6] = [
+const ENTRYPOINT_KEYS: [&str; 7] = [
     "name",
     "model",
-    "example_args",
-    "example_kwargs",
-    "dynamic_shapes",
+    "example-args",
+    "example-kwargs",
+    "dynamic-shapes",
     "strict",
+    "fake-weights",
 ];
 
 /// Whether the tracer runs the real exporter, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TraceMode {
+    /// The editor traces when a file is saved (and on `pt2lsp.retrace`); the default.
     OnSave,
+    /// As `OnSave`, and also when a file is opened.
+    OnOpenAndSave,
     Off,
 }
 
@@ -53,6 +63,7 @@ impl TraceMode {
     pub fn as_str(self) -> &'static str {
         match self {
             TraceMode::OnSave => "on-save",
+            TraceMode::OnOpenAndSave => "on-open-and-save",
             TraceMode::Off => "off",
         }
     }
@@ -69,6 +80,8 @@ pub struct Entrypoint {
     pub example_kwargs: Option<String>,
     pub dynamic_shapes: Option<String>,
     pub strict: Option<bool>,
+    /// `fake-weights`: build the model under `FakeTensorMode` (no weights allocated).
+    pub fake_weights: Option<bool>,
 }
 
 /// The settings of one source: a configuration file or the editor. `None` (or empty) leaves a
@@ -98,6 +111,9 @@ pub struct Config {
     pub unsafe_fixes: Option<bool>,
     /// Problems worth telling the user that do not stop the run (unknown keys).
     pub warnings: Vec<String>,
+    /// Keys spelled the old way (`memory_limit` for `memory-limit`): read, and to be shown
+    /// even when other warnings are not.
+    pub deprecations: Vec<String>,
     /// Values of the wrong type or out of range, each naming its key; the key stays unset.
     pub errors: Vec<String>,
 }
@@ -144,6 +160,7 @@ impl Config {
             fix: self.fix.or(fallback.fix),
             unsafe_fixes: self.unsafe_fixes.or(fallback.unsafe_fixes),
             warnings: self.warnings.clone(),
+            deprecations: self.deprecations.clone(),
             errors: self.errors.clone(),
         }
     }
@@ -236,28 +253,42 @@ pub fn from_table(table: &Table, path: Option<&Path>) -> Config {
         ..Config::default()
     };
     for (key, value) in table {
-        let read: Result<(), String> = match key.as_str() {
+        let Some(name) = spelled(key, &KEYS, table, &mut |new| {
+            config
+                .deprecations
+                .push(deprecation(&source, prefix, key, new, table));
+        }) else {
+            continue;
+        };
+        let read: Result<(), String> = match name {
             "python" => text(value).map(|python| config.python = Some(python)),
             "trace" => trace(value).map(|trace| config.trace = Some(trace)),
             "timeout" => seconds(value).map(|timeout| config.timeout = Some(timeout)),
-            "memory_limit" => mebibytes(value).map(|limit| config.memory_limit = Some(limit)),
+            "memory-limit" => mebibytes(value).map(|limit| config.memory_limit = Some(limit)),
             "strict" => boolean(value).map(|strict| config.strict = Some(strict)),
             "select" => strings(value).map(|select| config.select = Some(select)),
             "ignore" => strings(value).map(|ignore| config.ignore = Some(ignore)),
             "exclude" => strings(value).map(|exclude| config.exclude = exclude),
-            "out_dir" => text(value).map(|out_dir| config.out_dir = Some(out_dir)),
+            "out-dir" => text(value).map(|out_dir| config.out_dir = Some(out_dir)),
             "fix" => boolean(value).map(|fix| config.fix = Some(fix)),
             "unsafe-fixes" => boolean(value).map(|unsafe_fixes| {
                 config.unsafe_fixes = Some(unsafe_fixes);
             }),
             "entrypoints" => {
                 let mut unknown = Vec::new();
-                let read = entrypoints(value, &mut unknown);
+                let mut old = Vec::new();
+                let read = entrypoints(value, &mut unknown, &mut old);
                 for (index, name) in unknown {
                     config.warnings.push(format!(
                         "{source}: unknown key `{prefix}entrypoints[{index}].{name}` (known keys: {})",
                         ENTRYPOINT_KEYS.join(", ")
                     ));
+                }
+                for (index, key, new, both) in old {
+                    let at = format!("{prefix}entrypoints[{index}].");
+                    config
+                        .deprecations
+                        .push(deprecated_message(&source, &at, &key, new, both));
                 }
                 read.map(|entrypoints| config.entrypoints = Some(entrypoints))
             }
@@ -301,9 +332,10 @@ fn boolean(value: &Value) -> Result<bool, String> {
 fn trace(value: &Value) -> Result<TraceMode, String> {
     match value.as_str() {
         Some("on-save") => Ok(TraceMode::OnSave),
+        Some("on-open-and-save") => Ok(TraceMode::OnOpenAndSave),
         Some("off") => Ok(TraceMode::Off),
         _ => Err(format!(
-            ": must be \"on-save\" or \"off\", not {}",
+            ": must be \"on-save\", \"on-open-and-save\" or \"off\", not {}",
             describe(value)
         )),
     }
@@ -357,10 +389,16 @@ fn strings(value: &Value) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// An array of entrypoint tables; unknown keys inside them go to `unknown` as (index, key).
+/// An old spelling met in an entrypoint table: (index, key as written, key as spelled now,
+/// whether the new spelling is there too).
+type OldSpelling = (usize, String, &'static str, bool);
+
+/// An array of entrypoint tables; unknown keys inside them go to `unknown` as (index, key), old
+/// spellings to `old`.
 fn entrypoints(
     value: &Value,
     unknown: &mut Vec<(usize, String)>,
+    old: &mut Vec<OldSpelling>,
 ) -> Result<Vec<Entrypoint>, String> {
     let Value::Array(items) = value else {
         return Err(format!(
@@ -379,19 +417,68 @@ fn entrypoints(
         let mut entrypoint = Entrypoint::default();
         for (key, value) in table {
             let at = |problem: String| format!("[{index}].{key}{problem}");
-            match key.as_str() {
+            let Some(name) = spelled(key, &ENTRYPOINT_KEYS, table, &mut |new| {
+                old.push((index, key.clone(), new, table.contains_key(new)));
+            }) else {
+                continue;
+            };
+            match name {
                 "name" => entrypoint.name = Some(text(value).map_err(at)?),
                 "model" => entrypoint.model = Some(text(value).map_err(at)?),
-                "example_args" => entrypoint.example_args = Some(text(value).map_err(at)?),
-                "example_kwargs" => entrypoint.example_kwargs = Some(text(value).map_err(at)?),
-                "dynamic_shapes" => entrypoint.dynamic_shapes = Some(text(value).map_err(at)?),
+                "example-args" => entrypoint.example_args = Some(text(value).map_err(at)?),
+                "example-kwargs" => entrypoint.example_kwargs = Some(text(value).map_err(at)?),
+                "dynamic-shapes" => entrypoint.dynamic_shapes = Some(text(value).map_err(at)?),
                 "strict" => entrypoint.strict = Some(boolean(value).map_err(at)?),
+                "fake-weights" => entrypoint.fake_weights = Some(boolean(value).map_err(at)?),
                 other => unknown.push((index, other.to_owned())),
             }
         }
         entrypoints.push(entrypoint);
     }
     Ok(entrypoints)
+}
+
+/// The key as pt2lsp spells it now. A known key written with underscores instead of dashes
+/// (`memory_limit`) is the old spelling: `old` hears of it, and the key is read as its new
+/// spelling, unless the table also has that one, which wins (`None`: skip this key). Any other
+/// key comes back as written, for the caller to read or call unknown.
+fn spelled<'a>(
+    key: &'a str,
+    known: &[&'static str],
+    table: &Table,
+    old: &mut dyn FnMut(&'static str),
+) -> Option<&'a str> {
+    if !key.contains('_') {
+        return Some(key);
+    }
+    let kebab = key.replace('_', "-");
+    let Some(&new) = known.iter().find(|known| **known == kebab) else {
+        return Some(key);
+    };
+    old(new);
+    if table.contains_key(new) {
+        None
+    } else {
+        Some(new)
+    }
+}
+
+fn deprecation(source: &str, prefix: &str, key: &str, new: &str, table: &Table) -> String {
+    deprecated_message(source, prefix, key, new, table.contains_key(new))
+}
+
+fn deprecated_message(source: &str, prefix: &str, key: &str, new: &str, both: bool) -> String {
+    if both {
+        format!(
+            "{source}: `{prefix}{key}` is the old spelling of `{prefix}{new}`, which is also \
+             set and wins; remove `{key}`"
+        )
+    } else {
+        format!(
+            "{source}: `{prefix}{key}` is deprecated; spell it `{prefix}{new}` (pt2lsp's keys \
+             are kebab-case)"
+        )
+    }
 }
 
 fn describe(value: &Value) -> String {
@@ -426,15 +513,15 @@ mod tests {
             python = ".venv/bin/python"
             trace = "off"
             timeout = 60
-            memory_limit = 2048
-            out_dir = "out"
+            memory-limit = 2048
+            out-dir = "out"
             fix = true
             unsafe-fixes = false
             [[entrypoints]]
             name = "encoder"
             model = "models.encoder:build_model()"
-            example_args = "models.encoder:example_inputs()"
-            dynamic_shapes = "models.encoder:DYNAMIC_SHAPES"
+            example-args = "models.encoder:example_inputs()"
+            dynamic-shapes = "models.encoder:DYNAMIC_SHAPES"
             "#,
         )
         .unwrap();
@@ -456,6 +543,56 @@ mod tests {
             Some("models.encoder:DYNAMIC_SHAPES")
         );
         assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+        assert!(config.deprecations.is_empty(), "{:?}", config.deprecations);
+    }
+
+    #[test]
+    fn old_spellings_are_read_with_a_deprecation() {
+        let config = parse(
+            r#"
+            memory_limit = 512
+            out_dir = "old"
+            out-dir = "new"
+            unsafe_fixes = true
+            [[entrypoints]]
+            name = "encoder"
+            example_args = "m:args()"
+            example_kwargs = "m:kwargs()"
+            dynamic_shapes = "m:SHAPES"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.memory_limit, Some(512));
+        assert_eq!(config.out_dir.as_deref(), Some("new"));
+        assert_eq!(config.unsafe_fixes, Some(true));
+        let entrypoint = &config.entrypoints.as_deref().unwrap()[0];
+        assert_eq!(entrypoint.example_args.as_deref(), Some("m:args()"));
+        assert_eq!(entrypoint.example_kwargs.as_deref(), Some("m:kwargs()"));
+        assert_eq!(entrypoint.dynamic_shapes.as_deref(), Some("m:SHAPES"));
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+        let deprecations = config.deprecations.join("\n");
+        assert_eq!(config.deprecations.len(), 6, "{deprecations}");
+        for expected in [
+            "`tool.pt2lsp.memory_limit` is deprecated; spell it `tool.pt2lsp.memory-limit`",
+            "`tool.pt2lsp.out_dir` is the old spelling of `tool.pt2lsp.out-dir`, which is also set and wins",
+            "`tool.pt2lsp.unsafe_fixes` is deprecated",
+            "`tool.pt2lsp.entrypoints[0].example_args` is deprecated; spell it `tool.pt2lsp.entrypoints[0].example-args`",
+            "`tool.pt2lsp.entrypoints[0].dynamic_shapes` is deprecated",
+        ] {
+            assert!(
+                deprecations.contains(expected),
+                "{expected}\n{deprecations}"
+            );
+        }
+        // A bad value under the old spelling is named as the user wrote it.
+        let error = format!("{:#}", parse("memory_limit = 1.5").unwrap_err());
+        assert!(
+            error.contains("tool.pt2lsp.memory_limit: must be"),
+            "{error}"
+        );
+        // Underscores in an unknown key are just an unknown key.
+        let config = parse("select_all = true").unwrap();
+        assert!(config.deprecations.is_empty() && config.warnings.len() == 1);
     }
 
     #[test]
@@ -479,9 +616,9 @@ mod tests {
             error.contains("tool.pt2lsp.select") && error.contains("array"),
             "{error}"
         );
-        let error = format!("{:#}", parse("memory_limit = 1.5").unwrap_err());
+        let error = format!("{:#}", parse("memory-limit = 1.5").unwrap_err());
         assert!(
-            error.contains("tool.pt2lsp.memory_limit") && error.contains("MiB"),
+            error.contains("tool.pt2lsp.memory-limit") && error.contains("MiB"),
             "{error}"
         );
         let error = format!("{:#}", parse("exclude = [1]").unwrap_err());

@@ -39,6 +39,10 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
         anyhow::bail!("cannot export {}: {}", shown.display(), problem.message);
     }
     let config = load_config(args, &cwd, &file)?;
+    // Old spellings of keys are shown even under -q, or the file never gets fixed.
+    for deprecation in &config.deprecations {
+        warn(deprecation);
+    }
     if !args.quiet {
         for warning in &config.warnings {
             warn(warning);

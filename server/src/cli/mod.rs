@@ -12,6 +12,7 @@ pub mod export;
 pub mod fix;
 pub mod output;
 pub mod rule;
+pub mod shard;
 pub mod walk;
 
 use std::process::ExitCode;

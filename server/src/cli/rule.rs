@@ -1,4 +1,4 @@
-//! `pt2lsp rule`: prints a rule's documentation, like `ruff rule`.
+//! `pt2lsp rule`: lists the rules, or prints their documentation, like `ruff rule`.
 
 use std::io::Write;
 
@@ -19,11 +19,13 @@ struct RuleInfo {
     /// False for rules only the tracer reports.
     is_static: bool,
     doc_path: String,
-    doc: &'static str,
+    /// The whole page; left out of the list, which is for choosing a rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    doc: Option<&'static str>,
 }
 
 impl RuleInfo {
-    fn new(rule: Rule) -> Self {
+    fn new(rule: Rule, with_doc: bool) -> Self {
         Self {
             code: rule.code(),
             name: rule.name(),
@@ -31,27 +33,31 @@ impl RuleInfo {
             default_severity: rule.default_severity().as_str(),
             is_static: rule.is_static(),
             doc_path: rule.doc_path(),
-            doc: rule.doc(),
+            doc: with_doc.then(|| rule.doc()),
         }
     }
 }
 
+/// What the arguments ask for.
+enum Request {
+    /// One line per rule.
+    List,
+    /// Every page.
+    All,
+    /// One rule's page.
+    One(Rule),
+}
+
 pub fn run(args: &RuleArgs) -> Result<ExitStatus> {
-    let rules: Vec<Rule> = match (&args.rule, args.all) {
-        (_, true) => Rule::ALL.to_vec(),
-        (Some(query), false) => match Rule::from_code_or_name(query.trim()) {
-            Some(rule) => vec![rule],
-            None => bail!(
-                "unknown rule `{query}`; rules are named by code (PT101) or name \
-                 (data-dependent-branch), and `pt2lsp rule --all` lists them"
-            ),
-        },
-        // clap requires one of the two.
-        (None, false) => bail!("name a rule or pass --all"),
+    let request = match (&args.rule, args.all) {
+        (_, true) => Request::All,
+        (Some(query), false) => Request::One(find(query.trim())?),
+        (None, false) => Request::List,
     };
-    output::with_stdout(|out| match args.format {
-        RuleFormat::Text => {
-            for (index, rule) in rules.iter().enumerate() {
+    output::with_stdout(|out| match (request, args.format) {
+        (Request::List, RuleFormat::Text) => write_list(out),
+        (Request::All, RuleFormat::Text) => {
+            for (index, rule) in Rule::ALL.iter().enumerate() {
                 if index > 0 {
                     writeln!(out)?;
                 }
@@ -59,17 +65,84 @@ pub fn run(args: &RuleArgs) -> Result<ExitStatus> {
             }
             Ok(())
         }
-        RuleFormat::Json => {
-            let infos: Vec<RuleInfo> = rules.into_iter().map(RuleInfo::new).collect();
-            if args.all {
-                serde_json::to_writer_pretty(&mut *out, &infos)?;
-            } else {
-                serde_json::to_writer_pretty(&mut *out, &infos[0])?;
-            }
+        (Request::One(rule), RuleFormat::Text) => write_markdown(rule, out),
+        (Request::One(rule), RuleFormat::Json) => {
+            serde_json::to_writer_pretty(&mut *out, &RuleInfo::new(rule, true))?;
+            writeln!(out)
+        }
+        (request, RuleFormat::Json) => {
+            let with_doc = matches!(request, Request::All);
+            let infos: Vec<RuleInfo> = Rule::ALL
+                .iter()
+                .map(|rule| RuleInfo::new(*rule, with_doc))
+                .collect();
+            serde_json::to_writer_pretty(&mut *out, &infos)?;
             writeln!(out)
         }
     })?;
     Ok(ExitStatus::Success)
+}
+
+/// The rule a code (any case) or a name stands for; an error that lists the rules otherwise,
+/// narrowed to those the query starts when it is a prefix (`PT1`).
+fn find(query: &str) -> Result<Rule> {
+    if let Some(rule) = Rule::from_code_or_name(query) {
+        return Ok(rule);
+    }
+    let starting: Vec<Rule> = Rule::ALL
+        .into_iter()
+        .filter(|rule| {
+            rule.code()
+                .get(..query.len())
+                .is_some_and(|start| !query.is_empty() && start.eq_ignore_ascii_case(query))
+        })
+        .collect();
+    let (heading, rules) = if starting.is_empty() {
+        ("the rules are".to_owned(), Rule::ALL.to_vec())
+    } else {
+        (
+            format!("the rules whose code starts with {query} are"),
+            starting,
+        )
+    };
+    let listed: Vec<String> = rules
+        .iter()
+        .map(|rule| format!("  {} {}", rule.code(), rule.name()))
+        .collect();
+    bail!(
+        "unknown rule `{query}`; {heading}:\n{}\nName one by code (PT101) or name \
+         (data-dependent-branch); `pt2lsp rule` lists them with a summary.",
+        listed.join("\n")
+    )
+}
+
+/// One line per rule: code, name, severity and summary in aligned columns.
+fn write_list(out: &mut dyn Write) -> std::io::Result<()> {
+    let width = |column: fn(Rule) -> &'static str| {
+        Rule::ALL
+            .iter()
+            .map(|rule| column(*rule).len())
+            .max()
+            .unwrap_or_default()
+    };
+    let name_width = width(Rule::name);
+    let severity_width = width(|rule| rule.default_severity().as_str());
+    for rule in Rule::ALL {
+        let summary = rule.summary().trim_end_matches('.');
+        let tracer = if rule.is_static() { "" } else { " (tracer)" };
+        writeln!(
+            out,
+            "{}  {:name_width$}  {:severity_width$}  {summary}{tracer}",
+            rule.code(),
+            rule.name(),
+            rule.default_severity().as_str(),
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "`pt2lsp rule PT101` prints a rule's page; `pt2lsp rule --all` prints every page."
+    )
 }
 
 fn write_markdown(rule: Rule, out: &mut dyn Write) -> std::io::Result<()> {

@@ -4,9 +4,7 @@
 //! (byte ranges of the analysed text) and the same edits already converted to LSP ranges, with
 //! the document version they apply to. A quick fix is then a pure function of the request.
 
-use pt2lsp_analyzer::{
-    Applicability, Diagnostic, Fix, FixMode, Rule, Severity, apply_fixes, compatible_fixes,
-};
+use pt2lsp_analyzer::{Diagnostic, Fix, FixMode, Rule, Severity, apply_fixes, compatible_fixes};
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticSeverity, NumberOrString, Range, TextEdit, Uri,
@@ -46,14 +44,6 @@ impl DiagnosticData {
     }
 }
 
-/// What the server remembers of a published diagnostic, for hover.
-#[derive(Debug, Clone)]
-pub struct Published {
-    pub range: Range,
-    pub rule: Rule,
-    pub display_only_fix: Option<String>,
-}
-
 pub fn to_lsp(
     diagnostic: &Diagnostic,
     positions: &TextPositions<'_>,
@@ -80,10 +70,40 @@ pub fn to_lsp(
         code_description: doc_url(diagnostic.rule).map(|href| CodeDescription { href }),
         source: Some(SOURCE.to_owned()),
         message: diagnostic.message.clone(),
-        related_information: None,
+        related_information: related_information(&diagnostic.related),
         tags: None,
         data: serde_json::to_value(data).ok(),
     }
+}
+
+/// A diagnostic's related places as LSP related information: each a point at its 1-based line
+/// and character column (the file's text is not at hand to count UTF-16 units, and columns past
+/// the Basic Multilingual Plane are rare in code). Places whose file is not an absolute path
+/// have no URI and are left out. `None` when nothing is left.
+pub fn related_information(
+    related: &[pt2lsp_analyzer::Related],
+) -> Option<Vec<lsp::DiagnosticRelatedInformation>> {
+    let information: Vec<lsp::DiagnosticRelatedInformation> = related
+        .iter()
+        .filter_map(|related| {
+            let uri = Uri::from_file_path(&related.file)?;
+            let position = lsp::Position {
+                line: related.line.saturating_sub(1),
+                character: related.column.saturating_sub(1),
+            };
+            Some(lsp::DiagnosticRelatedInformation {
+                location: lsp::Location {
+                    uri,
+                    range: Range {
+                        start: position,
+                        end: position,
+                    },
+                },
+                message: related.message.clone(),
+            })
+        })
+        .collect();
+    (!information.is_empty()).then_some(information)
 }
 
 /// The `source` in a trace diagnostic's `data`.
@@ -118,33 +138,58 @@ pub fn is_traced(diagnostic: &lsp::Diagnostic) -> bool {
         == Some(TRACE_SOURCE)
 }
 
+/// The `source` in `data` of a static diagnostic the tracer confirmed.
+pub const CONFIRMED_SOURCE: &str = "static+trace";
+
 /// The static diagnostics of a version with the trace diagnostics of the same version merged
-/// in, by the rule `pt2lsp check --trace` uses (`tracer::diagnostics::merge_traced`).
+/// in, by the rule `pt2lsp check --trace` uses (`tracer::diagnostics::merge_traced`): a problem
+/// both found is the static diagnostic (its message, its fix) marked `data.source =
+/// "static+trace"`.
 pub fn merge(statics: &[lsp::Diagnostic], traced: &[lsp::Diagnostic]) -> Vec<lsp::Diagnostic> {
     let mut merged = statics.to_vec();
     for diagnostic in traced {
-        crate::tracer::diagnostics::merge_traced(&mut merged, diagnostic.clone(), |item| {
-            let code = match &item.code {
-                Some(NumberOrString::String(code)) => code.clone(),
-                Some(NumberOrString::Number(number)) => number.to_string(),
-                None => String::new(),
-            };
-            (!is_traced(item), (code, item.range.start.line))
-        });
+        crate::tracer::diagnostics::merge_traced(
+            &mut merged,
+            diagnostic.clone(),
+            |item| {
+                let code = match &item.code {
+                    Some(NumberOrString::String(code)) => code.clone(),
+                    Some(NumberOrString::Number(number)) => number.to_string(),
+                    None => String::new(),
+                };
+                (!is_traced(item), (code, item.range.start.line))
+            },
+            confirm,
+        );
     }
     merged.sort_by_key(|d| (d.range.start.line, d.range.start.character));
     merged
 }
 
-pub fn published(diagnostic: &Diagnostic, positions: &TextPositions<'_>) -> Published {
-    Published {
-        range: positions.range(diagnostic.range),
-        rule: diagnostic.rule,
-        display_only_fix: diagnostic
-            .fix
-            .as_ref()
-            .filter(|fix| fix.applicability == Applicability::DisplayOnly)
-            .map(|fix| fix.title.clone()),
+/// Marks a static diagnostic as confirmed by a trace diagnostic of the same problem: it keeps
+/// its message and its fix, unless the trace's fix wins (`tracer::diagnostics::trace_fix_wins`:
+/// it had none, or the exporter's own is safe where its own is a guess), and takes the
+/// exporter's suggested fixes.
+fn confirm(found: &mut lsp::Diagnostic, traced: &lsp::Diagnostic) {
+    let (Some(mut data), Some(from_trace)) = (
+        DiagnosticData::from_lsp(found),
+        DiagnosticData::from_lsp(traced),
+    ) else {
+        return;
+    };
+    data.source = Some(CONFIRMED_SOURCE.to_owned());
+    if crate::tracer::diagnostics::trace_fix_wins(data.fix.as_ref(), from_trace.fix.as_ref()) {
+        data.fix = from_trace.fix;
+        data.edits = from_trace.edits;
+    }
+    if from_trace.suggested_fixes.is_some() {
+        data.suggested_fixes = from_trace.suggested_fixes;
+    }
+    found.data = serde_json::to_value(data).ok();
+    if found.related_information.is_none() {
+        found
+            .related_information
+            .clone_from(&traced.related_information);
     }
 }
 
@@ -251,7 +296,7 @@ fn changed_span(old: &str, new: &str, positions: &TextPositions<'_>) -> Option<T
 
 #[cfg(test)]
 mod tests {
-    use pt2lsp_analyzer::{Edit, TextRange, TextSize};
+    use pt2lsp_analyzer::{Applicability, Edit, TextRange, TextSize};
 
     use super::*;
 
@@ -295,6 +340,77 @@ mod tests {
                 .as_str()
                 .ends_with("docs/rules/PT101.md")
         );
+    }
+
+    #[test]
+    fn a_problem_both_passes_find_keeps_the_static_message_and_fix() {
+        let text = "if x.sum() > 0:\n    pass\n";
+        let positions = TextPositions::new(text);
+        let mut found = fix(0, 14, Applicability::Unsafe);
+        found.message = "`if` on `x.sum() > 0`, a tensor's value".to_owned();
+        let statics = [to_lsp(&found, &positions, 3)];
+        let mut exporter = fix(0, 14, Applicability::Safe);
+        exporter.message = "Could not guard on data-dependent expression Eq(u0, 1)".to_owned();
+        exporter.fix = None;
+        let mut traced = to_lsp(&exporter, &positions, 3);
+        let mut data = DiagnosticData::from_lsp(&traced).unwrap();
+        data.source = Some(TRACE_SOURCE.to_owned());
+        traced.data = serde_json::to_value(data).ok();
+        let merged = merge(&statics, &[traced.clone()]);
+        assert_eq!(merged.len(), 1);
+        assert_eq!(merged[0].message, statics[0].message);
+        let data = DiagnosticData::from_lsp(&merged[0]).unwrap();
+        assert_eq!(data.source.as_deref(), Some(CONFIRMED_SOURCE));
+        assert_eq!(data.fix, found.fix);
+        // On another line, the trace's diagnostic is added as it is.
+        traced.range.start.line = 1;
+        let merged = merge(&statics, &[traced]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(
+            DiagnosticData::from_lsp(&merged[1])
+                .unwrap()
+                .source
+                .as_deref(),
+            Some(TRACE_SOURCE)
+        );
+    }
+
+    #[test]
+    fn related_places_become_related_information_at_their_line_and_column() {
+        let text = "if x.sum() > 0:\n    pass\n";
+        let positions = TextPositions::new(text);
+        let mut found = fix(0, 14, Applicability::Unsafe);
+        found.related = vec![
+            pt2lsp_analyzer::Related {
+                file: "/w/export_net.py".into(),
+                line: 8,
+                column: 1,
+                message: "`model` is exported here".to_owned(),
+            },
+            // No URI for a relative path: left out rather than guessed.
+            pt2lsp_analyzer::Related {
+                file: "net.py".into(),
+                line: 15,
+                column: 13,
+                message: "calls `normalize`".to_owned(),
+            },
+        ];
+        let information = to_lsp(&found, &positions, 1).related_information.unwrap();
+        assert_eq!(information.len(), 1);
+        assert_eq!(
+            information[0].location.uri.as_str(),
+            "file:///w/export_net.py"
+        );
+        assert_eq!(
+            information[0].location.range.start,
+            lsp::Position {
+                line: 7,
+                character: 0
+            }
+        );
+        assert_eq!(information[0].message, "`model` is exported here");
+        found.related.clear();
+        assert!(to_lsp(&found, &positions, 1).related_information.is_none());
     }
 
     #[test]

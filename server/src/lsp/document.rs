@@ -141,6 +141,11 @@ fn count_foreign_breaks(chars: impl Iterator<Item = char>) -> usize {
     chars.filter(|&c| is_foreign_break(c)).count()
 }
 
+/// The LSP character (UTF-16 units) of byte offset `byte` into one line's text.
+pub fn utf16_column(line: &str, byte: usize) -> u32 {
+    line[..byte].encode_utf16().count() as u32
+}
+
 /// Converts between byte offsets and LSP positions on one snapshot of a text.
 #[derive(Debug)]
 pub struct TextPositions<'a> {

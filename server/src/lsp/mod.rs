@@ -64,11 +64,12 @@ pub fn run() -> anyhow::Result<()> {
     if shut_down {
         Ok(())
     } else {
-        anyhow::bail!("the client exited without a shutdown request")
+        anyhow::bail!("the client exited without a shutdown request, or its input broke")
     }
 }
 
-/// Serves LSP on any pair of streams; returns whether the client asked for `shutdown` first.
+/// Serves LSP on any pair of streams; returns whether the client asked for `shutdown` first
+/// (and the input stayed readable to the end).
 pub async fn serve<I, O>(input: I, output: O) -> bool
 where
     I: AsyncRead + Unpin + Send + 'static,
@@ -79,10 +80,11 @@ where
     let (service, socket) = LspService::build(move |client| server::Server::new(client, flag))
         .custom_method(transport::INVALID_MESSAGE_METHOD, server::invalid_message)
         .finish();
-    Server::new(transport::guard(input), output, socket)
-        .serve(service)
-        .await;
-    shutdown_requested.load(Ordering::SeqCst)
+    let (input, broken) = transport::guard(input);
+    Server::new(input, output, socket).serve(service).await;
+    // A stream the guard could not recover is a failure even after `shutdown`: the client must
+    // see the server die, not exit cleanly, to restart it.
+    shutdown_requested.load(Ordering::SeqCst) && !broken.load(Ordering::SeqCst)
 }
 
 pub fn capabilities() -> ServerCapabilities {

@@ -14,9 +14,10 @@
 //! published, and results never overtake each other (rust-analyzer and biome drop stale
 //! results the same way).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use dashmap::DashMap;
 use pt2lsp_analyzer::{ModuleSummary, Report, SourceFile, WorkspaceIndex, check_file};
@@ -25,17 +26,18 @@ use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{self as lsp, ClientCapabilities, MessageType, Uri};
 
 mod export;
+mod traces;
 
 pub use export::ExportRequest;
+pub use traces::TraceReason;
 
-use super::diagnostics::{self, Published};
+use super::diagnostics;
 use super::document::{Document, TextPositions};
 use super::settings::{self, Project, Resolved};
 use super::trace::TraceThread;
 use super::workspace::{self, Scope};
-use crate::cli::config::{Config, TraceMode};
-use crate::tracer::Status;
-use crate::tracer::diagnostics::{Anchor, from_result, is_suppressed, normalized};
+use crate::cli::config::Config;
+use crate::tracer::diagnostics::{Anchor, normalized};
 
 /// Documents larger than this are not analysed; the client is told once, on stderr and in its
 /// log. Far beyond any hand-written model file, far below the analyzer's 4 GiB offset limit.
@@ -54,6 +56,9 @@ pub struct ClientFlags {
     pub work_done_progress: bool,
     pub document_changes: bool,
     pub pull_configuration: bool,
+    /// `textDocument.publishDiagnostics.relatedInformation`: related places are sent only to a
+    /// client that shows them.
+    pub related_information: bool,
 }
 
 impl ClientFlags {
@@ -74,6 +79,12 @@ impl ClientFlags {
                 .and_then(|w| w.document_changes)
                 .unwrap_or(false),
             pull_configuration: workspace.and_then(|w| w.configuration).unwrap_or(false),
+            related_information: capabilities
+                .text_document
+                .as_ref()
+                .and_then(|t| t.publish_diagnostics.as_ref())
+                .and_then(|p| p.related_information)
+                .unwrap_or(false),
         }
     }
 }
@@ -84,21 +95,18 @@ pub struct OpenDocument {
     pub document: Document,
     /// The file behind a `file:` URI; `None` for unsaved buffers.
     pub path: Option<PathBuf>,
+    /// `path` as the file system resolves it, to match the tracer's files.
+    normalized: Option<PathBuf>,
     /// The ticket of the newest reason to analyse this document.
     ticket: u64,
     /// The ticket that started the analysis task now running for this document, if any. A task
     /// whose ticket is no longer here (the document was closed and reopened) stops.
     runner: Option<u64>,
-    /// What was last published, for hover.
-    pub published: Arc<Vec<Published>>,
-    /// The static diagnostics last published and the version they are for.
+    /// The static diagnostics last published and the version they are for. Trace diagnostics
+    /// (kept per entrypoint in [`traces`]) of the same version are merged into every
+    /// publication; those of another version are stale, so an edit publishes static
+    /// diagnostics only until the next trace.
     statics: Option<(i32, Arc<Vec<lsp::Diagnostic>>)>,
-    /// The trace diagnostics of a version. They are merged into every publication of that
-    /// version and of no other: a trace of a text that has changed since is stale, so the
-    /// next edit publishes static diagnostics only until the next save traces again.
-    traced: Option<(i32, Arc<Vec<lsp::Diagnostic>>)>,
-    /// The ticket of the newest trace asked for; an older trace's results are dropped.
-    trace_ticket: u64,
 }
 
 /// What one analysis works on: a copy of the document as it was when the analysis started.
@@ -109,37 +117,13 @@ struct Snapshot {
     ticket: u64,
 }
 
-/// A document's trace, planned: the job and what its results are read against.
-struct PlannedTrace {
+/// An entrypoint's trace, planned: the job and what its results are read against.
+#[derive(Clone)]
+pub struct PlannedTrace {
     spec: crate::tracer::JobSpec,
     anchor: Anchor,
     python: PathBuf,
     path: PathBuf,
-    text: String,
-    settings: Resolved,
-}
-
-impl PlannedTrace {
-    /// The result's diagnostics in this document, as the static pass would filter them
-    /// (selected rules, suppression comments). Problems in other files are left out.
-    fn diagnostics(
-        &self,
-        result: &crate::tracer::protocol::JobResult,
-        version: i32,
-    ) -> Vec<lsp::Diagnostic> {
-        let mut found = from_result(result, &self.anchor);
-        crate::tracer::diagnostics::dedup(&mut found);
-        let lines = pt2lsp_analyzer::LineIndex::new(&self.text);
-        let positions = TextPositions::new(&self.text);
-        let file = normalized(&self.path);
-        found
-            .iter()
-            .filter(|found| normalized(&found.file) == file)
-            .filter(|found| self.settings.analyzer.is_enabled(found.rule))
-            .filter(|found| !is_suppressed(&self.text, &lines, found.line, found.rule))
-            .map(|found| diagnostics::traced_to_lsp(found, &self.text, &lines, &positions, version))
-            .collect()
-    }
 }
 
 /// The summaries of the workspace's files, sorted by path so that the index never depends on
@@ -249,6 +233,8 @@ pub struct Session {
     tracing: TraceThread,
     /// Whether the user was told that tracing is unavailable (once per session).
     trace_warned: AtomicBool,
+    /// Each entrypoint's last trace, by file. Never held while waiting for `documents`.
+    traces: Mutex<HashMap<traces::EntryKey, traces::EntryTrace>>,
 }
 
 impl Session {
@@ -270,6 +256,7 @@ impl Session {
             shutdown_requested,
             tracing: TraceThread::default(),
             trace_warned: AtomicBool::new(false),
+            traces: Mutex::new(HashMap::new()),
         }
     }
 
@@ -357,22 +344,37 @@ impl Session {
         }
     }
 
-    /// Opens (or reopens) a document. Synchronous: see the module docs.
+    /// Opens (or reopens) a document. Synchronous: see the module docs. Trace diagnostics
+    /// found in the file while it was closed become this version's.
     pub fn open(&self, uri: Uri, text: &str, version: i32) {
         let path = uri.to_file_path().map(std::borrow::Cow::into_owned);
+        let normalized = path.as_deref().map(normalized);
+        if let Some(file) = &normalized {
+            self.adopt_traces(file, version);
+        }
         self.documents.insert(
             uri,
             OpenDocument {
                 document: Document::new(text, version),
                 path,
+                normalized,
                 ticket: 0,
                 runner: None,
-                published: Arc::default(),
                 statics: None,
-                traced: None,
-                trace_ticket: 0,
             },
         );
+    }
+
+    /// Forgets a closed document; false when it was not open. Its trace diagnostics stay,
+    /// as the file's on disk, and [`Session::clear`] publishes them.
+    pub fn close(&self, uri: &Uri) -> bool {
+        let Some((_, open)) = self.documents.remove(uri) else {
+            return false;
+        };
+        if let Some(file) = &open.normalized {
+            self.release_traces(file, open.document.version());
+        }
+        true
     }
 
     /// Asks for an analysis of `uri`'s current text: starts one now, or, when one is running,
@@ -447,15 +449,14 @@ impl Session {
                 }
                 open.runner = None;
                 match &outcome {
-                    Ok(Some((lsp, published))) => {
-                        open.published = Arc::clone(published);
+                    Ok(Some(lsp)) => {
                         let statics = Arc::new(lsp.clone());
-                        merged = match &open.traced {
-                            Some((traced_version, traced)) if *traced_version == version => {
-                                diagnostics::merge(&statics, traced)
-                            }
-                            _ => lsp.clone(),
-                        };
+                        let traced = open
+                            .normalized
+                            .as_deref()
+                            .map(|file| self.traced_for(file, Some(version)))
+                            .unwrap_or_default();
+                        merged = diagnostics::merge(&statics, &traced);
                         open.statics = Some((version, statics));
                     }
                     Ok(None) => return,
@@ -464,9 +465,7 @@ impl Session {
             }
             match outcome {
                 Ok(Some(_)) => {
-                    self.client
-                        .publish_diagnostics(uri, merged, Some(version))
-                        .await;
+                    self.publish(uri, merged, Some(version)).await;
                 }
                 Ok(None) => {}
                 Err(error) => self.log(
@@ -480,11 +479,7 @@ impl Session {
 
     /// Analyses one snapshot and converts the result for the protocol. Blocking. `None` when
     /// the snapshot is already stale, which spares the work.
-    fn diagnose(
-        &self,
-        uri: &Uri,
-        snapshot: Snapshot,
-    ) -> Option<(Vec<lsp::Diagnostic>, Arc<Vec<Published>>)> {
+    fn diagnose(&self, uri: &Uri, snapshot: Snapshot) -> Option<Vec<lsp::Diagnostic>> {
         if !self.is_current(uri, snapshot.ticket) {
             return None;
         }
@@ -499,7 +494,7 @@ impl Session {
                     text.len()
                 ),
             );
-            return Some((Vec::new(), Arc::default()));
+            return Some(Vec::new());
         }
         let path = snapshot.path.as_deref();
         let settings = self.resolve_settings(path);
@@ -510,12 +505,7 @@ impl Session {
             .iter()
             .map(|d| diagnostics::to_lsp(d, &positions, snapshot.version))
             .collect();
-        let published = report
-            .diagnostics
-            .iter()
-            .map(|d| diagnostics::published(d, &positions))
-            .collect();
-        Some((lsp, Arc::new(published)))
+        Some(lsp)
     }
 
     /// Runs the analyzer on one text. Blocking.
@@ -531,11 +521,53 @@ impl Session {
         check_file(file, &settings.analyzer, &self.index())
     }
 
-    /// Clears a closed document's diagnostics, after any publication already under way.
+    /// What is published for an open document now: its static diagnostics of the current
+    /// version merged with the trace diagnostics of that version. `None` when the document is
+    /// not open; empty before its first analysis ends.
+    pub fn current_diagnostics(&self, uri: &Uri) -> Option<Vec<lsp::Diagnostic>> {
+        let (version, statics, file) = self.documents.get(uri).map(|open| {
+            (
+                open.document.version(),
+                open.statics.clone(),
+                open.normalized.clone(),
+            )
+        })?;
+        let Some((static_version, statics)) = statics.filter(|(at, _)| *at == version) else {
+            return Some(Vec::new());
+        };
+        let traced = file
+            .map(|file| self.traced_for(&file, Some(static_version)))
+            .unwrap_or_default();
+        Some(diagnostics::merge(&statics, &traced))
+    }
+
+    /// Sends a file's diagnostics; related places only to a client that shows them.
+    pub async fn publish(
+        &self,
+        uri: Uri,
+        mut diagnostics: Vec<lsp::Diagnostic>,
+        version: Option<i32>,
+    ) {
+        if !self.flags().related_information {
+            for diagnostic in &mut diagnostics {
+                diagnostic.related_information = None;
+            }
+        }
+        self.client
+            .publish_diagnostics(uri, diagnostics, version)
+            .await;
+    }
+
+    /// Clears a closed document's diagnostics, after any publication already under way, but
+    /// for the trace diagnostics of the file as it is on disk.
     pub async fn clear(&self, uri: Uri) {
         let _guard = self.publish_lock.lock().await;
         if !self.documents.contains_key(&uri) {
-            self.client.publish_diagnostics(uri, Vec::new(), None).await;
+            let traced = uri
+                .to_file_path()
+                .map(|path| self.traced_for(&normalized(&path), None))
+                .unwrap_or_default();
+            self.publish(uri, traced, None).await;
         }
     }
 
@@ -719,209 +751,6 @@ impl Session {
         }
         if let Ok(mut scopes) = self.scopes.write() {
             scopes.retain(|scope| scope.root != root);
-        }
-    }
-
-    /// Traces `uri`'s text (on open, on save, on `pt2lsp.retrace`) when its settings say
-    /// `trace = "on-save"` and it has an entrypoint; cancels the trace still running for it
-    /// either way. Synchronous up to the spawn, so the cancellation keeps the caller's order.
-    pub fn trace(self: &Arc<Self>, uri: Uri) {
-        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
-        let Some((rope, version, path)) = self.documents.get_mut(&uri).and_then(|mut open| {
-            open.trace_ticket = ticket;
-            Some((
-                open.document.rope().clone(),
-                open.document.version(),
-                open.path.clone()?,
-            ))
-        }) else {
-            return;
-        };
-        self.tracing.cancel(uri.clone());
-        let session = Arc::clone(self);
-        tokio::spawn(async move {
-            session.run_trace(uri, rope, version, path, ticket).await;
-        });
-    }
-
-    async fn run_trace(
-        self: Arc<Self>,
-        uri: Uri,
-        rope: Rope,
-        version: i32,
-        path: PathBuf,
-        ticket: u64,
-    ) {
-        let session = Arc::clone(&self);
-        let planned = tokio::task::spawn_blocking(move || session.plan_trace(path, &rope))
-            .await
-            .ok()
-            .flatten();
-        let Some(planned) = planned else {
-            return;
-        };
-        let progress = self.begin_trace_progress(&planned, ticket).await;
-        let outcome = self
-            .tracing
-            .submit(uri.clone(), planned.python.clone(), planned.spec.clone())
-            .await;
-        let message = match outcome {
-            Ok(Ok(result)) if result.status == Status::Cancelled => "cancelled".to_owned(),
-            Ok(Ok(result)) => {
-                let found = planned.diagnostics(&result, version);
-                let message = match found.len() {
-                    0 => "no problems".to_owned(),
-                    1 => "1 error".to_owned(),
-                    count => format!("{count} errors"),
-                };
-                self.publish_traced(&uri, version, ticket, found).await;
-                message
-            }
-            Ok(Err(reason)) => {
-                self.tracing_unavailable(&reason).await;
-                format!("failed: {reason}")
-            }
-            Err(_) => {
-                let reason = "the tracer stopped".to_owned();
-                self.tracing_unavailable(&reason).await;
-                format!("failed: {reason}")
-            }
-        };
-        if let Some(progress) = progress {
-            progress.finish_with_message(message).await;
-        }
-    }
-
-    /// The job for one document, when it is to be traced. Blocking: reads settings.
-    fn plan_trace(&self, path: PathBuf, rope: &Rope) -> Option<PlannedTrace> {
-        use crate::tracer::{batch, python};
-        if !workspace::is_python(&path) {
-            return None;
-        }
-        let settings = self.resolve_settings(Some(&path));
-        if settings.trace == TraceMode::Off {
-            return None;
-        }
-        let text = rope.to_string();
-        if text.len() > MAX_ANALYSED_BYTES {
-            return None;
-        }
-        let project_dir = settings
-            .project
-            .as_deref()
-            .and_then(Path::parent)
-            .map(Path::to_path_buf);
-        let root = project_dir
-            .clone()
-            .or_else(|| self.roots().into_iter().find(|root| path.starts_with(root)))
-            .or_else(|| path.parent().map(Path::to_path_buf))?;
-        let options = batch::BatchOptions {
-            root: root.clone(),
-            cwd: root,
-            strict: settings.analyzer.strict,
-            timeout: std::time::Duration::try_from_secs_f64(settings.timeout_seconds).unwrap_or(
-                std::time::Duration::from_secs_f64(crate::tracer::DEFAULT_TIMEOUT_SECONDS),
-            ),
-            memory_limit_mb: settings
-                .memory_limit_mb
-                .or_else(crate::tracer::default_memory_limit_mb),
-            entrypoints: Vec::new(),
-        };
-        let candidate = batch::Candidate {
-            path: &path,
-            text: &text,
-        };
-        let job = batch::plan(&[candidate], &options)
-            .jobs
-            .into_iter()
-            .next()?;
-        let python = python::interpreter(
-            None,
-            settings.python.as_deref(),
-            project_dir.as_deref(),
-            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
-        );
-        Some(PlannedTrace {
-            spec: job.spec,
-            anchor: job.anchor,
-            python,
-            path,
-            text,
-            settings,
-        })
-    }
-
-    async fn begin_trace_progress(
-        &self,
-        planned: &PlannedTrace,
-        ticket: u64,
-    ) -> Option<
-        tower_lsp_server::OngoingProgress<
-            tower_lsp_server::Unbounded,
-            tower_lsp_server::NotCancellable,
-        >,
-    > {
-        if !self.flags().work_done_progress {
-            return None;
-        }
-        let token = lsp::NumberOrString::String(format!("pt2lsp/trace/{ticket}"));
-        self.client
-            .create_work_done_progress(token.clone())
-            .await
-            .ok()?;
-        let name = planned
-            .path
-            .file_name()
-            .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
-        Some(
-            self.client
-                .progress(token, format!("Tracing {name}"))
-                .begin()
-                .await,
-        )
-    }
-
-    /// Installs a trace's diagnostics and publishes them merged with the static ones of the
-    /// same version; dropped when the document changed or was traced again meanwhile. When the
-    /// static analysis of this version has not published yet, it merges them when it does.
-    async fn publish_traced(
-        &self,
-        uri: &Uri,
-        version: i32,
-        ticket: u64,
-        traced: Vec<lsp::Diagnostic>,
-    ) {
-        let _guard = self.publish_lock.lock().await;
-        let merged = {
-            let Some(mut open) = self.documents.get_mut(uri) else {
-                return;
-            };
-            if open.trace_ticket != ticket || open.document.version() != version {
-                return;
-            }
-            let traced = Arc::new(traced);
-            open.traced = Some((version, Arc::clone(&traced)));
-            match &open.statics {
-                Some((static_version, statics)) if *static_version == version => {
-                    diagnostics::merge(statics, &traced)
-                }
-                _ => return,
-            }
-        };
-        self.client
-            .publish_diagnostics(uri.clone(), merged, Some(version))
-            .await;
-    }
-
-    /// A missing interpreter or torch: one warning per session, static diagnostics only.
-    async fn tracing_unavailable(&self, reason: &str) {
-        let message =
-            format!("pt2lsp: tracing is unavailable, showing static analysis only: {reason}");
-        self.log(MessageType::WARNING, message.clone());
-        if !self.trace_warned.swap(true, Ordering::SeqCst) {
-            self.client
-                .show_message(MessageType::WARNING, message)
-                .await;
         }
     }
 

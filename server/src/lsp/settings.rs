@@ -36,15 +36,12 @@ pub fn from_editor(value: &Value) -> (Config, Vec<String>) {
         if value.is_null() {
             continue;
         }
-        // Editor settings are camelCase by custom (`pt2lsp.unsafeFixes`); the table's key is
-        // spelled as in pyproject.toml.
-        let key = match key.as_str() {
-            "unsafeFixes" => "unsafe-fixes",
-            key => key,
-        };
+        // Editor settings are camelCase by custom (`pt2lsp.unsafeFixes`,
+        // `pt2lsp.memoryLimit`); the table's key is spelled as in pyproject.toml.
+        let key = kebab_case(key);
         match to_toml(value) {
             Some(value) => {
-                table.insert(key.to_owned(), value);
+                table.insert(key, value);
             }
             None => warnings.push(format!(
                 "editor settings: pt2lsp.{key}: contains null; ignoring it"
@@ -56,14 +53,34 @@ pub fn from_editor(value: &Value) -> (Config, Vec<String>) {
     (config, warnings)
 }
 
-/// The warnings of one settings source, bad values included: the server skips those.
+/// `memoryLimit` as `memory-limit`; a key without capitals stays as it is.
+fn kebab_case(key: &str) -> String {
+    let mut kebab = String::with_capacity(key.len() + 2);
+    for character in key.chars() {
+        if character.is_ascii_uppercase() {
+            kebab.push('-');
+            kebab.push(character.to_ascii_lowercase());
+        } else {
+            kebab.push(character);
+        }
+    }
+    kebab
+}
+
+/// The warnings of one settings source, old spellings and bad values included: the server
+/// reads the first and skips the second.
 fn skipped(config: &Config) -> impl Iterator<Item = String> + '_ {
-    config.warnings.iter().cloned().chain(
-        config
-            .errors
-            .iter()
-            .map(|error| format!("{error}; ignoring it")),
-    )
+    config
+        .warnings
+        .iter()
+        .chain(&config.deprecations)
+        .cloned()
+        .chain(
+            config
+                .errors
+                .iter()
+                .map(|error| format!("{error}; ignoring it")),
+        )
 }
 
 /// A JSON value as TOML; `None` when it holds a `null`, which TOML cannot say. Object members
@@ -101,12 +118,14 @@ pub struct Resolved {
     pub timeout_seconds: f64,
     /// "Fix all" applies unsafe fixes too (`unsafe-fixes`).
     pub unsafe_fixes: bool,
-    /// MiB a trace job may take (`memory_limit`); `None` means the machine's memory.
+    /// MiB a trace job may take (`memory-limit`); `None` means the machine's memory.
     pub memory_limit_mb: Option<u64>,
     /// Selectors that match no rule, to report.
     pub unknown_selectors: Vec<String>,
     /// The `pyproject.toml` whose `[tool.pt2lsp]` applied, if any.
     pub project: Option<PathBuf>,
+    /// `[[tool.pt2lsp.entrypoints]]`, as written.
+    pub entrypoints: Vec<config::Entrypoint>,
 }
 
 impl Resolved {
@@ -139,13 +158,32 @@ impl Resolved {
         Self {
             analyzer,
             python: options.python.clone(),
+            // Tracing runs the user's code and takes seconds: on save, not on every open.
             trace: options.trace.unwrap_or(TraceMode::OnSave),
             timeout_seconds: options.timeout.unwrap_or(60.0),
             unsafe_fixes: options.unsafe_fixes.unwrap_or(false),
             memory_limit_mb: options.memory_limit,
             unknown_selectors,
             project: None,
+            entrypoints: options.entrypoints.clone().unwrap_or_default(),
         }
+    }
+
+    /// The configured entrypoints the tracer can run (those with a `model`).
+    pub fn entrypoint_specs(&self) -> Vec<crate::tracer::EntrypointSpec> {
+        self.entrypoints
+            .iter()
+            .filter_map(|entry| {
+                Some(crate::tracer::EntrypointSpec {
+                    name: entry.name.clone(),
+                    model: entry.model.clone()?,
+                    example_args: entry.example_args.clone(),
+                    example_kwargs: entry.example_kwargs.clone(),
+                    dynamic_shapes: entry.dynamic_shapes.clone(),
+                    strict: entry.strict,
+                })
+            })
+            .collect()
     }
 
     /// One line for the log, so a user can see which settings won.
@@ -253,6 +291,15 @@ mod tests {
         assert!(!resolved.unsafe_fixes);
         let (editor, warnings) = from_editor(&json!({"unsafeFixes": true}));
         assert!(warnings.is_empty(), "{warnings:?}");
+        let (editor_keys, warnings) =
+            from_editor(&json!({"memoryLimit": 512, "outDir": "out", "memory_limit": 1}));
+        assert_eq!(editor_keys.memory_limit, Some(512));
+        assert_eq!(editor_keys.out_dir.as_deref(), Some("out"));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("`pt2lsp.memory_limit`"),
+            "{warnings:?}"
+        );
         assert!(Resolved::new(&editor.or(&project.options)).unsafe_fixes);
     }
 

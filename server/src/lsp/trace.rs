@@ -6,7 +6,8 @@
 //! Exports (`pt2lsp.exportPt2`) run on the same worker, with a sink for their stages; a trace
 //! of the document neither cancels an export nor is cancelled by one.
 //!
-//! A new trace of a document cancels the one still running for it. When the configured
+//! A new trace of an entrypoint (keyed by a URI: its file's, with a configured entrypoint's
+//! name as the fragment) cancels the one still running for it. When the configured
 //! interpreter changes, the old worker is shut down and a new one started. A worker that cannot
 //! be started (no interpreter, no torch in it) answers the job with the reason; it is tried
 //! again at the next trace, since the user may have installed torch meanwhile.
@@ -39,7 +40,6 @@ enum Message {
         export: Option<(ExportJob, tokio::sync::mpsc::UnboundedSender<Progress>)>,
         reply: oneshot::Sender<Outcome>,
     },
-    Cancel(Uri),
 }
 
 /// The handle the session keeps; the thread starts with the first job.
@@ -82,16 +82,6 @@ impl TraceThread {
         outcome
     }
 
-    /// Cancels the job running for `uri`, if any (it completes as cancelled).
-    pub fn cancel(&self, uri: Uri) {
-        let Ok(guard) = self.sender.lock() else {
-            return;
-        };
-        if let Some(sender) = guard.as_ref() {
-            let _ = sender.send(Message::Cancel(uri));
-        }
-    }
-
     fn send(&self, message: Message) {
         let Ok(mut guard) = self.sender.lock() else {
             return;
@@ -102,9 +92,8 @@ impl TraceThread {
                 .name("pt2lsp-trace".to_owned())
                 .spawn(move || run(&receiver));
             if let Err(error) = spawned {
-                if let Message::Submit { reply, .. } = message {
-                    let _ = reply.send(Err(format!("cannot start the tracer thread: {error}")));
-                }
+                let Message::Submit { reply, .. } = message;
+                let _ = reply.send(Err(format!("cannot start the tracer thread: {error}")));
                 return;
             }
             *guard = Some(sender);
@@ -146,11 +135,6 @@ fn run(receiver: &Receiver<Message>) {
             }
         };
         match message {
-            Some(Message::Cancel(uri)) => {
-                if let Some(running) = &running {
-                    cancel_traces(running, &jobs, &uri);
-                }
-            }
             Some(Message::Submit {
                 uri,
                 python,

@@ -235,6 +235,7 @@ mod tests {
                     example_kwargs: None,
                     dynamic_shapes: None,
                     strict: None,
+                    fake_weights: None,
                 },
                 EntrypointSpec {
                     name: None,
@@ -243,6 +244,7 @@ mod tests {
                     example_kwargs: None,
                     dynamic_shapes: None,
                     strict: None,
+                    fake_weights: None,
                 },
             ],
         };

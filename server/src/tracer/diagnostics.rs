@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use pt2lsp_analyzer::{
-    Applicability, Diagnostic, DimConstraint, Fix, LineIndex, Rule, Severity, TextRange, TextSize,
-    dim_constraint_fix,
+    Applicability, Diagnostic, DimConstraint, Edit, Fix, LineIndex, Related, Rule, Severity,
+    TextRange, TextSize, dim_constraint_fix, example_size_fix,
 };
 use serde_json::{Value, json};
 
@@ -25,6 +25,8 @@ pub struct TraceDiagnostic {
     pub end_column: Option<u32>,
     /// Structured `Suggested fixes:` of a constraint violation, for a later code action.
     pub fixes: Vec<SuggestedFix>,
+    /// Library frames that lead to the failure and the entrypoint, as `Diagnostic::related`.
+    pub related: Vec<Related>,
 }
 
 impl TraceDiagnostic {
@@ -71,18 +73,67 @@ impl TraceDiagnostic {
             message: self.message.clone(),
             range: self.range(text, index),
             fix: self.dim_fix(text),
-            related: Vec::new(),
+            related: self.related.clone(),
         }
     }
 
-    /// Torch's `Suggested fixes:` as an edit of `text`'s `dynamic_shapes` and `Dim`s. Safe: it
-    /// is the exporter's own statement of the constraints its trace needs, so applying it makes
-    /// that export pass (unlike the static pass's bounds, guessed from the example inputs).
+    /// Torch's `Suggested fixes:` as an edit of `text`'s `dynamic_shapes` and `Dim`s. Ranges,
+    /// equalities and derived dims are safe: they are the exporter's own statement of the
+    /// constraints its trace needs, and every dimension stays dynamic.
+    ///
+    /// A constant (`batch = 1`) is different: it removes a `Dim` the user declared, and the
+    /// exported program then accepts that one size. When the file's example inputs have that
+    /// size (0 or 1, which the exporter always specializes, or a size outside the `Dim`'s
+    /// range), the example is the cause, and the fix changes the example instead (unsafe, as
+    /// the static PT405 fix: it changes an input, not the model). Otherwise the constant is
+    /// shown as what it is and never applied (display only).
     pub fn dim_fix(&self, text: &str) -> Option<Fix> {
         let constraints: Option<Vec<DimConstraint>> =
             self.fixes.iter().map(dim_constraint).collect();
         let constraints = constraints.filter(|constraints| !constraints.is_empty())?;
-        dim_constraint_fix(text, &constraints, Applicability::Safe)
+        let (constants, others): (Vec<&DimConstraint>, Vec<&DimConstraint>) = constraints
+            .iter()
+            .partition(|constraint| matches!(constraint, DimConstraint::Constant { .. }));
+        if constants.is_empty() {
+            return dim_constraint_fix(text, &constraints, Applicability::Safe);
+        }
+        let from_examples: Option<Vec<Fix>> = constants
+            .iter()
+            .map(|constraint| match constraint {
+                DimConstraint::Constant { name, value } => example_size_fix(text, name, *value),
+                _ => None,
+            })
+            .collect();
+        let Some(from_examples) = from_examples else {
+            let mut fix = dim_constraint_fix(text, &constraints, Applicability::DisplayOnly)?;
+            fix.title = format!("torch suggests (not applied): {}", fix.title);
+            return Some(fix);
+        };
+        let others: Vec<DimConstraint> = others.into_iter().cloned().collect();
+        let rest = if others.is_empty() {
+            None
+        } else {
+            Some(dim_constraint_fix(text, &others, Applicability::Unsafe)?)
+        };
+        let mut edits: Vec<Edit> = Vec::new();
+        let mut titles = Vec::new();
+        for fix in from_examples.into_iter().chain(rest) {
+            titles.push(fix.title);
+            for edit in fix.edits {
+                if !edits.iter().any(|known| known.range == edit.range) {
+                    edits.push(edit);
+                }
+            }
+        }
+        edits.sort_by_key(|edit| (edit.range.start(), edit.range.end()));
+        let overlapping = edits
+            .windows(2)
+            .any(|pair| pair[1].range.start() < pair[0].range.end());
+        (!overlapping).then(|| Fix {
+            title: titles.join("; "),
+            edits,
+            applicability: Applicability::Unsafe,
+        })
     }
 
     /// Extra data carried with the diagnostic (JSON `data`, later the LSP diagnostic's `data`).
@@ -161,6 +212,7 @@ pub fn from_result(result: &JobResult, anchor: &Anchor) -> Vec<TraceDiagnostic> 
         end_line: None,
         end_column: None,
         fixes: Vec::new(),
+        related: Vec::new(),
     };
     let detail = result.detail.as_deref().unwrap_or("");
     match result.status {
@@ -220,6 +272,16 @@ fn from_finding(finding: &Finding, anchor: &Anchor) -> TraceDiagnostic {
         end_line: finding.end_line,
         end_column: finding.end_column,
         fixes: finding.fixes.clone(),
+        related: finding
+            .related
+            .iter()
+            .map(|related| Related {
+                file: related.file.clone(),
+                line: related.line.max(1),
+                column: related.column.unwrap_or(1).max(1),
+                message: related.message.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -247,17 +309,49 @@ pub fn is_suppressed(text: &str, index: &LineIndex, line: u32, rule: Rule) -> bo
         .any(|code| !code.is_empty() && rule.code().starts_with(code.as_str()))
 }
 
-/// Puts a trace diagnostic among a file's diagnostics: it replaces every static diagnostic with
-/// the same code on the same line, since it is the same problem, confirmed by the exporter. The
-/// one merge rule of `pt2lsp check --trace` and of the language server. `key` tells whether an
-/// item is static and its (code, line); `traced` is keyed the same way.
-pub fn merge_traced<T, K: PartialEq>(items: &mut Vec<T>, traced: T, key: impl Fn(&T) -> (bool, K)) {
+/// Puts a trace diagnostic among a file's diagnostics, by the one merge rule of `pt2lsp check
+/// --trace` and of the language server. A static diagnostic with the same code on the same line
+/// is the same problem, confirmed by the exporter: it stays, with its message (which names the
+/// user's expression, where the exporter's speaks of `Eq(u0, 1)`) and its fix, and `confirm`
+/// marks it as found by both passes (taking what the trace adds: its data, and its fix where
+/// [`trace_fix_wins`]). A trace diagnostic whose problem is already listed as traced (another
+/// entrypoint reaching the same line) is dropped; any other is added.
+///
+/// `key` tells whether an item came from the static pass (alone or confirmed) and its (code,
+/// line); `traced` is keyed the same way.
+pub fn merge_traced<T, K: PartialEq>(
+    items: &mut Vec<T>,
+    traced: T,
+    key: impl Fn(&T) -> (bool, K),
+    mut confirm: impl FnMut(&mut T, &T),
+) {
     let (_, wanted) = key(&traced);
-    items.retain(|item| {
-        let (is_static, found) = key(item);
-        !is_static || found != wanted
-    });
-    items.push(traced);
+    let mut found = false;
+    for item in items.iter_mut() {
+        let (is_static, at) = key(item);
+        if at == wanted {
+            found = true;
+            if is_static {
+                confirm(item, &traced);
+            }
+        }
+    }
+    if !found {
+        items.push(traced);
+    }
+}
+
+/// Whether a confirmed diagnostic takes the trace's fix instead of its own: where it has none,
+/// or where the trace's is the exporter's own statement of what its trace needs (`Safe`, torch's
+/// suggested `dynamic_shapes`) and its own is a guess (`Unsafe` or display-only).
+pub fn trace_fix_wins(own: Option<&Fix>, traced: Option<&Fix>) -> bool {
+    match (own, traced) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(own), Some(traced)) => {
+            traced.applicability == Applicability::Safe && own.applicability != Applicability::Safe
+        }
+    }
 }
 
 /// Drops diagnostics saying the same thing twice: one per (code, file, line).
@@ -291,6 +385,7 @@ mod tests {
             end_line: end.map(|(line, _)| line),
             end_column: end.map(|(_, column)| column),
             fixes: Vec::new(),
+            related: Vec::new(),
         }
     }
 
@@ -344,6 +439,28 @@ mod tests {
         assert!(is_suppressed(text, &index, 1, rule));
         assert!(is_suppressed(text, &index, 2, rule));
         assert!(!is_suppressed(text, &index, 3, rule));
+    }
+
+    #[test]
+    fn a_problem_both_passes_find_keeps_the_static_message_and_is_marked_confirmed() {
+        // (is static, code, line, message, confirmed)
+        type Item = (bool, &'static str, u32, &'static str, bool);
+        let key = |item: &Item| (item.0, (item.1, item.2));
+        let confirm = |item: &mut Item, _: &Item| item.4 = true;
+        let mut items: Vec<Item> = vec![
+            (true, "PT101", 5, "`if` on `h.mean() > 0`", false),
+            (true, "PT102", 7, "`.item()`", false),
+        ];
+        let traced = (false, "PT101", 5, "Could not guard on Eq(u0, 1)", false);
+        merge_traced(&mut items, traced, key, confirm);
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0], (true, "PT101", 5, "`if` on `h.mean() > 0`", true));
+        // A new problem is added; the same one found again (another entrypoint) is not.
+        let other = (false, "PT401", 11, "guard on batch", false);
+        merge_traced(&mut items, other, key, confirm);
+        merge_traced(&mut items, other, key, confirm);
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[2].1, "PT401");
     }
 
     #[test]

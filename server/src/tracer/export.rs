@@ -129,6 +129,7 @@ pub fn configured(config: &Config) -> Vec<EntrypointSpec> {
                 example_kwargs: entry.example_kwargs.clone(),
                 dynamic_shapes: entry.dynamic_shapes.clone(),
                 strict: entry.strict,
+                fake_weights: entry.fake_weights,
             })
         })
         .collect()

@@ -23,6 +23,9 @@ use super::worker::{StartError, Worker, WorkerInfo, WorkerMessage};
 /// it and kills the worker itself.
 const BACKSTOP_GRACE: Duration = Duration::from_secs(10);
 
+/// How often a busy worker is checked for life, besides the end of its socket.
+const LIVENESS_POLL: Duration = Duration::from_millis(500);
+
 /// How long a worker may take to import torch and warm up; a cold import takes 3-5 s.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -259,12 +262,22 @@ impl Scheduler {
     fn run(&mut self, receiver: &Receiver<Message>) {
         loop {
             self.dispatch();
-            let message = match self.next_backstop() {
+            // While jobs run, the worker is looked at every `LIVENESS_POLL`, so a death its
+            // socket does not report (a descendant holding the socket) still ends them.
+            let poll = (!self.running.is_empty()).then(|| Instant::now() + LIVENESS_POLL);
+            let wake = match (self.next_backstop(), poll) {
+                (Some(backstop), Some(poll)) => Some(backstop.min(poll)),
+                (backstop, poll) => backstop.or(poll),
+            };
+            let message = match wake {
                 Some(deadline) => {
                     match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()))
                     {
                         Ok(message) => message,
                         Err(RecvTimeoutError::Timeout) => {
+                            if self.worker.as_mut().is_some_and(Worker::has_exited) {
+                                self.replace_dead_worker();
+                            }
                             self.enforce_backstops();
                             continue;
                         }
@@ -315,6 +328,12 @@ impl Scheduler {
                 || self.running.values().any(|running| running.job.crashes > 0)
             {
                 return;
+            }
+            // A worker that died since its last message (any signal, idle or not) is
+            // replaced here rather than fed a job its socket may still accept.
+            if self.worker.as_mut().is_some_and(Worker::has_exited) {
+                self.replace_dead_worker();
+                continue;
             }
             let job = self.queue.pop_front().expect("the queue has a front");
             if let Some(reason) = &self.broken {
@@ -380,7 +399,15 @@ impl Scheduler {
         }
     }
 
-    /// The worker died (killed, crashed, or killed by a job): start over with a new one.
+    /// The worker was found dead before its reader thread said so: the reader's `Closed`
+    /// belongs to an old generation from here on, and the death is handled now.
+    fn replace_dead_worker(&mut self) {
+        self.generation += 1;
+        self.on_worker_lost();
+    }
+
+    /// The worker died (killed, crashed, or killed by a job): start over with a new one. Its
+    /// directory goes with it; running jobs are retried once.
     fn on_worker_lost(&mut self) {
         let detail = match self.worker.take() {
             Some(mut worker) => {
@@ -560,5 +587,78 @@ mod tests {
         let after = tracer.submit(job(dir.path(), "after.py", "        return x + 1"));
         let completed = wait();
         assert_eq!((completed.id, completed.result.status), (after, Status::Ok));
+    }
+
+    /// A detection model from site-packages (torchvision's Faster R-CNN, no weights) fails
+    /// inside the library: the finding is on the user's line that calls into it, with the
+    /// library frames it went through (torchvision/ops/boxes.py among them) and the `model =`
+    /// line as related locations.
+    #[test]
+    fn a_failure_inside_an_installed_library_is_on_the_users_line_with_the_library_frames() {
+        let Some(python) = torch_python() else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("detect.py");
+        std::fs::write(
+            &file,
+            "import torch\nimport torchvision\n\n\nclass Detector(torch.nn.Module):\n    \
+             def __init__(self):\n        super().__init__()\n        self.net = torchvision.models.\
+             detection.fasterrcnn_mobilenet_v3_large_320_fpn(\n            weights=None, \
+             weights_backbone=None, num_classes=3\n        ).eval()\n\n    def forward(self, \
+             images):\n        return self.net(list(images))\n\n\nmodel = Detector().eval()\n\
+             example_args = (torch.randn(1, 3, 160, 160),)\n",
+        )
+        .unwrap();
+        let (tracer, done) = Tracer::start(TracerOptions {
+            python,
+            jobs: 1,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+        })
+        .unwrap();
+        tracer.submit(JobSpec {
+            file: file.clone(),
+            roots: vec![dir.path().to_path_buf()],
+            cwd: dir.path().to_path_buf(),
+            entrypoint: None,
+            strict: false,
+            timeout: 600.0,
+            memory_limit_mb: None,
+        });
+        let completed = done.recv_timeout(Duration::from_secs(900)).unwrap();
+        let result = completed.result;
+        assert_eq!(result.status, Status::Failed, "{result:#?}");
+        let on_forward = result
+            .diagnostics
+            .iter()
+            .find(|finding| finding.file == file && finding.line == 13)
+            .unwrap_or_else(|| panic!("nothing on the line of self.net(...): {result:#?}"));
+        let boxes = on_forward
+            .related
+            .iter()
+            .find(|related| {
+                related
+                    .file
+                    .ends_with(Path::new("torchvision").join("ops").join("boxes.py"))
+            })
+            .unwrap_or_else(|| panic!("no torchvision/ops/boxes.py frame: {on_forward:#?}"));
+        assert!(boxes.line > 1, "{boxes:?}");
+        let source = std::fs::read_to_string(&boxes.file).unwrap();
+        assert!(
+            source.lines().nth(boxes.line as usize - 1).is_some(),
+            "{boxes:?} is past the end of the file"
+        );
+        assert!(
+            on_forward
+                .related
+                .iter()
+                .any(|related| related.file == file && related.line == 16),
+            "no `model =` line: {on_forward:#?}"
+        );
+        assert!(
+            on_forward.related.iter().all(|related| !related
+                .file
+                .components()
+                .any(|part| part.as_os_str() == "torch")),
+            "torch's own frames are not the user's business: {on_forward:#?}"
+        );
     }
 }

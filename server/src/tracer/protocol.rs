@@ -41,6 +41,10 @@ pub struct EntrypointSpec {
     pub example_kwargs: Option<String>,
     pub dynamic_shapes: Option<String>,
     pub strict: Option<bool>,
+    /// Build the model and its inputs under `FakeTensorMode` (`fake-weights = true`): shapes
+    /// without storage, so a model of any size is checked without allocating its weights.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fake_weights: Option<bool>,
 }
 
 /// What turns a job into an export: after `torch.export.export` succeeds, the worker saves the
@@ -233,6 +237,20 @@ pub struct Finding {
     pub origin: Option<String>,
     /// The exporter's exception class, when there was one.
     pub exception: Option<String>,
+    /// Places that explain the finding: frames of installed libraries the failure went through
+    /// (deepest last), the entrypoint's `model =` line.
+    #[serde(default)]
+    pub related: Vec<RelatedLocation>,
+}
+
+/// A place related to a finding: a file (often outside the workspace, in site-packages) and a
+/// 1-based line and column (in characters; `None` for the line's start), and what happens there.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RelatedLocation {
+    pub file: PathBuf,
+    pub line: u32,
+    pub column: Option<u32>,
+    pub message: String,
 }
 
 /// One line of a `Suggested fixes:` block, as data for a code action that edits

@@ -444,6 +444,32 @@ mod tests {
         assert_ne!(a, b);
     }
 
+    /// The worker's `RULES` (code and name of every rule it reports) against the analyzer's
+    /// table: a code the worker reports must be a rule the server knows, under the same name.
+    #[test]
+    fn the_workers_rule_list_is_the_analyzers() {
+        let start = WORKER_SOURCE
+            .find("\nRULES = {\n")
+            .expect("worker.py defines RULES");
+        let body = &WORKER_SOURCE[start..];
+        let body = &body[..body.find("\n}\n").expect("RULES ends")];
+        let listed: Vec<(&str, &str)> = body
+            .lines()
+            .filter_map(|line| {
+                let (code, name) = line.trim().trim_end_matches(',').split_once(": ")?;
+                Some((code.trim_matches('"'), name.trim_matches('"')))
+            })
+            .collect();
+        assert!(listed.len() >= 10, "{listed:?}");
+        for (code, name) in listed {
+            let rule = pt2lsp_analyzer::Rule::ALL
+                .into_iter()
+                .find(|rule| rule.code() == code)
+                .unwrap_or_else(|| panic!("the worker reports {code}, which is no rule"));
+            assert_eq!(rule.name(), name, "{code}");
+        }
+    }
+
     #[test]
     fn a_missing_interpreter_is_a_clear_error() {
         let (sender, _receiver) = std::sync::mpsc::channel();

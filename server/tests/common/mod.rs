@@ -65,6 +65,20 @@ impl TestClient {
         send_frame(&self.writer, body).await;
     }
 
+    /// Writes `bytes` as they are, unframed: for tests of the server's framing.
+    pub async fn send_bytes(&self, bytes: &[u8]) {
+        let mut writer = self.writer.lock().await;
+        let _ = writer.write_all(bytes).await;
+        let _ = writer.flush().await;
+    }
+
+    /// Closes the server's input, as a client that dies does; later writes go nowhere.
+    pub async fn close_input(&self) {
+        let mut writer = self.writer.lock().await;
+        let _ = writer.shutdown().await;
+        *writer = Box::new(tokio::io::sink());
+    }
+
     pub async fn notify(&self, method: &str, params: Value) {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
             .await;

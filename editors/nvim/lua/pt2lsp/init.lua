@@ -143,7 +143,30 @@ local function is_unsupported(err)
   return err.code == -32601 or message:find("unknown command", 1, true) ~= nil
 end
 
---- Sends workspace/executeCommand; the server's error, if any, is shown as it is.
+--- The problems a failed pt2lsp.exportPt2 lists in its error's data: { file, line, place, code,
+--- message } each, `place` being `file:line` relative to the project.
+function M.export_problems(err)
+  local data = type(err) == "table" and err.data or nil
+  local problems = {}
+  if type(data) ~= "table" or type(data.diagnostics) ~= "table" then
+    return problems
+  end
+  for _, item in ipairs(data.diagnostics) do
+    if type(item) == "table" and item.file ~= nil and item.line ~= nil then
+      table.insert(problems, {
+        file = tostring(item.file),
+        line = tonumber(item.line) or 1,
+        place = type(item.place) == "string" and item.place or (tostring(item.file) .. ":" .. tostring(item.line)),
+        code = tostring(item.code or ""),
+        message = tostring(item.message or ""),
+      })
+    end
+  end
+  return problems
+end
+
+--- Sends workspace/executeCommand; the server's error, if any, is shown as it is (a failed
+--- export: each problem with its file and line).
 function M.execute(bufnr, command, arguments, on_result)
   local client = M.client(bufnr)
   if not client then
@@ -153,6 +176,18 @@ function M.execute(bufnr, command, arguments, on_result)
   client_request(client, "workspace/executeCommand", { command = command, arguments = arguments }, function(err, result)
     if err then
       local said = err.message or vim.inspect(err)
+      local problems = M.export_problems(err)
+      if command == "pt2lsp.exportPt2" and #problems > 0 then
+        -- Each problem where it is, as a line of the message and an entry of the quickfix list.
+        local lines, items = {}, {}
+        for _, problem in ipairs(problems) do
+          table.insert(lines, ("%s: %s %s"):format(problem.place, problem.code, problem.message))
+          table.insert(items, { filename = problem.file, lnum = problem.line, text = problem.code .. " " .. problem.message })
+        end
+        vim.fn.setqflist({}, " ", { title = "pt2lsp: export", items = items })
+        notify(("%s failed, %d problem%s:\n%s"):format(command, #problems, #problems == 1 and "" or "s", table.concat(lines, "\n")), vim.log.levels.ERROR)
+        return
+      end
       if is_unsupported(err) then
         notify(("this server does not support %s yet (update pt2lsp): %s"):format(command, said), vim.log.levels.ERROR)
       else

@@ -22,9 +22,20 @@ struct JsonDiagnostic<'a> {
     source: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<JsonFix<'a>>,
+    /// The places that explain it (the entrypoint, the calls that reach it, library frames),
+    /// in the order a reader follows them; empty when there are none.
+    related: Vec<JsonRelated<'a>>,
     /// The tracer's extra data: `suggested_fixes` for `dynamic_shapes`.
     #[serde(skip_serializing_if = "Option::is_none")]
     data: Option<&'a serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct JsonRelated<'a> {
+    file: String,
+    line: u32,
+    column: u32,
+    message: &'a str,
 }
 
 #[derive(Serialize)]
@@ -86,6 +97,16 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
                 message: &diagnostic.message,
                 source: diagnostic.source.as_str(),
                 fix,
+                related: diagnostic
+                    .related
+                    .iter()
+                    .map(|related| JsonRelated {
+                        file: super::related_path(&related.file),
+                        line: related.line,
+                        column: related.column,
+                        message: &related.message,
+                    })
+                    .collect(),
                 data: diagnostic.data.as_ref(),
             });
         }
@@ -116,7 +137,7 @@ pub(super) fn render_statistics(reports: &[FileReport], out: &mut dyn Write) -> 
 
 #[cfg(test)]
 mod tests {
-    use pt2lsp_analyzer::{Diagnostic, Edit, Fix, Rule, TextSize};
+    use pt2lsp_analyzer::{Diagnostic, Edit, Fix, Related, Rule, TextSize};
 
     use super::*;
 
@@ -137,7 +158,12 @@ mod tests {
                 }],
                 applicability: Applicability::DisplayOnly,
             }),
-            related: Vec::new(),
+            related: vec![Related {
+                file: "export_net.py".into(),
+                line: 8,
+                column: 1,
+                message: "`model` is exported here".to_owned(),
+            }],
         };
         let report = FileReport::new("m.py".into(), text.to_owned(), vec![diagnostic]);
         let mut out = Vec::new();
@@ -157,6 +183,10 @@ mod tests {
                         "content": "torch.cond",
                     }],
                 },
+                "related": [{
+                    "file": "export_net.py", "line": 8, "column": 1,
+                    "message": "`model` is exported here",
+                }],
             }])
         );
     }

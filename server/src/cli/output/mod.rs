@@ -48,6 +48,8 @@ pub enum Source {
     Static,
     /// The tracer, from running the real exporter (`--trace`).
     Trace,
+    /// Found by the static analysis and confirmed by the tracer: the static message and fix.
+    Both,
 }
 
 impl Source {
@@ -55,6 +57,7 @@ impl Source {
         match self {
             Source::Static => "static",
             Source::Trace => "trace",
+            Source::Both => "static+trace",
         }
     }
 }
@@ -128,6 +131,16 @@ impl FileReport {
     pub fn path_string(&self) -> String {
         path_string(&self.path)
     }
+}
+
+/// A related location's file as the reports show paths: relative to the current directory when
+/// under it (the analyzer and the tracer name files absolutely), with `/` separators.
+pub fn related_path(path: &Path) -> String {
+    let shown = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| path.to_path_buf());
+    path_string(&shown)
 }
 
 fn path_string(path: &Path) -> String {
@@ -275,5 +288,79 @@ pub fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::
         // `pt2lsp check | head` closes the pipe early; that is the reader's choice, not a failure.
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pt2lsp_analyzer::{Diagnostic, Related, TextRange};
+
+    use super::*;
+
+    /// A traced PT101 in a helper module, with the entrypoint and the call that reach it.
+    fn with_related() -> Vec<FileReport> {
+        let text = "import torch\n\n\ndef normalize(h):\n    if h.mean() > 0:\n        return h\n    return -h\n";
+        let start = text.find("if h").unwrap() as u32;
+        let end = text.find(":\n        return h").unwrap() as u32;
+        let diagnostic = Diagnostic {
+            rule: Rule::DataDependentBranch,
+            severity: Severity::Error,
+            message: "`if` on a tensor's value".to_owned(),
+            range: TextRange::new(TextSize::new(start), TextSize::new(end)),
+            fix: None,
+            related: vec![
+                Related {
+                    file: "export_net.py".into(),
+                    line: 8,
+                    column: 1,
+                    message: "`model` is exported here".to_owned(),
+                },
+                Related {
+                    file: "mymodels/net.py".into(),
+                    line: 15,
+                    column: 13,
+                    message: "calls `normalize`".to_owned(),
+                },
+            ],
+        };
+        let mut report = FileReport::new(
+            "mymodels/helpers.py".into(),
+            text.to_owned(),
+            vec![diagnostic],
+        );
+        report.diagnostics[0].source = Source::Trace;
+        vec![report]
+    }
+
+    fn rendered(format: OutputFormat) -> String {
+        let options = Options {
+            format,
+            quiet: false,
+            statistics: false,
+            color: false,
+            fix_mode: FixMode::Safe,
+            fixed: None,
+            fix_only: false,
+        };
+        let mut out = Vec::new();
+        render(&with_related(), options, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn related_locations_in_text() {
+        insta::assert_snapshot!(rendered(OutputFormat::Text));
+    }
+
+    #[test]
+    fn related_locations_in_json() {
+        insta::assert_snapshot!(rendered(OutputFormat::Json));
+    }
+
+    #[test]
+    fn related_locations_in_sarif() {
+        let log: serde_json::Value = serde_json::from_str(&rendered(OutputFormat::Sarif)).unwrap();
+        let result = &log["runs"][0]["results"][0];
+        insta::assert_snapshot!(serde_json::to_string_pretty(&result["relatedLocations"]).unwrap());
     }
 }

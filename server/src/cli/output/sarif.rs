@@ -119,6 +119,28 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
                     }
                 }],
             });
+            if !diagnostic.related.is_empty() {
+                result["relatedLocations"] = diagnostic
+                    .related
+                    .iter()
+                    .enumerate()
+                    .map(|(id, related)| {
+                        json!({
+                            "id": id,
+                            "physicalLocation": {
+                                "artifactLocation": artifact_location(Path::new(
+                                    &super::related_path(&related.file),
+                                )),
+                                "region": {
+                                    "startLine": related.line,
+                                    "startColumn": related.column,
+                                },
+                            },
+                            "message": { "text": related.message },
+                        })
+                    })
+                    .collect();
+            }
             if diagnostic.source != super::Source::Static {
                 result["properties"] = json!({ "source": diagnostic.source.as_str() });
                 if let Some(data) = &diagnostic.data {

@@ -47,6 +47,17 @@ pub(super) fn render(
                 severity = diagnostic.severity.as_str(),
                 message = diagnostic.message,
             )?;
+            // The places that explain it, one indented line each, as rustc prints its notes.
+            for related in &diagnostic.related {
+                writeln!(
+                    out,
+                    "  = note: {}:{}:{}: {}",
+                    super::related_path(&related.file),
+                    related.line,
+                    related.column,
+                    related.message,
+                )?;
+            }
         }
     }
     if options.quiet {

@@ -2,8 +2,9 @@
 //! diagnostic, and `source.fixAll.pt2lsp`, which does what `pt2lsp check --fix` does: every
 //! safe fix (unsafe ones too with the `unsafeFixes` setting), in rounds.
 //!
-//! Quick fixes come from the diagnostic's `data` alone. "Fix all" analyses the current text
-//! again, since the client sends only the diagnostics in the requested range.
+//! Quick fixes come from the diagnostic's `data` alone; when the client sends no diagnostics,
+//! those published on the requested lines are used. "Fix all" analyses the current text again,
+//! since the client sends only the diagnostics in the requested range.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use tower_lsp_server::ls_types::{
 
 use crate::lsp::FIX_ALL_KIND;
 use crate::lsp::diagnostics::{self, DiagnosticData, SOURCE};
-use crate::lsp::document::Document;
+use crate::lsp::document::{Document, utf16_column};
 use crate::lsp::session::Session;
 
 const MARKER: &str = "pt2lsp: ignore";
@@ -48,7 +49,22 @@ pub async fn code_action(
     let mut actions = Vec::new();
     if wants(only, &CodeActionKind::QUICKFIX) {
         let mut ignored = Vec::new();
-        for diagnostic in &params.context.diagnostics {
+        // A client that sends no diagnostics (eglot at the end of a flagged line) gets the
+        // actions of those published on the lines of the requested range.
+        let under_cursor;
+        let asked = if params.context.diagnostics.is_empty() {
+            let (first, last) = (params.range.start.line, params.range.end.line);
+            under_cursor = session
+                .current_diagnostics(&uri)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|d| d.range.start.line <= last && d.range.end.line >= first)
+                .collect::<Vec<_>>();
+            &under_cursor
+        } else {
+            &params.context.diagnostics
+        };
+        for diagnostic in asked {
             if diagnostic.source.as_deref() != Some(SOURCE) {
                 continue;
             }
@@ -188,7 +204,7 @@ pub fn ignore_edit(document: &Document, line: u32, code: &str) -> Option<TextEdi
     }
     let at = |byte: usize| Position {
         line,
-        character: text[..byte].encode_utf16().count() as u32,
+        character: utf16_column(&text, byte),
     };
     let insert = |byte: usize, new_text: String| {
         let position = at(byte);

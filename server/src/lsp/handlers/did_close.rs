@@ -1,4 +1,5 @@
-//! `textDocument/didClose`: forget the document and clear its diagnostics.
+//! `textDocument/didClose`: forget the document and clear its diagnostics, but for what a trace
+//! found in the file as it is on disk.
 
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use crate::lsp::session::Session;
 
 pub fn did_close(session: &Arc<Session>, params: DidCloseTextDocumentParams) {
     let uri = params.text_document.uri;
-    if session.documents.remove(&uri).is_none() {
+    if !session.close(&uri) {
         crate::lsp::log_stderr(&format!(
             "didClose for a document that is not open: {}",
             uri.as_str()

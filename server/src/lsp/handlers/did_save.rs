@@ -1,16 +1,17 @@
-//! `textDocument/didSave`: trace the saved text again (cancelling a trace still running for
-//! it), and, since it is now what other files import, refresh its summary in the index.
+//! `textDocument/didSave`: trace again every entrypoint that reaches the saved file (its own, and
+//! those of the files that import it; a trace still running for one is cancelled), and, since
+//! it is now what other files import, refresh its summary in the index.
 
 use std::sync::Arc;
 
 use pt2lsp_analyzer::summarize;
 use tower_lsp_server::ls_types::DidSaveTextDocumentParams;
 
-use crate::lsp::session::Session;
+use crate::lsp::session::{Session, TraceReason};
 use crate::lsp::workspace;
 
 pub fn did_save(session: &Arc<Session>, params: &DidSaveTextDocumentParams) {
-    session.trace(params.text_document.uri.clone());
+    session.trace(&params.text_document.uri, TraceReason::Save);
     let Some((rope, path)) = session
         .documents
         .get(&params.text_document.uri)

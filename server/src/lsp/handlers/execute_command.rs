@@ -1,5 +1,5 @@
 //! `workspace/executeCommand`: `pt2lsp.reanalyze` re-scans the workspace and re-analyses;
-//! `pt2lsp.retrace` (arguments: a document's URI) traces that document again;
+//! `pt2lsp.retrace` (arguments: a file's URI) traces the entrypoints that reach it again;
 //! `pt2lsp.exportPt2` (arguments: a document's URI, then optionally an entrypoint name and an
 //! output path) writes its model as a `.pt2` file and answers with what was written.
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{ExecuteCommandParams, LSPAny};
 
-use crate::lsp::session::{ExportRequest, Session};
+use crate::lsp::session::{ExportRequest, Session, TraceReason};
 use crate::lsp::{EXPORT_COMMAND, REANALYZE_COMMAND, RETRACE_COMMAND};
 
 pub async fn execute_command(
@@ -27,7 +27,7 @@ pub async fn execute_command(
             .and_then(serde_json::Value::as_str)
             .and_then(|uri| uri.parse::<tower_lsp_server::ls_types::Uri>().ok())
             .ok_or_else(|| Error::invalid_params("pt2lsp.retrace takes a document URI"))?;
-        session.trace(uri);
+        session.trace(&uri, TraceReason::Retrace);
         return Ok(None);
     }
     if params.command != REANALYZE_COMMAND {

@@ -1,61 +1,73 @@
-//! `textDocument/hover`: on a diagnostic's range, the documentation of its rule.
+//! `textDocument/hover`: on a diagnostic's range, what is wrong there first — the diagnostic's
+//! own message, its fix and whether the exporter confirmed it — then its rule in one line and a
+//! link to the rule's page. The whole page is a click away, not in the way of the code.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
-use tower_lsp_server::ls_types::{Hover, HoverContents, HoverParams, MarkupContent, MarkupKind};
+use pt2lsp_analyzer::{Applicability, Rule};
+use tower_lsp_server::ls_types::{
+    Hover, HoverContents, HoverParams, MarkupContent, MarkupKind, NumberOrString,
+};
 
-use crate::lsp::diagnostics::doc_url;
+use crate::lsp::diagnostics::{CONFIRMED_SOURCE, DiagnosticData, TRACE_SOURCE, doc_url};
 use crate::lsp::session::Session;
 
 pub fn hover(session: &Session, params: &HoverParams) -> Option<Hover> {
     let uri = &params.text_document_position_params.text_document.uri;
     let position = params.text_document_position_params.position;
-    let Some(published) = session
-        .documents
-        .get(uri)
-        .map(|open| Arc::clone(&open.published))
-    else {
+    let Some(current) = session.current_diagnostics(uri) else {
         crate::lsp::log_stderr(&format!(
             "hover on a document that is not open: {}",
             uri.as_str()
         ));
         return None;
     };
-    let hits: Vec<_> = published
+    let hits: Vec<_> = current
         .iter()
         .filter(|hit| hit.range.start <= position && position <= hit.range.end)
         .collect();
     let first = hits.first()?;
     let mut value = String::new();
-    let mut seen = Vec::new();
     for hit in &hits {
-        if seen.contains(&hit.rule) {
+        let code = match &hit.code {
+            Some(NumberOrString::String(code)) => code.clone(),
+            Some(NumberOrString::Number(number)) => number.to_string(),
+            None => continue,
+        };
+        let Some(rule) = Rule::from_code_or_name(&code) else {
             continue;
-        }
-        seen.push(hit.rule);
+        };
+        let data = DiagnosticData::from_lsp(hit);
         if !value.is_empty() {
             value.push_str("\n\n---\n\n");
         }
+        let _ = write!(value, "**{code}** {}", hit.message);
+        match data.as_ref().and_then(|data| data.source.as_deref()) {
+            Some(CONFIRMED_SOURCE) => value.push_str("\n\nConfirmed by `torch.export`."),
+            Some(TRACE_SOURCE) => value.push_str("\n\nFound by running `torch.export`."),
+            _ => {}
+        }
+        if let Some(fix) = data.as_ref().and_then(|data| data.fix.as_ref()) {
+            let how = match fix.applicability {
+                Applicability::Safe => "a safe quick fix",
+                Applicability::Unsafe => "a quick fix that changes behaviour: read it first",
+                Applicability::DisplayOnly => "a suggestion to apply by hand",
+            };
+            let _ = write!(value, "\n\nFix: {} ({how})", fix.title);
+        }
         let _ = write!(
             value,
-            "**{}** `{}`: {}\n\n{}",
-            hit.rule.code(),
-            hit.rule.name(),
-            hit.rule.summary(),
-            hit.rule.doc()
+            "\n\n`{}` `{}`: {}",
+            rule.code(),
+            rule.name(),
+            rule.summary()
         );
-        if let Some(title) = &hit.display_only_fix {
-            let _ = write!(value, "\n\nSuggested fix: {title}");
+        if let Some(url) = doc_url(rule) {
+            let _ = write!(value, " [Rule page]({})", url.as_str());
         }
-        if let Some(url) = doc_url(hit.rule) {
-            let _ = write!(
-                value,
-                "\n\n[{} documentation]({})",
-                hit.rule.code(),
-                url.as_str()
-            );
-        }
+    }
+    if value.is_empty() {
+        return None;
     }
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent {

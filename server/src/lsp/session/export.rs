@@ -84,13 +84,11 @@ impl Session {
                 request.uri.as_str()
             )));
         };
-        // The trace ticket makes this export's diagnostics the document's newest trace.
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
-        let open = self.documents.get_mut(&request.uri).map(|mut open| {
-            open.trace_ticket = ticket;
-            (open.document.rope().clone(), open.document.version())
-        });
-        let version = open.as_ref().map(|(_, version)| *version);
+        let open = self
+            .documents
+            .get(&request.uri)
+            .map(|open| (open.document.rope().clone(), open.document.version()));
         let session = Arc::clone(self);
         let (entry, output) = (request.entry.clone(), request.output.clone());
         let planned = tokio::task::spawn_blocking(move || {
@@ -100,6 +98,10 @@ impl Session {
         .map_err(|_| Error::internal_error())?
         .map_err(|message| failed(message, None))?;
 
+        // The export's findings are the entrypoint's newest trace.
+        let key = super::traces::EntryKey::of(&planned.trace);
+        let trace_ticket = self.claim_trace(&key);
+        let submitted = self.open_versions();
         let name = planned
             .trace
             .path
@@ -139,10 +141,14 @@ impl Session {
 
         let (end, answer) = match outcome {
             Ok(Ok(result)) => {
-                if let Some(version) = version {
-                    let found = planned.trace.diagnostics(&result, version);
-                    self.publish_traced(&request.uri, version, ticket, found)
-                        .await;
+                let session = Arc::clone(self);
+                let (trace, traced) = (planned.trace.clone(), result.clone());
+                if let Ok((files, _)) = tokio::task::spawn_blocking(move || {
+                    session.traced_files(&trace, &traced, &submitted)
+                })
+                .await
+                {
+                    self.install_trace(key, trace_ticket, files).await;
                 }
                 if let (Status::Ok, Some(report)) = (&result.status, &result.export) {
                     let (kind, message) = exported_message(&label, report);
@@ -163,10 +169,33 @@ impl Session {
                     let mut found =
                         crate::tracer::diagnostics::from_result(&result, &planned.trace.anchor);
                     crate::tracer::diagnostics::dedup(&mut found);
-                    let first = found.first().map_or_else(
-                        || result.detail.clone().unwrap_or_default(),
-                        |diagnostic| format!("{}: {}", diagnostic.rule.code(), diagnostic.message),
-                    );
+                    let root = planned.trace.spec.roots.first().cloned();
+                    let place = |diagnostic: &crate::tracer::TraceDiagnostic| {
+                        let file = crate::tracer::diagnostics::normalized(&diagnostic.file);
+                        let shown = root
+                            .as_deref()
+                            .map(crate::tracer::diagnostics::normalized)
+                            .and_then(|root| file.strip_prefix(root).ok().map(Path::to_path_buf))
+                            .unwrap_or(file);
+                        format!("{}:{}", shown.display(), diagnostic.line)
+                    };
+                    // Every problem with its file and line, as the progress message lists them.
+                    let problems = if found.is_empty() {
+                        result.detail.clone().unwrap_or_default()
+                    } else {
+                        found
+                            .iter()
+                            .map(|diagnostic| {
+                                format!(
+                                    "{}: {} {}",
+                                    place(diagnostic),
+                                    diagnostic.rule.code(),
+                                    diagnostic.message
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    };
                     let data = json!({
                         "status": "failed",
                         "file": planned.trace.path,
@@ -174,13 +203,14 @@ impl Session {
                         "diagnostics": found.iter().map(|diagnostic| json!({
                             "file": diagnostic.file,
                             "line": diagnostic.line,
+                            "place": place(diagnostic),
                             "code": diagnostic.rule.code(),
                             "message": diagnostic.message,
                         })).collect::<Vec<_>>(),
                     });
                     let count = found.len();
                     let end = format!("failed: {count} error{}", if count == 1 { "" } else { "s" });
-                    let message = format!("{label} does not export: {first}");
+                    let message = format!("{label} does not export: {problems}");
                     (end, Err(failed(message, Some(data))))
                 }
             }
@@ -286,8 +316,6 @@ impl Session {
                 anchor: chosen.job.anchor,
                 python,
                 path,
-                text,
-                settings,
             },
         })
     }

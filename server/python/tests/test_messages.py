@@ -1,0 +1,121 @@
+"""The worker's readers of torch's messages, on exception texts recorded from torch 2.15.
+
+`recorded.json` holds `str(exc)` of real `torch.export.export` failures (recorded with
+torch 2.15 CPU: a dynamic dim specialized to a constant, a reshape that forces the batch to be
+even, a guard on the size of `nonzero`, a guard on `.item()`, a custom op without a fake
+kernel). The tests run without torch: the worker imports torch only inside its functions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import worker  # noqa: E402
+
+RECORDED = json.loads((HERE / "recorded.json").read_text())
+
+
+def text(name: str) -> str:
+    return RECORDED[name]["text"]
+
+
+class Guard(Exception):
+    """Stands for torch's GuardOnDataDependentSymNode: `cond` is absent, as in strict export."""
+
+
+def test_a_dim_specialized_to_a_constant_suggests_the_constant_and_names_the_dim():
+    message, fixes, dims = worker.parse_constraint_violation(text("constraint_spec"))
+    assert fixes == [{"dim": "batch", "text": "batch = 8", "kind": "constant", "value": 8}]
+    assert dims == {"?batch": "batch"}
+    assert message.startswith("Constraints violated (batch)!")
+    assert "TORCH_LOGS" not in message
+    assert "suggested fix: batch = 8" in message
+
+
+def test_a_guard_the_range_does_not_satisfy_names_the_input_dimension():
+    message, fixes, dims = worker.parse_constraint_violation(text("constraint_mul"))
+    assert dims == {"L['x'].size()[0]": "batch"}
+    assert "(and " in message and "more)" in message
+    assert len(message) <= worker.MESSAGE_LIMIT
+
+
+def test_suggested_fixes_of_every_kind():
+    block = (
+        "Constraints violated (h, w)!\n"
+        "Suggested fixes:\n"
+        "  h = Dim('h', min=2, max=1024)\n"
+        "  w = 2*_w\n"
+        "  c = 3\n"
+        "  d = h\n"
+        "\n"
+        "The error above occurred when calling torch.export.export."
+    )
+    fixes = worker.parse_suggested_fixes(block)
+    assert [fix["kind"] for fix in fixes] == ["range", "derived", "constant", "equal"]
+    assert (fixes[0]["min"], fixes[0]["max"]) == (2, 1024)
+    assert (fixes[1]["expr"], fixes[1]["root"]) == ("2*_w", "_w")
+    assert fixes[2]["value"] == 3
+    assert fixes[3]["to"] == "h"
+    assert worker.parse_suggested_fixes("no block here") == []
+
+
+def test_an_unbounded_range_suggestion_keeps_no_bound():
+    fixes = worker.parse_suggested_fixes("Suggested fixes:\n  batch = Dim('batch', min=2, max=int_oo)\n")
+    assert fixes[0]["kind"] == "range"
+    assert fixes[0]["min"] == 2 and "max" not in fixes[0]
+
+
+def test_data_dependent_guards_are_told_apart_by_the_graph():
+    graph = (
+        'def forward(self, arg0_1: "f32[6]"):\n'
+        '    nonzero: "i64[u0, 1]" = torch.ops.aten.nonzero.default(arg0_1);  arg0_1 = None\n'
+        '    sym_size_int: "Sym(u0)" = torch.ops.aten.sym_size.int(nonzero, 0);  nonzero = None\n'
+        '    gt: "Sym(u0 > 3)" = sym_size_int > 3;  sym_size_int = gt = None\n'
+    )
+    assert worker.symbol_origin("u0", graph) == "size"
+    scalar = (
+        '    sum_1: "f32[]" = torch.ops.aten.sum.default(arg0_1);  arg0_1 = None\n'
+        '    item: "Sym(u3)" = torch.ops.aten.item.default(sum_1);  sum_1 = None\n'
+    )
+    assert worker.symbol_origin("u3", scalar) == "scalar"
+    boolean = (
+        '    gt: "b8[]" = torch.ops.aten.gt.Scalar(arg0_1, 0);  arg0_1 = None\n'
+        '    item: "Sym(u1)" = torch.ops.aten.item.default(gt);  gt = None\n'
+    )
+    assert worker.symbol_origin("u1", boolean) == "bool"
+    assert worker.symbol_origin("u9", graph) is None
+
+
+def test_a_guard_on_a_size_like_symbol_is_a_data_dependent_shape_without_a_graph():
+    guard = Guard(text("data_dependent_size"))
+    workspace = worker.Workspace("/nowhere/model.py", ["/nowhere"])
+    assert worker._data_dependent_code(guard, [guard], workspace, "") == "PT103"
+    message = worker._data_dependent_message(guard, "PT103")
+    assert message.startswith("Could not guard on data-dependent expression u0 > 3: ")
+    assert "unhinted" not in message and "Size-like" not in message
+    assert "torch._check" in message
+
+
+def test_a_guard_on_a_float_from_item_is_a_data_dependent_scalar():
+    guard = Guard(text("data_dependent_item"))
+    workspace = worker.Workspace("/nowhere/model.py", ["/nowhere"])
+    assert worker._data_dependent_code(guard, [guard], workspace, "") == "PT102"
+
+
+def test_a_missing_fake_kernel_names_the_operator():
+    error = RuntimeError(text("missing_fake"))
+    assert worker._missing_fake_kernel([error], text("missing_fake")) == "rec::nofake"
+    assert worker._normalize_op("rec.nofake.default") == "rec::nofake"
+    assert worker._normalize_op("rec::nofake.overload") == "rec::nofake"
+
+
+def test_every_code_the_worker_names_is_in_its_rule_list():
+    source = (HERE.parent / "worker.py").read_text()
+    named = set(re.findall(r'"(PT\d{3})"', source))
+    assert named == set(worker.RULES), named ^ set(worker.RULES)

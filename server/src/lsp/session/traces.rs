@@ -1,0 +1,875 @@
+//! Traces in the language server: which entrypoints a save reaches, and what their traces found,
+//! published on every file it lands in.
+//!
+//! A save (or an open, when `trace = "on-open-and-save"`, or `pt2lsp.retrace`) of a file traces
+//! every entrypoint that reaches it: the file's own (the ExportDB convention or a configured
+//! `[[tool.pt2lsp.entrypoints]]` whose `model` module it is) and those of every workspace file
+//! that imports it, directly or through other files (the reverse of the index's import graph).
+//!
+//! Each entrypoint's last trace is kept as diagnostics per file, each file's stamped with the
+//! version of the open document they were read against (`None`: the file was not open and its
+//! text came from disk). A file's publication is its static diagnostics merged with the trace
+//! diagnostics stamped with its version, from every entrypoint; a file that is not open gets
+//! the trace diagnostics alone. A new trace of an entrypoint replaces its old one, so files it
+//! no longer finds problems in are published again without them. An edit changes the version,
+//! so a file shows static diagnostics only until the next trace, as before; a file opened after
+//! the trace adopts the diagnostics read from disk.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use pt2lsp_analyzer::{Diagnostic, LineIndex, Rule, Severity, TextRange, TextSize};
+use tower_lsp_server::ls_types::{self as lsp, MessageType, NumberOrString, Uri};
+
+use super::{MAX_ANALYSED_BYTES, PlannedTrace, Session};
+use crate::cli::config::{self, TraceMode};
+use crate::lsp::diagnostics::{self, DiagnosticData};
+use crate::lsp::document::TextPositions;
+use crate::lsp::workspace;
+use crate::tracer::diagnostics::{dedup, from_result, is_suppressed, normalized};
+use crate::tracer::protocol::JobResult;
+use crate::tracer::{Status, batch, entrypoint, python};
+
+/// Files a save may reach through imports: a bound on the walk for a module that the whole of
+/// a very large workspace imports.
+const MAX_REACHED_FILES: usize = 4096;
+
+/// The most places the progress end message lists; the rest are counted.
+const MAX_LISTED: usize = 5;
+
+/// Why a trace was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceReason {
+    Open,
+    Save,
+    Retrace,
+}
+
+/// One entrypoint: the file that defines it and, for a configured one, its name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntryKey {
+    /// Normalized (see [`normalized`]).
+    pub file: PathBuf,
+    pub name: Option<String>,
+}
+
+impl EntryKey {
+    pub fn of(planned: &PlannedTrace) -> Self {
+        Self {
+            file: normalized(&planned.spec.file),
+            name: planned
+                .spec
+                .entrypoint
+                .as_ref()
+                .map(|entry| entry.name.clone().unwrap_or_else(|| entry.model.clone())),
+        }
+    }
+
+    /// The key the trace thread cancels by: the file's URI, with the entrypoint's name as the
+    /// fragment for a configured one, so two entrypoints of one file do not cancel each other.
+    fn job_uri(&self) -> Option<Uri> {
+        let uri = Uri::from_file_path(&self.file)?;
+        match &self.name {
+            None => Some(uri),
+            Some(name) => {
+                let fragment: String = name
+                    .bytes()
+                    .map(|byte| {
+                        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
+                            char::from(byte).to_string()
+                        } else {
+                            format!("%{byte:02X}")
+                        }
+                    })
+                    .collect();
+                format!("{}#{fragment}", uri.as_str()).parse().ok()
+            }
+        }
+    }
+}
+
+/// The last trace of one entrypoint.
+#[derive(Debug, Default)]
+pub struct EntryTrace {
+    /// The newest trace asked for; an older one's results are dropped.
+    ticket: u64,
+    /// Its diagnostics by normalized file.
+    files: HashMap<PathBuf, FileTrace>,
+}
+
+/// An entrypoint's trace diagnostics in one file.
+#[derive(Debug, Clone)]
+pub struct FileTrace {
+    pub uri: Uri,
+    /// The open document's version they were read against; `None` when read from disk.
+    pub version: Option<i32>,
+    pub diagnostics: Vec<lsp::Diagnostic>,
+}
+
+/// What one save traces, and the problems of the configured entrypoints' strings.
+#[derive(Default)]
+struct Plan {
+    traces: Vec<PlannedTrace>,
+    /// `pyproject.toml` and its PT503 diagnostics (empty when every entrypoint is well formed).
+    config: Option<(PathBuf, Vec<lsp::Diagnostic>)>,
+}
+
+impl Session {
+    /// Traces the entrypoints that reach `uri`'s file, when its settings say so for `reason`.
+    /// Returns at once; the traces run in the background.
+    pub fn trace(self: &Arc<Self>, uri: &Uri, reason: TraceReason) {
+        let Some(path) = uri.to_file_path().map(std::borrow::Cow::into_owned) else {
+            return;
+        };
+        // The versions the trace's results are for: taken now, before any later edit arrives,
+        // since the trace reads the files as saved at this moment.
+        let submitted = Arc::new(self.open_versions());
+        let session = Arc::clone(self);
+        tokio::spawn(async move {
+            let planner = Arc::clone(&session);
+            let plan = tokio::task::spawn_blocking(move || planner.plan_traces(&path, reason))
+                .await
+                .unwrap_or_default();
+            if let Some((pyproject, problems)) = plan.config {
+                if let Some(uri) = Uri::from_file_path(&pyproject) {
+                    session.publish(uri, problems, None).await;
+                }
+            }
+            for planned in plan.traces {
+                tokio::spawn(Arc::clone(&session).run_trace(planned, Arc::clone(&submitted)));
+            }
+        });
+    }
+
+    /// Claims the next trace of an entrypoint: its results are kept only if no newer one was
+    /// claimed meanwhile.
+    pub(super) fn claim_trace(&self, key: &EntryKey) -> u64 {
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut traces) = self.traces.lock() {
+            traces.entry(key.clone()).or_default().ticket = ticket;
+        }
+        ticket
+    }
+
+    async fn run_trace(
+        self: Arc<Self>,
+        planned: PlannedTrace,
+        submitted: Arc<HashMap<PathBuf, i32>>,
+    ) {
+        let key = EntryKey::of(&planned);
+        let Some(job_uri) = key.job_uri() else {
+            return;
+        };
+        let ticket = self.claim_trace(&key);
+        let progress = self.begin_trace_progress(&planned, ticket).await;
+        let outcome = self
+            .tracing
+            .submit(job_uri, planned.python.clone(), planned.spec.clone())
+            .await;
+        let message = match outcome {
+            Ok(Ok(result)) if result.status == Status::Cancelled => "cancelled".to_owned(),
+            Ok(Ok(result)) => {
+                let session = Arc::clone(&self);
+                let converted = tokio::task::spawn_blocking(move || {
+                    session.traced_files(&planned, &result, &submitted)
+                })
+                .await;
+                match converted {
+                    Ok((files, message)) => {
+                        self.install_trace(key, ticket, files).await;
+                        message
+                    }
+                    Err(error) => format!("failed: {error}"),
+                }
+            }
+            Ok(Err(reason)) => {
+                self.tracing_unavailable(&reason).await;
+                format!("failed: {reason}")
+            }
+            Err(_) => {
+                let reason = "the tracer stopped".to_owned();
+                self.tracing_unavailable(&reason).await;
+                format!("failed: {reason}")
+            }
+        };
+        if let Some(progress) = progress {
+            progress.finish_with_message(message).await;
+        }
+    }
+
+    /// The open documents' versions by normalized path, as a trace starts: a file edited before
+    /// the trace ends has no trace diagnostics for its new text.
+    pub(super) fn open_versions(&self) -> HashMap<PathBuf, i32> {
+        self.documents
+            .iter()
+            .filter_map(|open| Some((open.normalized.clone()?, open.document.version())))
+            .collect()
+    }
+
+    /// The open document of a normalized path: its URI, text and version.
+    fn open_document(&self, file: &Path) -> Option<(Uri, String, i32)> {
+        self.documents.iter().find_map(|open| {
+            (open.normalized.as_deref() == Some(file)).then(|| {
+                (
+                    open.key().clone(),
+                    open.document.rope().to_string(),
+                    open.document.version(),
+                )
+            })
+        })
+    }
+
+    /// Whether the tracer's diagnostics in `file` are the user's to see: a file in a workspace
+    /// root (or the project the trace ran in), not in an excluded or installed part of it.
+    fn is_workspace_file(&self, file: &Path, root: Option<&Path>) -> bool {
+        let installed = file
+            .components()
+            .any(|part| part.as_os_str() == "site-packages" || part.as_os_str() == "dist-packages");
+        let inside = root.is_some_and(|root| file.starts_with(normalized(root)))
+            || self
+                .roots()
+                .iter()
+                .any(|root| file.starts_with(normalized(root)));
+        inside && !installed && !self.is_excluded(file)
+    }
+
+    /// A job's result as diagnostics per file, and the progress end message that says what was
+    /// found where. Blocking: reads settings and the files that are not open.
+    pub(super) fn traced_files(
+        &self,
+        planned: &PlannedTrace,
+        result: &JobResult,
+        submitted: &HashMap<PathBuf, i32>,
+    ) -> (HashMap<PathBuf, FileTrace>, String) {
+        let mut found = from_result(result, &planned.anchor);
+        dedup(&mut found);
+        let mut by_file: BTreeMap<PathBuf, Vec<_>> = BTreeMap::new();
+        for diagnostic in found {
+            by_file
+                .entry(normalized(&diagnostic.file))
+                .or_default()
+                .push(diagnostic);
+        }
+        let root = planned.spec.roots.first().map(PathBuf::as_path);
+        let mut files = HashMap::new();
+        let mut places: Vec<(String, u32)> = Vec::new();
+        for (file, found) in by_file {
+            if !self.is_workspace_file(&file, root) {
+                continue;
+            }
+            let (uri, text, version) = if let Some((uri, text, version)) = self.open_document(&file)
+            {
+                if submitted.get(&file).is_some_and(|then| *then != version) {
+                    // Edited while the trace ran: its lines no longer say where.
+                    continue;
+                }
+                (uri, text, Some(version))
+            } else {
+                let Some(uri) = Uri::from_file_path(&file) else {
+                    continue;
+                };
+                match std::fs::read_to_string(&file) {
+                    Ok(text) if text.len() <= MAX_ANALYSED_BYTES => (uri, text, None),
+                    _ => continue,
+                }
+            };
+            let settings = self.resolve_settings(Some(&file));
+            let lines = LineIndex::new(&text);
+            let positions = TextPositions::new(&text);
+            let diagnostics: Vec<lsp::Diagnostic> = found
+                .iter()
+                .filter(|found| settings.analyzer.is_enabled(found.rule))
+                .filter(|found| !is_suppressed(&text, &lines, found.line, found.rule))
+                .map(|found| {
+                    places.push((shown(&file, root), found.line));
+                    diagnostics::traced_to_lsp(
+                        found,
+                        &text,
+                        &lines,
+                        &positions,
+                        version.unwrap_or(DISK_VERSION),
+                    )
+                })
+                .collect();
+            if !diagnostics.is_empty() {
+                files.insert(
+                    file,
+                    FileTrace {
+                        uri,
+                        version,
+                        diagnostics,
+                    },
+                );
+            }
+        }
+        places.sort();
+        (files, found_message(&places))
+    }
+
+    /// Installs an entrypoint's new trace and publishes every file it or the one before found
+    /// problems in; dropped when a newer trace of the entrypoint was asked for meanwhile.
+    pub(super) async fn install_trace(
+        &self,
+        key: EntryKey,
+        ticket: u64,
+        files: HashMap<PathBuf, FileTrace>,
+    ) {
+        let _guard = self.publish_lock.lock().await;
+        let affected: Vec<(PathBuf, Uri)> = {
+            let Ok(mut traces) = self.traces.lock() else {
+                return;
+            };
+            let entry = traces.entry(key).or_default();
+            if entry.ticket != ticket {
+                return;
+            }
+            let old = std::mem::replace(&mut entry.files, files);
+            let mut affected: BTreeMap<PathBuf, Uri> = old
+                .into_iter()
+                .map(|(file, trace)| (file, trace.uri))
+                .collect();
+            for (file, trace) in &entry.files {
+                affected.insert(file.clone(), trace.uri.clone());
+            }
+            affected.into_iter().collect()
+        };
+        for (file, uri) in affected {
+            self.republish(&file, uri).await;
+        }
+    }
+
+    /// Publishes one file again with the trace diagnostics it has now. The caller holds
+    /// `publish_lock`.
+    async fn republish(&self, file: &Path, uri: Uri) {
+        let open = self.documents.iter().find_map(|open| {
+            (open.normalized.as_deref() == Some(file)).then(|| {
+                (
+                    open.key().clone(),
+                    open.document.version(),
+                    open.statics.clone(),
+                )
+            })
+        });
+        match open {
+            Some((uri, version, Some((static_version, statics)))) if static_version == version => {
+                let merged = diagnostics::merge(&statics, &self.traced_for(file, Some(version)));
+                self.publish(uri, merged, Some(version)).await;
+            }
+            // The analysis of this version has not published yet; it merges them when it does.
+            Some(_) => {}
+            None => {
+                let traced = self.traced_for(file, None);
+                self.publish(uri, traced, None).await;
+            }
+        }
+    }
+
+    /// The trace diagnostics of a file for a version (`None`: the file as it is on disk), from
+    /// every entrypoint, one per (code, line).
+    pub(super) fn traced_for(&self, file: &Path, version: Option<i32>) -> Vec<lsp::Diagnostic> {
+        let Ok(traces) = self.traces.lock() else {
+            return Vec::new();
+        };
+        let mut keys: Vec<&EntryKey> = traces.keys().collect();
+        keys.sort();
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for key in keys {
+            let Some(trace) = traces[key].files.get(file) else {
+                continue;
+            };
+            if trace.version != version {
+                continue;
+            }
+            for diagnostic in &trace.diagnostics {
+                let code = match &diagnostic.code {
+                    Some(NumberOrString::String(code)) => code.clone(),
+                    Some(NumberOrString::Number(number)) => number.to_string(),
+                    None => String::new(),
+                };
+                if seen.insert((code, diagnostic.range.start.line)) {
+                    out.push(diagnostic.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// A file was opened: trace diagnostics read from its text on disk are now those of this
+    /// version (the editor opened what is on disk).
+    pub(super) fn adopt_traces(&self, file: &Path, version: i32) {
+        let Ok(mut traces) = self.traces.lock() else {
+            return;
+        };
+        for trace in traces.values_mut() {
+            if let Some(found) = trace.files.get_mut(file) {
+                if found.version.is_none() {
+                    found.version = Some(version);
+                    restamp(&mut found.diagnostics, version);
+                }
+            }
+        }
+    }
+
+    /// A file was closed at `version`: its trace diagnostics for that version stay, as the
+    /// file's on disk (where they were found); those of older versions are dropped.
+    pub(super) fn release_traces(&self, file: &Path, version: i32) {
+        let Ok(mut traces) = self.traces.lock() else {
+            return;
+        };
+        for trace in traces.values_mut() {
+            let keep = trace
+                .files
+                .get(file)
+                .map(|found| found.version == Some(version));
+            match keep {
+                Some(true) => {
+                    if let Some(found) = trace.files.get_mut(file) {
+                        found.version = None;
+                        restamp(&mut found.diagnostics, DISK_VERSION);
+                    }
+                }
+                Some(false) => {
+                    trace.files.remove(file);
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// The traces a save of `path` asks for, and the configured entrypoints' problems.
+    /// Blocking: reads settings and files.
+    fn plan_traces(&self, path: &Path, reason: TraceReason) -> Plan {
+        let mut plan = Plan::default();
+        if !workspace::is_python(path) {
+            return plan;
+        }
+        let settings = self.resolve_settings(Some(path));
+        let wanted = match settings.trace {
+            TraceMode::Off => false,
+            TraceMode::OnSave => reason != TraceReason::Open,
+            TraceMode::OnOpenAndSave => true,
+        };
+        if !wanted {
+            return plan;
+        }
+        let project_dir = settings
+            .project
+            .as_deref()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf);
+        let Some(root) = project_dir
+            .clone()
+            .or_else(|| self.roots().into_iter().find(|root| path.starts_with(root)))
+            .or_else(|| path.parent().map(Path::to_path_buf))
+        else {
+            return plan;
+        };
+        if let Some(pyproject) = &settings.project {
+            plan.config = Some((
+                pyproject.clone(),
+                entrypoint_problems(pyproject, &settings.entrypoints, &root),
+            ));
+        }
+        let reached = self.reached_by(path);
+        let texts: Vec<(PathBuf, String)> = reached
+            .into_iter()
+            .filter_map(|file| {
+                let text = match self.open_document(&normalized(&file)) {
+                    Some((_, text, _)) => text,
+                    None => std::fs::read_to_string(&file).ok()?,
+                };
+                (text.len() <= MAX_ANALYSED_BYTES).then_some((file, text))
+            })
+            .collect();
+        let candidates: Vec<batch::Candidate<'_>> = texts
+            .iter()
+            .map(|(file, text)| batch::Candidate { path: file, text })
+            .collect();
+        let options = batch::BatchOptions {
+            root: root.clone(),
+            cwd: root,
+            strict: settings.analyzer.strict,
+            timeout: std::time::Duration::try_from_secs_f64(settings.timeout_seconds).unwrap_or(
+                std::time::Duration::from_secs_f64(crate::tracer::DEFAULT_TIMEOUT_SECONDS),
+            ),
+            memory_limit_mb: settings
+                .memory_limit_mb
+                .or_else(crate::tracer::default_memory_limit_mb),
+            entrypoints: settings.entrypoint_specs(),
+        };
+        let planned = batch::plan(&candidates, &options);
+        let python = python::interpreter(
+            None,
+            settings.python.as_deref(),
+            project_dir.as_deref(),
+            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+        );
+        for job in planned.jobs {
+            plan.traces.push(PlannedTrace {
+                path: job.spec.file.clone(),
+                spec: job.spec,
+                anchor: job.anchor,
+                python: python.clone(),
+            });
+        }
+        plan
+    }
+
+    /// `path` and every workspace file that imports it, directly or through others, by the
+    /// summaries' imports (a module imported by `import a.b.c` or `from a.b import c` brings
+    /// `a` and `a.b` in too, as Python runs their `__init__.py`).
+    fn reached_by(&self, path: &Path) -> Vec<PathBuf> {
+        let Ok(all) = self.summaries.read() else {
+            return vec![path.to_path_buf()];
+        };
+        let modules: HashMap<&str, usize> = all
+            .summaries
+            .iter()
+            .enumerate()
+            .map(|(at, summary)| (summary.module.as_str(), at))
+            .collect();
+        let mut importers: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (at, summary) in all.summaries.iter().enumerate() {
+            let mut targets = HashSet::new();
+            for (_, qualified) in &summary.imports {
+                let mut prefix = String::new();
+                for part in qualified.split('.') {
+                    if !prefix.is_empty() {
+                        prefix.push('.');
+                    }
+                    prefix.push_str(part);
+                    if let Some(target) = modules.get(prefix.as_str()) {
+                        targets.insert(*target);
+                    }
+                }
+            }
+            for target in targets {
+                if target != at {
+                    importers.entry(target).or_default().push(at);
+                }
+            }
+        }
+        let wanted = normalized(path);
+        let start = all
+            .paths
+            .iter()
+            .position(|known| known == path)
+            .or_else(|| {
+                all.paths
+                    .iter()
+                    .position(|known| normalized(known) == wanted)
+            });
+        let Some(start) = start else {
+            return vec![path.to_path_buf()];
+        };
+        let mut seen = HashSet::from([start]);
+        let mut queue = vec![start];
+        while let Some(at) = queue.pop() {
+            for importer in importers.get(&at).into_iter().flatten() {
+                if seen.len() >= MAX_REACHED_FILES {
+                    break;
+                }
+                if seen.insert(*importer) {
+                    queue.push(*importer);
+                }
+            }
+        }
+        let mut reached: Vec<PathBuf> = seen.into_iter().map(|at| all.paths[at].clone()).collect();
+        reached.sort();
+        reached
+    }
+
+    pub(super) async fn begin_trace_progress(
+        &self,
+        planned: &PlannedTrace,
+        ticket: u64,
+    ) -> Option<
+        tower_lsp_server::OngoingProgress<
+            tower_lsp_server::Unbounded,
+            tower_lsp_server::NotCancellable,
+        >,
+    > {
+        if !self.flags().work_done_progress {
+            return None;
+        }
+        let token = lsp::NumberOrString::String(format!("pt2lsp/trace/{ticket}"));
+        self.client
+            .create_work_done_progress(token.clone())
+            .await
+            .ok()?;
+        let mut name = planned
+            .path
+            .file_name()
+            .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+        if let Some(entry) = &planned.spec.entrypoint {
+            name = format!(
+                "{name} ({})",
+                entry.name.clone().unwrap_or_else(|| entry.model.clone())
+            );
+        }
+        Some(
+            self.client
+                .progress(token, format!("Tracing {name}"))
+                .begin()
+                .await,
+        )
+    }
+
+    /// A missing interpreter or torch: one warning per session, static diagnostics only.
+    pub(super) async fn tracing_unavailable(&self, reason: &str) {
+        let message =
+            format!("pt2lsp: tracing is unavailable, showing static analysis only: {reason}");
+        self.log(MessageType::WARNING, message.clone());
+        if !self.trace_warned.swap(true, Ordering::SeqCst) {
+            self.client
+                .show_message(MessageType::WARNING, message)
+                .await;
+        }
+    }
+}
+
+/// The version in `data` of a trace diagnostic read from a file on disk: no document has it, so
+/// no code action applies its edits until the file is opened (and the diagnostic adopted).
+const DISK_VERSION: i32 = -1;
+
+/// Sets the document version a trace diagnostic's edits refer to.
+fn restamp(found: &mut [lsp::Diagnostic], version: i32) {
+    for diagnostic in found {
+        if let Some(mut data) = DiagnosticData::from_lsp(diagnostic) {
+            data.version = version;
+            diagnostic.data = serde_json::to_value(data).ok();
+        }
+    }
+}
+
+/// A file as the progress message names it: relative to the trace's root when under it.
+fn shown(file: &Path, root: Option<&Path>) -> String {
+    let relative = root
+        .and_then(|root| file.strip_prefix(normalized(root)).ok())
+        .unwrap_or(file);
+    relative.to_string_lossy().replace('\\', "/")
+}
+
+/// `no problems`, or `2 problems: mymodels/helpers.py:5, mymodels/heads.py:11` (the first
+/// few places, then how many more).
+pub fn found_message(places: &[(String, u32)]) -> String {
+    if places.is_empty() {
+        return "no problems".to_owned();
+    }
+    let count = places.len();
+    let mut listed: Vec<String> = places
+        .iter()
+        .take(MAX_LISTED)
+        .map(|(file, line)| format!("{file}:{line}"))
+        .collect();
+    if count > MAX_LISTED {
+        listed.push(format!("and {} more", count - MAX_LISTED));
+    }
+    format!(
+        "{count} problem{}: {}",
+        if count == 1 { "" } else { "s" },
+        listed.join(", ")
+    )
+}
+
+/// PT503 for each configured entrypoint whose strings cannot name what the tracer needs: no
+/// `model`, a reference that is not `module:expression`, or a module found nowhere under the
+/// project's root. Each is on the line of the string (or of the entrypoint's table header) in
+/// `pyproject.toml`. A reference that names a missing attribute is the tracer's to find.
+pub fn entrypoint_problems(
+    pyproject: &Path,
+    entries: &[config::Entrypoint],
+    root: &Path,
+) -> Vec<lsp::Diagnostic> {
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    let Ok(text) = std::fs::read_to_string(pyproject) else {
+        return Vec::new();
+    };
+    let tables = entrypoint_tables(&text);
+    let lines = LineIndex::new(&text);
+    let positions = TextPositions::new(&text);
+    let mut out = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let Some(&(header, end)) = tables.get(index) else {
+            continue;
+        };
+        let name = entry
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("#{}", index + 1));
+        let mut problem = |line: usize, message: String| {
+            let range = line_range(&text, &lines, line);
+            let diagnostic = Diagnostic {
+                rule: Rule::EntrypointError,
+                severity: Severity::Error,
+                message,
+                range,
+                fix: None,
+                related: Vec::new(),
+            };
+            out.push(diagnostics::to_lsp(&diagnostic, &positions, DISK_VERSION));
+        };
+        if entry.model.is_none() {
+            problem(
+                header,
+                format!(
+                    "entrypoint `{name}` has no `model` to trace (`model = \"module:build()\"`)"
+                ),
+            );
+        }
+        let references = [
+            ("model", &entry.model),
+            ("example_args", &entry.example_args),
+            ("example_kwargs", &entry.example_kwargs),
+            ("dynamic_shapes", &entry.dynamic_shapes),
+        ];
+        for (key, value) in references {
+            let Some(value) = value else { continue };
+            let line = key_line(&text, header, end, key).unwrap_or(header);
+            let module = value.split_once(':').map(|(module, _)| module.trim());
+            let attribute = value.split_once(':').map(|(_, rest)| rest.trim());
+            match (module, attribute) {
+                (Some(module), Some(attribute))
+                    if !module.is_empty()
+                        && !attribute.is_empty()
+                        && module.split('.').all(|part| !part.is_empty()) =>
+                {
+                    if entrypoint::module_file(value, root).is_none() {
+                        problem(
+                            line,
+                            format!(
+                                "entrypoint `{name}`: `{key}` names the module `{module}`, which is not found under {}",
+                                root.display()
+                            ),
+                        );
+                    }
+                }
+                _ => problem(
+                    line,
+                    format!(
+                        "entrypoint `{name}`: `{key} = \"{value}\"` is not a reference; write \
+                         `module:expression`, e.g. `models.encoder:build_model()`"
+                    ),
+                ),
+            }
+        }
+    }
+    out
+}
+
+/// The 0-based lines of each `[[tool.pt2lsp.entrypoints]]` header, with the line where its
+/// table ends (the next header, or the end of the text).
+fn entrypoint_tables(text: &str) -> Vec<(usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let headers: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| line.trim_start().starts_with('['))
+        .map(|(at, _)| at)
+        .collect();
+    headers
+        .iter()
+        .enumerate()
+        .filter(|(_, at)| {
+            let compact: String = lines[**at].chars().filter(|c| !c.is_whitespace()).collect();
+            compact.starts_with("[[tool.pt2lsp.entrypoints]]")
+        })
+        .map(|(index, at)| (*at, headers.get(index + 1).copied().unwrap_or(lines.len())))
+        .collect()
+}
+
+/// The 0-based line of `key = ...` in the table from `start` to `end`.
+fn key_line(text: &str, start: usize, end: usize, key: &str) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .skip(start)
+        .take(end.saturating_sub(start))
+        .find(|(_, line)| {
+            line.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|(at, _)| at)
+}
+
+/// The code of a 0-based line, from its first non-blank character to its end.
+fn line_range(text: &str, lines: &LineIndex, line: usize) -> TextRange {
+    let start = lines.line_start(line as u32, text).to_usize();
+    let end = lines
+        .line_start(line as u32 + 1, text)
+        .to_usize()
+        .max(start);
+    let content = &text[start..end];
+    let trimmed = content.trim_end_matches(['\n', '\r']);
+    let indent = trimmed.len() - trimmed.trim_start().len();
+    TextRange::new(
+        TextSize::new((start + indent) as u32),
+        TextSize::new((start + trimmed.len()) as u32),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_end_message_says_what_was_found_where() {
+        assert_eq!(found_message(&[]), "no problems");
+        let places = [
+            ("mymodels/heads.py".to_owned(), 11),
+            ("mymodels/helpers.py".to_owned(), 5),
+        ];
+        assert_eq!(
+            found_message(&places),
+            "2 problems: mymodels/heads.py:11, mymodels/helpers.py:5"
+        );
+        let many: Vec<(String, u32)> = (1..=7).map(|line| ("m.py".to_owned(), line)).collect();
+        assert_eq!(
+            found_message(&many),
+            "7 problems: m.py:1, m.py:2, m.py:3, m.py:4, m.py:5, and 2 more"
+        );
+    }
+
+    #[test]
+    fn bad_entrypoint_strings_are_pt503_on_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("models")).unwrap();
+        std::fs::write(dir.path().join("models/encoder.py"), "").unwrap();
+        let pyproject = dir.path().join("pyproject.toml");
+        let text = "[project]\nname = \"x\"\n\n[tool.pt2lsp]\ntrace = \"on-save\"\n\n[[tool.pt2lsp.entrypoints]]\nname = \"good\"\nmodel = \"models.encoder:build()\"\n\n[[tool.pt2lsp.entrypoints]]\nname = \"typo\"\nmodel = \"models.encodr:build()\"\nexample_args = \"models.encoder\"\n\n[[tool.pt2lsp.entrypoints]]\nname = \"empty\"\n";
+        std::fs::write(&pyproject, text).unwrap();
+        let config = config::load(&pyproject).unwrap();
+        let entries = config.entrypoints.unwrap();
+        let found = entrypoint_problems(&pyproject, &entries, dir.path());
+        let lines: Vec<(u32, bool)> = found
+            .iter()
+            .map(|d| {
+                (
+                    d.range.start.line,
+                    d.code == Some(NumberOrString::String("PT503".to_owned())),
+                )
+            })
+            .collect();
+        assert_eq!(lines, [(12, true), (13, true), (15, true)], "{found:#?}");
+        assert!(
+            found[0].message.contains("models.encodr"),
+            "{}",
+            found[0].message
+        );
+        assert!(
+            found[1].message.contains("module:expression"),
+            "{}",
+            found[1].message
+        );
+        assert!(
+            found[2].message.contains("no `model`"),
+            "{}",
+            found[2].message
+        );
+    }
+}

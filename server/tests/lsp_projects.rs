@@ -1,0 +1,275 @@
+//! A package traced through the real binary (`pt2lsp serve` over stdio) with real torch: the
+//! trace's failures are published on the files they are in, for an ExportDB-style entry file
+//! and for a `[[tool.pt2lsp.entrypoints]]` entry, and cleared when fixed.
+//!
+//! The package is `fixtures/projects/three_files`: `export_net.py` exports `mymodels.net.Net`
+//! with the batch declared dynamic; `mymodels/helpers.py:5` branches on `h.mean() > 0` (PT101)
+//! and `mymodels/heads.py:11` on the batch size (PT401).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{TestClient, file_uri};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+/// Starting torch and tracing, on a machine the other tests share.
+const TRACE_WAIT: Duration = Duration::from_secs(240);
+
+fn torch_python() -> String {
+    std::env::var("PT2LSP_PYTHON")
+        .expect("PT2LSP_PYTHON must name a Python with torch (scripts/test.sh sets it)")
+}
+
+/// A copy of the package in a temporary directory (canonical, so paths compare as the server
+/// resolves them).
+fn package() -> (tempfile::TempDir, PathBuf) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects/three_files");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    copy_tree(&fixture, &root);
+    (dir, root)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn spawn() -> (Child, TestClient) {
+    let binary =
+        std::env::var_os("PT2LSP_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_pt2lsp").into());
+    let mut child = Command::new(binary)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("pt2lsp starts");
+    let client = TestClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    (child, client)
+}
+
+/// A server on `root`, its workspace scan finished (the import graph is built from it).
+async fn served(root: &Path) -> (Child, TestClient) {
+    let (child, mut client) = spawn();
+    let options = json!({"python": torch_python(), "timeout": 120});
+    let response = client.initialize(Some(root), options).await;
+    assert!(response.get("result").is_some(), "{response}");
+    client
+        .wait_for(|message| {
+            message["method"] == "$/progress"
+                && message["params"]["token"]
+                    .as_str()
+                    .is_some_and(|token| token.starts_with("pt2lsp/scan"))
+                && message["params"]["value"]["kind"] == "end"
+        })
+        .await;
+    (child, client)
+}
+
+async fn save(client: &TestClient, uri: &str) {
+    client
+        .notify(
+            "textDocument/didSave",
+            json!({"textDocument": {"uri": uri}}),
+        )
+        .await;
+}
+
+/// The next trace's end message.
+async fn trace_end(client: &mut TestClient) -> String {
+    let end = client
+        .wait_for_within(TRACE_WAIT, |message| {
+            message["method"] == "$/progress"
+                && message["params"]["token"]
+                    .as_str()
+                    .is_some_and(|token| token.starts_with("pt2lsp/trace"))
+                && message["params"]["value"]["kind"] == "end"
+        })
+        .await;
+    end["params"]["value"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The newest publication for `uri` among those read so far and within a short wait.
+async fn latest(client: &mut TestClient, uri: &str) -> Value {
+    let mut last = client
+        .wait_for_within(TRACE_WAIT, |message| {
+            message["method"] == "textDocument/publishDiagnostics"
+                && message["params"]["uri"] == uri
+        })
+        .await;
+    while !client
+        .wait_for_none(|message| {
+            message["method"] == "textDocument/publishDiagnostics"
+                && message["params"]["uri"] == uri
+        })
+        .await
+    {
+        last = client
+            .wait_for(|message| {
+                message["method"] == "textDocument/publishDiagnostics"
+                    && message["params"]["uri"] == uri
+            })
+            .await;
+    }
+    last["params"].clone()
+}
+
+/// (code, 1-based line, source in data) of each diagnostic of a publication.
+fn found(params: &Value) -> Vec<(String, u64, String)> {
+    params["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap_or_default().to_owned(),
+                d["range"]["start"]["line"].as_u64().unwrap() + 1,
+                d["data"]["source"].as_str().unwrap_or("static").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn traced(params: &Value, code: &str, line: u64) -> bool {
+    found(params)
+        .iter()
+        .any(|(c, l, source)| c == code && *l == line && source.ends_with("trace"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_of_the_entry_file_publishes_failures_on_the_files_they_are_in() {
+    let (_dir, root) = package();
+    let (mut child, mut client) = served(&root).await;
+    let entry = root.join("export_net.py");
+    let entry_uri = file_uri(&entry);
+    let helpers = root.join("mymodels/helpers.py");
+    let helpers_uri = file_uri(&helpers);
+    let heads_uri = file_uri(&root.join("mymodels/heads.py"));
+    client
+        .open(&entry_uri, 1, &std::fs::read_to_string(&entry).unwrap())
+        .await;
+    // Opening traces nothing by default (`trace = "on-save"`).
+    assert!(
+        client
+            .wait_for_none(|message| message["method"] == "$/progress"
+                && message["params"]["token"]
+                    .as_str()
+                    .is_some_and(|token| token.starts_with("pt2lsp/trace")))
+            .await,
+        "a trace ran on open"
+    );
+    save(&client, &entry_uri).await;
+    assert_eq!(
+        trace_end(&mut client).await,
+        "2 problems: mymodels/heads.py:11, mymodels/helpers.py:5"
+    );
+    let published = latest(&mut client, &helpers_uri).await;
+    assert!(traced(&published, "PT101", 5), "{published:#}");
+    assert_eq!(published["version"], Value::Null, "not open: {published:#}");
+    let published = latest(&mut client, &heads_uri).await;
+    assert!(traced(&published, "PT401", 11), "{published:#}");
+
+    // Opened later, the helper shows the trace's finding with its static diagnostics.
+    let broken = std::fs::read_to_string(&helpers).unwrap();
+    client.open(&helpers_uri, 1, &broken).await;
+    let published = latest(&mut client, &helpers_uri).await;
+    assert_eq!(published["version"], 1, "{published:#}");
+    assert!(traced(&published, "PT101", 5), "{published:#}");
+
+    // Fixed and saved: the entrypoint that imports the helper is traced again, and the
+    // helper's problem is gone while the head's stays.
+    let fixed = broken.replace("    if h.mean() > 0:  # error[PT101]\n        return h / h.norm(dim=-1, keepdim=True)\n    return h\n", "    return h / h.norm(dim=-1, keepdim=True)\n");
+    assert_ne!(fixed, broken);
+    client
+        .notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": {"uri": helpers_uri, "version": 2},
+                "contentChanges": [{"text": fixed}]
+            }),
+        )
+        .await;
+    std::fs::write(&helpers, &fixed).unwrap();
+    save(&client, &helpers_uri).await;
+    assert_eq!(
+        trace_end(&mut client).await,
+        "1 problem: mymodels/heads.py:11"
+    );
+    let published = latest(&mut client, &helpers_uri).await;
+    assert_eq!(published["version"], 2, "{published:#}");
+    assert!(
+        !found(&published)
+            .iter()
+            .any(|(_, _, source)| source.ends_with("trace")),
+        "{published:#}"
+    );
+    let published = latest(&mut client, &heads_uri).await;
+    assert!(traced(&published, "PT401", 11), "{published:#}");
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_entrypoint_is_traced_when_a_file_it_imports_is_saved() {
+    let (_dir, root) = package();
+    // No file follows the convention: the entrypoint is configured, in a module of its own.
+    std::fs::remove_file(root.join("export_net.py")).unwrap();
+    std::fs::write(
+        root.join("build.py"),
+        "import torch\nfrom torch.export import Dim\n\nfrom mymodels.net import Net\n\n\n\
+         def build():\n    return Net().eval()\n\n\ndef inputs():\n    return (torch.randn(8, 16),)\n\n\n\
+         SHAPES = {\"x\": {0: Dim(\"batch\")}}\n",
+    )
+    .unwrap();
+    let pyproject = root.join("pyproject.toml");
+    std::fs::write(
+        &pyproject,
+        "[tool.pt2lsp]\n\n[[tool.pt2lsp.entrypoints]]\nname = \"net\"\nmodel = \"build:build()\"\n\
+         example_args = \"build:inputs()\"\ndynamic_shapes = \"build:SHAPES\"\n\n\
+         [[tool.pt2lsp.entrypoints]]\nname = \"typo\"\nmodel = \"mymodels.nett:Net()\"\n",
+    )
+    .unwrap();
+    let (mut child, mut client) = served(&root).await;
+    let heads = root.join("mymodels/heads.py");
+    let heads_uri = file_uri(&heads);
+    let helpers_uri = file_uri(&root.join("mymodels/helpers.py"));
+    client
+        .open(&heads_uri, 1, &std::fs::read_to_string(&heads).unwrap())
+        .await;
+    // `build.py` imports `mymodels.net`, which imports the head: saving the head traces `net`.
+    save(&client, &heads_uri).await;
+    let problems = latest(&mut client, &file_uri(&pyproject)).await;
+    assert_eq!(
+        found(&problems),
+        [("PT503".to_owned(), 11, "static".to_owned())],
+        "{problems:#}"
+    );
+    assert_eq!(
+        trace_end(&mut client).await,
+        "2 problems: mymodels/heads.py:11, mymodels/helpers.py:5"
+    );
+    let published = latest(&mut client, &helpers_uri).await;
+    assert!(traced(&published, "PT101", 5), "{published:#}");
+    let published = latest(&mut client, &heads_uri).await;
+    assert_eq!(published["version"], 1, "{published:#}");
+    assert!(traced(&published, "PT401", 11), "{published:#}");
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+}
