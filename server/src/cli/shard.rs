@@ -146,6 +146,7 @@ mod tests {
                 example_kwargs: None,
                 dynamic_shapes: None,
                 strict: None,
+                fake_weights: None,
             })
             .collect();
         let options = BatchOptions {

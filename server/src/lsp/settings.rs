@@ -181,6 +181,7 @@ impl Resolved {
                     example_kwargs: entry.example_kwargs.clone(),
                     dynamic_shapes: entry.dynamic_shapes.clone(),
                     strict: entry.strict,
+                    fake_weights: entry.fake_weights,
                 })
             })
             .collect()
