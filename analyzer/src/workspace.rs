@@ -81,6 +81,9 @@ pub struct WorkspaceIndex {
     entered: Arc<Mutex<HashMap<String, Arc<HashSet<String>>>>>,
     /// Each entrypoint's program, parsed once per check.
     programs: Arc<Mutex<HashMap<String, Arc<Vec<crate::semantic::LoadedFile>>>>>,
+    /// Whether the two caches above are kept: only while the texts cannot change (one CLI
+    /// check), not in an editor, where a helper's text changes without a new index.
+    caching: bool,
 }
 
 impl fmt::Debug for WorkspaceIndex {
@@ -186,6 +189,7 @@ impl WorkspaceIndex {
             sources: None,
             entered: Arc::default(),
             programs: Arc::default(),
+            caching: false,
         }
     }
 
@@ -193,6 +197,14 @@ impl WorkspaceIndex {
     #[must_use]
     pub fn with_sources(mut self, sources: Arc<dyn WorkspaceSources>) -> Self {
         self.sources = Some(sources);
+        self
+    }
+
+    /// The index keeps what entrypoints' analyses enter and their parsed programs for its
+    /// lifetime: right for one check of fixed texts, wrong where texts change under it.
+    #[must_use]
+    pub fn with_program_cache(mut self) -> Self {
+        self.caching = true;
         self
     }
 
@@ -223,6 +235,9 @@ impl WorkspaceIndex {
         entry: &str,
         load: impl FnOnce() -> Vec<crate::semantic::LoadedFile>,
     ) -> Arc<Vec<crate::semantic::LoadedFile>> {
+        if !self.caching {
+            return Arc::new(load());
+        }
         if let Some(program) = self
             .programs
             .lock()
@@ -246,11 +261,17 @@ impl WorkspaceIndex {
 
     /// The modules entrypoint `entry`'s analysis entered, once some check has run it.
     pub(crate) fn entered_by(&self, entry: &str) -> Option<Arc<HashSet<String>>> {
+        if !self.caching {
+            return None;
+        }
         let entered = self.entered.lock().ok()?;
         entered.get(entry).cloned()
     }
 
     pub(crate) fn note_entered(&self, entry: &str, modules: HashSet<String>) {
+        if !self.caching {
+            return;
+        }
         if let Ok(mut entered) = self.entered.lock() {
             entered.insert(entry.to_owned(), Arc::new(modules));
         }

@@ -689,7 +689,9 @@ impl<'a> Project<'a> {
                         path: file.path.clone(),
                     });
             }
-            workspace = workspace.with_sources(Arc::new(Texts(texts)));
+            workspace = workspace
+                .with_sources(Arc::new(Texts(texts)))
+                .with_program_cache();
         }
         let settings = self.settings;
         let workspace = &workspace;
