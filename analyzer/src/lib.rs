@@ -101,8 +101,10 @@ pub fn example_size_fix(source: &str, dim: &str, constant: i64) -> Option<Fix> {
 pub fn check_file(file: SourceFile<'_>, settings: &Settings, workspace: &WorkspaceIndex) -> Report {
     let parsed = syntax::parse(file.text);
     let program = match file.module {
-        Some(module) if workspace.is_entrypoint(module) => load_program(workspace, module),
-        _ => Vec::new(),
+        Some(module) if workspace.is_entrypoint(module) => {
+            workspace.program(module, || load_program(workspace, module))
+        }
+        _ => std::sync::Arc::default(),
     };
     let mut model = semantic::SemanticModel::build_program(&parsed, file, workspace, &program);
     let mut related: HashMap<TextRange, Vec<Related>> = HashMap::new();
@@ -174,7 +176,7 @@ fn import_events(
         let Some(source) = workspace.source(entry) else {
             continue;
         };
-        let program = load_program(workspace, entry);
+        let program = workspace.program(entry, || load_program(workspace, entry));
         let parsed = syntax::parse(&source.text);
         let entry_file = SourceFile {
             text: &source.text,

@@ -79,6 +79,11 @@ pub struct WorkspaceIndex {
     /// a file the import graph says it may reach but that it did not enter is not analysed
     /// again for it.
     entered: Arc<Mutex<HashMap<String, Arc<HashSet<String>>>>>,
+    /// Each entrypoint's program, parsed once per check.
+    programs: Arc<Mutex<HashMap<String, Arc<Vec<crate::semantic::LoadedFile>>>>>,
+    /// Whether the two caches above are kept: only while the texts cannot change (one CLI
+    /// check), not in an editor, where a helper's text changes without a new index.
+    caching: bool,
 }
 
 impl fmt::Debug for WorkspaceIndex {
@@ -183,6 +188,8 @@ impl WorkspaceIndex {
             reached_by,
             sources: None,
             entered: Arc::default(),
+            programs: Arc::default(),
+            caching: false,
         }
     }
 
@@ -190,6 +197,14 @@ impl WorkspaceIndex {
     #[must_use]
     pub fn with_sources(mut self, sources: Arc<dyn WorkspaceSources>) -> Self {
         self.sources = Some(sources);
+        self
+    }
+
+    /// The index keeps what entrypoints' analyses enter and their parsed programs for its
+    /// lifetime: right for one check of fixed texts, wrong where texts change under it.
+    #[must_use]
+    pub fn with_program_cache(mut self) -> Self {
+        self.caching = true;
         self
     }
 
@@ -204,10 +219,38 @@ impl WorkspaceIndex {
     }
 
     /// Whether `module`'s report may change with whole-program analysis: it is an
-    /// entrypoint that imports workspace files, or an entrypoint reaches it.
+    /// entrypoint that imports workspace files, or an entrypoint may reach it (once the
+    /// entrypoints have been checked with this index, only those that did).
     pub fn takes_part_in_program(&self, module: &str) -> bool {
         (self.is_entrypoint(module) && self.imports.get(module).is_some_and(|i| !i.is_empty()))
-            || self.reached_by.contains_key(module)
+            || self.entrypoints_reaching(module).iter().any(|entry| {
+                self.entered_by(entry)
+                    .is_none_or(|entered| entered.contains(module))
+            })
+    }
+
+    /// The parsed program of `entry`, loaded once per index.
+    pub(crate) fn program(
+        &self,
+        entry: &str,
+        load: impl FnOnce() -> Vec<crate::semantic::LoadedFile>,
+    ) -> Arc<Vec<crate::semantic::LoadedFile>> {
+        if !self.caching {
+            return Arc::new(load());
+        }
+        if let Some(program) = self
+            .programs
+            .lock()
+            .ok()
+            .and_then(|p| p.get(entry).cloned())
+        {
+            return program;
+        }
+        let program = Arc::new(load());
+        if let Ok(mut programs) = self.programs.lock() {
+            programs.insert(entry.to_owned(), Arc::clone(&program));
+        }
+        program
     }
 
     /// The workspace modules an analysis starting at `module` may enter, `module` first,
@@ -218,11 +261,17 @@ impl WorkspaceIndex {
 
     /// The modules entrypoint `entry`'s analysis entered, once some check has run it.
     pub(crate) fn entered_by(&self, entry: &str) -> Option<Arc<HashSet<String>>> {
+        if !self.caching {
+            return None;
+        }
         let entered = self.entered.lock().ok()?;
         entered.get(entry).cloned()
     }
 
     pub(crate) fn note_entered(&self, entry: &str, modules: HashSet<String>) {
+        if !self.caching {
+            return;
+        }
         if let Ok(mut entered) = self.entered.lock() {
             entered.insert(entry.to_owned(), Arc::new(modules));
         }

@@ -209,7 +209,9 @@ fn project_mismatches(root: &Path, name: &str, failures: &mut Vec<String>) {
             })
             .collect(),
     );
-    let workspace = WorkspaceIndex::new(&summaries).with_sources(Arc::new(sources));
+    let workspace = WorkspaceIndex::new(&summaries)
+        .with_sources(Arc::new(sources))
+        .with_program_cache();
     for ((path, module, is_package), text) in files.iter().zip(&texts) {
         let file = SourceFile {
             text,
@@ -329,7 +331,9 @@ fn a_diagnostic_in_a_helper_names_the_path_from_the_entrypoint() {
             })
             .collect(),
     );
-    let workspace = WorkspaceIndex::new(&summaries).with_sources(Arc::new(sources));
+    let workspace = WorkspaceIndex::new(&summaries)
+        .with_sources(Arc::new(sources))
+        .with_program_cache();
     let (at, _) = files
         .iter()
         .enumerate()

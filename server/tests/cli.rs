@@ -639,9 +639,68 @@ fn workspace_facts_cross_files() {
         "{whole}"
     );
 
+    // A pre-commit hook passes the changed file only: the project's other files still give
+    // their facts (the fake kernel in `fakes.py`), and only the given file is reported on.
     let alone = json(&pt2lsp(
         dir.path(),
         &["check", "--format", "json", "pkg/ops.py"],
     ));
-    assert_eq!(alone[0]["code"], "PT301", "{alone}");
+    assert_eq!(alone, serde_json::json!([]), "{alone}");
+}
+
+/// Whole-program analysis: the entry file declares the batch dynamic, the model lives in a
+/// package; the problems land in the files where they are, also when only one is checked.
+#[test]
+fn an_entrypoint_is_followed_into_the_files_of_its_model() {
+    let project = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects/three_files");
+    let read = |path: &str| fs::read(project.join(path)).unwrap();
+    let (entry, init, net, heads, helpers) = (
+        read("export_net.py"),
+        read("mymodels/__init__.py"),
+        read("mymodels/net.py"),
+        read("mymodels/heads.py"),
+        read("mymodels/helpers.py"),
+    );
+    let dir = tree(&[
+        ("pyproject.toml", b"[project]\nname = \"demo\"\n"),
+        ("export_net.py", &entry),
+        ("mymodels/__init__.py", &init),
+        ("mymodels/net.py", &net),
+        ("mymodels/heads.py", &heads),
+        ("mymodels/helpers.py", &helpers),
+    ]);
+    let found = |run: &Run| -> Vec<(String, u64, String)> {
+        json(run)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["file"].as_str().unwrap().to_owned(),
+                    d["line"].as_u64().unwrap(),
+                    d["code"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let whole = pt2lsp(dir.path(), &["check", "--format", "json", "."]);
+    assert_eq!(
+        found(&whole),
+        vec![
+            ("mymodels/heads.py".to_owned(), 11, "PT401".to_owned()),
+            ("mymodels/helpers.py".to_owned(), 5, "PT101".to_owned()),
+        ],
+        "{}",
+        whole.stdout
+    );
+    let alone = pt2lsp(
+        dir.path(),
+        &["check", "--format", "json", "mymodels/heads.py"],
+    );
+    assert_eq!(
+        found(&alone),
+        vec![("mymodels/heads.py".to_owned(), 11, "PT401".to_owned())],
+        "{}",
+        alone.stdout
+    );
 }

@@ -689,27 +689,49 @@ impl<'a> Project<'a> {
                         path: file.path.clone(),
                     });
             }
-            workspace = workspace.with_sources(Arc::new(Texts(texts)));
+            workspace = workspace
+                .with_sources(Arc::new(Texts(texts)))
+                .with_program_cache();
         }
         let settings = self.settings;
         let workspace = &workspace;
+        // Entrypoints first: their analyses say which files they actually enter, and only
+        // those are analysed again for them.
+        let is_entry = |file: &Checked| {
+            file.module
+                .as_ref()
+                .is_some_and(|(module, _)| workspace.is_entrypoint(module))
+        };
         self.pool.install(|| {
-            self.files.par_iter_mut().for_each(|file| {
-                let in_program = file
-                    .module
-                    .as_ref()
-                    .is_some_and(|(module, _)| workspace.takes_part_in_program(module));
-                if in_program
-                    || file
-                        .summary
-                        .as_ref()
-                        .is_some_and(|summary| summary.needs_workspace)
-                {
+            self.files
+                .par_iter_mut()
+                .filter(|file| is_entry(file))
+                .for_each(|file| {
                     let report =
                         pt2lsp_analyzer::check_file(file.source_file(), settings, workspace);
                     file.report.set_static(report.diagnostics);
-                }
-            });
+                });
+        });
+        self.pool.install(|| {
+            self.files
+                .par_iter_mut()
+                .filter(|file| !is_entry(file))
+                .for_each(|file| {
+                    let in_program = file
+                        .module
+                        .as_ref()
+                        .is_some_and(|(module, _)| workspace.takes_part_in_program(module));
+                    if in_program
+                        || file
+                            .summary
+                            .as_ref()
+                            .is_some_and(|summary| summary.needs_workspace)
+                    {
+                        let report =
+                            pt2lsp_analyzer::check_file(file.source_file(), settings, workspace);
+                        file.report.set_static(report.diagnostics);
+                    }
+                });
         });
     }
 
