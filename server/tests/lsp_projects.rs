@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::{TestClient, file_uri};
 use serde_json::{Value, json};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 /// Starting torch and tracing, on a machine the other tests share.
 const TRACE_WAIT: Duration = Duration::from_secs(240);
@@ -48,18 +48,7 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 fn spawn() -> (Child, TestClient) {
-    let binary =
-        std::env::var_os("PT2LSP_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_pt2lsp").into());
-    let mut child = Command::new(binary)
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("pt2lsp starts");
-    let client = TestClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    (child, client)
+    common::spawn_server(Stdio::inherit())
 }
 
 /// A server on `root`, its workspace scan finished (the import graph is built from it).

@@ -8,22 +8,10 @@ use std::time::Duration;
 use common::TestClient;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 fn spawn() -> (Child, TestClient) {
-    // `PT2LSP_TEST_BIN` runs the same tests against another build, such as a release binary.
-    let binary =
-        std::env::var_os("PT2LSP_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_pt2lsp").into());
-    let mut child = Command::new(binary)
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("pt2lsp starts");
-    let client = TestClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    (child, client)
+    common::spawn_server(Stdio::piped())
 }
 
 async fn exit_status(child: &mut Child) -> std::process::ExitStatus {

@@ -331,3 +331,21 @@ async fn read_frame(reader: &mut BufReader<impl AsyncRead + Unpin>) -> Option<Ve
     reader.read_exact(&mut body).await.ok()?;
     Some(body)
 }
+
+/// The real `pt2lsp serve` over stdio with a client on its pipes; `stderr` is where its log
+/// goes (`Stdio::piped()` to read it, `Stdio::inherit()` to show it with the test's output).
+/// `PT2LSP_TEST_BIN` runs the same tests against another build, such as a release binary.
+pub fn spawn_server(stderr: std::process::Stdio) -> (tokio::process::Child, TestClient) {
+    let binary =
+        std::env::var_os("PT2LSP_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_pt2lsp").into());
+    let mut child = tokio::process::Command::new(binary)
+        .arg("serve")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("pt2lsp starts");
+    let client = TestClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    (child, client)
+}
