@@ -356,16 +356,8 @@ impl Tracing<'_> {
         let settings = project.settings;
         let mut entrypoints = Vec::new();
         for (index, entry) in config.entrypoints.iter().flatten().enumerate() {
-            match &entry.model {
-                Some(model) => entrypoints.push(tracer::EntrypointSpec {
-                    name: entry.name.clone(),
-                    model: model.clone(),
-                    example_args: entry.example_args.clone(),
-                    example_kwargs: entry.example_kwargs.clone(),
-                    dynamic_shapes: entry.dynamic_shapes.clone(),
-                    strict: entry.strict,
-                    fake_weights: entry.fake_weights,
-                }),
+            match tracer::export::spec_of(entry) {
+                Some(spec) => entrypoints.push(spec),
                 None if !args.quiet => warn(&format!(
                     "entrypoint {}: no `model` to trace",
                     entry

@@ -173,17 +173,7 @@ impl Resolved {
     pub fn entrypoint_specs(&self) -> Vec<crate::tracer::EntrypointSpec> {
         self.entrypoints
             .iter()
-            .filter_map(|entry| {
-                Some(crate::tracer::EntrypointSpec {
-                    name: entry.name.clone(),
-                    model: entry.model.clone()?,
-                    example_args: entry.example_args.clone(),
-                    example_kwargs: entry.example_kwargs.clone(),
-                    dynamic_shapes: entry.dynamic_shapes.clone(),
-                    strict: entry.strict,
-                    fake_weights: entry.fake_weights,
-                })
-            })
+            .filter_map(crate::tracer::export::spec_of)
             .collect()
     }
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::batch::{self, BatchOptions, Candidate, PlannedJob};
 use super::protocol::EntrypointSpec;
-use crate::cli::config::Config;
+use crate::cli::config::{Config, Entrypoint};
 
 /// The name of a file's own entrypoint (module-level `model` and `example_args`, the ExportDB
 /// convention), beside the names of `[[tool.pt2lsp.entrypoints]]`.
@@ -121,18 +121,21 @@ pub fn configured(config: &Config) -> Vec<EntrypointSpec> {
         .entrypoints
         .iter()
         .flatten()
-        .filter_map(|entry| {
-            Some(EntrypointSpec {
-                name: entry.name.clone(),
-                model: entry.model.clone()?,
-                example_args: entry.example_args.clone(),
-                example_kwargs: entry.example_kwargs.clone(),
-                dynamic_shapes: entry.dynamic_shapes.clone(),
-                strict: entry.strict,
-                fake_weights: entry.fake_weights,
-            })
-        })
+        .filter_map(spec_of)
         .collect()
+}
+
+/// The job spec of one `[[tool.pt2lsp.entrypoints]]` table, or `None` without a `model`.
+pub fn spec_of(entry: &Entrypoint) -> Option<EntrypointSpec> {
+    Some(EntrypointSpec {
+        name: entry.name.clone(),
+        model: entry.model.clone()?,
+        example_args: entry.example_args.clone(),
+        example_kwargs: entry.example_kwargs.clone(),
+        dynamic_shapes: entry.dynamic_shapes.clone(),
+        strict: entry.strict,
+        fake_weights: entry.fake_weights,
+    })
 }
 
 /// `out_dir` of `[tool.pt2lsp]`, relative to the configuration file's directory.
