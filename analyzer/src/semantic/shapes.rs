@@ -303,7 +303,13 @@ struct Gathered<'a> {
     export_calls: Vec<&'a ast::ExprCall>,
     /// Names of classes given a pytree registration anywhere in the file.
     registered: Vec<String>,
+    /// Names whose value is changed in place (`inputs.append(x)`, `inputs += [x]`,
+    /// `inputs[0] = x`): their literal does not list what they hold.
+    mutated: Vec<String>,
 }
+
+/// List methods that change a list in place.
+const MUTATES: &[&str] = &["append", "extend", "insert", "pop", "remove", "clear"];
 
 /// The functions that register a type with pytree, by their last name (imported any way).
 const REGISTERS: &[&str] = &[
@@ -347,6 +353,11 @@ impl<'a> Gathered<'a> {
     /// The elements of a tuple or list an expression stands for: a literal, a name bound to
     /// one, or `tuple(...)` / `list(...)` of one (`example_args = tuple(inputs)`).
     fn sequence(&self, expr: &'a Expr) -> Option<&'a [Expr]> {
+        if let Expr::Name(name) = expr {
+            if self.mutated.iter().any(|m| m == name.id.as_str()) {
+                return None;
+            }
+        }
         let mut current = self.resolve(expr)?;
         for _ in 0..8 {
             match current {
@@ -358,6 +369,11 @@ impl<'a> Gathered<'a> {
                     let [single] = call.arguments.args.as_ref() else {
                         return None;
                     };
+                    if let Expr::Name(name) = single {
+                        if self.mutated.iter().any(|m| m == name.id.as_str()) {
+                            return None;
+                        }
+                    }
                     current = self.resolve(single)?;
                 }
                 other => return elements(other),
@@ -387,6 +403,23 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
             if registers {
                 self.gathered.registered.push(class.name.to_string());
             }
+        }
+        match stmt {
+            Stmt::AugAssign(augmented) => {
+                if let Expr::Name(name) = &*augmented.target {
+                    self.gathered.mutated.push(name.id.to_string());
+                }
+            }
+            Stmt::Assign(assign) => {
+                for target in &assign.targets {
+                    if let Expr::Subscript(subscript) = target {
+                        if let Expr::Name(name) = &*subscript.value {
+                            self.gathered.mutated.push(name.id.to_string());
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
         if let Stmt::Assign(assign) = stmt {
             match assign.targets.as_slice() {
@@ -427,6 +460,14 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
 
     fn visit_expr(&mut self, expr: &'a Expr) {
         if let Expr::Call(call) = expr {
+            if let Expr::Attribute(attribute) = &*call.func {
+                if let (Expr::Name(name), true) = (
+                    &*attribute.value,
+                    MUTATES.contains(&attribute.attr.as_str()),
+                ) {
+                    self.gathered.mutated.push(name.id.to_string());
+                }
+            }
             let callee = qualified(self.model, &call.func);
             if callee.as_deref().is_some_and(is_export_function) {
                 self.gathered.export_calls.push(call);
