@@ -16,7 +16,9 @@ Reads the example inputs (`example_args`, `example_kwargs`, or the arguments of 
 and reports an example whose size in a dimension declared dynamic is 0 or 1, or lies outside the
 `Dim`'s `min`/`max`. Sizes are read from torch factory calls (`torch.randn(1, 8)`,
 `torch.zeros((1, 8)).to(device)`, `torch.randint(0, 10, (1, 16))`), through names bound to them
-and to integer literals. `Dim.AUTO` is not reported: with a size-1 example it makes the
+and to integer literals, and through `tuple(inputs)` / `list(inputs)` of a list the file spells
+out. The check needs only the entrypoint, so it runs on library models too
+(`torchvision.models.resnet50()`), whose `forward` the analysis does not read. `Dim.AUTO` is not reported: with a size-1 example it makes the
 dimension static without failing.
 
 ## Why export fails

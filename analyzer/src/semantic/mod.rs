@@ -183,8 +183,11 @@ impl<'a> SemanticModel<'a> {
             .classes
             .iter()
             .any(|class| class.is_module && class.file == 0);
+        // The entrypoint's own checks (example sizes, pytree registration, the spec's shape)
+        // need no model class: a library model (`torchvision.models.resnet50()`) is exported
+        // from files that define none.
+        (model.entry, model.spec) = shapes::collect(body, &model);
         if local_module || !program.is_empty() {
-            (model.entry, model.spec) = shapes::collect(body, &model);
             model.strict = shapes::declares_strict(body);
             let (events, reached) = Interpreter::run(&model);
             let (own, foreign): (Vec<Event>, Vec<Event>) =

@@ -303,7 +303,13 @@ struct Gathered<'a> {
     export_calls: Vec<&'a ast::ExprCall>,
     /// Names of classes given a pytree registration anywhere in the file.
     registered: Vec<String>,
+    /// Names whose value is changed in place (`inputs.append(x)`, `inputs += [x]`,
+    /// `inputs[0] = x`): their literal does not list what they hold.
+    mutated: Vec<String>,
 }
+
+/// List methods that change a list in place.
+const MUTATES: &[&str] = &["append", "extend", "insert", "pop", "remove", "clear"];
 
 /// The functions that register a type with pytree, by their last name (imported any way).
 const REGISTERS: &[&str] = &[
@@ -343,6 +349,38 @@ impl<'a> Gathered<'a> {
         }
         None
     }
+
+    /// The elements of a tuple or list an expression stands for: a literal, a name bound to
+    /// one, or `tuple(...)` / `list(...)` of one (`example_args = tuple(inputs)`).
+    fn sequence(&self, expr: &'a Expr) -> Option<&'a [Expr]> {
+        if let Expr::Name(name) = expr {
+            if self.mutated.iter().any(|m| m == name.id.as_str()) {
+                return None;
+            }
+        }
+        let mut current = self.resolve(expr)?;
+        for _ in 0..8 {
+            match current {
+                Expr::Call(call)
+                    if names::dotted(&call.func)
+                        .is_some_and(|callee| callee == "tuple" || callee == "list")
+                        && call.arguments.keywords.is_empty() =>
+                {
+                    let [single] = call.arguments.args.as_ref() else {
+                        return None;
+                    };
+                    if let Expr::Name(name) = single {
+                        if self.mutated.iter().any(|m| m == name.id.as_str()) {
+                            return None;
+                        }
+                    }
+                    current = self.resolve(single)?;
+                }
+                other => return elements(other),
+            }
+        }
+        None
+    }
 }
 
 struct Gatherer<'m, 's, 'a> {
@@ -365,6 +403,23 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
             if registers {
                 self.gathered.registered.push(class.name.to_string());
             }
+        }
+        match stmt {
+            Stmt::AugAssign(augmented) => {
+                if let Expr::Name(name) = &*augmented.target {
+                    self.gathered.mutated.push(name.id.to_string());
+                }
+            }
+            Stmt::Assign(assign) => {
+                for target in &assign.targets {
+                    if let Expr::Subscript(subscript) = target {
+                        if let Expr::Name(name) = &*subscript.value {
+                            self.gathered.mutated.push(name.id.to_string());
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
         if let Stmt::Assign(assign) = stmt {
             match assign.targets.as_slice() {
@@ -405,6 +460,14 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
 
     fn visit_expr(&mut self, expr: &'a Expr) {
         if let Expr::Call(call) = expr {
+            if let Expr::Attribute(attribute) = &*call.func {
+                if let (Expr::Name(name), true) = (
+                    &*attribute.value,
+                    MUTATES.contains(&attribute.attr.as_str()),
+                ) {
+                    self.gathered.mutated.push(name.id.to_string());
+                }
+            }
             let callee = qualified(self.model, &call.func);
             if callee.as_deref().is_some_and(is_export_function) {
                 self.gathered.export_calls.push(call);
@@ -798,7 +861,7 @@ pub(crate) fn collect<'a>(
         .or_else(|| keyword("kwargs"));
     // The example inputs as written: `example_args = ()` with keywords only is common.
     let args: Option<&[Expr]> = match args_expr {
-        Some(expr) => resolve(expr).and_then(elements),
+        Some(expr) => gathered.sequence(expr),
         None if kwargs_expr.is_some() => Some(&[]),
         None => None,
     };
@@ -813,6 +876,22 @@ pub(crate) fn collect<'a>(
         model,
         gathered: &gathered,
     };
+    // Where an example is written for the user: in the tuple `example_args` stands for, or,
+    // when that is a conversion of another sequence (`example_args = tuple(inputs)`), the
+    // conversion.
+    let written = |expr: &Expr| {
+        let range = expr.range();
+        let in_args = args
+            .unwrap_or_default()
+            .iter()
+            .any(|element| element.range() == range);
+        let anchor = if in_args { args_expr } else { kwargs_expr };
+        anchor
+            .and_then(|anchor| gathered.resolve(anchor))
+            .map(Ranged::range)
+            .filter(|anchor| !anchor.contains_range(range))
+            .unwrap_or(range)
+    };
     let inputs: Vec<ExampleInput> = match (args, &kwargs) {
         (Some(args), Some(kwargs)) => {
             let bound = parameters
@@ -823,7 +902,7 @@ pub(crate) fn collect<'a>(
                 .enumerate()
                 .map(|(index, expr)| ExampleInput {
                     name: bound.as_ref().and_then(|bound| bound.get(index).cloned()),
-                    range: expr.range(),
+                    range: written(expr),
                     tensor: examples.tensor(expr, 0),
                 })
                 .collect()
@@ -832,7 +911,7 @@ pub(crate) fn collect<'a>(
             .iter()
             .map(|expr| ExampleInput {
                 name: None,
-                range: expr.range(),
+                range: written(expr),
                 tensor: examples.tensor(expr, 0),
             })
             .collect(),
@@ -871,7 +950,7 @@ pub(crate) fn collect<'a>(
     {
         if let Some((class, is_dataclass)) = flattening.unregistered_in(expr, 0) {
             unregistered.push(UnregisteredValue {
-                range: expr.range(),
+                range: written(expr),
                 class,
                 boundary: Boundary::Input,
                 is_dataclass,
@@ -990,7 +1069,10 @@ pub(crate) fn collect<'a>(
                         continue;
                     }
                 }
-                let index = position.and_then(|position| spec.input_index(name, position));
+                let index = match &parameters {
+                    Some(_) => position.and_then(|position| spec.input_index(name, position)),
+                    None => unknown_forward_index(name, &keys, args, kwargs.as_deref()),
+                };
                 let rank = rank_of(&spec, index);
                 let dims = reader.tensor_dims(&item.value, rank, name, &mut spec.problems);
                 spec.note_examples(index, &dims, name);
@@ -1040,6 +1122,28 @@ pub(crate) fn collect<'a>(
         _ => {}
     }
     (entry, Some(spec))
+}
+
+/// The example input a `dynamic_shapes` key names when `forward`'s signature is unknown (a
+/// library model): a key of `example_kwargs` names that input; the one key left names the one
+/// positional input. With more positional inputs the signature would be needed, and the
+/// analysis does not guess.
+fn unknown_forward_index(
+    name: &str,
+    keys: &[&str],
+    args: Option<&[Expr]>,
+    kwargs: Option<&[(String, &Expr)]>,
+) -> Option<usize> {
+    let args = args?;
+    let kwargs = kwargs?;
+    if let Some(at) = kwargs.iter().position(|(key, _)| key == name) {
+        return Some(args.len() + at);
+    }
+    let positional_keys = keys
+        .iter()
+        .filter(|key| !kwargs.iter().any(|(kwarg, _)| kwarg == *key))
+        .count();
+    (args.len() == 1 && positional_keys == 1).then_some(0)
 }
 
 struct ForwardParameters {
