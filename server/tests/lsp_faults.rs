@@ -507,7 +507,7 @@ async fn a_worker_killed_while_idle_is_replaced_before_the_next_trace() {
         &diagnostics,
         "PT101",
         FIXED_BRANCH_LINE,
-        "data-dependent",
+        "`x.sum() > 0`",
         "first trace",
     );
     served.no_job_left("first trace").await;
@@ -541,7 +541,7 @@ async fn a_worker_killed_while_idle_is_replaced_before_the_next_trace() {
             &diagnostics,
             "PT101",
             FIXED_BRANCH_LINE,
-            "data-dependent",
+            "`x.sum() > 0`",
             &format!("after SIG{signal} of the idle worker"),
         );
         assert!(
