@@ -16,8 +16,8 @@ use tower_lsp_server::ls_types::{
     CodeActionParams, CodeActionResponse, DidChangeConfigurationParams,
     DidChangeTextDocumentParams, DidChangeWatchedFilesParams, DidChangeWorkspaceFoldersParams,
     DidCloseTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
-    ExecuteCommandParams, Hover, HoverParams, InitializeParams, InitializeResult,
-    InitializedParams, LSPAny,
+    DocumentDiagnosticParams, DocumentDiagnosticReportResult, ExecuteCommandParams, Hover,
+    HoverParams, InitializeParams, InitializeResult, InitializedParams, LSPAny,
 };
 use tower_lsp_server::{Client, LanguageServer};
 
@@ -121,6 +121,14 @@ impl LanguageServer for Server {
             params,
         ))
         .await
+    }
+
+    async fn diagnostic(
+        &self,
+        params: DocumentDiagnosticParams,
+    ) -> Result<DocumentDiagnosticReportResult> {
+        let session = Arc::clone(&self.session);
+        guarded(async move { Ok(handlers::diagnostic::diagnostic(session, params).await) }).await
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {

@@ -1,6 +1,7 @@
 //! One small handler per request or notification: convert in, call the session, convert out.
 
 pub mod code_action;
+pub mod diagnostic;
 pub mod did_change;
 pub mod did_change_configuration;
 pub mod did_change_watched_files;
