@@ -571,17 +571,16 @@ impl Session {
                 open.path.clone(),
             )
         })?;
-        let statics = match statics.filter(|(at, _)| *at == version) {
-            Some((_, statics)) => statics.as_ref().clone(),
-            None => {
-                let session = Arc::clone(self);
-                let uri = uri.clone();
-                tokio::task::spawn_blocking(move || {
-                    session.analyse_text(&uri, &rope.to_string(), path.as_deref(), version)
-                })
-                .await
-                .ok()?
-            }
+        let statics = if let Some((_, statics)) = statics.filter(|(at, _)| *at == version) {
+            statics.as_ref().clone()
+        } else {
+            let session = Arc::clone(self);
+            let uri = uri.clone();
+            tokio::task::spawn_blocking(move || {
+                session.analyse_text(&uri, &rope.to_string(), path.as_deref(), version)
+            })
+            .await
+            .ok()?
         };
         let traced = file
             .map(|file| self.traced_for(&file, Some(version)))
