@@ -81,3 +81,125 @@ async fn pulled_diagnostics_are_the_pushed_ones_and_are_advertised() {
     assert_eq!(closed["result"]["items"], json!([]), "{closed}");
     client.shutdown_and_exit().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn document_symbols_list_module_classes_with_methods_and_the_entrypoint_bindings() {
+    let (_child, mut client) = spawn();
+    let response = client.initialize(None, Value::Null).await;
+    assert_eq!(
+        response["result"]["capabilities"]["documentSymbolProvider"], true,
+        "{response}"
+    );
+    // `Helper` is no module: not listed. `Sub` derives from a module class defined above it.
+    let text = format!(
+        "{MODEL}\n\nclass Helper:\n    def run(self):\n        pass\n\n\nclass Sub(M):\n    def extra(self):\n        return 1\n"
+    );
+    client.open(URI, 1, &text).await;
+    let response = client
+        .request(
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": URI}}),
+        )
+        .await;
+    let symbols = response["result"].as_array().expect("a list of symbols");
+    let names: Vec<&str> = symbols.iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["M", "model", "example_args", "dynamic_shapes", "Sub"],
+        "{response:#}"
+    );
+    let class = &symbols[0];
+    assert_eq!(class["kind"], 5, "a class: {class}");
+    let methods: Vec<&str> = class["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(methods, ["__init__", "forward"], "{class}");
+    let forward = &class["children"][1];
+    assert_eq!(forward["kind"], 6, "a method: {forward}");
+    assert_eq!(
+        forward["selectionRange"]["start"],
+        json!({"line": 7, "character": 8})
+    );
+    assert_eq!(forward["range"]["end"]["line"], 10, "{forward}");
+    let model = &symbols[1];
+    assert_eq!(model["kind"], 13, "a variable: {model}");
+    assert_eq!(model["range"]["start"], json!({"line": 13, "character": 0}));
+    client.shutdown_and_exit().await;
+}
+
+fn lenses(response: &Value) -> Vec<(String, String, Value, i64)> {
+    response["result"]
+        .as_array()
+        .expect("a list of lenses")
+        .iter()
+        .map(|lens| {
+            (
+                lens["command"]["title"].as_str().unwrap().to_owned(),
+                lens["command"]["command"].as_str().unwrap().to_owned(),
+                lens["command"]["arguments"].clone(),
+                lens["range"]["start"]["line"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_lenses_export_and_trace_the_model_line_only_when_tracing_is_on() {
+    let (_child, mut client) = spawn();
+    let response = client.initialize(None, Value::Null).await;
+    assert!(
+        response["result"]["capabilities"]["codeLensProvider"].is_object(),
+        "{response}"
+    );
+    client.open(URI, 1, MODEL).await;
+    let response = client
+        .request(
+            "textDocument/codeLens",
+            json!({"textDocument": {"uri": URI}}),
+        )
+        .await;
+    assert_eq!(
+        lenses(&response),
+        [
+            (
+                "Export to .pt2".to_owned(),
+                "pt2lsp.exportPt2".to_owned(),
+                json!([URI]),
+                13
+            ),
+            (
+                "Trace again".to_owned(),
+                "pt2lsp.retrace".to_owned(),
+                json!([URI]),
+                13
+            ),
+        ],
+        "{response:#}"
+    );
+    // A file without `model = ...` is no entrypoint: no lens.
+    let library = "file:///tmp/pt2lsp-features/layers.py";
+    client.open(library, 1, "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x\n").await;
+    let response = client
+        .request(
+            "textDocument/codeLens",
+            json!({"textDocument": {"uri": library}}),
+        )
+        .await;
+    assert_eq!(response["result"], json!([]), "{response:#}");
+    client.shutdown_and_exit().await;
+
+    let (_child, mut client) = spawn();
+    client.initialize(None, json!({"trace": "off"})).await;
+    client.open(URI, 1, MODEL).await;
+    let response = client
+        .request(
+            "textDocument/codeLens",
+            json!({"textDocument": {"uri": URI}}),
+        )
+        .await;
+    assert_eq!(response["result"], json!([]), "{response:#}");
+    client.shutdown_and_exit().await;
+}

@@ -22,11 +22,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::ls_types::{
-    CodeActionKind, CodeActionOptions, CodeActionProviderCapability, DiagnosticOptions,
-    DiagnosticServerCapabilities, ExecuteCommandOptions, HoverProviderCapability, OneOf,
-    PositionEncodingKind, SaveOptions, ServerCapabilities, TextDocumentSyncCapability,
-    TextDocumentSyncKind, TextDocumentSyncOptions, TextDocumentSyncSaveOptions,
-    WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
+    CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CodeLensOptions,
+    DiagnosticOptions, DiagnosticServerCapabilities, ExecuteCommandOptions,
+    HoverProviderCapability, OneOf, PositionEncodingKind, SaveOptions, ServerCapabilities,
+    TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
+    TextDocumentSyncSaveOptions, WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
 };
 use tower_lsp_server::{LspService, Server};
 
@@ -107,6 +107,10 @@ pub fn capabilities() -> ServerCapabilities {
             ..CodeActionOptions::default()
         })),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        code_lens_provider: Some(CodeLensOptions {
+            resolve_provider: Some(false),
+        }),
         // Trace results of one file come from the entrypoints that import it, so a document's
         // diagnostics depend on other files.
         diagnostic_provider: Some(DiagnosticServerCapabilities::Options(DiagnosticOptions {

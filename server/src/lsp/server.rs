@@ -13,11 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{
-    CodeActionParams, CodeActionResponse, DidChangeConfigurationParams,
+    CodeActionParams, CodeActionResponse, CodeLens, CodeLensParams, DidChangeConfigurationParams,
     DidChangeTextDocumentParams, DidChangeWatchedFilesParams, DidChangeWorkspaceFoldersParams,
     DidCloseTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
-    DocumentDiagnosticParams, DocumentDiagnosticReportResult, ExecuteCommandParams, Hover,
-    HoverParams, InitializeParams, InitializeResult, InitializedParams, LSPAny,
+    DocumentDiagnosticParams, DocumentDiagnosticReportResult, DocumentSymbolParams,
+    DocumentSymbolResponse, ExecuteCommandParams, Hover, HoverParams, InitializeParams,
+    InitializeResult, InitializedParams, LSPAny,
 };
 use tower_lsp_server::{Client, LanguageServer};
 
@@ -120,6 +121,22 @@ impl LanguageServer for Server {
             Arc::clone(&self.session),
             params,
         ))
+        .await
+    }
+
+    async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        let session = Arc::clone(&self.session);
+        guarded(async move { Ok(handlers::code_lens::code_lens(session, params).await) }).await
+    }
+
+    async fn document_symbol(
+        &self,
+        params: DocumentSymbolParams,
+    ) -> Result<Option<DocumentSymbolResponse>> {
+        let session = Arc::clone(&self.session);
+        guarded(
+            async move { Ok(handlers::document_symbol::document_symbol(session, params).await) },
+        )
         .await
     }
 

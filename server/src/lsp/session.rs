@@ -557,6 +557,33 @@ impl Session {
         Some(diagnostics::merge(&statics, &traced))
     }
 
+    /// The outline of an open document, with its text (the outline's offsets are into it) and
+    /// its settings. Blocking: parses the document. `None` when it is not open.
+    pub fn outline(
+        &self,
+        uri: &Uri,
+    ) -> Option<(String, Vec<pt2lsp_analyzer::OutlineSymbol>, Resolved)> {
+        let (text, path) = self
+            .documents
+            .get(uri)
+            .map(|open| (open.document.text(), open.path.clone()))?;
+        if text.len() > MAX_ANALYSED_BYTES {
+            return None;
+        }
+        let place = path
+            .as_deref()
+            .filter(|path| workspace::is_python(path))
+            .and_then(workspace::module_place);
+        let file = SourceFile {
+            text: &text,
+            module: place.as_ref().map(|place| place.module.as_str()),
+            is_package: place.as_ref().is_some_and(|place| place.is_package),
+        };
+        let symbols = pt2lsp_analyzer::outline(file, &self.index());
+        let settings = self.resolve_settings(path.as_deref());
+        Some((text, symbols, settings))
+    }
+
     /// What `textDocument/diagnostic` answers: what is pushed for the document's current
     /// version. When its analysis has not ended yet, the pull does not wait for it: it analyses
     /// the same text itself, so the answer is never an empty list that only means "not yet".
