@@ -203,3 +203,65 @@ async fn code_lenses_export_and_trace_the_model_line_only_when_tracing_is_on() {
     assert_eq!(response["result"], json!([]), "{response:#}");
     client.shutdown_and_exit().await;
 }
+
+/// The interpreter with torch: `PT2LSP_PYTHON`, else the repository's `.venv`.
+fn torch_python() -> std::path::PathBuf {
+    std::env::var_os("PT2LSP_PYTHON").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python"),
+        std::path::PathBuf::from,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_results_ask_a_pulling_client_to_pull_again_and_the_pull_has_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("model.py");
+    std::fs::write(&file, MODEL).unwrap();
+    let uri = common::file_uri(&file);
+    let (_child, mut client) = spawn();
+    let root = common::file_uri(dir.path());
+    client
+        .request(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": root,
+                "workspaceFolders": [{"uri": root, "name": "root"}],
+                "initializationOptions": {"python": torch_python().to_str().unwrap(), "timeout": 120},
+                "capabilities": {
+                    "workspace": {"diagnostics": {"refreshSupport": true}},
+                    "textDocument": {"diagnostic": {"dynamicRegistration": false}}
+                }
+            }),
+        )
+        .await;
+    client.notify("initialized", json!({})).await;
+    client.open(&uri, 1, MODEL).await;
+    client.diagnostics(&uri, 1).await;
+    client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "pt2lsp.retrace", "arguments": [uri]}),
+        )
+        .await;
+    client
+        .wait_for_within(std::time::Duration::from_secs(240), |message| {
+            message["method"] == "workspace/diagnostic/refresh"
+        })
+        .await;
+    let pulled = client
+        .request(
+            "textDocument/diagnostic",
+            json!({"textDocument": {"uri": uri}}),
+        )
+        .await;
+    let items = pulled["result"]["items"].as_array().unwrap();
+    // The trace confirms the static PT101 (or adds its own): the pull carries trace results.
+    assert!(
+        items
+            .iter()
+            .any(|d| matches!(d["data"]["source"].as_str(), Some("trace" | "static+trace"))),
+        "{pulled:#}"
+    );
+    client.shutdown_and_exit().await;
+}
