@@ -307,3 +307,121 @@ fn report(
     diagnostics.dedup_by(|a, b| a.rule == b.rule && a.range == b.range);
     Report { diagnostics }
 }
+
+/// One entry of a file's outline, for an editor's symbol list. Byte offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutlineSymbol {
+    pub name: String,
+    pub kind: OutlineKind,
+    /// The whole definition or statement.
+    pub range: TextRange,
+    /// The name itself.
+    pub name_range: TextRange,
+    /// A class's methods, in source order.
+    pub children: Vec<OutlineSymbol>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutlineKind {
+    /// A module-level class that is an `nn.Module`, by its bases here or in the workspace.
+    ModuleClass,
+    /// A function defined in a module class's body.
+    Method,
+    /// A module-level binding the export file convention reads: `model`, `example_args`,
+    /// `example_kwargs`, `dynamic_shapes`.
+    Entrypoint,
+}
+
+/// The names the file convention reads from an entrypoint file's module level.
+const ENTRYPOINT_BINDINGS: [&str; 4] =
+    ["model", "example_args", "example_kwargs", "dynamic_shapes"];
+
+/// The outline of one file: its module-level `nn.Module` classes with their methods, and the
+/// bindings of the export file convention. Pure; a file that does not parse gives what its
+/// recovered tree holds.
+pub fn outline(file: SourceFile<'_>, workspace: &WorkspaceIndex) -> Vec<OutlineSymbol> {
+    use syntax::ast;
+    let parsed = syntax::parse(file.text);
+    let summary = workspace::summarize_parsed(&parsed.module.body, file);
+    let module = file.module.unwrap_or_default();
+    // Local classes found to be modules so far: a class may derive from one defined above it.
+    let mut local_modules: Vec<String> = Vec::new();
+    let mut is_module = |name: &str| {
+        let Some((_, bases)) = summary.classes.iter().find(|(class, _)| class == name) else {
+            return false;
+        };
+        let found = bases.iter().any(|base| {
+            semantic::torch_api::is_module_base(base)
+                || workspace.is_module_class(base)
+                || local_modules.iter().any(|local| {
+                    base == local
+                        || base
+                            .strip_prefix(module)
+                            .and_then(|rest| rest.strip_prefix('.'))
+                            == Some(local.as_str())
+                })
+        });
+        if found {
+            local_modules.push(name.to_owned());
+        }
+        found
+    };
+    let mut symbols = Vec::new();
+    for stmt in &parsed.module.body {
+        match stmt {
+            ast::Stmt::ClassDef(class) if is_module(class.name.as_str()) => {
+                let children = class
+                    .body
+                    .iter()
+                    .filter_map(|stmt| match stmt {
+                        ast::Stmt::FunctionDef(function) => Some(OutlineSymbol {
+                            name: function.name.to_string(),
+                            kind: OutlineKind::Method,
+                            range: ruff_text_size::Ranged::range(function),
+                            name_range: function.name.range,
+                            children: Vec::new(),
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                symbols.push(OutlineSymbol {
+                    name: class.name.to_string(),
+                    kind: OutlineKind::ModuleClass,
+                    range: ruff_text_size::Ranged::range(class),
+                    name_range: class.name.range,
+                    children,
+                });
+            }
+            ast::Stmt::Assign(ast::StmtAssign { targets, range, .. }) => {
+                for target in targets {
+                    if let ast::Expr::Name(name) = target {
+                        if ENTRYPOINT_BINDINGS.contains(&name.id.as_str()) {
+                            symbols.push(OutlineSymbol {
+                                name: name.id.to_string(),
+                                kind: OutlineKind::Entrypoint,
+                                range: *range,
+                                name_range: name.range,
+                                children: Vec::new(),
+                            });
+                        }
+                    }
+                }
+            }
+            ast::Stmt::AnnAssign(ast::StmtAnnAssign { target, range, .. }) => {
+                if let ast::Expr::Name(name) = target.as_ref() {
+                    if ENTRYPOINT_BINDINGS.contains(&name.id.as_str()) {
+                        symbols.push(OutlineSymbol {
+                            name: name.id.to_string(),
+                            kind: OutlineKind::Entrypoint,
+                            range: *range,
+                            name_range: name.range,
+                            children: Vec::new(),
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    symbols
+}

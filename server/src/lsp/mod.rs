@@ -22,7 +22,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::ls_types::{
-    CodeActionKind, CodeActionOptions, CodeActionProviderCapability, ExecuteCommandOptions,
+    CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CodeLensOptions,
+    DiagnosticOptions, DiagnosticServerCapabilities, ExecuteCommandOptions,
     HoverProviderCapability, OneOf, PositionEncodingKind, SaveOptions, ServerCapabilities,
     TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
     TextDocumentSyncSaveOptions, WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
@@ -106,6 +107,18 @@ pub fn capabilities() -> ServerCapabilities {
             ..CodeActionOptions::default()
         })),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        code_lens_provider: Some(CodeLensOptions {
+            resolve_provider: Some(false),
+        }),
+        // Trace results of one file come from the entrypoints that import it, so a document's
+        // diagnostics depend on other files.
+        diagnostic_provider: Some(DiagnosticServerCapabilities::Options(DiagnosticOptions {
+            identifier: Some("pt2lsp".to_owned()),
+            inter_file_dependencies: true,
+            workspace_diagnostics: false,
+            ..DiagnosticOptions::default()
+        })),
         execute_command_provider: Some(ExecuteCommandOptions {
             commands: vec![
                 REANALYZE_COMMAND.to_owned(),

@@ -13,11 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{
-    CodeActionParams, CodeActionResponse, DidChangeConfigurationParams,
+    CodeActionParams, CodeActionResponse, CodeLens, CodeLensParams, DidChangeConfigurationParams,
     DidChangeTextDocumentParams, DidChangeWatchedFilesParams, DidChangeWorkspaceFoldersParams,
     DidCloseTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
-    ExecuteCommandParams, Hover, HoverParams, InitializeParams, InitializeResult,
-    InitializedParams, LSPAny,
+    DocumentDiagnosticParams, DocumentDiagnosticReportResult, DocumentSymbolParams,
+    DocumentSymbolResponse, ExecuteCommandParams, Hover, HoverParams, InitializeParams,
+    InitializeResult, InitializedParams, LSPAny,
 };
 use tower_lsp_server::{Client, LanguageServer};
 
@@ -121,6 +122,30 @@ impl LanguageServer for Server {
             params,
         ))
         .await
+    }
+
+    async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        let session = Arc::clone(&self.session);
+        guarded(async move { Ok(handlers::code_lens::code_lens(session, params).await) }).await
+    }
+
+    async fn document_symbol(
+        &self,
+        params: DocumentSymbolParams,
+    ) -> Result<Option<DocumentSymbolResponse>> {
+        let session = Arc::clone(&self.session);
+        guarded(
+            async move { Ok(handlers::document_symbol::document_symbol(session, params).await) },
+        )
+        .await
+    }
+
+    async fn diagnostic(
+        &self,
+        params: DocumentDiagnosticParams,
+    ) -> Result<DocumentDiagnosticReportResult> {
+        let session = Arc::clone(&self.session);
+        guarded(async move { Ok(handlers::diagnostic::diagnostic(session, params).await) }).await
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {

@@ -59,6 +59,9 @@ pub struct ClientFlags {
     /// `textDocument.publishDiagnostics.relatedInformation`: related places are sent only to a
     /// client that shows them.
     pub related_information: bool,
+    /// `workspace.diagnostics.refreshSupport`: a client that pulls diagnostics is told to pull
+    /// again when trace results arrive.
+    pub diagnostic_refresh: bool,
 }
 
 impl ClientFlags {
@@ -84,6 +87,10 @@ impl ClientFlags {
                 .as_ref()
                 .and_then(|t| t.publish_diagnostics.as_ref())
                 .and_then(|p| p.related_information)
+                .unwrap_or(false),
+            diagnostic_refresh: workspace
+                .and_then(|w| w.diagnostics.as_ref())
+                .and_then(|d| d.refresh_support)
                 .unwrap_or(false),
         }
     }
@@ -485,6 +492,17 @@ impl Session {
         }
         let text = snapshot.rope.to_string();
         drop(snapshot.rope);
+        Some(self.analyse_text(uri, &text, snapshot.path.as_deref(), snapshot.version))
+    }
+
+    /// The static diagnostics of one text, for the protocol. Blocking.
+    fn analyse_text(
+        &self,
+        uri: &Uri,
+        text: &str,
+        path: Option<&Path>,
+        version: i32,
+    ) -> Vec<lsp::Diagnostic> {
         if text.len() > MAX_ANALYSED_BYTES {
             self.log(
                 MessageType::WARNING,
@@ -494,18 +512,16 @@ impl Session {
                     text.len()
                 ),
             );
-            return Some(Vec::new());
+            return Vec::new();
         }
-        let path = snapshot.path.as_deref();
         let settings = self.resolve_settings(path);
-        let report = self.check(&text, path, &settings);
-        let positions = TextPositions::new(&text);
-        let lsp = report
+        let report = self.check(text, path, &settings);
+        let positions = TextPositions::new(text);
+        report
             .diagnostics
             .iter()
-            .map(|d| diagnostics::to_lsp(d, &positions, snapshot.version))
-            .collect();
-        Some(lsp)
+            .map(|d| diagnostics::to_lsp(d, &positions, version))
+            .collect()
     }
 
     /// Runs the analyzer on one text. Blocking.
@@ -539,6 +555,84 @@ impl Session {
             .map(|file| self.traced_for(&file, Some(static_version)))
             .unwrap_or_default();
         Some(diagnostics::merge(&statics, &traced))
+    }
+
+    /// The outline of an open document, with its text (the outline's offsets are into it) and
+    /// its settings. Blocking: parses the document. `None` when it is not open.
+    pub fn outline(
+        &self,
+        uri: &Uri,
+    ) -> Option<(String, Vec<pt2lsp_analyzer::OutlineSymbol>, Resolved)> {
+        let (text, path) = self
+            .documents
+            .get(uri)
+            .map(|open| (open.document.text(), open.path.clone()))?;
+        if text.len() > MAX_ANALYSED_BYTES {
+            return None;
+        }
+        let place = path
+            .as_deref()
+            .filter(|path| workspace::is_python(path))
+            .and_then(workspace::module_place);
+        let file = SourceFile {
+            text: &text,
+            module: place.as_ref().map(|place| place.module.as_str()),
+            is_package: place.as_ref().is_some_and(|place| place.is_package),
+        };
+        let symbols = pt2lsp_analyzer::outline(file, &self.index());
+        let settings = self.resolve_settings(path.as_deref());
+        Some((text, symbols, settings))
+    }
+
+    /// What `textDocument/diagnostic` answers: what is pushed for the document's current
+    /// version. When its analysis has not ended yet, the pull does not wait for it: it analyses
+    /// the same text itself, so the answer is never an empty list that only means "not yet".
+    /// `None` when the document is not open.
+    pub async fn pulled_diagnostics(self: &Arc<Self>, uri: &Uri) -> Option<Vec<lsp::Diagnostic>> {
+        let (version, statics, file, rope, path) = self.documents.get(uri).map(|open| {
+            (
+                open.document.version(),
+                open.statics.clone(),
+                open.normalized.clone(),
+                open.document.rope().clone(),
+                open.path.clone(),
+            )
+        })?;
+        let statics = if let Some((_, statics)) = statics.filter(|(at, _)| *at == version) {
+            statics.as_ref().clone()
+        } else {
+            let session = Arc::clone(self);
+            let uri = uri.clone();
+            tokio::task::spawn_blocking(move || {
+                session.analyse_text(&uri, &rope.to_string(), path.as_deref(), version)
+            })
+            .await
+            .ok()?
+        };
+        let traced = file
+            .map(|file| self.traced_for(&file, Some(version)))
+            .unwrap_or_default();
+        let mut merged = diagnostics::merge(&statics, &traced);
+        if !self.flags().related_information {
+            for diagnostic in &mut merged {
+                diagnostic.related_information = None;
+            }
+        }
+        Some(merged)
+    }
+
+    /// Tells a client that pulls diagnostics to pull them again (new trace results). Returns
+    /// at once; the client's answer is not waited for.
+    pub fn refresh_pulled_diagnostics(&self) {
+        if !self.flags().diagnostic_refresh {
+            return;
+        }
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            if let Err(error) = client.workspace_diagnostic_refresh().await {
+                super::log_stderr(&format!("workspace/diagnostic/refresh failed: {error}"));
+            }
+        });
     }
 
     /// Sends a file's diagnostics; related places only to a client that shows them.

@@ -338,6 +338,7 @@ impl Session {
         for (file, uri) in affected {
             self.republish(&file, uri).await;
         }
+        self.refresh_pulled_diagnostics();
     }
 
     /// Publishes one file again with the trace diagnostics it has now. The caller holds

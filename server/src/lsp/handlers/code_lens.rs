@@ -1,0 +1,47 @@
+//! `textDocument/codeLens`: "Export to .pt2" and "Trace again" above an entrypoint file's
+//! `model = ...` line (the export file convention), running `pt2lsp.exportPt2` and
+//! `pt2lsp.retrace` with the document's URI. None when tracing is off for the file: both
+//! commands run the exporter.
+
+use std::sync::Arc;
+
+use pt2lsp_analyzer::OutlineKind;
+use tower_lsp_server::ls_types::{CodeLens, CodeLensParams, Command};
+
+use crate::cli::config::TraceMode;
+use crate::lsp::document::TextPositions;
+use crate::lsp::session::Session;
+use crate::lsp::{EXPORT_COMMAND, RETRACE_COMMAND};
+
+pub async fn code_lens(session: Arc<Session>, params: CodeLensParams) -> Option<Vec<CodeLens>> {
+    let uri = params.text_document.uri;
+    let argument = serde_json::Value::String(uri.as_str().to_owned());
+    let (text, symbols, settings) = tokio::task::spawn_blocking(move || session.outline(&uri))
+        .await
+        .ok()??;
+    if settings.trace == TraceMode::Off {
+        return Some(Vec::new());
+    }
+    let positions = TextPositions::new(&text);
+    let lenses = symbols
+        .iter()
+        .filter(|symbol| symbol.kind == OutlineKind::Entrypoint && symbol.name == "model")
+        .flat_map(|symbol| {
+            let range = positions.range(symbol.range);
+            [
+                ("Export to .pt2", EXPORT_COMMAND),
+                ("Trace again", RETRACE_COMMAND),
+            ]
+            .map(|(title, command)| CodeLens {
+                range,
+                command: Some(Command {
+                    title: title.to_owned(),
+                    command: command.to_owned(),
+                    arguments: Some(vec![argument.clone()]),
+                }),
+                data: None,
+            })
+        })
+        .collect();
+    Some(lenses)
+}
