@@ -1966,7 +1966,7 @@ def _place_on_examples(finding: dict, target: Target, inputs: list[tuple[str, ob
         if which < len(value.elts) and not any(isinstance(e, ast.Starred) for e in value.elts[: which + 1]):
             place = value.elts[which]
     elif side == "kwarg" and isinstance(value, ast.Dict):
-        for key_node, value_node in zip(value.keys, value.values):
+        for key_node, value_node in zip(value.keys, value.values, strict=True):
             if isinstance(key_node, ast.Constant) and key_node.value == which:
                 place = value_node
     if place is node:
