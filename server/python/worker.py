@@ -965,14 +965,16 @@ def trace(target: Target, workspace: Workspace, definitions: dict, programs: lis
     appended to `programs`, when given)."""
     import torch
 
+    guards: list[dict] = []
     try:
-        program = torch.export.export(
-            target.model,
-            target.args,
-            target.kwargs,
-            dynamic_shapes=target.dynamic_shapes,
-            strict=target.strict,
-        )
+        with _capture_guards(guards):
+            program = torch.export.export(
+                target.model,
+                target.args,
+                target.kwargs,
+                dynamic_shapes=target.dynamic_shapes,
+                strict=target.strict,
+            )
         if programs is not None:
             programs.append(program)
         return []
@@ -982,6 +984,8 @@ def trace(target: Target, workspace: Workspace, definitions: dict, programs: lis
         if isinstance(exc, KeyboardInterrupt):
             raise
         first = classify(exc, target, workspace, definitions)
+    if first.get("_constraint"):
+        first["_guards"] = guards
     if first.get("_collectable"):
         draft_messages: list[str] = []
         try:
@@ -1000,10 +1004,91 @@ def trace(target: Target, workspace: Workspace, definitions: dict, programs: lis
         except BaseException:  # noqa: BLE001 - draft_export raises for some errors: the first stands alone
             drafted = None
         if drafted is not None:
-            return _merge(first, drafted, target)
+            return _merge(first, drafted, target, workspace)
     if first.get("_constraint"):
+        _place_on_guard(first, workspace)
         _place_on_spec(first, target)
     return _finalize([first], target)
+
+
+def _capture_guards(events: list[dict]):
+    """Records the export's own `guard_added` structured-trace events (expression, user frames,
+    symbol sources). draft_export cannot always say where a guard comes from (a `torch._check`
+    in a `torch.cond` branch, pytorch #147991); the export that failed saw the guard being added."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def patch():
+        try:
+            import torch.fx.experimental.symbolic_shapes as symbolic_shapes
+        except Exception:
+            yield
+            return
+        original = getattr(symbolic_shapes, "dtrace_structured", None)
+        if original is None:
+            yield
+            return
+
+        def dtrace_structured(name, *args, **kwargs):
+            if name == "guard_added":
+                metadata_fn = kwargs.get("metadata_fn") or (args[0] if args else None)
+                try:
+                    metadata = metadata_fn() if metadata_fn is not None else None
+                except Exception:  # noqa: BLE001 - a record we cannot read is no record
+                    metadata = None
+                if isinstance(metadata, dict) and len(events) < 1000:
+                    events.append({key: metadata.get(key) for key in ("expr", "user_stack", "symbol_to_sources")})
+            return original(name, *args, **kwargs)
+
+        symbolic_shapes.dtrace_structured = dtrace_structured
+        try:
+            yield
+        finally:
+            symbolic_shapes.dtrace_structured = original
+
+    return patch()
+
+
+def _place_on_guard(finding: dict, workspace: Workspace) -> None:
+    """Puts a constraint violation without a place on the user's line that added a guard on a
+    violated dimension, from the events `_capture_guards` recorded; the first such guard, as
+    the exporter checks guards in the order they were added."""
+    if finding.get("line") is not None or not finding.get("_guards"):
+        return
+    try:
+        from torch._logging.structured import INTERN_TABLE
+    except Exception:
+        return
+    filenames = {index: name for name, index in INTERN_TABLE.items()}
+    sources = {source for source in finding.get("_dims") or {} if not source.startswith("?")}
+    names = set((finding.get("_dims") or {}).values())
+
+    def dimension(source: str) -> str | None:
+        match = re.search(r"\.size\(\)\[\d+\]$", source)
+        return match.group(0) if match else None
+
+    # A guard in a `torch.cond` branch is on the branch's own inputs (L['args'][3][0]): when no
+    # guard names the violated source, one on the same dimension of a branch input stands in.
+    exact = [e for e in finding["_guards"] if not sources or set((e.get("symbol_to_sources") or {}).values()) & sources]
+    dims = {dimension(source) for source in sources} - {None}
+    near = [
+        e
+        for e in finding["_guards"]
+        if e not in exact and {dimension(v) for v in (e.get("symbol_to_sources") or {}).values()} & dims
+    ]
+    for event in exact + near:
+        on = set((event.get("symbol_to_sources") or {}).values())
+        if not on:
+            continue
+        where = _user_stack_location(event.get("user_stack"), filenames, workspace)
+        if where is None or where.get("line") is None:
+            continue
+        finding.update(file=where["file"], line=where["line"], column=None, end_line=None, end_column=None)
+        named = ", ".join(f"`{name}`" for name in sorted(names)) or ", ".join(sorted(on))
+        finding["message"] = _clip(
+            f"this code adds the guard {event.get('expr')} on dynamic dimension {named}: " + finding["message"]
+        )
+        return
 
 
 def _skip_expression_provenance() -> None:
@@ -1030,13 +1115,14 @@ def _skip_expression_provenance() -> None:
     sym_node.dtrace_structured = dtrace_structured
 
 
-def _merge(first: dict, drafted: list[dict], target: Target) -> list[dict]:
+def _merge(first: dict, drafted: list[dict], target: Target, workspace: Workspace) -> list[dict]:
     """The export's own error and draft_export's findings, without saying one thing twice."""
     if first.get("_constraint"):
         # The violation carries no line; draft_export's added guards say where it comes from.
         guards = [d for d in drafted if d.get("_guard")]
         if guards:
             return _finalize(guards + [d for d in drafted if not d.get("_guard")], target)
+        _place_on_guard(first, workspace)
         _place_on_spec(first, target)
     if first.get("_example_size"):
         # draft_export retries with Dim.AUTO and reports the specialization again as added
@@ -1410,6 +1496,12 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
     if user_error is not None and error_type == "INVALID_INPUT":
         out = finding("PT403", _trim(str(user_error)), None)
         _place_on_spec(out, target, _blamed_spec_keys(str(user_error)))
+        return out
+    example_size = example_size_conflict(messages)
+    if example_size is not None and (example_size[1] or any(_is(e, "ConstraintViolationError") for e in chain)):
+        message, key = example_size
+        out = finding("PT405", message, None)
+        _place_on_examples(out, target, _inputs_named(target, key) if key else _inputs_with_dims(target, _all_dims(target)))
         return out
     if _raised_in_dynamic_shapes(chain, target, workspace):
         out = finding("PT403", f"dynamic_shapes does not fit the inputs: {type(exc).__name__}: {_trim(str(exc))}", None)
@@ -1901,6 +1993,47 @@ def _example_size_message(specialized: dict[str, int]) -> str:
         "exporter always specializes to a constant (0 or 1): give the example a size of 2 or more and keep the Dim "
         "(torch suggests the constant, which makes the dimension static)"
     )
+
+
+_OUT_OF_RANGE = re.compile(r"\b(-?\d+) not in range \[(-?\d+), ([^\]]+)\]")
+_HINT_SPECIALIZED = re.compile(r"0/1 specialized due to hint of ([01]) for dimension inputs\['([^']+)'\]")
+
+
+def example_size_conflict(text: str) -> tuple[str, str | None] | None:
+    """(message, input name or None) when the exporter rejects an example's size for a dynamic
+    dimension: outside the `Dim`'s range ("16 not in range [2, 8]"), or 0/1 under `Dim.DYNAMIC`
+    ("0/1 specialized due to hint of 1 for dimension inputs['x'].shape[1]")."""
+    match = _HINT_SPECIALIZED.search(text)
+    if match is not None:
+        return (
+            f"the example input `{match.group(2)}` has size {match.group(1)} in a dimension declared Dim.DYNAMIC, "
+            "which the exporter specializes to a constant: give the example a size of 2 or more",
+            match.group(2),
+        )
+    match = _OUT_OF_RANGE.search(text)
+    if match is not None:
+        size, low, high = match.groups()
+        return (
+            f"an example input's size {size} is outside the range [{low}, {high}] its dynamic dimension declares: "
+            "give the example a size inside the range (the exporter traces with the example's sizes)",
+            None,
+        )
+    return None
+
+
+def _all_dims(target: Target) -> set[str]:
+    spec = target.dynamic_shapes
+    values = spec.values() if isinstance(spec, dict) else spec if isinstance(spec, (list, tuple)) else []
+    return set().union(set(), *(_dim_names(value) for value in values))
+
+
+def _inputs_named(target: Target, key: str) -> list[tuple[str, object]]:
+    if isinstance(target.kwargs, dict) and key in target.kwargs:
+        return [("kwarg", key)]
+    parameters = _forward_parameters(target)
+    if key in parameters and parameters.index(key) < len(target.args):
+        return [("arg", parameters.index(key))]
+    return []
 
 
 def _dim_names(spec) -> set[str]:

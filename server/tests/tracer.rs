@@ -504,7 +504,7 @@ fn hangs_crashes_and_broken_entrypoints_are_diagnostics_not_a_dead_checker() {
     expect("hungry.py", 14, "PT502", "out of memory");
     expect("raises.py", 8, "PT503", "ZeroDivisionError");
     expect("noargs.py", 9, "PT503", "example_args");
-    expect("helpers.py", 2, "PT101", "data-dependent");
+    expect("helpers.py", 2, "PT101", "`t.max() > 1`");
     // Found by both passes: the static message, which names the user's expression.
     expect("models/encoder.py", 6, "PT101", "`x.mean() > 0`");
     expect("guard.py", 7, "PT401", "`b`");
@@ -876,5 +876,56 @@ class Out(torch.nn.Module):
         found[0].3.contains("register_dataclass(Pair)"),
         "{found:#?}"
     );
+    assert_clean(tmp.path());
+}
+
+/// A guard added inside a `torch.cond` branch (pytorch #147991), non-strict: draft_export
+/// cannot place it, and the export's own `guard_added` event, on the branch's input, says
+/// where: the `torch._check` line, not `dynamic_shapes`.
+#[test]
+fn a_guard_in_a_cond_branch_is_placed_by_the_exports_own_guard_events() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let body = r#"import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        def true_fn(x):
+            torch._check(x.shape[1] > 5)
+            return x + 1
+
+        def false_fn(x):
+            return x + 2
+
+        return torch.cond(x.shape[1] > 5, true_fn, false_fn, (x,))
+
+
+model = M()
+example_args = (torch.rand(2, 700, 12),)
+dynamic_shapes = {"x": {0: torch.export.Dim("b"), 1: torch.export.Dim("s")}}
+"#;
+    fs::write(project.path().join("branch.py"), body).unwrap();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+            "branch.py",
+        ],
+    );
+    let found = traced(&run.json());
+    let codes: Vec<(u32, &str)> = found
+        .iter()
+        .map(|(_, line, code, _)| (*line, code.as_str()))
+        .collect();
+    assert_eq!(codes, [(7, "PT401")], "{found:#?}\n{}", run.stderr);
     assert_clean(tmp.path());
 }

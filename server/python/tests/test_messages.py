@@ -219,3 +219,16 @@ def test_an_unregistered_example_input_is_pt404_on_its_element_of_example_args(t
     found = worker.classify(ValueError(message), target, workspace, {})
     assert (found["code"], found["line"]) == ("PT404", 4)
     assert "register_dataclass(MyStaticInput)" in found["message"]
+
+
+def test_an_example_size_the_dim_rejects_is_a_conflict_of_the_example():
+    message, key = worker.example_size_conflict("16 not in range [2, 8]")
+    assert key is None and "[2, 8]" in message
+    hint = (
+        "Found the following conflicts between user-specified ranges and inferred ranges from model tracing: "
+        "- Received user-specified dim hint Dim.DYNAMIC(min=None, max=None), but export 0/1 specialized due to "
+        "hint of 1 for dimension inputs['x'].shape[1]."
+    )
+    message, key = worker.example_size_conflict(hint)
+    assert key == "x" and "size 1" in message
+    assert worker.example_size_conflict(text("constraint_mul")) is None
