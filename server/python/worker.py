@@ -51,6 +51,7 @@ import signal
 import socket
 import sys
 import tempfile
+import textwrap
 import time
 import traceback
 
@@ -70,6 +71,8 @@ RULES = {
     "PT302": "mismatched-fake-kernel",
     "PT401": "dynamic-dim-guard",
     "PT403": "invalid-dynamic-shapes",
+    "PT404": "unregistered-input-type",
+    "PT405": "specializing-example-size",
     "PT501": "export-failed",
     "PT502": "worker-crash",
     "PT503": "entrypoint-error",
@@ -675,6 +678,9 @@ class Target:
         # (file, name) of the module-level binding of dynamic_shapes, for PT403/PT401 locations.
         self.spec_binding: tuple[str, str] | None = None
         self.model_binding: tuple[str, str] | None = None
+        # (file, name) of example_args and example_kwargs, for PT404/PT405 locations.
+        self.args_binding: tuple[str, str] | None = None
+        self.kwargs_binding: tuple[str, str] | None = None
         # Built under FakeTensorMode: parameters and inputs have shapes and no storage.
         self.fake_weights = False
 
@@ -730,7 +736,10 @@ def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
             )
         target.model = module.model
         target.args = _as_args(module.example_args, path, "example_args")
+        target.args_binding = (path, "example_args")
         target.kwargs = getattr(module, "example_kwargs", None)
+        if hasattr(module, "example_kwargs"):
+            target.kwargs_binding = (path, "example_kwargs")
         target.dynamic_shapes = getattr(module, "dynamic_shapes", None)
         if hasattr(module, "dynamic_shapes"):
             target.spec_binding = (path, "dynamic_shapes")
@@ -747,8 +756,9 @@ def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
             )
         args, args_where = _resolve(args_spec, "example_args", workspace)
         target.args = _as_args(args, args_where[0], args_where[1])
+        target.args_binding = args_where
         if entry.get("example_kwargs"):
-            target.kwargs, _ = _resolve(entry["example_kwargs"], "example_kwargs", workspace)
+            target.kwargs, target.kwargs_binding = _resolve(entry["example_kwargs"], "example_kwargs", workspace)
         if entry.get("dynamic_shapes"):
             target.dynamic_shapes, target.spec_binding = _resolve(entry["dynamic_shapes"], "dynamic_shapes", workspace)
         strict = entry.get("strict")
@@ -955,14 +965,16 @@ def trace(target: Target, workspace: Workspace, definitions: dict, programs: lis
     appended to `programs`, when given)."""
     import torch
 
+    guards: list[dict] = []
     try:
-        program = torch.export.export(
-            target.model,
-            target.args,
-            target.kwargs,
-            dynamic_shapes=target.dynamic_shapes,
-            strict=target.strict,
-        )
+        with _capture_guards(guards):
+            program = torch.export.export(
+                target.model,
+                target.args,
+                target.kwargs,
+                dynamic_shapes=target.dynamic_shapes,
+                strict=target.strict,
+            )
         if programs is not None:
             programs.append(program)
         return []
@@ -972,6 +984,8 @@ def trace(target: Target, workspace: Workspace, definitions: dict, programs: lis
         if isinstance(exc, KeyboardInterrupt):
             raise
         first = classify(exc, target, workspace, definitions)
+    if first.get("_constraint"):
+        first["_guards"] = guards
     if first.get("_collectable"):
         draft_messages: list[str] = []
         try:
@@ -990,10 +1004,91 @@ def trace(target: Target, workspace: Workspace, definitions: dict, programs: lis
         except BaseException:  # noqa: BLE001 - draft_export raises for some errors: the first stands alone
             drafted = None
         if drafted is not None:
-            return _merge(first, drafted, target)
+            return _merge(first, drafted, target, workspace)
     if first.get("_constraint"):
+        _place_on_guard(first, workspace)
         _place_on_spec(first, target)
     return _finalize([first], target)
+
+
+def _capture_guards(events: list[dict]):
+    """Records the export's own `guard_added` structured-trace events (expression, user frames,
+    symbol sources). draft_export cannot always say where a guard comes from (a `torch._check`
+    in a `torch.cond` branch, pytorch #147991); the export that failed saw the guard being added."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def patch():
+        try:
+            import torch.fx.experimental.symbolic_shapes as symbolic_shapes
+        except Exception:
+            yield
+            return
+        original = getattr(symbolic_shapes, "dtrace_structured", None)
+        if original is None:
+            yield
+            return
+
+        def dtrace_structured(name, *args, **kwargs):
+            if name == "guard_added":
+                metadata_fn = kwargs.get("metadata_fn") or (args[0] if args else None)
+                try:
+                    metadata = metadata_fn() if metadata_fn is not None else None
+                except Exception:  # noqa: BLE001 - a record we cannot read is no record
+                    metadata = None
+                if isinstance(metadata, dict) and len(events) < 1000:
+                    events.append({key: metadata.get(key) for key in ("expr", "user_stack", "symbol_to_sources")})
+            return original(name, *args, **kwargs)
+
+        symbolic_shapes.dtrace_structured = dtrace_structured
+        try:
+            yield
+        finally:
+            symbolic_shapes.dtrace_structured = original
+
+    return patch()
+
+
+def _place_on_guard(finding: dict, workspace: Workspace) -> None:
+    """Puts a constraint violation without a place on the user's line that added a guard on a
+    violated dimension, from the events `_capture_guards` recorded; the first such guard, as
+    the exporter checks guards in the order they were added."""
+    if finding.get("line") is not None or not finding.get("_guards"):
+        return
+    try:
+        from torch._logging.structured import INTERN_TABLE
+    except Exception:
+        return
+    filenames = {index: name for name, index in INTERN_TABLE.items()}
+    sources = {source for source in finding.get("_dims") or {} if not source.startswith("?")}
+    names = set((finding.get("_dims") or {}).values())
+
+    def dimension(source: str) -> str | None:
+        match = re.search(r"\.size\(\)\[\d+\]$", source)
+        return match.group(0) if match else None
+
+    # A guard in a `torch.cond` branch is on the branch's own inputs (L['args'][3][0]): when no
+    # guard names the violated source, one on the same dimension of a branch input stands in.
+    exact = [e for e in finding["_guards"] if not sources or set((e.get("symbol_to_sources") or {}).values()) & sources]
+    dims = {dimension(source) for source in sources} - {None}
+    near = [
+        e
+        for e in finding["_guards"]
+        if e not in exact and {dimension(v) for v in (e.get("symbol_to_sources") or {}).values()} & dims
+    ]
+    for event in exact + near:
+        on = set((event.get("symbol_to_sources") or {}).values())
+        if not on:
+            continue
+        where = _user_stack_location(event.get("user_stack"), filenames, workspace)
+        if where is None or where.get("line") is None:
+            continue
+        finding.update(file=where["file"], line=where["line"], column=None, end_line=None, end_column=None)
+        named = ", ".join(f"`{name}`" for name in sorted(names)) or ", ".join(sorted(on))
+        finding["message"] = _clip(
+            f"this code adds the guard {event.get('expr')} on dynamic dimension {named}: " + finding["message"]
+        )
+        return
 
 
 def _skip_expression_provenance() -> None:
@@ -1020,14 +1115,19 @@ def _skip_expression_provenance() -> None:
     sym_node.dtrace_structured = dtrace_structured
 
 
-def _merge(first: dict, drafted: list[dict], target: Target) -> list[dict]:
+def _merge(first: dict, drafted: list[dict], target: Target, workspace: Workspace) -> list[dict]:
     """The export's own error and draft_export's findings, without saying one thing twice."""
     if first.get("_constraint"):
         # The violation carries no line; draft_export's added guards say where it comes from.
         guards = [d for d in drafted if d.get("_guard")]
         if guards:
             return _finalize(guards + [d for d in drafted if not d.get("_guard")], target)
+        _place_on_guard(first, workspace)
         _place_on_spec(first, target)
+    if first.get("_example_size"):
+        # draft_export retries with Dim.AUTO and reports the specialization again as added
+        # guards; the example's size is the one cause.
+        drafted = [d for d in drafted if not d.get("_guard")]
     where = (first.get("file"), first.get("line"))
     # On the line of the export's error, its own classification wins over draft_export's.
     rest = [d for d in drafted if (d.get("file"), d.get("line")) != where]
@@ -1372,6 +1472,15 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
         return finding(code, _data_dependent_message(guard, code), _collectable=True)
     if user_error is not None and error_type == "CONSTRAINT_VIOLATION":
         message, fixes, dims = parse_constraint_violation(str(user_error))
+        specialized = example_size_specializations(str(user_error))
+        if specialized:
+            # The example's size 0 or 1 is the cause, not the model: the static PT405 says the
+            # same on the same line, and the fix changes the example (the server's `dim_fix`).
+            out = finding("PT405", _example_size_message(specialized), None, _collectable=True, _example_size=specialized)
+            if fixes:
+                out["fixes"] = fixes
+            _place_on_examples(out, target, _inputs_with_dims(target, set(specialized)))
+            return out
         out = finding(
             "PT401",
             message,
@@ -1387,6 +1496,12 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
     if user_error is not None and error_type == "INVALID_INPUT":
         out = finding("PT403", _trim(str(user_error)), None)
         _place_on_spec(out, target, _blamed_spec_keys(str(user_error)))
+        return out
+    example_size = example_size_conflict(messages)
+    if example_size is not None and (example_size[1] or any(_is(e, "ConstraintViolationError") for e in chain)):
+        message, key = example_size
+        out = finding("PT405", message, None)
+        _place_on_examples(out, target, _inputs_named(target, key) if key else _inputs_with_dims(target, _all_dims(target)))
         return out
     if _raised_in_dynamic_shapes(chain, target, workspace):
         out = finding("PT403", f"dynamic_shapes does not fit the inputs: {type(exc).__name__}: {_trim(str(exc))}", None)
@@ -1417,6 +1532,10 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
         return finding("PT202", "data_ptr() cannot be called while exporting: " + _first_sentence(messages))
     if any(_is(e, "MemoryError") for e in chain) or "can't allocate memory" in messages:
         return finding("PT502", "the trace ran out of memory: " + _first_lines(messages, 1))
+    unflattened = unregistered_type(messages)
+    if unflattened is not None:
+        side, name = unflattened
+        return _unregistered_finding(finding, side, name, target, workspace)
     return finding("PT501", f"{type(exc).__name__}: {_trim(str(exc))}".rstrip(": "))
 
 
@@ -1843,6 +1962,228 @@ def _place_on_spec(finding: dict, target: Target, keys=()) -> None:
                     )
                     return
     finding.update(line=node.lineno, column=node.col_offset, end_line=None, end_column=None)
+
+
+# -- example inputs: sizes the exporter specializes, types it cannot flatten -------------------
+
+
+_SPECIALIZED = re.compile(r"You marked ([A-Za-z_]\w*) as dynamic but your code specialized it to be a constant \((-?\d+)\)")
+
+
+def example_size_specializations(text: str) -> dict[str, int]:
+    """{dim name: size} when every violation of a `Constraints violated` error is a dimension
+    declared dynamic and specialized to 0 or 1. The exporter specializes every example size 0
+    or 1, and a trace can only specialize a dimension to the size its example has: so the
+    example is the cause, whatever the model does. Empty when anything else is violated."""
+    bullets = [line.strip()[2:] for line in text.splitlines() if line.strip().startswith("- ")]
+    found: dict[str, int] = {}
+    for bullet in bullets:
+        match = _SPECIALIZED.search(bullet)
+        if match is None or int(match.group(2)) not in (0, 1):
+            return {}
+        found.setdefault(match.group(1), int(match.group(2)))
+    return found
+
+
+def _example_size_message(specialized: dict[str, int]) -> str:
+    named = ", ".join(f"`{name}`" for name in specialized)
+    sizes = ", ".join(f"{size} on `{name}`" for name, size in specialized.items())
+    return _clip(
+        f"Constraints violated: {named} is declared dynamic, but the example input's size ({sizes}) is one the "
+        "exporter always specializes to a constant (0 or 1): give the example a size of 2 or more and keep the Dim "
+        "(torch suggests the constant, which makes the dimension static)"
+    )
+
+
+_OUT_OF_RANGE = re.compile(r"\b(-?\d+) not in range \[(-?\d+), ([^\]]+)\]")
+_HINT_SPECIALIZED = re.compile(r"0/1 specialized due to hint of ([01]) for dimension inputs\['([^']+)'\]")
+
+
+def example_size_conflict(text: str) -> tuple[str, str | None] | None:
+    """(message, input name or None) when the exporter rejects an example's size for a dynamic
+    dimension: outside the `Dim`'s range ("16 not in range [2, 8]"), or 0/1 under `Dim.DYNAMIC`
+    ("0/1 specialized due to hint of 1 for dimension inputs['x'].shape[1]")."""
+    match = _HINT_SPECIALIZED.search(text)
+    if match is not None:
+        return (
+            f"the example input `{match.group(2)}` has size {match.group(1)} in a dimension declared Dim.DYNAMIC, "
+            "which the exporter specializes to a constant: give the example a size of 2 or more",
+            match.group(2),
+        )
+    match = _OUT_OF_RANGE.search(text)
+    if match is not None:
+        size, low, high = match.groups()
+        return (
+            f"an example input's size {size} is outside the range [{low}, {high}] its dynamic dimension declares: "
+            "give the example a size inside the range (the exporter traces with the example's sizes)",
+            None,
+        )
+    return None
+
+
+def _all_dims(target: Target) -> set[str]:
+    spec = target.dynamic_shapes
+    values = spec.values() if isinstance(spec, dict) else spec if isinstance(spec, (list, tuple)) else []
+    return set().union(set(), *(_dim_names(value) for value in values))
+
+
+def _inputs_named(target: Target, key: str) -> list[tuple[str, object]]:
+    if isinstance(target.kwargs, dict) and key in target.kwargs:
+        return [("kwarg", key)]
+    parameters = _forward_parameters(target)
+    if key in parameters and parameters.index(key) < len(target.args):
+        return [("arg", parameters.index(key))]
+    return []
+
+
+def _dim_names(spec) -> set[str]:
+    """Names of the `Dim`s in one input's dynamic_shapes entry, at any depth."""
+    if isinstance(spec, dict):
+        return set().union(set(), *(_dim_names(value) for value in spec.values()))
+    if isinstance(spec, (list, tuple)):
+        return set().union(set(), *(_dim_names(value) for value in spec))
+    name = getattr(spec, "__name__", None)
+    return {name} if isinstance(name, str) else set()
+
+
+def _forward_parameters(target: Target) -> list[str]:
+    try:
+        return [
+            p.name
+            for p in inspect.signature(target.model.forward).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError, AttributeError):
+        return []
+
+
+def _inputs_with_dims(target: Target, names: set[str]) -> list[tuple[str, object]]:
+    """The example inputs (("arg", position) or ("kwarg", key)) whose dynamic_shapes entry
+    declares one of the `Dim`s `names`."""
+    spec = target.dynamic_shapes
+    kwargs = target.kwargs if isinstance(target.kwargs, dict) else {}
+    inputs: list[tuple[str, object]] = []
+    if isinstance(spec, dict):
+        parameters = _forward_parameters(target)
+        for key, value in spec.items():
+            if not _dim_names(value) & names:
+                continue
+            if key in kwargs:
+                inputs.append(("kwarg", key))
+            elif key in parameters and parameters.index(key) < len(target.args):
+                inputs.append(("arg", parameters.index(key)))
+    elif isinstance(spec, (list, tuple)):
+        for position, value in enumerate(spec):
+            if _dim_names(value) & names:
+                inputs.append(("arg", position) if position < len(target.args) else ("kwarg", None))
+    return inputs
+
+
+def _place_on_examples(finding: dict, target: Target, inputs: list[tuple[str, object]]) -> None:
+    """Puts a finding about example inputs on the first of `inputs`: its element of a literal
+    `example_args` tuple or its key of a literal `example_kwargs` dict, else the binding's line;
+    without inputs, on `example_args`."""
+    side, which = inputs[0] if inputs else ("arg", None)
+    binding = target.kwargs_binding if side == "kwarg" and target.kwargs_binding else target.args_binding
+    if binding is None:
+        return
+    file, name = binding
+    node = _binding_node(file, name)
+    finding["file"] = os.path.abspath(file)
+    if node is None:
+        finding["line"] = 1
+        return
+    value = getattr(node, "value", None)
+    place = node
+    if side == "arg" and isinstance(which, int) and isinstance(value, (ast.Tuple, ast.List)):
+        if which < len(value.elts) and not any(isinstance(e, ast.Starred) for e in value.elts[: which + 1]):
+            place = value.elts[which]
+    elif side == "kwarg" and isinstance(value, ast.Dict):
+        for key_node, value_node in zip(value.keys, value.values, strict=True):
+            if isinstance(key_node, ast.Constant) and key_node.value == which:
+                place = value_node
+    if place is node:
+        finding.update(line=node.lineno, column=None, end_line=None, end_column=None)
+    else:
+        finding.update(line=place.lineno, column=place.col_offset, end_line=place.end_lineno, end_column=place.end_col_offset)
+
+
+_UNREGISTERED = (
+    ("input", re.compile(r"Unsupported input type <class '([^']+)'>")),
+    ("output", re.compile(r"Found <class '([^']+)'> in output, which is not a known type")),
+    ("any", re.compile(r"<class '([^']+)'>[^\n]*? is not a known type")),
+)
+
+
+def unregistered_type(text: str) -> tuple[str, str] | None:
+    """("input" | "output" | "any", qualified class name) of an exporter error about a type
+    pytree cannot flatten (pytorch #147400), else None."""
+    for side, pattern in _UNREGISTERED:
+        match = pattern.search(text)
+        if match is not None:
+            return side, match.group(1)
+    return None
+
+
+def _holds_type(value, name: str, depth: int = 0) -> bool:
+    if depth > 8:
+        return False
+    cls = type(value)
+    if f"{cls.__module__}.{cls.__qualname__}" == name or cls.__qualname__ == name:
+        return True
+    if isinstance(value, dict):
+        return any(_holds_type(v, name, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_type(v, name, depth + 1) for v in value)
+    return False
+
+
+def _return_location(target: Target, name: str, workspace: Workspace) -> dict | None:
+    """The `return` of the model's forward that most likely builds an instance of `name`."""
+    try:
+        function = inspect.unwrap(type(target.model).forward)
+        file = inspect.getsourcefile(function)
+        lines, start = inspect.getsourcelines(function)
+    except (TypeError, OSError, AttributeError):
+        return None
+    if not file or not workspace.contains(file):
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError:
+        return None
+    returns = [node for node in ast.walk(tree) if isinstance(node, ast.Return) and node.value is not None]
+    if not returns:
+        return None
+    short = name.rsplit(".", 1)[-1]
+    chosen = next(
+        (node for node in returns if any(getattr(n, "id", getattr(n, "attr", None)) == short for n in ast.walk(node))),
+        returns[-1],
+    )
+    return {"file": os.path.abspath(file), "line": start + chosen.lineno - 1}
+
+
+def _unregistered_finding(finding, side: str, name: str, target: Target, workspace: Workspace) -> dict:
+    short = name.rsplit(".", 1)[-1]
+    register = (
+        f"register it with torch.export.register_dataclass({short}) (a dataclass) or "
+        f"torch.utils._pytree.register_pytree_node({short}, ...)"
+    )
+    inputs: list[tuple[str, object]] = [("arg", i) for i, value in enumerate(target.args) if _holds_type(value, name)]
+    if isinstance(target.kwargs, dict):
+        inputs += [("kwarg", key) for key, value in target.kwargs.items() if _holds_type(value, name)]
+    if side == "output" or (side == "any" and not inputs):
+        where = _return_location(target, name, workspace)
+        message = f"forward returns a {short}, a type torch.export cannot flatten (not a registered pytree node): {register}"
+        if where is not None or side == "output":
+            return finding("PT404", _clip(message), where)
+    out = finding(
+        "PT404",
+        _clip(f"the example input's type {short} is one torch.export cannot flatten (not a registered pytree node): {register}"),
+        None,
+    )
+    _place_on_examples(out, target, inputs)
+    return out
 
 
 # -- fake kernels ---------------------------------------------------------------------------

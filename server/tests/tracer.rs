@@ -697,3 +697,235 @@ example_args = (torch.randn(8),)
     assert_eq!(codes, [(4, "PT301")], "{found:#?}\n{}", run.stderr);
     assert_clean(tmp.path());
 }
+
+/// The exporter's "You marked batch as dynamic but your code specialized it to be a constant
+/// (1)" is the example's size, not the model: PT405 on the example, where the static rule says
+/// the same (one diagnostic, confirmed by the trace, with the example-size fix), and no PT401 on
+/// `dynamic_shapes`. A size hidden from the static analysis (built by a helper) is the trace's
+/// alone.
+#[test]
+fn a_dimension_specialized_by_a_size_one_example_is_pt405_on_the_example() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let literal = r#"import torch
+from torch.export import Dim
+
+
+class M(torch.nn.Module):
+    def forward(self, x, y):
+        return x * 2 + y.sum()
+
+
+model = M().eval()
+example_args = (
+    torch.randn(4),
+    torch.randn(1, 3),
+)
+dynamic_shapes = {"x": None, "y": {0: Dim("batch")}}
+"#;
+    let helper = r#"import torch
+from torch.export import Dim
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def examples(batch):
+    return (torch.randn(batch, 3),)
+
+
+model = M().eval()
+example_args = examples(0)
+dynamic_shapes = {"x": {0: Dim("batch")}}
+"#;
+    fs::write(project.path().join("literal.py"), literal).unwrap();
+    fs::write(project.path().join("helper.py"), helper).unwrap();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+            "literal.py",
+            "helper.py",
+        ],
+    );
+    let report = run.json();
+    let summary: Vec<(String, u64, String, String)> = report
+        .iter()
+        .map(|item| {
+            (
+                item["file"].as_str().unwrap().to_owned(),
+                item["line"].as_u64().unwrap(),
+                item["code"].as_str().unwrap().to_owned(),
+                item["source"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("helper.py", 15, "PT405", "trace"),
+        ("literal.py", 13, "PT405", "static+trace"),
+    ];
+    let mut sorted = summary.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted
+            .iter()
+            .map(|(f, l, c, s)| (f.as_str(), *l, c.as_str(), s.as_str()))
+            .collect::<Vec<_>>(),
+        expected,
+        "{report:#?}\n{}",
+        run.stderr
+    );
+    let literal_fix = report
+        .iter()
+        .find(|item| item["file"] == "literal.py")
+        .map(|item| item["fix"].clone())
+        .unwrap();
+    assert_eq!(literal_fix["edits"][0]["content"], "2", "{literal_fix:#?}");
+    let helper_item = report
+        .iter()
+        .find(|item| item["file"] == "helper.py")
+        .unwrap();
+    assert!(
+        helper_item["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("`batch`") && message.contains("2 or more")),
+        "{helper_item:#?}"
+    );
+    assert_clean(tmp.path());
+}
+
+/// An input or output pytree cannot flatten (pytorch #147400: an unregistered dataclass) is
+/// PT404: on the example's element of `example_args`, or on the `return` of `forward` that
+/// builds it, never PT501 on `model`.
+#[test]
+fn a_type_export_cannot_flatten_is_pt404_where_it_enters_or_leaves() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    // The instance is built by a helper (`make`), in the input and in the output.
+    let body = r"from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Pair:
+    a: int
+    b: int
+
+
+def make(kind):
+    return kind(1, 2)
+
+
+class In(torch.nn.Module):
+    def forward(self, x, pair):
+        return x + pair.a
+
+
+class Out(torch.nn.Module):
+    def forward(self, x):
+        y = x + 1
+        return make(Pair)
+
+
+";
+    let input =
+        format!("{body}model = In()\nexample_args = (\n    torch.randn(2),\n    make(Pair),\n)\n");
+    let output = format!("{body}model = Out()\nexample_args = (torch.randn(2),)\n");
+    fs::write(project.path().join("input.py"), input).unwrap();
+    fs::write(project.path().join("output.py"), output).unwrap();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+            "input.py",
+            "output.py",
+        ],
+    );
+    let mut found = traced(&run.json());
+    found.sort();
+    let codes: Vec<(&str, u32, &str)> = found
+        .iter()
+        .map(|(file, line, code, _)| (file.as_str(), *line, code.as_str()))
+        .collect();
+    assert_eq!(
+        codes,
+        [("input.py", 30, "PT404"), ("output.py", 24, "PT404")],
+        "{found:#?}\n{}",
+        run.stderr
+    );
+    assert!(
+        found[0].3.contains("register_dataclass(Pair)"),
+        "{found:#?}"
+    );
+    assert_clean(tmp.path());
+}
+
+/// A guard added inside a `torch.cond` branch (pytorch #147991), non-strict: draft_export
+/// cannot place it, and the export's own `guard_added` event, on the branch's input, says
+/// where: the `torch._check` line, not `dynamic_shapes`.
+#[test]
+fn a_guard_in_a_cond_branch_is_placed_by_the_exports_own_guard_events() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let body = r#"import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        def true_fn(x):
+            torch._check(x.shape[1] > 5)
+            return x + 1
+
+        def false_fn(x):
+            return x + 2
+
+        return torch.cond(x.shape[1] > 5, true_fn, false_fn, (x,))
+
+
+model = M()
+example_args = (torch.rand(2, 700, 12),)
+dynamic_shapes = {"x": {0: torch.export.Dim("b"), 1: torch.export.Dim("s")}}
+"#;
+    fs::write(project.path().join("branch.py"), body).unwrap();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+            "branch.py",
+        ],
+    );
+    let found = traced(&run.json());
+    let codes: Vec<(u32, &str)> = found
+        .iter()
+        .map(|(_, line, code, _)| (*line, code.as_str()))
+        .collect();
+    assert_eq!(codes, [(7, "PT401")], "{found:#?}\n{}", run.stderr);
+    assert_clean(tmp.path());
+}

@@ -119,3 +119,116 @@ def test_every_code_the_worker_names_is_in_its_rule_list():
     source = (HERE.parent / "worker.py").read_text()
     named = set(re.findall(r'"(PT\d{3})"', source))
     assert named == set(worker.RULES), named ^ set(worker.RULES)
+
+
+class UserError(Exception):
+    """Stands for torch's UserError: `error_type.name` says which."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.error_type = type("ErrorType", (), {"name": kind})()
+
+
+class Dim:
+    """Stands for torch.export.Dim: export names a dimension by `__name__`."""
+
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+
+
+class TwoInputs:
+    def forward(self, x, y):
+        return x, y
+
+
+def _entry(tmp_path: Path, source: str) -> tuple[worker.Workspace, worker.Target]:
+    path = tmp_path / "model.py"
+    path.write_text(source)
+    workspace = worker.Workspace(str(path), [str(tmp_path)])
+    target = worker.Target()
+    target.model = TwoInputs()
+    target.model_binding = (str(path), "model")
+    target.args_binding = (str(path), "example_args")
+    target.spec_binding = (str(path), "dynamic_shapes")
+    return workspace, target
+
+
+def test_a_dim_specialized_to_0_or_1_is_the_example_size_and_nothing_else_is():
+    assert worker.example_size_specializations(text("constraint_size_one")) == {"batch": 1}
+    assert worker.example_size_specializations(text("constraint_size_zero")) == {"batch": 0}
+    # A constant the model's own code forces, or a guard on a range, stays a PT401.
+    assert worker.example_size_specializations(text("constraint_spec")) == {}
+    assert worker.example_size_specializations(text("constraint_mul")) == {}
+
+
+def test_a_batch_of_one_is_pt405_on_its_example_with_torchs_constant_kept_for_the_fix(tmp_path):
+    workspace, target = _entry(
+        tmp_path,
+        "model = M()\n"
+        "example_args = (\n"
+        "    torch.randn(4),\n"
+        "    torch.randn(1, 3),\n"
+        ")\n"
+        'dynamic_shapes = {"x": None, "y": {0: Dim("batch")}}\n',
+    )
+    target.args = (object(), object())
+    target.dynamic_shapes = {"x": None, "y": {0: Dim("batch")}}
+    found = worker.classify(UserError(text("constraint_size_one"), "CONSTRAINT_VIOLATION"), target, workspace, {})
+    assert found["code"] == "PT405"
+    assert (found["file"], found["line"]) == (str(tmp_path / "model.py"), 4)
+    assert "`batch`" in found["message"] and "2 or more" in found["message"]
+    assert found["fixes"] == [{"dim": "batch", "text": "batch = 1", "kind": "constant", "value": 1}]
+    # A constant other than 0 or 1 is the model's doing: PT401 on dynamic_shapes, as before.
+    found = worker.classify(UserError(text("constraint_spec"), "CONSTRAINT_VIOLATION"), target, workspace, {})
+    assert found["code"] == "PT401"
+
+
+def test_a_size_one_keyword_example_is_pt405_on_its_key_of_example_kwargs(tmp_path):
+    workspace, target = _entry(
+        tmp_path,
+        "model = M()\nexample_args = (torch.randn(4),)\nexample_kwargs = {\n    'y': torch.randn(1, 3),\n}\n",
+    )
+    target.kwargs_binding = (str(tmp_path / "model.py"), "example_kwargs")
+    target.args = (object(),)
+    target.kwargs = {"y": object()}
+    target.dynamic_shapes = {"x": None, "y": {0: Dim("batch")}}
+    found = worker.classify(UserError(text("constraint_size_zero"), "CONSTRAINT_VIOLATION"), target, workspace, {})
+    assert (found["code"], found["line"]) == ("PT405", 4)
+
+
+def test_a_type_pytree_cannot_flatten_is_named_with_its_side():
+    assert worker.unregistered_type(text("unregistered_input")) == (
+        "input",
+        "pt147400_unregistered_dataclass.MyStaticInput",
+    )
+    assert worker.unregistered_type(text("unregistered_output")) == (
+        "output",
+        "pt147400_unregistered_dataclass.MyStaticInput",
+    )
+    assert worker.unregistered_type(text("missing_fake")) is None
+
+
+class MyStaticInput:
+    pass
+
+
+def test_an_unregistered_example_input_is_pt404_on_its_element_of_example_args(tmp_path):
+    workspace, target = _entry(tmp_path, "model = M()\nexample_args = (\n    x,\n    MyStaticInput(1, 2),\n)\n")
+    target.args = (1.0, [MyStaticInput()])
+    message = text("unregistered_input").replace("pt147400_unregistered_dataclass", __name__)
+    found = worker.classify(ValueError(message), target, workspace, {})
+    assert (found["code"], found["line"]) == ("PT404", 4)
+    assert "register_dataclass(MyStaticInput)" in found["message"]
+
+
+def test_an_example_size_the_dim_rejects_is_a_conflict_of_the_example():
+    message, key = worker.example_size_conflict("16 not in range [2, 8]")
+    assert key is None and "[2, 8]" in message
+    hint = (
+        "Found the following conflicts between user-specified ranges and inferred ranges from model tracing: "
+        "- Received user-specified dim hint Dim.DYNAMIC(min=None, max=None), but export 0/1 specialized due to "
+        "hint of 1 for dimension inputs['x'].shape[1]."
+    )
+    message, key = worker.example_size_conflict(hint)
+    assert key == "x" and "size 1" in message
+    assert worker.example_size_conflict(text("constraint_mul")) is None
