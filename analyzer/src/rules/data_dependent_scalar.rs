@@ -94,6 +94,12 @@ pub(crate) fn check(checker: &mut Checker) {
             // Measured: non-strict export fails on `int(t)` / `float(t)` even in plain
             // arithmetic; strict export captures the scalar.
             EventKind::Scalar {
+                value: Value::DataScalar(_),
+                usage: ScalarUse::Conversion,
+            } if !strict => format!(
+                "`{text}` asks for the value of a number read from tensor data, which non-strict export cannot do; keep it a tensor, or export with `strict=True`"
+            ),
+            EventKind::Scalar {
                 usage: ScalarUse::Conversion,
                 ..
             } if !strict => format!(

@@ -1652,6 +1652,18 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     );
                     Value::DataScalar(Interval::default())
                 }
+                // `int()` of a number read from tensor data asks the symbolic integer for its
+                // value: non-strict export fails there (the rule knows the mode).
+                Value::DataScalar(interval) if name == "int" => {
+                    self.record(
+                        EventKind::Scalar {
+                            value: Value::DataScalar(interval),
+                            usage: ScalarUse::Conversion,
+                        },
+                        call.range(),
+                    );
+                    Value::DataScalar(interval)
+                }
                 Value::DataScalar(interval) => Value::DataScalar(interval),
                 size @ Value::Size { .. } => size,
                 _ => Value::Unknown,
