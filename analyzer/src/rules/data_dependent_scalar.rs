@@ -69,10 +69,16 @@ pub(crate) fn check(checker: &mut Checker) {
                         ..
                     }),
                 context,
-            } if *context != BoolContext::Assert => format!(
-                "{} on `{text}`, a number read from tensor data: the exporter cannot decide it; keep it a tensor (`torch.where`) or bound it with `torch._check`",
-                context.describe()
-            ),
+            } if *context != BoolContext::Assert
+                // Measured on torch 2.15: strict export captures `bool()` of a data-dependent
+                // number as a symbolic boolean; only a branch on it fails (a later event).
+                && !(strict && *context == BoolContext::BoolCall) =>
+            {
+                format!(
+                    "{} on `{text}`, a number read from tensor data: the exporter cannot decide it; keep it a tensor (`torch.where`) or bound it with `torch._check`",
+                    context.describe()
+                )
+            }
             EventKind::Scalar {
                 value: Value::DataScalar(_),
                 usage: ScalarUse::Range,
@@ -87,6 +93,12 @@ pub(crate) fn check(checker: &mut Checker) {
             ),
             // Measured: non-strict export fails on `int(t)` / `float(t)` even in plain
             // arithmetic; strict export captures the scalar.
+            EventKind::Scalar {
+                value: Value::DataScalar(_),
+                usage: ScalarUse::Conversion,
+            } if !strict => format!(
+                "`{text}` asks for the value of a number read from tensor data, which non-strict export cannot do; keep it a tensor, or export with `strict=True`"
+            ),
             EventKind::Scalar {
                 usage: ScalarUse::Conversion,
                 ..

@@ -1652,15 +1652,39 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     );
                     Value::DataScalar(Interval::default())
                 }
+                // `int()` of a number read from tensor data asks the symbolic integer for its
+                // value: non-strict export fails there (the rule knows the mode).
+                Value::DataScalar(interval) if name == "int" => {
+                    self.record(
+                        EventKind::Scalar {
+                            value: Value::DataScalar(interval),
+                            usage: ScalarUse::Conversion,
+                        },
+                        call.range(),
+                    );
+                    Value::DataScalar(interval)
+                }
                 Value::DataScalar(interval) => Value::DataScalar(interval),
                 size @ Value::Size { .. } => size,
                 _ => Value::Unknown,
             },
             "bool" => {
+                // Non-strict export fails at `bool()` itself (the rules say so from the event);
+                // strict export captures a symbolic boolean, which fails only where it decides
+                // control flow: the result carries the guard to that use.
+                let result = match &first {
+                    Value::DataScalar(interval) => Value::Guard(Guard {
+                        kind: GuardKind::Data,
+                        decided: interval.decide(CompareOp::NotEq, 0.0).is_some(),
+                        suggestion: None,
+                    }),
+                    Value::Guard(guard) if matches!(guard.kind, GuardKind::Data) => first.clone(),
+                    _ => Value::Unknown,
+                };
                 if let Some(argument) = call.arguments.args.first() {
                     self.record_truthiness(first, argument, BoolContext::BoolCall);
                 }
-                Value::Unknown
+                result
             }
             "len" => match first {
                 Value::Tensor(info) => {
@@ -1794,6 +1818,18 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             matches!(op.definition, OpDefinition::Decorated { function, .. } if std::ptr::eq(function, def))
         }) {
             return Value::opaque_tensor();
+        }
+        // `torch._dynamo.assume_constant_result` runs the function eagerly at trace time and
+        // bakes its result in as a constant: the body is not traced, and what the caller
+        // decides on the result is decided once, with no guard.
+        if def.decorator_list.iter().any(|decorator| {
+            let callee = match &decorator.expression {
+                Expr::Call(call) => &*call.func,
+                other => other,
+            };
+            names::dotted(callee).is_some_and(|name| name.ends_with("assume_constant_result"))
+        }) {
+            return Value::Unknown;
         }
         let file = self.model.functions[function].file;
         if file != 0
