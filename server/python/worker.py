@@ -2024,7 +2024,7 @@ def example_size_conflict(text: str) -> tuple[str, str | None] | None:
 def _all_dims(target: Target) -> set[str]:
     spec = target.dynamic_shapes
     values = spec.values() if isinstance(spec, dict) else spec if isinstance(spec, (list, tuple)) else []
-    return set().union(set(), *(_dim_names(value) for value in values))
+    return set().union(set(), *(_spec_dim_names(value) for value in values))
 
 
 def _inputs_named(target: Target, key: str) -> list[tuple[str, object]]:
@@ -2036,12 +2036,12 @@ def _inputs_named(target: Target, key: str) -> list[tuple[str, object]]:
     return []
 
 
-def _dim_names(spec) -> set[str]:
+def _spec_dim_names(spec) -> set[str]:
     """Names of the `Dim`s in one input's dynamic_shapes entry, at any depth."""
     if isinstance(spec, dict):
-        return set().union(set(), *(_dim_names(value) for value in spec.values()))
+        return set().union(set(), *(_spec_dim_names(value) for value in spec.values()))
     if isinstance(spec, (list, tuple)):
-        return set().union(set(), *(_dim_names(value) for value in spec))
+        return set().union(set(), *(_spec_dim_names(value) for value in spec))
     name = getattr(spec, "__name__", None)
     return {name} if isinstance(name, str) else set()
 
@@ -2066,7 +2066,7 @@ def _inputs_with_dims(target: Target, names: set[str]) -> list[tuple[str, object
     if isinstance(spec, dict):
         parameters = _forward_parameters(target)
         for key, value in spec.items():
-            if not _dim_names(value) & names:
+            if not _spec_dim_names(value) & names:
                 continue
             if key in kwargs:
                 inputs.append(("kwarg", key))
@@ -2074,7 +2074,7 @@ def _inputs_with_dims(target: Target, names: set[str]) -> list[tuple[str, object
                 inputs.append(("arg", parameters.index(key)))
     elif isinstance(spec, (list, tuple)):
         for position, value in enumerate(spec):
-            if _dim_names(value) & names:
+            if _spec_dim_names(value) & names:
                 inputs.append(("arg", position) if position < len(target.args) else ("kwarg", None))
     return inputs
 
