@@ -393,35 +393,34 @@ pub fn outline(file: SourceFile<'_>, workspace: &WorkspaceIndex) -> Vec<OutlineS
                 });
             }
             ast::Stmt::Assign(ast::StmtAssign { targets, range, .. }) => {
-                for target in targets {
-                    if let ast::Expr::Name(name) = target {
-                        if ENTRYPOINT_BINDINGS.contains(&name.id.as_str()) {
-                            symbols.push(OutlineSymbol {
-                                name: name.id.to_string(),
-                                kind: OutlineKind::Entrypoint,
-                                range: *range,
-                                name_range: name.range,
-                                children: Vec::new(),
-                            });
-                        }
-                    }
-                }
+                entrypoint_bindings(targets.iter(), *range, &mut symbols);
             }
             ast::Stmt::AnnAssign(ast::StmtAnnAssign { target, range, .. }) => {
-                if let ast::Expr::Name(name) = target.as_ref() {
-                    if ENTRYPOINT_BINDINGS.contains(&name.id.as_str()) {
-                        symbols.push(OutlineSymbol {
-                            name: name.id.to_string(),
-                            kind: OutlineKind::Entrypoint,
-                            range: *range,
-                            name_range: name.range,
-                            children: Vec::new(),
-                        });
-                    }
-                }
+                entrypoint_bindings(std::iter::once(target.as_ref()), *range, &mut symbols);
             }
             _ => {}
         }
     }
     symbols
+}
+
+/// The entrypoint names (`model`, `example_args`, ...) that an assignment's `targets` bind.
+fn entrypoint_bindings<'a>(
+    targets: impl Iterator<Item = &'a syntax::ast::Expr>,
+    range: TextRange,
+    symbols: &mut Vec<OutlineSymbol>,
+) {
+    for target in targets {
+        if let syntax::ast::Expr::Name(name) = target {
+            if ENTRYPOINT_BINDINGS.contains(&name.id.as_str()) {
+                symbols.push(OutlineSymbol {
+                    name: name.id.to_string(),
+                    kind: OutlineKind::Entrypoint,
+                    range,
+                    name_range: name.range,
+                    children: Vec::new(),
+                });
+            }
+        }
+    }
 }

@@ -480,7 +480,7 @@ impl Tracing<'_> {
                     (
                         reported.source != output::Source::Trace,
                         (
-                            reported.diagnostic.rule,
+                            tracer::diagnostics::merge_code(reported.diagnostic.rule.code()),
                             lines.line_column(reported.diagnostic.range.start()).line,
                         ),
                     )

@@ -157,6 +157,7 @@ pub fn merge(statics: &[lsp::Diagnostic], traced: &[lsp::Diagnostic]) -> Vec<lsp
                     Some(NumberOrString::Number(number)) => number.to_string(),
                     None => String::new(),
                 };
+                let code = crate::tracer::diagnostics::merge_code(&code).to_owned();
                 (!is_traced(item), (code, item.range.start.line))
             },
             confirm,

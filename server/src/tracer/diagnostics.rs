@@ -341,6 +341,17 @@ pub fn merge_traced<T, K: PartialEq>(
     }
 }
 
+/// The code under which a diagnostic is matched with the other pass's. The exporter sees a
+/// guard on data, and cannot always tell whether the data was a tensor compared (PT101), a
+/// number read with `.item()` (PT102) or a data-dependent size (PT103); the static pass can.
+/// So on one line these are one problem, and the static diagnostic's code is kept.
+pub fn merge_code(code: &str) -> &str {
+    match code {
+        "PT102" | "PT103" => "PT101",
+        other => other,
+    }
+}
+
 /// Whether a confirmed diagnostic takes the trace's fix instead of its own: where it has none,
 /// or where the trace's is the exporter's own statement of what its trace needs (`Safe`, torch's
 /// suggested `dynamic_shapes`) and its own is a guess (`Unsafe` or display-only).
