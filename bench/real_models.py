@@ -117,7 +117,7 @@ model = torchvision.models.optical_flow.raft_small(weights=None).eval()
 example_args = (torch.randn(1, 3, 128, 128), torch.randn(1, 3, 128, 128))
 """,
     ),
-    "tv_fasterrcnn": (TV, detection("fasterrcnn_mobilenet_v3_large_320fpn")),
+    "tv_fasterrcnn": (TV, detection("fasterrcnn_mobilenet_v3_large_320_fpn")),
     "tv_ssdlite": (TV, detection("ssdlite320_mobilenet_v3_large")),
     "tv_fcos": (TV, detection("fcos_resnet50_fpn")),
     "timm_resnet18": (TIMM, timm_model("resnet18", shape="2, 3, 64, 64", dynamic='{0: Dim("batch")}')),
