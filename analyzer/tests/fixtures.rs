@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pt2lsp_analyzer::{
-    LineIndex, ModuleSource, Settings, SourceFile, WorkspaceIndex, WorkspaceSources, check,
+    LineIndex, ModuleSource, Report, Settings, SourceFile, WorkspaceIndex, WorkspaceSources, check,
     check_and_summarize, check_file,
 };
 
@@ -172,9 +172,29 @@ impl WorkspaceSources for ProjectSources {
     }
 }
 
+/// A project file as the analysis sees it.
+fn source_file<'a>(
+    (_, module, is_package): &'a (PathBuf, String, bool),
+    text: &'a str,
+) -> SourceFile<'a> {
+    SourceFile {
+        text,
+        module: Some(module),
+        is_package: *is_package,
+    }
+}
+
+/// One file of a fixture project, checked with the whole project as its workspace.
+struct CheckedFile {
+    path: PathBuf,
+    module: String,
+    text: String,
+    report: Report,
+}
+
 /// Checks one project as a workspace the way the CLI does: every file summarised, then every
 /// file checked against the index with the others' texts at hand.
-fn project_mismatches(root: &Path, name: &str, failures: &mut Vec<String>) {
+fn check_project(root: &Path) -> Vec<CheckedFile> {
     let files = project_files(root);
     let texts: Vec<String> = files
         .iter()
@@ -184,41 +204,47 @@ fn project_mismatches(root: &Path, name: &str, failures: &mut Vec<String>) {
     let summaries: Vec<_> = files
         .iter()
         .zip(&texts)
-        .map(|((_, module, is_package), text)| {
-            let file = SourceFile {
-                text,
-                module: Some(module),
-                is_package: *is_package,
-            };
-            check_and_summarize(file, &settings).1
-        })
+        .map(|(file, text)| check_and_summarize(source_file(file, text), &settings).1)
         .collect();
     let sources = ProjectSources(
         files
             .iter()
             .zip(&texts)
             .map(|((path, module, is_package), text)| {
-                (
-                    module.clone(),
-                    ModuleSource {
-                        text: Arc::from(text.as_str()),
-                        is_package: *is_package,
-                        path: path.clone(),
-                    },
-                )
+                let source = ModuleSource {
+                    text: Arc::from(text.as_str()),
+                    is_package: *is_package,
+                    path: path.clone(),
+                };
+                (module.clone(), source)
             })
             .collect(),
     );
     let workspace = WorkspaceIndex::new(&summaries)
         .with_sources(Arc::new(sources))
         .with_program_cache();
-    for ((path, module, is_package), text) in files.iter().zip(&texts) {
-        let file = SourceFile {
+    let reports: Vec<Report> = files
+        .iter()
+        .zip(&texts)
+        .map(|(file, text)| check_file(source_file(file, text), &settings, &workspace))
+        .collect();
+    files
+        .into_iter()
+        .zip(texts)
+        .zip(reports)
+        .map(|(((path, module, _), text), report)| CheckedFile {
+            path,
+            module,
             text,
-            module: Some(module),
-            is_package: *is_package,
-        };
-        let report = check_file(file, &settings, &workspace);
+            report,
+        })
+        .collect()
+}
+
+/// What one project's files report that their marks do not say, and the reverse.
+fn project_mismatches(root: &Path, name: &str, failures: &mut Vec<String>) {
+    for checked in check_project(root) {
+        let (path, text, report) = (&checked.path, checked.text.as_str(), &checked.report);
         let index = LineIndex::new(text);
         let actual: BTreeSet<Mark> = report
             .diagnostics
@@ -299,52 +325,11 @@ fn projects_match_their_inline_expectations() {
 #[test]
 fn a_diagnostic_in_a_helper_names_the_path_from_the_entrypoint() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects/three_files");
-    let files = project_files(&root);
-    let texts: Vec<String> = files
-        .iter()
-        .map(|(path, _, _)| std::fs::read_to_string(path).expect("fixture is UTF-8"))
-        .collect();
-    let settings = Settings::default();
-    let summaries: Vec<_> = files
-        .iter()
-        .zip(&texts)
-        .map(|((_, module, is_package), text)| {
-            let file = SourceFile {
-                text,
-                module: Some(module),
-                is_package: *is_package,
-            };
-            check_and_summarize(file, &settings).1
-        })
-        .collect();
-    let sources = ProjectSources(
-        files
-            .iter()
-            .zip(&texts)
-            .map(|((path, module, is_package), text)| {
-                let source = ModuleSource {
-                    text: Arc::from(text.as_str()),
-                    is_package: *is_package,
-                    path: path.clone(),
-                };
-                (module.clone(), source)
-            })
-            .collect(),
-    );
-    let workspace = WorkspaceIndex::new(&summaries)
-        .with_sources(Arc::new(sources))
-        .with_program_cache();
-    let (at, _) = files
-        .iter()
-        .enumerate()
-        .find(|(_, (_, module, _))| module == "mymodels.helpers")
+    let helper = check_project(&root)
+        .into_iter()
+        .find(|checked| checked.module == "mymodels.helpers")
         .expect("the helper file");
-    let file = SourceFile {
-        text: &texts[at],
-        module: Some("mymodels.helpers"),
-        is_package: false,
-    };
-    let report = check_file(file, &settings, &workspace);
+    let report = &helper.report;
     let related = &report.diagnostics[0].related;
     let shown: Vec<(String, u32)> = related
         .iter()
