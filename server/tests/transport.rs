@@ -176,9 +176,9 @@ async fn the_end_of_input_inside_a_body_exits_with_a_failure() {
     let response = client.request("shutdown", Value::Null).await;
     assert_eq!(response["result"], Value::Null, "{response}");
     let whole = frame(&request(60), 0);
-    client.send_bytes(&whole[..whole.len() / 2]).await;
-    client.close_input().await;
-    assert_eq!(exit_code(&mut child).await, Some(1));
+    client.send_bytes_and_close(&whole[..whole.len() / 2]).await;
+    let code = exit_code(&mut child).await;
     let stderr = stderr(&mut child).await;
+    assert_eq!(code, Some(1), "stderr: {stderr}");
     assert!(stderr.contains("inside a message"), "stderr: {stderr}");
 }

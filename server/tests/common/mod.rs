@@ -72,9 +72,13 @@ impl TestClient {
         let _ = writer.flush().await;
     }
 
-    /// Closes the server's input, as a client that dies does; later writes go nowhere.
-    pub async fn close_input(&self) {
+    /// Sends `bytes` and closes the server's input right after, as a client that dies
+    /// mid-write does; later writes go nowhere. One hold of the writer: an answer this client
+    /// gives to a server request meanwhile can never land between the two.
+    pub async fn send_bytes_and_close(&self, bytes: &[u8]) {
         let mut writer = self.writer.lock().await;
+        let _ = writer.write_all(bytes).await;
+        let _ = writer.flush().await;
         let _ = writer.shutdown().await;
         *writer = Box::new(tokio::io::sink());
     }
