@@ -59,7 +59,7 @@ if [ -d tests/python ]; then
 fi
 
 step "Python package: build the wheel, install it into a fresh venv, test the API and the command"
-# The dev profile reuses what `cargo test` compiled; a release wheel is python/build-wheel.sh.
+# The dev profile reuses what `cargo test` compiled; `pip wheel ./python` builds a release wheel.
 PT2LSP_WHEEL_PROFILE=dev scripts/test-package.sh
 
 step "Editors: the VS Code extension's tests and .vsix, the Neovim plugin against the server"

@@ -1,4 +1,5 @@
-//! `pt2lsp._native`: pt2lsp's checks as a Python API, in-process (no subprocess).
+//! `pt2lsp._native`: pt2lsp's checks as a Python API, in-process (no subprocess), and the
+//! `pt2lsp` command itself ([`main`]).
 //!
 //! A thin shell over `pt2lsp::api`: convert Python arguments in, run the check with the GIL
 //! released, convert diagnostics out. Diagnostics carry the fields, positions and names of
@@ -10,6 +11,10 @@
 use std::path::PathBuf;
 
 use pt2lsp::api;
+
+// What `server/src/main.rs` says: the analysis allocates many small syntax-tree nodes.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -380,6 +385,27 @@ impl From<api::Diagnostic> for Diagnostic {
     }
 }
 
+/// The `pt2lsp` command (`check`, `rule`, `export`, `serve`) run in this process with `args`,
+/// the program name first; returns its exit code. The console script `pt2lsp` and
+/// `python -m pt2lsp` call it, so the wheel needs no separate binary and builds with plain
+/// `pip` / `maturin`. The command runs without the GIL, on a thread with the stack the
+/// `pt2lsp` binary's main thread has on Linux, whatever stack the calling thread has.
+#[pyfunction]
+fn main(py: Python<'_>, args: Vec<std::ffi::OsString>) -> PyResult<u8> {
+    py.detach(|| {
+        std::thread::Builder::new()
+            .name("pt2lsp".to_owned())
+            .stack_size(COMMAND_STACK)
+            .spawn(move || pt2lsp::run_to_code(args))
+            .map_err(|error| PyRuntimeError::new_err(format!("cannot start pt2lsp: {error}")))?
+            .join()
+            .map_err(|_| PyRuntimeError::new_err("pt2lsp panicked; see the message above"))
+    })
+}
+
+/// 8 MiB: the main thread's stack of a Linux process, which the `pt2lsp` binary runs on.
+const COMMAND_STACK: usize = 8 * 1024 * 1024;
+
 #[pymodule]
 #[pyo3(name = "_native")]
 fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -390,5 +416,6 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Related>()?;
     module.add_function(wrap_pyfunction!(check, module)?)?;
     module.add_function(wrap_pyfunction!(check_paths, module)?)?;
+    module.add_function(wrap_pyfunction!(main, module)?)?;
     Ok(())
 }

@@ -27,7 +27,29 @@ use cli::args::{Cli, Command};
 /// Runs `pt2lsp` with `args` (the program name first, as `std::env::args_os` gives them) and
 /// returns its exit status.
 pub fn run(args: Vec<OsString>) -> ExitCode {
-    let cli = Cli::parse_from(cli::args::rewrite_check_flag(args));
+    ExitCode::from(run_to_code(args))
+}
+
+/// [`run`], with the exit status as a number: the Python package's `pt2lsp` command runs in
+/// its interpreter's process and hands the number to `sys.exit`. It never exits the process
+/// itself (a usage error or `--help` returns 2 or 0 like any other outcome) and flushes
+/// stdout before it returns, since no Rust runtime does it at the end of a Python process.
+pub fn run_to_code(args: Vec<OsString>) -> u8 {
+    let code = command_status(args);
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    code
+}
+
+fn command_status(args: Vec<OsString>) -> u8 {
+    let cli = match Cli::try_parse_from(cli::args::rewrite_check_flag(args)) {
+        Ok(cli) => cli,
+        Err(error) => {
+            // `--help` and `--version` print to stdout and succeed (0); usage errors go to
+            // stderr (2), as `Cli::parse_from` would do before exiting the process.
+            let _ = error.print();
+            return u8::try_from(error.exit_code()).unwrap_or(2);
+        }
+    };
     let result = match &cli.command {
         Command::Check(args) => cli::check::run(args),
         Command::Rule(args) => cli::rule::run(args),
@@ -36,20 +58,20 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             // LSP asks for exit status 1 when the client exits without `shutdown`; that is
             // the only way `run` fails once the server started, so it is not a usage error.
             return match lsp::run() {
-                Ok(()) => ExitStatus::Success.into(),
+                Ok(()) => ExitStatus::Success.code(),
                 Err(error) => {
                     eprintln!("error: {error:#}");
-                    ExitStatus::Failure.into()
+                    ExitStatus::Failure.code()
                 }
             };
         }
     };
     match result {
-        Ok(status) => status.into(),
+        Ok(status) => status.code(),
         Err(error) => {
             // `{:#}` prints the whole context chain on one line: "cannot read x.py: Permission denied".
             eprintln!("error: {error:#}");
-            ExitStatus::Error.into()
+            ExitStatus::Error.code()
         }
     }
 }

@@ -58,19 +58,32 @@ def test_trace_defaults_to_the_interpreter_it_was_installed_with(pt2lsp_bin: Pat
     assert (diagnostic["code"], diagnostic["line"]) == ("PT101", 8)
 
 
-def test_python_dash_m_passes_its_interpreter_to_the_tracer(pt2lsp_bin: Path, tmp_path: Path) -> None:
-    # A copy of the binary with no interpreter beside it only knows the venv's Python from
-    # PT2LSP_DEFAULT_PYTHON, which `python -m pt2lsp` sets.
+def test_the_command_passes_its_interpreter_to_the_tracer_wherever_it_is_called_from(
+    pt2lsp_bin: Path, tmp_path: Path
+) -> None:
+    # A link to the command in a directory with no interpreter (as ~/.local/bin is for
+    # `pipx` and `uv tool`), and `python -m pt2lsp`: both give the tracer the interpreter the
+    # package runs in, through PT2LSP_DEFAULT_PYTHON, with nothing in the environment to say it.
     elsewhere = tmp_path / "bin"
     elsewhere.mkdir()
-    shutil.copy(pt2lsp_bin, elsewhere / "pt2lsp")
+    (elsewhere / "pt2lsp").symlink_to(pt2lsp_bin)
     shutil.copy(TRACED_FIXTURE, tmp_path / "if_sum.py")
     args = ["check", "--trace", "--format", "json", "if_sum.py"]
-    env = clean_env(PT2LSP_DEFAULT_PYTHON=sys.executable)
-    [diagnostic] = traced(run([elsewhere / "pt2lsp", *args], cwd=tmp_path, env=env))
+    [diagnostic] = traced(run([elsewhere / "pt2lsp", *args], cwd=tmp_path))
     assert diagnostic["code"] == "PT101"
     [diagnostic] = traced(run([sys.executable, "-m", "pt2lsp", *args], cwd=tmp_path))
     assert diagnostic["code"] == "PT101"
+
+
+def test_help_and_usage_errors_return_their_codes_without_a_traceback(pt2lsp_bin: Path) -> None:
+    # The command runs inside Python: clap's exits become return codes, never a SystemExit
+    # traceback or a lost line of output.
+    help_text = run([pt2lsp_bin, "check", "--help"])
+    assert help_text.returncode == 0 and "--fix" in help_text.stdout
+    assert "Traceback" not in help_text.stderr
+    usage = run([pt2lsp_bin, "no-such-command"])
+    assert usage.returncode == 2 and "no-such-command" in usage.stderr
+    assert "Traceback" not in usage.stderr
 
 
 def message(body: dict) -> bytes:

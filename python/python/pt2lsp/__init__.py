@@ -10,8 +10,9 @@ the ``pt2lsp check`` command::
 
     pt2lsp.check_paths(["models/"])  # like `pt2lsp check models/`, pyproject.toml included
 
-The ``pt2lsp`` command itself (``check``, ``rule``, ``serve``) is installed beside the
-interpreter; :func:`find_pt2lsp_bin` finds it, and ``python -m pt2lsp`` runs it.
+The ``pt2lsp`` command itself (``check``, ``rule``, ``export``, ``serve``) is installed beside
+the interpreter as a console script that runs it in-process; :func:`find_pt2lsp_bin` finds
+it, and ``python -m pt2lsp`` runs the same command.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def find_pt2lsp_bin() -> str:
     searched = ", ".join(dict.fromkeys(candidates))
     raise FileNotFoundError(
         f"the {name} executable is not installed beside the pt2lsp package (looked in "
-        f"{searched}); reinstall it with pip, from a wheel built by python/build-wheel.sh"
+        f"{searched}); reinstall the package with pip"
     )
 
 

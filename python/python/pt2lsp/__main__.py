@@ -1,5 +1,7 @@
-"""``python -m pt2lsp ...``: runs the installed ``pt2lsp`` command with the same arguments.
+"""The ``pt2lsp`` command: the console script pip installs and ``python -m pt2lsp`` both run it.
 
+The command (``check``, ``rule``, ``export``, ``serve``) runs in this process, from the
+extension module: the wheel is one extension and builds with plain ``pip`` or ``maturin``.
 The tracer (``check --trace``, ``serve``) then defaults to this interpreter, the one the
 package is installed in: the command reads it from ``PT2LSP_DEFAULT_PYTHON``.
 """
@@ -7,27 +9,19 @@ package is installed in: the command reads it from ``PT2LSP_DEFAULT_PYTHON``.
 from __future__ import annotations
 
 import os
-import subprocess
+import signal
 import sys
 
-from pt2lsp import find_pt2lsp_bin
+from pt2lsp import _native
 
 
 def main() -> int:
-    try:
-        binary = find_pt2lsp_bin()
-    except FileNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    env = dict(os.environ, PT2LSP_DEFAULT_PYTHON=sys.executable)
-    argv = [binary, *sys.argv[1:]]
-    if sys.platform == "win32":
-        # Windows has no exec: the child runs and its status becomes ours.
-        return subprocess.run(argv, env=env).returncode
-    # exec, not a child process: `python -m pt2lsp serve` then is the language server, with
-    # the editor's stdio and signals going straight to it.
-    os.execve(binary, argv, env)
-    return 2  # not reached: execve returns only by raising
+    os.environ["PT2LSP_DEFAULT_PYTHON"] = sys.executable
+    # Python turns Ctrl-C into KeyboardInterrupt, checked only between bytecodes: the command
+    # runs in native code, so it gets the default action back, as a native binary has.
+    if hasattr(signal, "SIGINT"):
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    return _native.main(["pt2lsp", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from typing import Literal, TypedDict, final
 
 from typing_extensions import NotRequired
 
-__all__ = ["__version__", "Diagnostic", "Fix", "Edit", "Related", "check", "check_paths"]
+__all__ = ["__version__", "Diagnostic", "Fix", "Edit", "Related", "check", "check_paths", "main"]
 
 __version__: str
 
@@ -183,3 +183,7 @@ def check_paths(
         ValueError: an unknown rule selector or a broken configuration file.
         TypeError: an argument of the wrong type.
     """
+
+def main(args: list[str]) -> int:
+    """Run the ``pt2lsp`` command in this process with ``args`` (the program name first) and
+    return its exit code: 0 no error, 1 errors found, 2 pt2lsp could not do what was asked."""

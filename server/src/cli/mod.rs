@@ -28,13 +28,20 @@ pub enum ExitStatus {
     Error,
 }
 
+impl ExitStatus {
+    /// The process exit code: 0, 1 or 2.
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Error => 2,
+        }
+    }
+}
+
 impl From<ExitStatus> for ExitCode {
     fn from(status: ExitStatus) -> Self {
-        match status {
-            ExitStatus::Success => ExitCode::SUCCESS,
-            ExitStatus::Failure => ExitCode::from(1),
-            ExitStatus::Error => ExitCode::from(2),
-        }
+        ExitCode::from(status.code())
     }
 }
 
