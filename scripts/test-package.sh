@@ -19,6 +19,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 maturin_version=1.16.0
 mypy_version=2.4.1
+pre_commit_version=4.7.0
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
@@ -58,6 +59,8 @@ site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("pureli
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$wheel"
 # mypy checks the package's types (tests/package/test_types.py): its stub against the module.
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mypy==$mypy_version"
+# pre-commit installs the hook from the repository (tests/package/test_integrations.py).
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "pre-commit==$pre_commit_version"
 
 step "pytest: the installed package"
 cd "$root"
