@@ -58,9 +58,7 @@ def test_trace_defaults_to_the_interpreter_it_was_installed_with(pt2lsp_bin: Pat
     assert (diagnostic["code"], diagnostic["line"]) == ("PT101", 8)
 
 
-def test_the_command_passes_its_interpreter_to_the_tracer_wherever_it_is_called_from(
-    pt2lsp_bin: Path, tmp_path: Path
-) -> None:
+def test_the_command_passes_its_interpreter_to_the_tracer_wherever_it_is_called_from(pt2lsp_bin: Path, tmp_path: Path) -> None:
     # A link to the command in a directory with no interpreter (as ~/.local/bin is for
     # `pipx` and `uv tool`), and `python -m pt2lsp`: both give the tracer the interpreter the
     # package runs in, through PT2LSP_DEFAULT_PYTHON, with nothing in the environment to say it.
