@@ -1,10 +1,13 @@
 -- Headless Neovim with the editors/nvim plugin, as a user has it: setup(), open a model with a
--- data-dependent `if`, see PT101 on its line, apply "Ignore PT101 on this line", see the comment
--- appear and the diagnostic go; then :Pt2Retrace and :Pt2Export answer with a message.
+-- data-dependent `if`, see PT101 on its line with its code in the virtual text and the float,
+-- apply "Ignore PT101 on this line", see the comment appear and the diagnostic go; then
+-- :Pt2Retrace runs a real trace, shown by status() while it runs and told when it ends, and
+-- :Pt2Export answers with a message.
 --
 -- Environment: PT2LSP_BIN (the server), PT2LSP_PLUGIN (editors/nvim), PT2LSP_PROJECT (a
 -- directory with pyproject.toml) and PT2LSP_FILE (a model below it), PT2LSP_LINE (0-based line
--- of the PT101). Exits 0 on success; on failure writes the reason to stderr and exits 1.
+-- of the PT101), PT2LSP_TRACE_PYTHON (a Python with torch; empty skips the trace's checks).
+-- Exits 0 on success; on failure writes the reason to stderr and exits 1.
 
 local function fail(message)
   io.stderr:write("nvim plugin test failed: " .. message .. "\n")
@@ -33,8 +36,14 @@ vim.notify = function(message, level)
   table.insert(notes, { message = message, level = level })
 end
 
+local trace_python = os.getenv("PT2LSP_TRACE_PYTHON") or ""
 vim.opt.runtimepath:prepend(plugin)
-require("pt2lsp").setup({ cmd = { bin, "serve" }, settings = { trace = "off" } })
+local settings = { trace = "off" }
+if trace_python ~= "" then
+  -- Traces run on save and on :Pt2Retrace only: the diagnostics checked first are static.
+  settings = { trace = "on-save", python = trace_python }
+end
+require("pt2lsp").setup({ cmd = { bin, "serve" }, settings = settings })
 
 vim.cmd("edit " .. vim.fn.fnameescape(file))
 local bufnr = vim.api.nvim_get_current_buf()
@@ -74,6 +83,26 @@ end
 
 check("diagnostic", vim.wait(20000, function() return pt101() ~= nil end, 20),
   "no PT101 on line " .. line .. " within 20 s; got: " .. all_codes())
+
+-- The rule code is in the virtual text (drawn in the diagnostic namespace's own extmark
+-- namespace) and in the float.
+local shown = {}
+local namespace = vim.lsp.diagnostic.get_namespace(client.id)
+local virt_text_ns = (vim.diagnostic.get_namespace(namespace).user_data or {}).virt_text_ns
+check("virtual text namespace", virt_text_ns ~= nil, "the diagnostic namespace has no virtual text namespace")
+for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(bufnr, virt_text_ns, { line, 0 }, { line, -1 }, { details = true })) do
+  for _, chunk in ipairs(mark[4].virt_text or {}) do
+    table.insert(shown, chunk[1])
+  end
+end
+check("code in virtual text", table.concat(shown):find("PT101: ", 1, true) ~= nil,
+  "the virtual text on line " .. line .. " is " .. vim.inspect(shown))
+vim.api.nvim_win_set_cursor(0, { line + 1, 0 })
+local float_buf, float_win = vim.diagnostic.open_float(bufnr, { scope = "line" })
+check("float", float_buf ~= nil, "no diagnostic float opened on line " .. line)
+local float_text = table.concat(vim.api.nvim_buf_get_lines(float_buf, 0, -1, false), "\n")
+vim.api.nvim_win_close(float_win, true)
+check("code in float", float_text:find("PT101: ", 1, true) ~= nil, "the float says " .. vim.inspect(float_text))
 
 local before = vim.api.nvim_buf_get_lines(bufnr, line, line + 1, false)[1]
 local title = "Ignore PT101 on this line"
@@ -139,7 +168,41 @@ local function command_answers(command, pattern)
   check(command, heard, "no message matching " .. pattern .. " within 10 s; got " .. vim.inspect(notes))
   io.stdout:write("   " .. notes[#notes].message .. "\n")
 end
+-- Back to the text on disk, without the suppression, which the trace's findings honour too.
+vim.cmd("silent undo")
+check("diagnostic back", vim.wait(20000, function() return pt101() ~= nil end, 20),
+  "no PT101 after undoing the suppression; got: " .. all_codes())
 command_answers("Pt2Retrace", "^pt2lsp: .*retrace")
+if trace_python ~= "" then
+  local pt2lsp = require("pt2lsp")
+  local status_seen, outcome = "", nil
+  vim.wait(180000, function()
+    local status = pt2lsp.status(bufnr)
+    if status ~= "" then
+      status_seen = status
+    end
+    for _, note in ipairs(notes) do
+      if note.message:find("^pt2lsp: Tracing transformer_block%.py") then
+        outcome = note
+      end
+    end
+    return outcome ~= nil
+  end, 10)
+  check("trace outcome told", outcome ~= nil, "no message about the trace within 180 s; got " .. vim.inspect(notes))
+  io.stdout:write("   " .. outcome.message .. "\n")
+  local title, told = outcome.message:match("^pt2lsp: (Tracing [^:]+): (.*)$")
+  check("trace outcome", told ~= nil and told:find("problems?: models/transformer_block%.py:%d") ~= nil
+    and outcome.level == vim.log.levels.WARN, vim.inspect(outcome))
+  check("status while tracing", status_seen:find("^pt2lsp: Tracing transformer_block%.py") ~= nil,
+    "status() never showed the trace; last seen " .. vim.inspect(status_seen))
+  check("status after", pt2lsp.status(bufnr) == "", "status() still says " .. pt2lsp.status(bufnr))
+  -- The same outcome again is not told twice.
+  notes = {}
+  pt2lsp.trace_ended(title, told)
+  check("same outcome quiet", #notes == 0, vim.inspect(notes))
+else
+  io.stdout:write("SKIPPED: the trace's progress (PT2LSP_TRACE_PYTHON is empty)\n")
+end
 command_answers("Pt2Export " .. vim.fn.fnameescape(project .. "/model.pt2"), "^pt2lsp: .*export")
 
 local id = client.id

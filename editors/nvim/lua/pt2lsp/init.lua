@@ -6,6 +6,10 @@
 --     cmd = { "pt2lsp", "serve" },
 --     settings = { trace = "on-save", strict = false, timeout = 60 },
 --   })
+--
+-- A running trace shows in the statusline with require("pt2lsp").status(), e.g.
+--   vim.o.statusline = "%f %{v:lua.require'pt2lsp'.status()}"
+-- and its outcome as a message when it differs from the last one (`progress = "notify"`).
 
 local M = {}
 
@@ -24,6 +28,12 @@ M.defaults = {
   settings = {},
   -- false: only add the commands, for a server started elsewhere (nvim-lspconfig, vim.lsp.config).
   autostart = true,
+  -- "notify": a trace's outcome as a message when it differs from the previous trace's (its
+  -- problems with file:line, or why it failed); "statusline": only status(); false: neither.
+  progress = "notify",
+  -- Prefix each diagnostic's virtual text and float with its rule code ("PT101: ..."), unless
+  -- the user's vim.diagnostic.config() already formats them.
+  show_codes = true,
   -- Passed on to the client as they are.
   on_attach = nil,
   capabilities = nil,
@@ -64,6 +74,119 @@ function M.find_root(path, markers)
   end
 end
 
+-- Traces in progress, by client id and progress token: their titles ("Tracing model.py").
+local running = {}
+-- The end message of the last trace of each title, to tell only what changed.
+local last_outcome = {}
+
+--- What the statusline shows: the running trace ("pt2lsp: Tracing model.py"), or "".
+function M.status(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local client = M.client(bufnr)
+  local titles = client and running[client.id] or {}
+  for _, title in pairs(titles) do
+    return "pt2lsp: " .. title
+  end
+  return ""
+end
+
+--- A trace ended with `message` ("no problems", "2 problems: a.py:5, b.py:11", "failed: why",
+--- "cancelled"): told when it differs from the last trace of the same title.
+function M.trace_ended(title, message)
+  if type(message) ~= "string" or message == "cancelled" then
+    return
+  end
+  local previous = last_outcome[title]
+  last_outcome[title] = message
+  if config.progress ~= "notify" or previous == message then
+    return
+  end
+  local level = vim.log.levels.WARN
+  if message == "no problems" then
+    level = vim.log.levels.INFO
+  elseif message:find("^failed") then
+    level = vim.log.levels.ERROR
+  end
+  notify(title .. ": " .. message, level)
+end
+
+--- The `$/progress` handler: Neovim's own (the progress it keeps for other plugins), then the
+--- trace's begin and end for status() and trace_ended().
+local function on_progress(err, result, ctx, handler_config)
+  local default = vim.lsp.handlers["$/progress"]
+  if default then
+    default(err, result, ctx, handler_config)
+  end
+  if err or type(result) ~= "table" or type(result.value) ~= "table" then
+    return
+  end
+  local token = tostring(result.token)
+  if not token:find("^pt2lsp/trace/") then
+    return
+  end
+  local titles = running[ctx.client_id] or {}
+  running[ctx.client_id] = titles
+  if result.value.kind == "begin" then
+    titles[token] = result.value.title or "Tracing"
+  elseif result.value.kind == "end" then
+    local title = titles[token] or "Tracing"
+    titles[token] = nil
+    M.trace_ended(title, result.value.message)
+  end
+  pcall(vim.cmd, "redrawstatus")
+end
+
+-- The diagnostic namespaces of pt2lsp's clients (Neovim names them by client id only).
+local our_namespaces = {}
+
+--- The rule code of a diagnostic (Neovim 0.7 keeps it under user_data.lsp only).
+local function code_of(diagnostic)
+  local lsp = diagnostic.user_data and diagnostic.user_data.lsp or {}
+  return diagnostic.code or lsp.code
+end
+
+--- "PT101: message" for pt2lsp's diagnostics; others' messages stay as they are.
+function M.format_diagnostic(diagnostic)
+  local code = code_of(diagnostic)
+  if our_namespaces[diagnostic.namespace] and code ~= nil and code ~= "" then
+    return ("%s: %s"):format(code, diagnostic.message)
+  end
+  return diagnostic.message
+end
+
+--- Shows rule codes in virtual text (per client namespace) and floats (the float reads only the
+--- global configuration), where the user has set no format of their own.
+local function show_codes(client_id)
+  local namespace = vim.lsp.diagnostic.get_namespace(client_id)
+  our_namespaces[namespace] = true
+  local global = vim.diagnostic.config() or {}
+  local function with_format(option)
+    if option == false or (type(option) == "table" and option.format ~= nil) then
+      return nil
+    end
+    local merged = type(option) == "table" and vim.deepcopy(option) or {}
+    merged.format = M.format_diagnostic
+    return merged
+  end
+  local virtual_text = with_format(global.virtual_text)
+  if virtual_text then
+    vim.diagnostic.config({ virtual_text = virtual_text }, namespace)
+  end
+  local float = with_format(global.float)
+  if float then
+    vim.diagnostic.config({ float = float })
+  end
+end
+
+local function on_attach(client, bufnr)
+  if config.show_codes then
+    show_codes(client.id)
+  end
+  if config.on_attach then
+    config.on_attach(client, bufnr)
+  end
+end
+
 --- The client configuration for a file in `root`.
 function M.client_config(root)
   local settings = settings_object(config.settings)
@@ -76,7 +199,8 @@ function M.client_config(root)
     init_options = { pt2lsp = settings },
     settings = { pt2lsp = settings },
     capabilities = config.capabilities,
-    on_attach = config.on_attach,
+    on_attach = on_attach,
+    handlers = { ["$/progress"] = on_progress },
   }
 end
 
