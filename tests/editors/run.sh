@@ -59,8 +59,37 @@ if manifest["capabilities"]["untrustedWorkspaces"]["supported"] != "limited":
     problems.append("untrusted workspaces are not 'limited'")
 if problems:
     sys.exit("vsix manifest: " + "; ".join(problems))
+if any(name.startswith("extension/bin/") for name in names):
+    sys.exit("the platform-neutral .vsix carries a server binary")
 print(f"vsix: {len(settings)} settings, {len(commands)} commands, {len(names)} files")
 EOF
+  # A per-platform .vsix with the server inside (a stripped copy of the debug build, for size).
+  server="${PT2LSP_BIN:-$root/target/debug/pt2lsp}"
+  if [ ! -x "$server" ]; then
+    cargo build --quiet --manifest-path "$root/Cargo.toml" -p pt2lsp
+  fi
+  cp "$server" "$work/pt2lsp-server"
+  strip --strip-debug "$work/pt2lsp-server" 2>/dev/null || true
+  "$root/editors/vscode/package-platform.sh" linux-x64 "$work/pt2lsp-server" "$work/pt2lsp-linux-x64.vsix" >/dev/null
+  python3 - "$work/pt2lsp-linux-x64.vsix" "$work/pt2lsp-server" <<'EOF'
+import stat, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as vsix:
+    info = vsix.getinfo("extension/bin/pt2lsp")
+    carried = vsix.read(info)
+    manifest = vsix.read("extension.vsixmanifest").decode()
+mode = info.external_attr >> 16
+problems = []
+if carried != open(sys.argv[2], "rb").read():
+    problems.append("bin/pt2lsp is not the binary given")
+if not mode & stat.S_IXUSR:
+    problems.append(f"bin/pt2lsp is not executable (mode {oct(mode)})")
+if 'TargetPlatform="linux-x64"' not in manifest:
+    problems.append("the manifest names no linux-x64 target")
+if problems:
+    sys.exit("platform vsix: " + "; ".join(problems))
+print(f"platform vsix: linux-x64 with bin/pt2lsp ({len(carried) >> 20} MiB, mode {oct(mode & 0o777)})")
+EOF
+  [ ! -e "$root/editors/vscode/bin" ] || { echo "package-platform.sh left editors/vscode/bin behind" >&2; exit 1; }
   passed=$((passed + 1))
 fi
 

@@ -1,11 +1,15 @@
-// Finds the `pt2lsp` binary: the `pt2lsp.server.path` setting, else the binary bundled in the
-// extension's `bin/`, else `pt2lsp` on PATH. Pure: the file system is passed in as `isFile`.
+// Finds the `pt2lsp` binary: the `pt2lsp.server.path` setting, else the `pt2lsp` installed in the
+// selected Python environment (pip puts it beside the interpreter), else the binary bundled in
+// the extension's `bin/` (a per-platform .vsix), else `pt2lsp` on PATH. Pure: the file system is
+// passed in as `isFile`.
 
 import * as path from "node:path";
 
 export interface Discovery {
   /** `pt2lsp.server.path`, already expanded; empty or undefined when unset. */
   configured?: string;
+  /** The selected Python interpreter (the Python extension's, or `pt2lsp.python`), if any. */
+  interpreter?: string;
   /** The extension's install directory, which may hold `bin/pt2lsp`. */
   extensionPath: string;
   platform: NodeJS.Platform;
@@ -16,11 +20,26 @@ export interface Discovery {
 }
 
 export type Found =
-  | { kind: "found"; command: string; source: "setting" | "bundled" | "path" }
+  | { kind: "found"; command: string; source: "setting" | "environment" | "bundled" | "path" }
   | { kind: "missing"; message: string };
 
 export function executableName(platform: NodeJS.Platform): string {
   return platform === "win32" ? "pt2lsp.exe" : "pt2lsp";
+}
+
+/** Where pip installs the `pt2lsp` command of the environment `interpreter` belongs to: beside
+ * it (`.venv/bin/python`, `.venv/Scripts/python.exe`, a conda env's `python.exe` with
+ * `Scripts/` under it). */
+export function environmentCandidates(interpreter: string, platform: NodeJS.Platform): string[] {
+  const windows = platform === "win32";
+  const paths = windows ? path.win32 : path.posix;
+  const dir = paths.dirname(interpreter);
+  const name = windows ? "pt2lsp.exe" : "pt2lsp";
+  const candidates = [paths.join(dir, name)];
+  if (windows) {
+    candidates.push(paths.join(dir, "Scripts", name));
+  }
+  return candidates;
 }
 
 /** Where a `.vsix` built for one platform carries the server. */
@@ -77,6 +96,13 @@ export function findServer(discovery: Discovery): Found {
       message: `pt2lsp.server.path is set to "${configured}", which is not a file. Fix the setting or clear it to use the bundled server or \`pt2lsp\` on PATH.`,
     };
   }
+  const interpreter = discovery.interpreter?.trim();
+  if (interpreter) {
+    const installed = environmentCandidates(interpreter, discovery.platform).find(discovery.isFile);
+    if (installed) {
+      return { kind: "found", command: installed, source: "environment" };
+    }
+  }
   const bundled = bundledPath(discovery.extensionPath, discovery.platform);
   if (discovery.isFile(bundled)) {
     return { kind: "found", command: bundled, source: "bundled" };
@@ -89,7 +115,7 @@ export function findServer(discovery: Discovery): Found {
   return {
     kind: "missing",
     message:
-      "The pt2lsp server was not found: this extension has no bundled binary and `pt2lsp` is not on PATH. " +
-      "Install it (`cargo install --path server` in a pt2lsp checkout) or set pt2lsp.server.path.",
+      "The pt2lsp server was not found: not in the selected Python environment, not bundled with this extension, and not on PATH. " +
+      "Install it into your environment (`pip install ./python` in a pt2lsp checkout) or set pt2lsp.server.path.",
   };
 }

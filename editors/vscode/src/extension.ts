@@ -56,7 +56,11 @@ class Controller implements vscode.Disposable {
 
   async start(): Promise<void> {
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    // The settings first: the selected interpreter's environment may hold the server. An
+    // untrusted workspace names no interpreter, so no binary from it is run.
+    const settings = await this.currentSettings();
     const found = findServer({
+      interpreter: settings.python,
       configured:
         typeof this.user.serverPath === "string" && this.user.serverPath.trim() !== ""
           ? expandPath(this.user.serverPath, { home: os.homedir(), workspaceFolder: folder })
@@ -84,7 +88,6 @@ class Controller implements vscode.Disposable {
       return;
     }
     this.output.appendLine(`Starting ${found.command} serve (${found.source})`);
-    const settings = await this.currentSettings();
     const serverOptions: ServerOptions = {
       command: found.command,
       args: ["serve"],

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { bundledPath, findServer, searchPath } from "../src/binary";
+import { bundledPath, environmentCandidates, findServer, searchPath } from "../src/binary";
 
 const files = (...paths: string[]) => (candidate: string) => paths.includes(candidate);
 
@@ -37,10 +37,33 @@ test("without a bundled binary, pt2lsp is looked up on PATH", () => {
 test("nothing found: the message tells how to install or configure", () => {
   const found = findServer({ extensionPath: "/ext", platform: "linux", pathEnv: "/usr/bin", isFile: files() });
   assert.equal(found.kind, "missing");
-  assert.match(found.kind === "missing" ? found.message : "", /cargo install.*pt2lsp\.server\.path/);
+  assert.match(found.kind === "missing" ? found.message : "", /pip install \.\/python.*pt2lsp\.server\.path/);
 });
 
 test("Windows: pt2lsp.exe, PATHEXT and ; separators", () => {
   assert.equal(bundledPath("C:\\ext", "win32"), "C:\\ext\\bin\\pt2lsp.exe");
   assert.equal(searchPath("pt2lsp", "C:\\a;C:\\tools", "win32", files("C:\\tools\\pt2lsp.EXE"), ".COM;.EXE"), "C:\\tools\\pt2lsp.EXE");
+});
+
+test("the selected environment's pt2lsp comes before the bundled one and PATH", () => {
+  const isFile = files("/proj/.venv/bin/pt2lsp", "/ext/bin/pt2lsp", "/usr/bin/pt2lsp");
+  const found = findServer({ interpreter: "/proj/.venv/bin/python", extensionPath: "/ext", platform: "linux", pathEnv: "/usr/bin", isFile });
+  assert.deepEqual(found, { kind: "found", command: "/proj/.venv/bin/pt2lsp", source: "environment" });
+  // The setting still wins.
+  const configured = findServer({ configured: "/usr/bin/pt2lsp", interpreter: "/proj/.venv/bin/python", extensionPath: "/ext", platform: "linux", isFile });
+  assert.deepEqual(configured, { kind: "found", command: "/usr/bin/pt2lsp", source: "setting" });
+});
+
+test("an environment without pt2lsp falls back to the bundled binary", () => {
+  const found = findServer({ interpreter: "/usr/bin/python3", extensionPath: "/ext", platform: "linux", isFile: files("/ext/bin/pt2lsp") });
+  assert.deepEqual(found, { kind: "found", command: "/ext/bin/pt2lsp", source: "bundled" });
+});
+
+test("Windows environments: Scripts\\pt2lsp.exe beside a venv's python.exe, or under a conda env's", () => {
+  assert.deepEqual(environmentCandidates("C:\\proj\\.venv\\Scripts\\python.exe", "win32"), [
+    "C:\\proj\\.venv\\Scripts\\pt2lsp.exe",
+    "C:\\proj\\.venv\\Scripts\\Scripts\\pt2lsp.exe",
+  ]);
+  const found = findServer({ interpreter: "C:\\conda\\envs\\ml\\python.exe", extensionPath: "C:\\ext", platform: "win32", isFile: files("C:\\conda\\envs\\ml\\Scripts\\pt2lsp.exe") });
+  assert.deepEqual(found, { kind: "found", command: "C:\\conda\\envs\\ml\\Scripts\\pt2lsp.exe", source: "environment" });
 });
