@@ -6,6 +6,7 @@
 pub mod api;
 mod cli;
 mod lsp;
+pub mod notebook;
 mod tracer;
 
 /// The LSP position mapping, reachable by the fuzz targets in `fuzz/`. Not an API: nothing

@@ -1,0 +1,514 @@
+//! Jupyter notebooks as Python modules: the code cells joined into one source (IPython's magics
+//! and shell escapes masked), lines mapped back to cells, and fixes written back into the
+//! notebook's JSON without touching anything else in it.
+//!
+//! The joined source keeps every cell's lines as they are, one cell after another, so a line of
+//! the module is a line of one cell at the same columns. A masked line (`%time f()`,
+//! `!pip install x`, `x = !ls`, `obj?`, a `%%bash` cell) keeps its indentation and becomes `...`
+//! (or keeps `x = ` before it), so blocks around it still parse and nothing is reported on it.
+//! Cells are numbered from 1 as VS Code and Jupyter show them: markdown and raw cells count.
+
+use std::ops::Range;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Cell magics whose body is Python that runs as usual (`%%time` times it).
+const PYTHON_CELL_MAGICS: &[&str] = &["time", "timeit", "capture", "prun", "debug"];
+
+/// A notebook read from its JSON text.
+#[derive(Debug)]
+pub struct Notebook<'a> {
+    text: &'a str,
+    cells: Vec<Cell>,
+    python: String,
+}
+
+/// Where a line of the joined module is in the notebook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellLine {
+    /// The cell, numbered from 1 over all cells.
+    pub cell: u32,
+    /// The line in the cell, from 1.
+    pub line: u32,
+}
+
+/// An edit of the joined module, by byte offsets into [`Notebook::python`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleEdit {
+    pub range: Range<usize>,
+    pub content: String,
+}
+
+#[derive(Debug)]
+struct Cell {
+    /// The cell's number, from 1.
+    number: u32,
+    /// The JSON value of the cell's `source`, as bytes of the notebook's text.
+    source_span: Range<usize>,
+    /// The cell's source as Jupyter shows it.
+    text: String,
+    /// For code cells: the first line of the cell in the joined module (0-based) and which of
+    /// its lines are masked.
+    code: Option<CodeLines>,
+}
+
+#[derive(Debug)]
+struct CodeLines {
+    first: usize,
+    masked: Vec<bool>,
+}
+
+#[derive(Deserialize)]
+struct RawNotebook<'a> {
+    #[serde(borrow)]
+    cells: Option<Vec<RawCell<'a>>>,
+    nbformat: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct RawCell<'a> {
+    cell_type: String,
+    #[serde(borrow)]
+    source: &'a RawValue,
+}
+
+impl<'a> Notebook<'a> {
+    /// Reads a notebook (nbformat 4); the error says what is wrong with it.
+    pub fn parse(text: &'a str) -> Result<Self, String> {
+        let raw: RawNotebook<'a> =
+            serde_json::from_str(text).map_err(|error| format!("not a notebook: {error}"))?;
+        let Some(raw_cells) = raw.cells else {
+            return Err(match raw.nbformat {
+                Some(version) if version < 4 => format!(
+                    "nbformat {version} notebooks are not supported; convert it with `jupyter nbconvert --to notebook --nbformat 4`"
+                ),
+                _ => "not a notebook: it has no `cells` list".to_owned(),
+            });
+        };
+        let mut cells = Vec::with_capacity(raw_cells.len());
+        let mut python = String::new();
+        let mut next_line = 0;
+        for (index, raw) in raw_cells.into_iter().enumerate() {
+            let source = raw.source.get();
+            let start = source.as_ptr() as usize - text.as_ptr() as usize;
+            let text_of_cell = decode_source(source)
+                .map_err(|error| format!("cell {}: its source {error}", index + 1))?;
+            let code = (raw.cell_type == "code").then(|| {
+                let (masked_text, masked) = mask(&text_of_cell);
+                python.push_str(&masked_text);
+                if !masked_text.is_empty() && !masked_text.ends_with('\n') {
+                    python.push('\n');
+                }
+                let lines = CodeLines {
+                    first: next_line,
+                    masked,
+                };
+                next_line += lines.masked.len();
+                lines
+            });
+            cells.push(Cell {
+                number: u32::try_from(index + 1).unwrap_or(u32::MAX),
+                source_span: start..start + source.len(),
+                text: text_of_cell,
+                code,
+            });
+        }
+        Ok(Self {
+            text,
+            cells,
+            python,
+        })
+    }
+
+    /// The code cells as one Python module.
+    pub fn python(&self) -> &str {
+        &self.python
+    }
+
+    /// The cell and cell line of a line of the module (both from 1).
+    pub fn locate(&self, module_line: u32) -> Option<CellLine> {
+        let line = usize::try_from(module_line.checked_sub(1)?).ok()?;
+        self.cells.iter().find_map(|cell| {
+            let code = cell.code.as_ref()?;
+            let within = line.checked_sub(code.first)?;
+            (within < code.masked.len()).then(|| CellLine {
+                cell: cell.number,
+                line: u32::try_from(within + 1).unwrap_or(u32::MAX),
+            })
+        })
+    }
+
+    /// The notebook's text with `edits` (of the module) made in their cells; everything else
+    /// (outputs, metadata, the JSON's layout) stays byte for byte. An edit that spans two cells
+    /// or touches a masked line is refused: it has no place in the notebook.
+    pub fn apply(&self, edits: &[ModuleEdit]) -> Result<String, String> {
+        let module_lines = line_starts(&self.python);
+        let mut per_cell: Vec<Vec<(Range<usize>, &str)>> = vec![Vec::new(); self.cells.len()];
+        for edit in edits {
+            let (start_cell, start) = self.cell_offset(&module_lines, edit.range.start, false)?;
+            let (end_cell, end) = if edit.range.is_empty() {
+                (start_cell, start)
+            } else {
+                self.cell_offset(&module_lines, edit.range.end, true)?
+            };
+            if start_cell != end_cell {
+                return Err(format!(
+                    "an edit spans cells {} and {}",
+                    self.cells[start_cell].number, self.cells[end_cell].number
+                ));
+            }
+            per_cell[start_cell].push((start..end, edit.content.as_str()));
+        }
+        let mut out = String::with_capacity(self.text.len());
+        let mut copied = 0;
+        for (cell, mut cell_edits) in self.cells.iter().zip(per_cell) {
+            if cell_edits.is_empty() {
+                continue;
+            }
+            cell_edits.sort_by_key(|(range, _)| (range.start, range.end));
+            let mut text = cell.text.clone();
+            for (range, content) in cell_edits.iter().rev() {
+                text.replace_range(range.clone(), content);
+            }
+            out.push_str(&self.text[copied..cell.source_span.start]);
+            out.push_str(&encode_source(&self.text[cell.source_span.clone()], &text));
+            copied = cell.source_span.end;
+        }
+        out.push_str(&self.text[copied..]);
+        Ok(out)
+    }
+
+    /// The cell (by index) and byte offset in its text of a byte offset of the module. The
+    /// start of a cell's first line is also the end of the cell before it: an edit's end
+    /// (`at_end`) there belongs to the cell before, its start to the cell it starts.
+    fn cell_offset(
+        &self,
+        module_lines: &[usize],
+        offset: usize,
+        at_end: bool,
+    ) -> Result<(usize, usize), String> {
+        let line = module_lines.partition_point(|start| *start <= offset) - 1;
+        let column = offset - module_lines[line];
+        if at_end && column == 0 && line > 0 {
+            if let Some(found) = self.cell_line(line - 1) {
+                let (index, within) = found?;
+                let cell = &self.cells[index];
+                let end = line_starts(&cell.text)
+                    .get(within + 1)
+                    .copied()
+                    .unwrap_or(cell.text.len());
+                return Ok((index, end));
+            }
+        }
+        let (index, within) = self
+            .cell_line(line)
+            .ok_or_else(|| "an edit lies outside every code cell".to_owned())??;
+        let cell = &self.cells[index];
+        let start = line_starts(&cell.text)
+            .get(within)
+            .copied()
+            .unwrap_or(cell.text.len());
+        Ok((index, (start + column).min(cell.text.len())))
+    }
+
+    /// The code cell (by index) holding a line of the module (0-based), and the line in it;
+    /// an error when the line is masked IPython syntax.
+    fn cell_line(&self, line: usize) -> Option<Result<(usize, usize), String>> {
+        self.cells.iter().enumerate().find_map(|(index, cell)| {
+            let code = cell.code.as_ref()?;
+            let within = line.checked_sub(code.first)?;
+            let masked = *code.masked.get(within)?;
+            Some(if masked {
+                Err(format!(
+                    "an edit touches line {} of cell {}, which is IPython syntax",
+                    within + 1,
+                    cell.number
+                ))
+            } else {
+                Ok((index, within))
+            })
+        })
+    }
+}
+
+/// A cell's `source`: one string, or a list of strings to join.
+fn decode_source(raw: &str) -> Result<String, String> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Source {
+        Joined(String),
+        Lines(Vec<String>),
+    }
+    match serde_json::from_str::<Source>(raw) {
+        Ok(Source::Joined(text)) => Ok(text),
+        Ok(Source::Lines(lines)) => Ok(lines.concat()),
+        Err(_) => Err("is neither a string nor a list of strings".to_owned()),
+    }
+}
+
+/// `text` as a `source` value written the way `original` was: a list of lines (with the
+/// original's indentation) or one string.
+fn encode_source(original: &str, text: &str) -> String {
+    let quote = |line: &str| serde_json::to_string(line).unwrap_or_else(|_| "\"\"".to_owned());
+    if !original.trim_start().starts_with('[') {
+        return quote(text);
+    }
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    if lines.is_empty() {
+        return "[]".to_owned();
+    }
+    let inner = &original[1..original.len() - 1];
+    // The layout between `[` and the first line, and before `]`: nbformat writes "\n    " and
+    // "\n   "; a compact list has none.
+    let (lead, trail) = match (inner.find('"'), inner.rfind('"')) {
+        (Some(first), Some(last)) => (&inner[..first], &inner[last + 1..]),
+        _ => ("", ""),
+    };
+    let separator = format!(",{lead}");
+    let body: Vec<String> = lines.into_iter().map(quote).collect();
+    format!("[{lead}{}{trail}]", body.join(&separator))
+}
+
+/// Byte offsets where each line of `text` starts (a final empty line after a newline included).
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(at, _)| at + 1))
+        .collect()
+}
+
+/// The cell's text with IPython syntax masked, and which lines were.
+fn mask(text: &str) -> (String, Vec<bool>) {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let cell_magic = lines
+        .iter()
+        .find(|line| !line.trim().is_empty())
+        .and_then(|line| line.trim_start().strip_prefix("%%"))
+        .map(|rest| rest.split_whitespace().next().unwrap_or(""));
+    let whole_cell = cell_magic.is_some_and(|name| !PYTHON_CELL_MAGICS.contains(&name));
+    let mut out = String::with_capacity(text.len());
+    let mut masked = Vec::with_capacity(lines.len());
+    let mut continued = false;
+    for line in lines {
+        let (body, newline) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        let trimmed = body.trim_start();
+        let indent = &body[..body.len() - trimmed.len()];
+        // A help line (`obj?`) ends with `?`, which no Python statement does.
+        let escape = trimmed.starts_with(['%', '!', '?'])
+            || (trimmed.ends_with('?') && !trimmed.starts_with('#'));
+        let replacement = if whole_cell || continued {
+            // A non-Python cell magic's body, or the rest of an escape continued with `\`.
+            Some(String::new())
+        } else if escape {
+            Some(format!("{indent}..."))
+        } else {
+            assignment_escape(body).map(|target| format!("{target}..."))
+        };
+        if let Some(replacement) = replacement {
+            continued = !whole_cell && body.trim_end().ends_with('\\');
+            out.push_str(&replacement);
+            masked.push(true);
+        } else {
+            out.push_str(body);
+            masked.push(false);
+        }
+        out.push_str(newline);
+    }
+    (out, masked)
+}
+
+/// `x = !ls` or `x = %time f()`: the text up to and including `= ` when the value is IPython.
+fn assignment_escape(line: &str) -> Option<&str> {
+    let equals = line.find('=')?;
+    let (target, value) = (&line[..equals], &line[equals + 1..]);
+    let simple_target = !target.trim().is_empty()
+        && target
+            .trim()
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == ',' || c == ' ' || c == '.');
+    let escaped = value.trim_start().starts_with('!') || value.trim_start().starts_with('%');
+    (simple_target && escaped).then(|| &line[..line.len() - value.trim_start().len()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A notebook as Jupyter writes it: indent 1, sources as lists of lines.
+    const SAVED: &str = r##"{
+ "cells": [
+  {
+   "cell_type": "markdown",
+   "metadata": {},
+   "source": [
+    "# A model"
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": 1,
+   "metadata": {},
+   "outputs": [
+    {
+     "name": "stdout",
+     "output_type": "stream",
+     "text": ["ok\n"]
+    }
+   ],
+   "source": [
+    "%matplotlib inline\n",
+    "import torch\n",
+    "files = !ls\n",
+    "x = torch.ones(2)"
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "metadata": {},
+   "outputs": [],
+   "source": "if x.sum() > 0:\n    %time y = 1\n    y = 2\n"
+  }
+ ],
+ "metadata": {"kernelspec": {"name": "python3"}},
+ "nbformat": 4,
+ "nbformat_minor": 5
+}
+"##;
+
+    #[test]
+    fn code_cells_join_into_one_module_with_ipython_masked() {
+        let notebook = Notebook::parse(SAVED).unwrap();
+        assert_eq!(
+            notebook.python(),
+            "...\nimport torch\nfiles = ...\nx = torch.ones(2)\nif x.sum() > 0:\n    ...\n    y = 2\n"
+        );
+    }
+
+    #[test]
+    fn module_lines_map_to_cells_counted_as_editors_show_them() {
+        let notebook = Notebook::parse(SAVED).unwrap();
+        assert_eq!(notebook.locate(2), Some(CellLine { cell: 2, line: 2 }));
+        assert_eq!(notebook.locate(4), Some(CellLine { cell: 2, line: 4 }));
+        assert_eq!(notebook.locate(5), Some(CellLine { cell: 3, line: 1 }));
+        assert_eq!(notebook.locate(7), Some(CellLine { cell: 3, line: 3 }));
+        assert_eq!(notebook.locate(8), None);
+        assert_eq!(notebook.locate(0), None);
+    }
+
+    /// The byte range of `needle` in the notebook's module.
+    fn find(notebook: &Notebook<'_>, needle: &str) -> Range<usize> {
+        let start = notebook.python().find(needle).unwrap();
+        start..start + needle.len()
+    }
+
+    #[test]
+    fn an_edit_rewrites_only_its_cells_source_in_the_same_layout() {
+        let notebook = Notebook::parse(SAVED).unwrap();
+        let edits = [
+            ModuleEdit {
+                range: find(&notebook, "torch.ones(2)"),
+                content: "torch.ones(4)".to_owned(),
+            },
+            ModuleEdit {
+                range: find(&notebook, "if x.sum() > 0:"),
+                content: "if bool(x.sum() > 0):  # checked\nz = 1\nif True:".to_owned(),
+            },
+        ];
+        let written = notebook.apply(&edits).unwrap();
+        let expected = SAVED
+            .replace("\"x = torch.ones(2)\"", "\"x = torch.ones(4)\"")
+            .replace(
+                "\"if x.sum() > 0:\\n",
+                "\"if bool(x.sum() > 0):  # checked\\nz = 1\\nif True:\\n",
+            );
+        assert_eq!(written, expected);
+        // The rewritten notebook reads back with the edits in place.
+        let again = Notebook::parse(&written).unwrap();
+        assert!(again.python().contains("x = torch.ones(4)\n"));
+        assert!(again.python().contains("z = 1\nif True:\n    ...\n"));
+    }
+
+    #[test]
+    fn a_list_source_gets_lines_added_in_its_own_indentation() {
+        let notebook = Notebook::parse(SAVED).unwrap();
+        let at = find(&notebook, "import torch\n").start;
+        let written = notebook
+            .apply(&[ModuleEdit {
+                range: at..at,
+                content: "from torch.export import Dim\n".to_owned(),
+            }])
+            .unwrap();
+        assert!(
+            written.contains(
+                "   \"source\": [\n    \"%matplotlib inline\\n\",\n    \"from torch.export import Dim\\n\",\n    \"import torch\\n\","
+            ),
+            "{written}"
+        );
+        assert!(
+            written.contains("\"text\": [\"ok\\n\"]"),
+            "outputs are kept"
+        );
+    }
+
+    #[test]
+    fn edits_on_ipython_lines_or_across_cells_are_refused() {
+        let notebook = Notebook::parse(SAVED).unwrap();
+        let magic = find(&notebook, "...\nimport");
+        assert!(
+            notebook
+                .apply(&[ModuleEdit {
+                    range: magic.start..magic.start + 3,
+                    content: "pass".to_owned(),
+                }])
+                .unwrap_err()
+                .contains("IPython")
+        );
+        let across = find(&notebook, "torch.ones(2)\nif");
+        assert!(
+            notebook
+                .apply(&[ModuleEdit {
+                    range: across,
+                    content: String::new(),
+                }])
+                .unwrap_err()
+                .contains("spans cells 2 and 3")
+        );
+    }
+
+    #[test]
+    fn cell_magics_mask_the_cell_unless_its_body_is_python() {
+        let text = r#"{"cells": [
+            {"cell_type": "code", "source": "%%bash\necho hi\nls\n"},
+            {"cell_type": "code", "source": "%%time\nx = 1\n"},
+            {"cell_type": "code", "source": "!pip install \\\n  torch\nhelp?\n# a comment?\ny = 2"}
+        ], "nbformat": 4}"#;
+        let notebook = Notebook::parse(text).unwrap();
+        assert_eq!(
+            notebook.python(),
+            "\n\n\n...\nx = 1\n...\n\n...\n# a comment?\ny = 2\n"
+        );
+        assert_eq!(notebook.locate(10), Some(CellLine { cell: 3, line: 5 }));
+    }
+
+    #[test]
+    fn what_is_not_a_notebook_says_why() {
+        assert!(
+            Notebook::parse("{")
+                .unwrap_err()
+                .starts_with("not a notebook:")
+        );
+        assert!(
+            Notebook::parse(r#"{"nbformat": 3, "worksheets": []}"#)
+                .unwrap_err()
+                .contains("nbformat 3")
+        );
+        assert_eq!(
+            Notebook::parse(r#"{"cells": [{"cell_type": "code", "source": 7}]}"#).unwrap_err(),
+            "cell 1: its source is neither a string nor a list of strings"
+        );
+    }
+}
