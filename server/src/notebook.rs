@@ -296,9 +296,7 @@ fn mask(text: &str) -> (String, Vec<bool>) {
         };
         let trimmed = body.trim_start();
         let indent = &body[..body.len() - trimmed.len()];
-        // A help line (`obj?`) ends with `?`, which no Python statement does.
-        let escape = trimmed.starts_with(['%', '!', '?'])
-            || (trimmed.ends_with('?') && !trimmed.starts_with('#'));
+        let escape = trimmed.starts_with(['%', '!', '?']) || is_help(trimmed);
         let replacement = if whole_cell || continued {
             // A non-Python cell magic's body, or the rest of an escape continued with `\`.
             Some(String::new())
@@ -318,6 +316,16 @@ fn mask(text: &str) -> (String, Vec<bool>) {
         out.push_str(newline);
     }
     (out, masked)
+}
+
+/// `torch.ones?`, `model.forward??`, `torch.*ones*?`: IPython's help on a name.
+fn is_help(line: &str) -> bool {
+    let name = line.trim_end().trim_end_matches('?');
+    name.len() < line.trim_end().len()
+        && !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '*'))
 }
 
 /// `x = !ls` or `x = %time f()`: the text up to and including `= ` when the value is IPython.
@@ -484,12 +492,12 @@ mod tests {
         let text = r#"{"cells": [
             {"cell_type": "code", "source": "%%bash\necho hi\nls\n"},
             {"cell_type": "code", "source": "%%time\nx = 1\n"},
-            {"cell_type": "code", "source": "!pip install \\\n  torch\nhelp?\n# a comment?\ny = 2"}
+            {"cell_type": "code", "source": "!pip install \\\n  torch\nhelp?\n# a comment?\ny = 2  # why?"}
         ], "nbformat": 4}"#;
         let notebook = Notebook::parse(text).unwrap();
         assert_eq!(
             notebook.python(),
-            "\n\n\n...\nx = 1\n...\n\n...\n# a comment?\ny = 2\n"
+            "\n\n\n...\nx = 1\n...\n\n...\n# a comment?\ny = 2  # why?\n"
         );
         assert_eq!(notebook.locate(10), Some(CellLine { cell: 3, line: 5 }));
     }
