@@ -27,7 +27,9 @@ pub use line_index::{LineColumn, LineIndex};
 pub use registry::Rule;
 pub use ruff_text_size::{TextRange, TextSize};
 pub use settings::{RuleSelector, Settings};
-pub use workspace::{ModuleSource, ModuleSummary, WorkspaceIndex, WorkspaceSources, summarize};
+pub use workspace::{
+    ModuleSource, ModuleSummary, ParseCache, WorkspaceIndex, WorkspaceSources, summarize,
+};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -146,7 +148,7 @@ fn load_program(workspace: &WorkspaceIndex, module: &str) -> Vec<semantic::Loade
         .skip(1)
         .filter_map(|name| {
             let source = workspace.source(&name)?;
-            let parsed = syntax::parse(&source.text);
+            let parsed = workspace.parse(&name, &source.text);
             Some(semantic::LoadedFile {
                 module: name,
                 source,
@@ -177,7 +179,7 @@ fn import_events(
             continue;
         };
         let program = workspace.program(entry, || load_program(workspace, entry));
-        let parsed = syntax::parse(&source.text);
+        let parsed = workspace.parse(entry, &source.text);
         let entry_file = SourceFile {
             text: &source.text,
             module: Some(entry),
