@@ -68,9 +68,13 @@ pub struct ModuleSource {
 /// versions say.
 #[derive(Default)]
 pub struct ParseCache {
-    files: Mutex<HashMap<String, (Arc<str>, Arc<syntax::Parsed>)>>,
+    /// For each module, the text last parsed and its tree.
+    files: Mutex<HashMap<String, ParsedText>>,
     parses: AtomicU64,
 }
+
+/// A text and its syntax tree.
+type ParsedText = (Arc<str>, Arc<syntax::Parsed>);
 
 impl fmt::Debug for ParseCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
