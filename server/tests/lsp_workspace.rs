@@ -46,6 +46,37 @@ async fn served(root: &Path) -> (Child, TestClient) {
     let (child, mut client) = common::spawn_server(Stdio::inherit());
     let response = client.initialize(Some(root), json!({})).await;
     assert!(response.get("result").is_some(), "{response}");
+    scanned(&mut client).await;
+    (child, client)
+}
+
+/// A server on `root` for a client that pulls diagnostics and can be told to pull again.
+async fn served_pulling(root: &Path) -> (Child, TestClient) {
+    let (child, mut client) = common::spawn_server(Stdio::inherit());
+    let root_uri = file_uri(root);
+    let response = client
+        .request(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": root_uri,
+                "workspaceFolders": [{"uri": root_uri, "name": "root"}],
+                "initializationOptions": {},
+                "capabilities": {
+                    "window": {"workDoneProgress": true},
+                    "workspace": {"diagnostics": {"refreshSupport": true}},
+                    "textDocument": {"diagnostic": {"dynamicRegistration": false}}
+                }
+            }),
+        )
+        .await;
+    assert!(response.get("result").is_some(), "{response}");
+    client.notify("initialized", json!({})).await;
+    scanned(&mut client).await;
+    (child, client)
+}
+
+async fn scanned(client: &mut TestClient) {
     client
         .wait_for(|message| {
             message["method"] == "$/progress"
@@ -55,7 +86,6 @@ async fn served(root: &Path) -> (Child, TestClient) {
                 && message["params"]["value"]["kind"] == "end"
         })
         .await;
-    (child, client)
 }
 
 fn is_publication(message: &Value, uri: &str) -> bool {
@@ -214,6 +244,49 @@ async fn an_unsaved_bound_on_the_entry_files_dim_clears_the_guard_in_the_open_he
     )
     .await;
     settles(&mut client, &heads_uri, 2, &[("PT401", 11)]).await;
+
+    client.shutdown_and_exit().await;
+    child.wait().await.unwrap();
+}
+
+/// `textDocument/diagnostic` for `uri`: (code, 1-based line) of each item.
+async fn pull(client: &mut TestClient, uri: &str) -> Vec<(String, u64)> {
+    let pulled = client
+        .request(
+            "textDocument/diagnostic",
+            json!({"textDocument": {"uri": uri}}),
+        )
+        .await;
+    found(pulled["result"]["items"].as_array().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pulling_client_is_told_to_pull_again_and_pulls_the_dependents_new_diagnostics() {
+    let (_dir, root) = package();
+    let (mut child, mut client) = served_pulling(&root).await;
+    let entry = root.join("export_net.py");
+    let entry_uri = file_uri(&entry);
+    let heads = root.join("mymodels/heads.py");
+    let heads_uri = file_uri(&heads);
+    let declared = std::fs::read_to_string(&entry).unwrap();
+    client.open(&entry_uri, 1, &declared).await;
+    client
+        .open(&heads_uri, 1, &std::fs::read_to_string(&heads).unwrap())
+        .await;
+    assert_eq!(
+        pull(&mut client, &heads_uri).await,
+        [("PT401".to_owned(), 11)]
+    );
+
+    // Pulled at once after the entry file's edit, whether or not the head's re-analysis has
+    // ended: never the guard the edit made moot.
+    let bounded = declared.replace("Dim(\"batch\")", "Dim(\"batch\", min=5)");
+    change(&client, &entry_uri, 2, &bounded).await;
+    assert_eq!(pull(&mut client, &heads_uri).await, []);
+    client
+        .wait_for(|message| message["method"] == "workspace/diagnostic/refresh")
+        .await;
+    assert_eq!(pull(&mut client, &heads_uri).await, []);
 
     client.shutdown_and_exit().await;
     child.wait().await.unwrap();

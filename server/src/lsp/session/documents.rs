@@ -139,9 +139,15 @@ impl Session {
             })
             .map(|entry| entry.key().clone())
             .collect();
+        if uris.is_empty() {
+            return;
+        }
         for dependent in uris {
             self.schedule(dependent);
         }
+        // A client that pulls diagnostics asks again; until their analyses end, those pulls
+        // analyse the documents themselves (see `pulled_diagnostics`).
+        self.refresh_pulled_diagnostics();
     }
 
     /// Asks for an analysis of `uri`'s current text: starts one now, or, when one is running,
@@ -347,12 +353,14 @@ impl Session {
     /// What `textDocument/diagnostic` answers: what is pushed for the document's current
     /// version. When its analysis has not ended yet, the pull does not wait for it: it analyses
     /// the same text itself, so the answer is never an empty list that only means "not yet".
-    /// `None` when the document is not open.
+    /// That includes an analysis of the same version started because a file it reads changed:
+    /// the diagnostics kept for the version are stale then. `None` when the document is not
+    /// open.
     pub async fn pulled_diagnostics(self: &Arc<Self>, uri: &Uri) -> Option<Vec<lsp::Diagnostic>> {
         let (version, statics, file, rope, path) = self.documents.get(uri).map(|open| {
             (
                 open.document.version(),
-                open.statics.clone(),
+                open.statics.clone().filter(|_| open.runner.is_none()),
                 open.normalized.clone(),
                 open.document.rope().clone(),
                 open.path.clone(),
