@@ -674,4 +674,88 @@ mod tests {
         );
         assert!(index.dependents("loose").is_empty());
     }
+
+    /// Texts in memory, as an editor's open buffers would give them.
+    struct Texts(Mutex<HashMap<String, Arc<str>>>);
+
+    impl WorkspaceSources for Texts {
+        fn source(&self, module: &str) -> Option<ModuleSource> {
+            let text = self.0.lock().ok()?.get(module).cloned()?;
+            Some(ModuleSource {
+                text,
+                is_package: module == "mymodels",
+                path: PathBuf::from(format!("{}.py", module.replace('.', "/"))),
+            })
+        }
+    }
+
+    #[test]
+    fn an_edit_to_one_file_of_a_program_parses_only_that_file_again() {
+        let files = [
+            (
+                "export_net",
+                "import torch\nfrom torch.export import Dim\nfrom mymodels.net import Net\nmodel = Net().eval()\nexample_args = (torch.randn(8, 16),)\ndynamic_shapes = {\"x\": {0: Dim(\"batch\")}}\n",
+            ),
+            ("mymodels", ""),
+            (
+                "mymodels.net",
+                "from torch import nn\nfrom .heads import Head\nfrom .helpers import normalize\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.head = Head()\n    def forward(self, x):\n        return self.head(normalize(x))\n",
+            ),
+            ("mymodels.helpers", "def normalize(h):\n    return h\n"),
+            (
+                "mymodels.heads",
+                "from torch import nn\nclass Head(nn.Module):\n    def forward(self, h):\n        if h.shape[0] > 4:\n            return h\n        return h.relu()\n",
+            ),
+        ];
+        let summaries: Vec<ModuleSummary> = files
+            .iter()
+            .map(|(module, text)| {
+                let parsed = syntax::parse(text);
+                let file = SourceFile {
+                    text,
+                    module: Some(module),
+                    is_package: *module == "mymodels",
+                };
+                summarize_parsed(&parsed.module.body, file)
+            })
+            .collect();
+        let texts = Arc::new(Texts(Mutex::new(
+            files
+                .iter()
+                .map(|(module, text)| ((*module).to_owned(), Arc::from(*text)))
+                .collect(),
+        )));
+        let cache = Arc::new(ParseCache::default());
+        let index = WorkspaceIndex::new(&summaries)
+            .with_sources(Arc::clone(&texts) as Arc<dyn WorkspaceSources>)
+            .with_parse_cache(Arc::clone(&cache));
+        let check_heads = |text: &str| {
+            let file = SourceFile {
+                text,
+                module: Some("mymodels.heads"),
+                is_package: false,
+            };
+            crate::check_file(file, &crate::Settings::default(), &index)
+                .diagnostics
+                .iter()
+                .map(|d| d.rule.code())
+                .collect::<Vec<_>>()
+        };
+        let guarded = files[4].1;
+        assert_eq!(check_heads(guarded), ["PT401"]);
+        let first = cache.parses();
+        assert_eq!(first, 5, "every file of the program, the entry included");
+        // A keystroke in heads.py: its buffer changes, nothing else does.
+        let edited = guarded.replace("> 4", "> 5");
+        texts
+            .0
+            .lock()
+            .unwrap()
+            .insert("mymodels.heads".to_owned(), Arc::from(edited.as_str()));
+        assert_eq!(check_heads(&edited), ["PT401"]);
+        assert_eq!(cache.parses(), first + 1);
+        // The same text again: nothing to parse.
+        assert_eq!(check_heads(&edited), ["PT401"]);
+        assert_eq!(cache.parses(), first + 1);
+    }
 }
