@@ -102,13 +102,41 @@ pub fn example_size_fix(source: &str, dim: &str, constant: i64) -> Option<Fix> {
 /// path that reaches it in [`Diagnostic::related`].
 pub fn check_file(file: SourceFile<'_>, settings: &Settings, workspace: &WorkspaceIndex) -> Report {
     let parsed = syntax::parse(file.text);
+    check_parsed(&parsed, file, settings, workspace)
+}
+
+/// [`check_file`], and the file's summary made from the same parse, as [`summarize`] makes it:
+/// for a caller that keeps the index in step with texts that change, an editor's buffers.
+pub fn check_file_summarized(
+    file: SourceFile<'_>,
+    settings: &Settings,
+    workspace: &WorkspaceIndex,
+) -> (Report, ModuleSummary) {
+    let parsed = syntax::parse(file.text);
+    let report = check_parsed(&parsed, file, settings, workspace);
+    let summary = workspace::summarize_parsed(
+        &parsed.module.body,
+        SourceFile {
+            is_package: false,
+            ..file
+        },
+    );
+    (report, summary)
+}
+
+fn check_parsed(
+    parsed: &syntax::Parsed,
+    file: SourceFile<'_>,
+    settings: &Settings,
+    workspace: &WorkspaceIndex,
+) -> Report {
     let program = match file.module {
         Some(module) if workspace.is_entrypoint(module) => {
             workspace.program(module, || load_program(workspace, module))
         }
         _ => std::sync::Arc::default(),
     };
-    let mut model = semantic::SemanticModel::build_program(&parsed, file, workspace, &program);
+    let mut model = semantic::SemanticModel::build_program(parsed, file, workspace, &program);
     let mut related: HashMap<TextRange, Vec<Related>> = HashMap::new();
     if let (Some(module), false) = (file.module, program.is_empty()) {
         workspace.note_entered(module, model.entered_modules());
@@ -131,7 +159,7 @@ pub fn check_file(file: SourceFile<'_>, settings: &Settings, workspace: &Workspa
     if let Some(module) = file.module {
         import_events(module, workspace, &mut model, &mut related);
     }
-    let mut report = report(&parsed, &model, file, settings);
+    let mut report = report(parsed, &model, file, settings);
     for diagnostic in &mut report.diagnostics {
         if let Some(places) = related.get(&diagnostic.range) {
             diagnostic.related.clone_from(places);

@@ -291,3 +291,42 @@ async fn a_pulling_client_is_told_to_pull_again_and_pulls_the_dependents_new_dia
     client.shutdown_and_exit().await;
     child.wait().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsaved_import_in_the_entry_file_brings_a_new_module_into_its_program() {
+    let (_dir, root) = package();
+    // A head no file imports yet: alone, its guard is on a size it cannot know is dynamic.
+    let tail = root.join("mymodels/tail.py");
+    std::fs::write(
+        &tail,
+        "from torch import nn\n\n\nclass Tail(nn.Module):\n    def forward(self, x):\n        if x.shape[0] > 2:\n            return x\n        return x.relu()\n",
+    )
+    .unwrap();
+    let (mut child, mut client) = served(&root).await;
+    let entry = root.join("export_net.py");
+    let entry_uri = file_uri(&entry);
+    let tail_uri = file_uri(&tail);
+    let declared = std::fs::read_to_string(&entry).unwrap();
+    client.open(&entry_uri, 1, &declared).await;
+    client
+        .open(&tail_uri, 1, &std::fs::read_to_string(&tail).unwrap())
+        .await;
+    settles(&mut client, &tail_uri, 1, &[("PT402", 6)]).await;
+
+    // The entry file exports the tail instead, unsaved: the import graph follows the buffer.
+    let exports_tail = declared
+        .replace(
+            "from mymodels.net import Net",
+            "from mymodels.tail import Tail",
+        )
+        .replace("model = Net().eval()", "model = Tail().eval()");
+    assert_ne!(exports_tail, declared);
+    change(&client, &entry_uri, 2, &exports_tail).await;
+    settles(&mut client, &tail_uri, 1, &[("PT401", 6)]).await;
+
+    change(&client, &entry_uri, 3, &declared).await;
+    settles(&mut client, &tail_uri, 1, &[("PT402", 6)]).await;
+
+    client.shutdown_and_exit().await;
+    child.wait().await.unwrap();
+}

@@ -114,6 +114,8 @@ pub struct Session {
     trace_warned: AtomicBool,
     /// The open documents' texts, which whole-program analysis reads before the disk.
     buffers: Arc<Buffers>,
+    /// Set when an edit changed a file's summary; the analysis that sees it rebuilds the index.
+    summaries_changed: AtomicBool,
     /// Other files' syntax trees, kept across index rebuilds until their text changes.
     parses: Arc<ParseCache>,
     /// Each entrypoint's last trace, by file. Never held while waiting for `documents`.
@@ -140,6 +142,7 @@ impl Session {
             tracing: TraceThread::default(),
             trace_warned: AtomicBool::new(false),
             buffers: Arc::default(),
+            summaries_changed: AtomicBool::new(false),
             parses: Arc::default(),
             traces: Mutex::new(HashMap::new()),
         }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use pt2lsp_analyzer::{Report, SourceFile, check_file};
+use pt2lsp_analyzer::{Report, SourceFile, check_file, check_file_summarized};
 use ropey::Rope;
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
 
@@ -207,7 +207,7 @@ impl Session {
             let outcome =
                 tokio::task::spawn_blocking(move || session.diagnose(&analysed_uri, snapshot))
                     .await;
-            let _guard = self.publish_lock.lock().await;
+            let guard = self.publish_lock.lock().await;
             let mut merged = Vec::new();
             {
                 let Some(mut open) = self.documents.get_mut(&uri) else {
@@ -239,6 +239,13 @@ impl Session {
             match outcome {
                 Ok(Some(_)) => {
                     self.publish(uri, merged, Some(version)).await;
+                    drop(guard);
+                    if self.summaries_changed.swap(false, Ordering::SeqCst) {
+                        // An edit changed what the file imports or defines: every open
+                        // document is analysed again against the new index.
+                        Arc::clone(&self).rebuild_index().await;
+                        self.schedule_all();
+                    }
                 }
                 Ok(None) => {}
                 Err(error) => self.log(
@@ -258,16 +265,18 @@ impl Session {
         }
         let text = snapshot.rope.to_string();
         drop(snapshot.rope);
-        Some(self.analyse_text(uri, &text, snapshot.path.as_deref(), snapshot.version))
+        Some(self.analyse_text(uri, &text, snapshot.path.as_deref(), snapshot.version, true))
     }
 
-    /// The static diagnostics of one text, for the protocol. Blocking.
+    /// The static diagnostics of one text, for the protocol. Blocking. With `track`, the
+    /// file's summary in the index follows the text (see [`Session::check_tracked`]).
     fn analyse_text(
         &self,
         uri: &Uri,
         text: &str,
         path: Option<&Path>,
         version: i32,
+        track: bool,
     ) -> Vec<lsp::Diagnostic> {
         if text.len() > MAX_ANALYSED_BYTES {
             self.log(
@@ -281,7 +290,10 @@ impl Session {
             return Vec::new();
         }
         let settings = self.resolve_settings(path);
-        let report = self.check(text, path, &settings);
+        let report = match path {
+            Some(path) if track => self.check_tracked(text, path, &settings),
+            _ => self.check(text, path, &settings),
+        };
         let positions = TextPositions::new(text);
         report
             .diagnostics
@@ -301,6 +313,30 @@ impl Session {
             is_package: place.as_ref().is_some_and(|place| place.is_package),
         };
         check_file(file, &settings.analyzer, &self.index())
+    }
+
+    /// [`Session::check`] on an open document's text, which also keeps the file's summary in
+    /// the index in step with that text: an unsaved import changes the programs the index
+    /// knows, as a save did before. The summary comes from the analysis's own parse; when it
+    /// changed, the index is rebuilt once this analysis has published (see `analyse`).
+    /// Packages' `__init__.py` files are left to saves and the file watcher.
+    fn check_tracked(&self, text: &str, path: &Path, settings: &Resolved) -> Report {
+        let Some(module) = self
+            .module_of(path)
+            .filter(|_| path.file_stem().is_some_and(|stem| stem != "__init__"))
+        else {
+            return self.check(text, Some(path), settings);
+        };
+        let file = SourceFile {
+            text,
+            module: Some(&module),
+            is_package: false,
+        };
+        let (report, summary) = check_file_summarized(file, &settings.analyzer, &self.index());
+        if self.update_summary(path, Some(summary)) {
+            self.summaries_changed.store(true, Ordering::SeqCst);
+        }
+        report
     }
 
     /// What is published for an open document now: its static diagnostics of the current
@@ -372,7 +408,7 @@ impl Session {
             let session = Arc::clone(self);
             let uri = uri.clone();
             tokio::task::spawn_blocking(move || {
-                session.analyse_text(&uri, &rope.to_string(), path.as_deref(), version)
+                session.analyse_text(&uri, &rope.to_string(), path.as_deref(), version, false)
             })
             .await
             .ok()?
