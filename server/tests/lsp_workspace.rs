@@ -330,3 +330,37 @@ async fn an_unsaved_import_in_the_entry_file_brings_a_new_module_into_its_progra
     client.shutdown_and_exit().await;
     child.wait().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_entry_file_changed_on_disk_is_read_again() {
+    let (_dir, root) = package();
+    let (mut child, mut client) = served(&root).await;
+    let entry = root.join("export_net.py");
+    let heads = root.join("mymodels/heads.py");
+    let heads_uri = file_uri(&heads);
+    let declared = std::fs::read_to_string(&entry).unwrap();
+    let guarded = std::fs::read_to_string(&heads).unwrap();
+    client.open(&heads_uri, 1, &guarded).await;
+    settles(&mut client, &heads_uri, 1, &[("PT401", 11)]).await;
+
+    // Saved by another program, and the client's file watcher says so: the head, open and
+    // unchanged, is analysed again.
+    let bounded = declared.replace("Dim(\"batch\")", "Dim(\"batch\", min=5)");
+    std::fs::write(&entry, &bounded).unwrap();
+    client
+        .notify(
+            "workspace/didChangeWatchedFiles",
+            json!({"changes": [{"uri": file_uri(&entry), "type": 2}]}),
+        )
+        .await;
+    settles(&mut client, &heads_uri, 1, &[]).await;
+
+    // Changed back with no notification (a client without file watching): the next edit of
+    // the head reads the file again.
+    std::fs::write(&entry, &declared).unwrap();
+    change(&client, &heads_uri, 2, &guarded).await;
+    settles(&mut client, &heads_uri, 2, &[("PT401", 11)]).await;
+
+    client.shutdown_and_exit().await;
+    child.wait().await.unwrap();
+}

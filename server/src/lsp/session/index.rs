@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
 
 use pt2lsp_analyzer::{ModuleSummary, WorkspaceIndex};
 use ropey::Rope;
@@ -70,8 +71,8 @@ impl Summaries {
 /// Where whole-program analysis reads other workspace files: an open document's current
 /// text wins over the file on disk, so an unsaved edit to a helper changes the diagnostics of
 /// the files that reach it. Texts are handed out as shared strings and kept: a buffer's for
-/// its version, a file's until a watched-file change says it changed, so the analyzer's parse
-/// cache sees the same text again and does not parse it again.
+/// its version, a file's until a watched-file change or its metadata says it changed, so the
+/// analyzer's parse cache sees the same text again and does not parse it again.
 #[derive(Debug, Default)]
 pub(super) struct Buffers {
     /// Open documents' texts by path, with their versions.
@@ -85,7 +86,17 @@ pub(super) struct Buffers {
 enum Origin {
     /// An open document, at this version.
     Buffer(i32),
-    Disk,
+    /// The file on disk, with its modification time and size when it was read: a client
+    /// without file watching still gets a file changed by another program read again.
+    Disk(Option<SystemTime>, u64),
+}
+
+impl Origin {
+    /// What the file on disk is now, by its metadata; `None` when it cannot be read.
+    fn disk(path: &Path) -> Option<Self> {
+        let metadata = std::fs::metadata(path).ok()?;
+        Some(Self::Disk(metadata.modified().ok(), metadata.len()))
+    }
 }
 
 impl Buffers {
@@ -124,9 +135,10 @@ impl Buffers {
             .read()
             .ok()
             .and_then(|open| open.get(path).cloned());
-        let origin = open
-            .as_ref()
-            .map_or(Origin::Disk, |(version, _)| Origin::Buffer(*version));
+        let origin = match &open {
+            Some((version, _)) => Origin::Buffer(*version),
+            None => Origin::disk(path)?,
+        };
         if let Some(text) = self.texts.lock().ok().and_then(|texts| {
             texts
                 .get(path)
