@@ -101,7 +101,7 @@ pub fn example_size_fix(source: &str, dim: &str, constant: i64) -> Option<Fix> {
 /// with the values they pass: its report holds what their analyses find in it, each with the
 /// path that reaches it in [`Diagnostic::related`].
 pub fn check_file(file: SourceFile<'_>, settings: &Settings, workspace: &WorkspaceIndex) -> Report {
-    let parsed = syntax::parse(file.text);
+    let parsed = workspace.parse_checked(file);
     check_parsed(&parsed, file, settings, workspace)
 }
 
@@ -112,7 +112,7 @@ pub fn check_file_summarized(
     settings: &Settings,
     workspace: &WorkspaceIndex,
 ) -> (Report, ModuleSummary) {
-    let parsed = syntax::parse(file.text);
+    let parsed = workspace.parse_checked(file);
     let report = check_parsed(&parsed, file, settings, workspace);
     let summary = workspace::summarize_parsed(
         &parsed.module.body,
