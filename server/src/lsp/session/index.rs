@@ -209,6 +209,10 @@ impl Session {
             return;
         }
         if let Some(module) = self.module_of(path) {
+            if !path.exists() {
+                // Deleted: its tree is no use to any program any more.
+                self.parses.forget(&module);
+            }
             self.schedule_dependents(&module, None);
         }
     }
