@@ -12,6 +12,10 @@ published again, plus a pause. Measured from the `didChange` to:
   `mymodels/net.py`, `mymodels/helpers.py`), which the edit made stale although their own
   versions did not change.
 
+With `--corpus DIR` (by default `bench/.cache/corpus` when fetched) a last scenario takes the
+whole corpus as the workspace and edits `transformers/cache_utils.py`, which both of the
+entrypoints inside transformers reach, with their two files open.
+
 With `--large FILE` a second scenario adds that file (by default the corpus's 4,121-line
 seamless_m4t_v2 modeling file, when `bench/.cache` has it) to the package as
 `mymodels/big.py`, imported by `mymodels/net.py` and open, so the program is as large as a
@@ -39,7 +43,8 @@ from lsp_latency import Client, file_uri, is_publication, percentile
 
 FIXTURE = ROOT / "fixtures" / "projects" / "three_files"
 GUARD = "        if h.shape[0] > 4:  # error[PT401]\n            return self.out(h)\n"
-LARGE = CACHE / "corpus" / "transformers" / "models" / "seamless_m4t_v2" / "modeling_seamless_m4t_v2.py"
+CORPUS = CACHE / "corpus"
+LARGE = CORPUS / "transformers" / "models" / "seamless_m4t_v2" / "modeling_seamless_m4t_v2.py"
 TIMEOUT = 60.0
 PAUSE = 0.05
 
@@ -77,6 +82,25 @@ def scenario(binary: Path, count: int, large: Path | None, edited_only: bool) ->
 
 
 def drive(client: Client, root: Path, files: list[Path], count: int, edited_only: bool) -> dict:
+    """The three-file scenarios: the guard in `heads.py` goes and comes back, and its PT401
+    with it (checked unless `edited_only`)."""
+    guarded = files[0].read_text()
+    assert GUARD in guarded, "the fixture changed"
+    unguarded = guarded.replace(GUARD, "")
+
+    def edit(version: int) -> tuple[str, list[str] | None]:
+        if version % 2 == 0:
+            return unguarded, None if edited_only else []
+        return guarded, None if edited_only else ["PT401"]
+
+    return drive_files(client, root, files, count, edit, edited_only)
+
+
+def drive_files(client: Client, root: Path, files: list[Path], count: int, edit, edited_only: bool) -> dict:
+    """Opens `files` in a server on `root` and edits the first one `count` times: `edit(version)`
+    gives the text and the rule codes its publication must have (`None`: not checked). Times
+    `didChange` to the edited file's publication and to the last re-publication of the others
+    (unless `edited_only`)."""
     root_uri = file_uri(root)
     client.request(
         "initialize",
@@ -99,7 +123,6 @@ def drive(client: Client, root: Path, files: list[Path], count: int, edited_only
     )
     uris = [file_uri(path) for path in files]
     texts = [path.read_text() for path in files]
-    assert GUARD in texts[0], "the fixture changed"
     for uri, text in zip(uris, texts):
         client.notify(
             "textDocument/didOpen",
@@ -110,22 +133,19 @@ def drive(client: Client, root: Path, files: list[Path], count: int, edited_only
     time.sleep(1.0)
     client.drain()
 
-    heads, dependents = uris[0], uris[1:]
-    guarded, unguarded = texts[0], texts[0].replace(GUARD, "")
+    edited, dependents = uris[0], uris[1:]
     edited_ms: list[float] = []
     dependents_ms: list[float] = []
     for version in range(2, count + 2):
-        text = unguarded if version % 2 == 0 else guarded
+        text, expected = edit(version)
         sent = client.notify(
             "textDocument/didChange",
-            {"textDocument": {"uri": heads, "version": version}, "contentChanges": [{"text": text}]},
+            {"textDocument": {"uri": edited, "version": version}, "contentChanges": [{"text": text}]},
         )
-        arrived, message = client.wait(lambda m, v=version: is_publication(m, heads, v), timeout=TIMEOUT)
+        arrived, message = client.wait(lambda m, v=version: is_publication(m, edited, v), timeout=TIMEOUT)
         codes = [d.get("code") for d in message["params"]["diagnostics"]]
-        expected = [] if text is unguarded else ["PT401"]
-        # A build that reads other files from disk keeps the saved guard: not checked there.
-        if codes != expected and not edited_only:
-            raise SystemExit(f"heads.py v{version}: {codes}, expected {expected}")
+        if expected is not None and codes != expected:
+            raise SystemExit(f"{files[0].name} v{version}: {codes}, expected {expected}")
         edited_ms.append((arrived - sent) * 1000)
         last = arrived
         for uri in [] if edited_only else dependents:
@@ -142,6 +162,27 @@ def drive(client: Client, root: Path, files: list[Path], count: int, edited_only
     }
 
 
+def corpus_scenario(binary: Path, count: int, corpus: Path, edited_only: bool) -> dict:
+    """The whole corpus as the workspace: `transformers/cache_utils.py` (2,404 lines), which both
+    entrypoints inside transformers reach, is edited (a blank line added and taken away at its
+    end) with the two entry files open."""
+    edited = corpus / "transformers" / "cache_utils.py"
+    entries = [
+        corpus / "transformers" / "integrations" / "executorch.py",
+        corpus / "transformers" / "exporters" / "exporter_dynamo.py",
+    ]
+    client = Client([str(binary), "serve"], Path(tempfile.gettempdir()) / "pt2lsp-dependents-corpus.stderr")
+    try:
+        text = edited.read_text()
+
+        def edit(version: int) -> tuple[str, list[str] | None]:
+            return text + ("\n" if version % 2 == 0 else ""), None
+
+        return drive_files(client, corpus, [edited, *entries], count, edit, edited_only)
+    finally:
+        client.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--binary", type=Path, help="a built pt2lsp (default: build target/release/pt2lsp)")
@@ -150,6 +191,12 @@ def main() -> int:
         "--edited-only",
         action="store_true",
         help="time the edited file only, for a build that does not re-publish dependents (to compare)",
+    )
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS if CORPUS.exists() else None,
+        help="the fetched corpus (transformers and timm), for the scenario with it as the workspace",
     )
     parser.add_argument(
         "--large", type=Path, default=LARGE if LARGE.exists() else None, help="a large module to add to the program"
@@ -167,6 +214,14 @@ def main() -> int:
         print(
             f"| {name} | {result['files']} | {result['lines']} | {len(edited)} "
             f"| {percentile(edited, 50):.1f} | {percentile(edited, 99):.1f} "
+            f"| {percentile(dependents, 50):.1f} | {percentile(dependents, 99):.1f} | {max(dependents):.1f} |"
+        )
+    if args.corpus is not None:
+        result = corpus_scenario(binary, args.count, args.corpus.resolve(), args.edited_only)
+        edited, dependents = result["edited"], result["dependents"]
+        print(
+            f"| corpus: cache_utils.py and its 2 entrypoints open | {result['files']} | {result['lines']} "
+            f"| {len(edited)} | {percentile(edited, 50):.1f} | {percentile(edited, 99):.1f} "
             f"| {percentile(dependents, 50):.1f} | {percentile(dependents, 99):.1f} | {max(dependents):.1f} |"
         )
     return 0
