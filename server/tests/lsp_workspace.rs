@@ -227,7 +227,8 @@ async fn an_unsaved_bound_on_the_entry_files_dim_clears_the_guard_in_the_open_he
     change(&client, &entry_uri, 3, &declared).await;
     settles(&mut client, &heads_uri, 1, &[("PT401", 11)]).await;
 
-    // Closing the entry file: the head reads it from disk again, where the `Dim` is unbounded.
+    // Closing the entry file unsaved: the head, unchanged, is analysed again with the file on
+    // disk, where the `Dim` is unbounded.
     change(&client, &entry_uri, 4, &bounded).await;
     settles(&mut client, &heads_uri, 1, &[]).await;
     client
@@ -236,14 +237,7 @@ async fn an_unsaved_bound_on_the_entry_files_dim_clears_the_guard_in_the_open_he
             json!({"textDocument": {"uri": entry_uri}}),
         )
         .await;
-    change(
-        &client,
-        &heads_uri,
-        2,
-        &std::fs::read_to_string(&heads).unwrap(),
-    )
-    .await;
-    settles(&mut client, &heads_uri, 2, &[("PT401", 11)]).await;
+    settles(&mut client, &heads_uri, 1, &[("PT401", 11)]).await;
 
     client.shutdown_and_exit().await;
     child.wait().await.unwrap();
@@ -325,6 +319,17 @@ async fn an_unsaved_import_in_the_entry_file_brings_a_new_module_into_its_progra
     settles(&mut client, &tail_uri, 1, &[("PT401", 6)]).await;
 
     change(&client, &entry_uri, 3, &declared).await;
+    settles(&mut client, &tail_uri, 1, &[("PT402", 6)]).await;
+
+    // Closed unsaved: the index takes the entry file's imports from disk again.
+    change(&client, &entry_uri, 4, &exports_tail).await;
+    settles(&mut client, &tail_uri, 1, &[("PT401", 6)]).await;
+    client
+        .notify(
+            "textDocument/didClose",
+            json!({"textDocument": {"uri": entry_uri}}),
+        )
+        .await;
     settles(&mut client, &tail_uri, 1, &[("PT402", 6)]).await;
 
     client.shutdown_and_exit().await;
