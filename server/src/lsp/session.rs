@@ -77,6 +77,7 @@ impl ClientFlags {
         }
     }
 }
+
 /// An entrypoint's trace, planned: the job and what its results are read against.
 #[derive(Clone)]
 pub struct PlannedTrace {
@@ -85,6 +86,7 @@ pub struct PlannedTrace {
     python: PathBuf,
     path: PathBuf,
 }
+
 /// Shared by every handler through an `Arc`.
 #[derive(Debug)]
 pub struct Session {

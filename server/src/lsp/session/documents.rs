@@ -46,7 +46,7 @@ pub struct OpenDocument {
     /// whose ticket is no longer here (the document was closed and reopened) stops.
     pub(super) runner: Option<u64>,
     /// The static diagnostics last published and the version they are for. Trace diagnostics
-    /// (kept per entrypoint in [`traces`]) of the same version are merged into every
+    /// (kept per entrypoint in [`super::traces`]) of the same version are merged into every
     /// publication; those of another version are stale, so an edit publishes static
     /// diagnostics only until the next trace.
     pub(super) statics: Option<(i32, Arc<Vec<lsp::Diagnostic>>)>,
