@@ -27,7 +27,9 @@ pub use line_index::{LineColumn, LineIndex};
 pub use registry::Rule;
 pub use ruff_text_size::{TextRange, TextSize};
 pub use settings::{RuleSelector, Settings};
-pub use workspace::{ModuleSource, ModuleSummary, WorkspaceIndex, WorkspaceSources, summarize};
+pub use workspace::{
+    ModuleSource, ModuleSummary, ParseCache, WorkspaceIndex, WorkspaceSources, summarize,
+};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -99,14 +101,42 @@ pub fn example_size_fix(source: &str, dim: &str, constant: i64) -> Option<Fix> {
 /// with the values they pass: its report holds what their analyses find in it, each with the
 /// path that reaches it in [`Diagnostic::related`].
 pub fn check_file(file: SourceFile<'_>, settings: &Settings, workspace: &WorkspaceIndex) -> Report {
-    let parsed = syntax::parse(file.text);
+    let parsed = workspace.parse_checked(file);
+    check_parsed(&parsed, file, settings, workspace)
+}
+
+/// [`check_file`], and the file's summary made from the same parse, as [`summarize`] makes it:
+/// for a caller that keeps the index in step with texts that change, an editor's buffers.
+pub fn check_file_summarized(
+    file: SourceFile<'_>,
+    settings: &Settings,
+    workspace: &WorkspaceIndex,
+) -> (Report, ModuleSummary) {
+    let parsed = workspace.parse_checked(file);
+    let report = check_parsed(&parsed, file, settings, workspace);
+    let summary = workspace::summarize_parsed(
+        &parsed.module.body,
+        SourceFile {
+            is_package: false,
+            ..file
+        },
+    );
+    (report, summary)
+}
+
+fn check_parsed(
+    parsed: &syntax::Parsed,
+    file: SourceFile<'_>,
+    settings: &Settings,
+    workspace: &WorkspaceIndex,
+) -> Report {
     let program = match file.module {
         Some(module) if workspace.is_entrypoint(module) => {
             workspace.program(module, || load_program(workspace, module))
         }
         _ => std::sync::Arc::default(),
     };
-    let mut model = semantic::SemanticModel::build_program(&parsed, file, workspace, &program);
+    let mut model = semantic::SemanticModel::build_program(parsed, file, workspace, &program);
     let mut related: HashMap<TextRange, Vec<Related>> = HashMap::new();
     if let (Some(module), false) = (file.module, program.is_empty()) {
         workspace.note_entered(module, model.entered_modules());
@@ -129,7 +159,7 @@ pub fn check_file(file: SourceFile<'_>, settings: &Settings, workspace: &Workspa
     if let Some(module) = file.module {
         import_events(module, workspace, &mut model, &mut related);
     }
-    let mut report = report(&parsed, &model, file, settings);
+    let mut report = report(parsed, &model, file, settings);
     for diagnostic in &mut report.diagnostics {
         if let Some(places) = related.get(&diagnostic.range) {
             diagnostic.related.clone_from(places);
@@ -146,7 +176,7 @@ fn load_program(workspace: &WorkspaceIndex, module: &str) -> Vec<semantic::Loade
         .skip(1)
         .filter_map(|name| {
             let source = workspace.source(&name)?;
-            let parsed = syntax::parse(&source.text);
+            let parsed = workspace.parse(&name, &source.text);
             Some(semantic::LoadedFile {
                 module: name,
                 source,
@@ -177,7 +207,7 @@ fn import_events(
             continue;
         };
         let program = workspace.program(entry, || load_program(workspace, entry));
-        let parsed = syntax::parse(&source.text);
+        let parsed = workspace.parse(entry, &source.text);
         let entry_file = SourceFile {
             text: &source.text,
             module: Some(entry),

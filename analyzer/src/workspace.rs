@@ -10,6 +10,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::SourceFile;
@@ -59,6 +60,65 @@ pub struct ModuleSource {
     pub path: PathBuf,
 }
 
+/// Parsed workspace files, one per module, each kept with the text it was parsed from, so an
+/// analysis that loads a program re-parses only the files whose text changed since the last
+/// one. An editor keeps one for its whole session, across index rebuilds: a keystroke in one
+/// file of a program then costs one parse, not one per file. The text is compared whole (a
+/// pointer comparison first), so a stale tree is never returned, whatever the caller's
+/// versions say.
+#[derive(Default)]
+pub struct ParseCache {
+    /// For each module, the text last parsed and its tree.
+    files: Mutex<HashMap<String, ParsedText>>,
+    parses: AtomicU64,
+}
+
+/// A text and its syntax tree.
+type ParsedText = (Arc<str>, Arc<syntax::Parsed>);
+
+impl fmt::Debug for ParseCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParseCache")
+            .field("files", &self.files.lock().map_or(0, |files| files.len()))
+            .field("parses", &self.parses())
+            .finish()
+    }
+}
+
+impl ParseCache {
+    /// How many texts this cache has parsed (misses), for tests and benchmarks.
+    pub fn parses(&self) -> u64 {
+        self.parses.load(Ordering::Relaxed)
+    }
+
+    /// Forgets `module`'s tree (its file was deleted or left the workspace).
+    pub fn forget(&self, module: &str) {
+        if let Ok(mut files) = self.files.lock() {
+            files.remove(module);
+        }
+    }
+
+    /// `module`'s syntax tree for `text`: the cached one when it was parsed from the same text.
+    pub(crate) fn parse(&self, module: &str, text: &Arc<str>) -> Arc<syntax::Parsed> {
+        if let Some(parsed) = self.files.lock().ok().and_then(|files| {
+            files
+                .get(module)
+                .filter(|(cached, _)| Arc::ptr_eq(cached, text) || **cached == **text)
+                .map(|(_, parsed)| Arc::clone(parsed))
+        }) {
+            return parsed;
+        }
+        // Parsed outside the lock: two analyses parsing different files do not wait for each
+        // other; two parsing the same text at once both parse, and either tree is right.
+        let parsed = Arc::new(syntax::parse(text));
+        self.parses.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut files) = self.files.lock() {
+            files.insert(module.to_owned(), (Arc::clone(text), Arc::clone(&parsed)));
+        }
+        parsed
+    }
+}
+
 /// How many files one entrypoint's analysis may load: past it, calls are not followed.
 pub(crate) const MAX_PROGRAM_FILES: usize = 96;
 
@@ -84,6 +144,9 @@ pub struct WorkspaceIndex {
     /// Whether the two caches above are kept: only while the texts cannot change (one CLI
     /// check), not in an editor, where a helper's text changes without a new index.
     caching: bool,
+    /// Other files' syntax trees, by content; shared with the caller, so it can outlive the
+    /// index (see [`ParseCache`]).
+    parse_cache: Option<Arc<ParseCache>>,
 }
 
 impl fmt::Debug for WorkspaceIndex {
@@ -190,6 +253,7 @@ impl WorkspaceIndex {
             entered: Arc::default(),
             programs: Arc::default(),
             caching: false,
+            parse_cache: None,
         }
     }
 
@@ -197,6 +261,15 @@ impl WorkspaceIndex {
     #[must_use]
     pub fn with_sources(mut self, sources: Arc<dyn WorkspaceSources>) -> Self {
         self.sources = Some(sources);
+        self
+    }
+
+    /// The index parses other files through `cache`, which keeps each file's tree until its
+    /// text changes: safe where texts change under the index, unlike
+    /// [`WorkspaceIndex::with_program_cache`].
+    #[must_use]
+    pub fn with_parse_cache(mut self, cache: Arc<ParseCache>) -> Self {
+        self.parse_cache = Some(cache);
         self
     }
 
@@ -279,6 +352,51 @@ impl WorkspaceIndex {
 
     pub(crate) fn source(&self, module: &str) -> Option<ModuleSource> {
         self.sources.as_ref()?.source(module)
+    }
+
+    /// Another file's syntax tree, from the parse cache when the index has one.
+    pub(crate) fn parse(&self, module: &str, text: &Arc<str>) -> Arc<syntax::Parsed> {
+        match &self.parse_cache {
+            Some(cache) => cache.parse(module, text),
+            None => Arc::new(syntax::parse(text)),
+        }
+    }
+
+    /// The syntax tree of the file being checked. A file that entrypoints' programs also load
+    /// goes through the parse cache, so that loading it again for their analyses costs a text
+    /// comparison, not a second parse of the text just edited.
+    pub(crate) fn parse_checked(&self, file: SourceFile<'_>) -> Arc<syntax::Parsed> {
+        match (&self.parse_cache, file.module) {
+            (Some(cache), Some(module))
+                if self.is_entrypoint(module) || !self.entrypoints_reaching(module).is_empty() =>
+            {
+                cache.parse(module, &Arc::from(file.text))
+            }
+            _ => Arc::new(syntax::parse(file.text)),
+        }
+    }
+
+    /// The modules whose report may change when `module`'s text changes: the entrypoints
+    /// whose analysis may reach it (and `module` itself when it is one), and every module
+    /// those entrypoints may reach, since their values flow through it. Sorted, without
+    /// `module`. An editor re-analyses the open ones after an edit.
+    pub fn dependents(&self, module: &str) -> Vec<String> {
+        let mut entries: Vec<&str> = self
+            .entrypoints_reaching(module)
+            .iter()
+            .map(String::as_str)
+            .collect();
+        if self.is_entrypoint(module) {
+            entries.push(module);
+        }
+        let mut found: HashSet<String> = HashSet::new();
+        for entry in entries {
+            found.extend(closure(&self.imports, entry));
+        }
+        found.remove(module);
+        let mut found: Vec<String> = found.into_iter().collect();
+        found.sort();
+        found
     }
 
     pub fn is_module_class(&self, qualified_name: &str) -> bool {
@@ -521,5 +639,138 @@ mod tests {
         assert_eq!(fake.imported_fakes, vec!["myops.ops.scale_add".to_owned()]);
         let index = WorkspaceIndex::new(&[ops, fake]);
         assert!(index.has_fake_kernel("mylib::scale_add"));
+    }
+
+    #[test]
+    fn the_parse_cache_parses_a_module_again_only_when_its_text_changed() {
+        let cache = ParseCache::default();
+        let first: Arc<str> = Arc::from("x = 1\n");
+        let same: Arc<str> = Arc::from("x = 1\n");
+        let edited: Arc<str> = Arc::from("x = 2\n");
+        let tree = cache.parse("m", &first);
+        assert!(Arc::ptr_eq(&tree, &cache.parse("m", &same)));
+        assert_eq!(cache.parses(), 1);
+        assert!(!Arc::ptr_eq(&tree, &cache.parse("m", &edited)));
+        cache.parse("other", &first);
+        assert_eq!(cache.parses(), 3);
+        cache.forget("m");
+        cache.parse("m", &edited);
+        assert_eq!(cache.parses(), 4);
+    }
+
+    #[test]
+    fn dependents_are_the_programs_of_the_entrypoints_that_reach_a_module() {
+        let entry = summarize(
+            "import torch\nfrom pkg.net import Net\nmodel = Net()\n",
+            "export_net",
+        );
+        let other_entry = summarize(
+            "import torch\nfrom pkg.solo import S\nmodel = S()\n",
+            "other",
+        );
+        let net = summarize(
+            "from .heads import Head\nfrom .helpers import f\n",
+            "pkg.net",
+        );
+        let heads = summarize("import torch\n", "pkg.heads");
+        let helpers = summarize("import torch\n", "pkg.helpers");
+        let solo = summarize("import torch\n", "pkg.solo");
+        let unrelated = summarize("import torch\n", "loose");
+        let index =
+            WorkspaceIndex::new(&[entry, other_entry, net, heads, helpers, solo, unrelated]);
+        assert_eq!(
+            index.dependents("pkg.heads"),
+            ["export_net", "pkg.helpers", "pkg.net"]
+        );
+        assert_eq!(
+            index.dependents("export_net"),
+            ["pkg.heads", "pkg.helpers", "pkg.net"]
+        );
+        assert!(index.dependents("loose").is_empty());
+    }
+
+    /// Texts in memory, as an editor's open buffers would give them.
+    struct Texts(Mutex<HashMap<String, Arc<str>>>);
+
+    impl WorkspaceSources for Texts {
+        fn source(&self, module: &str) -> Option<ModuleSource> {
+            let text = self.0.lock().ok()?.get(module).cloned()?;
+            Some(ModuleSource {
+                text,
+                is_package: module == "mymodels",
+                path: PathBuf::from(format!("{}.py", module.replace('.', "/"))),
+            })
+        }
+    }
+
+    #[test]
+    fn an_edit_to_one_file_of_a_program_parses_only_that_file_again() {
+        let files = [
+            (
+                "export_net",
+                "import torch\nfrom torch.export import Dim\nfrom mymodels.net import Net\nmodel = Net().eval()\nexample_args = (torch.randn(8, 16),)\ndynamic_shapes = {\"x\": {0: Dim(\"batch\")}}\n",
+            ),
+            ("mymodels", ""),
+            (
+                "mymodels.net",
+                "from torch import nn\nfrom .heads import Head\nfrom .helpers import normalize\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.head = Head()\n    def forward(self, x):\n        return self.head(normalize(x))\n",
+            ),
+            ("mymodels.helpers", "def normalize(h):\n    return h\n"),
+            (
+                "mymodels.heads",
+                "from torch import nn\nclass Head(nn.Module):\n    def forward(self, h):\n        if h.shape[0] > 4:\n            return h\n        return h.relu()\n",
+            ),
+        ];
+        let summaries: Vec<ModuleSummary> = files
+            .iter()
+            .map(|(module, text)| {
+                let parsed = syntax::parse(text);
+                let file = SourceFile {
+                    text,
+                    module: Some(module),
+                    is_package: *module == "mymodels",
+                };
+                summarize_parsed(&parsed.module.body, file)
+            })
+            .collect();
+        let texts = Arc::new(Texts(Mutex::new(
+            files
+                .iter()
+                .map(|(module, text)| ((*module).to_owned(), Arc::from(*text)))
+                .collect(),
+        )));
+        let cache = Arc::new(ParseCache::default());
+        let index = WorkspaceIndex::new(&summaries)
+            .with_sources(Arc::clone(&texts) as Arc<dyn WorkspaceSources>)
+            .with_parse_cache(Arc::clone(&cache));
+        let check_heads = |text: &str| {
+            let file = SourceFile {
+                text,
+                module: Some("mymodels.heads"),
+                is_package: false,
+            };
+            crate::check_file(file, &crate::Settings::default(), &index)
+                .diagnostics
+                .iter()
+                .map(|d| d.rule.code())
+                .collect::<Vec<_>>()
+        };
+        let guarded = files[4].1;
+        assert_eq!(check_heads(guarded), ["PT401"]);
+        let first = cache.parses();
+        assert_eq!(first, 5, "every file of the program, the entry included");
+        // A keystroke in heads.py: its buffer changes, nothing else does. The checked text and
+        // the program's copy of it are parsed once between them.
+        let edited = guarded.replace("> 4", "> 5");
+        texts
+            .0
+            .lock()
+            .unwrap()
+            .insert("mymodels.heads".to_owned(), Arc::from(edited.as_str()));
+        assert_eq!(check_heads(&edited), ["PT401"]);
+        assert_eq!(cache.parses(), first + 1);
+        // The same text again: nothing to parse.
+        assert_eq!(check_heads(&edited), ["PT401"]);
+        assert_eq!(cache.parses(), first + 1);
     }
 }

@@ -59,7 +59,8 @@ pub(crate) struct ForeignFile<'a> {
 pub(crate) struct LoadedFile {
     pub(crate) module: String,
     pub(crate) source: crate::workspace::ModuleSource,
-    pub(crate) parsed: Parsed,
+    /// Shared with the workspace's parse cache.
+    pub(crate) parsed: std::sync::Arc<Parsed>,
 }
 
 /// A place on the way to an event: a call site, or the entrypoint, in some file.

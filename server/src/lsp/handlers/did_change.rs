@@ -1,4 +1,5 @@
-//! `textDocument/didChange`: apply the edits now and ask for an analysis of the new text.
+//! `textDocument/didChange`: apply the edits now and ask for an analysis of the new text, and
+//! of the open files whose analysis reads it.
 //!
 //! The edits are applied before this handler could ever await: tower-lsp may run the next
 //! notification's handler as soon as this one yields, and edits must land in order.
@@ -22,5 +23,5 @@ pub fn did_change(session: &Arc<Session>, params: DidChangeTextDocumentParams) {
         .apply_changes(&params.content_changes, params.text_document.version);
     // The entry's lock must go before scheduling, which takes it again.
     drop(open);
-    session.schedule(uri);
+    session.edited(&uri);
 }

@@ -25,6 +25,8 @@ pub fn did_change_watched_files(session: &Arc<Session>, params: DidChangeWatched
         {
             pyproject_changed = true;
         } else if workspace::is_python(&path) {
+            // What was read of it before is stale, whether or not its summary changes.
+            session.file_changed(&path);
             python.push((path, change.typ == FileChangeType::DELETED));
         }
     }
