@@ -120,6 +120,12 @@ example_args = (torch.randn(1, 3, 128, 128), torch.randn(1, 3, 128, 128))
     "tv_fasterrcnn": (TV, detection("fasterrcnn_mobilenet_v3_large_320_fpn")),
     "tv_ssdlite": (TV, detection("ssdlite320_mobilenet_v3_large")),
     "tv_fcos": (TV, detection("fcos_resnet50_fpn")),
+    "tv_maskrcnn": (TV, detection("maskrcnn_resnet50_fpn")),
+    "tv_retinanet": (TV, detection("retinanet_resnet50_fpn")),
+    "tv_inception_batch_one": (
+        TV,
+        tv("inception_v3", shape="1, 3, 299, 299", dynamic=True, extra=", init_weights=False"),
+    ),
     "timm_resnet18": (TIMM, timm_model("resnet18", shape="2, 3, 64, 64", dynamic='{0: Dim("batch")}')),
     "timm_efficientnet_b0": (TIMM, timm_model("efficientnet_b0", shape="2, 3, 64, 64", dynamic='{0: Dim("batch")}')),
     "timm_convnext_atto": (TIMM, timm_model("convnext_atto", shape="2, 3, 64, 64")),
@@ -129,6 +135,15 @@ example_args = (torch.randn(1, 3, 128, 128), torch.randn(1, 3, 128, 128))
         timm_model("vit_tiny_patch16_224", dynamic='{2: Dim("height", min=32, max=512), 3: Dim("width", min=32, max=512)}'),
     ),
     "timm_deit_tiny": (TIMM, timm_model("deit_tiny_patch16_224")),
+    "timm_efficientnet_hw": (
+        TIMM,
+        timm_model(
+            "efficientnet_b0",
+            shape="2, 3, 64, 64",
+            dynamic='{2: Dim("height", min=32, max=512), 3: Dim("width", min=32, max=512)}',
+        ),
+    ),
+    "timm_levit_hw": (TIMM, timm_model("levit_128s", dynamic='{2: Dim("height", min=64, max=448)}')),
     "timm_mobilevitv2": (TIMM, timm_model("mobilevitv2_050", shape="2, 3, 256, 256")),
     "timm_swin_hw": (
         TIMM,
@@ -141,6 +156,76 @@ example_args = (torch.randn(1, 3, 128, 128), torch.randn(1, 3, 128, 128))
     "hf_gpt2": (
         HF,
         hf_causal("GPT2Config", "GPT2LMHeadModel", "vocab_size=128, n_embd=32, n_layer=2, n_head=4, n_positions=128"),
+    ),
+    "hf_gpt2_batch_one": (
+        HF,
+        """
+import torch
+import transformers
+from torch.export import Dim
+
+config = transformers.GPT2Config(vocab_size=128, n_embd=32, n_layer=2, n_head=4, n_positions=128)
+model = transformers.GPT2LMHeadModel(config).eval()
+example_args = ()
+example_kwargs = {"input_ids": torch.randint(0, 100, (1, 16)), "use_cache": False}
+dynamic_shapes = {"input_ids": {0: Dim("batch"), 1: Dim("seq", max=64)}, "use_cache": None}
+""",
+    ),
+    "hf_t5_encoder": (
+        HF,
+        """
+import torch
+import transformers
+from torch.export import Dim
+
+config = transformers.T5Config(vocab_size=128, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4)
+model = transformers.T5EncoderModel(config).eval()
+example_args = (torch.randint(0, 100, (2, 16)),)
+dynamic_shapes = {"input_ids": {0: Dim("batch"), 1: Dim("seq", max=64)}}
+""",
+    ),
+    "hf_bert_unbounded_seq": (
+        HF,
+        """
+import torch
+import transformers
+from torch.export import Dim
+
+config = transformers.BertConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                 intermediate_size=64, max_position_embeddings=64)
+model = transformers.BertModel(config).eval()
+example_args = (torch.randint(0, 100, (2, 16)),)
+dynamic_shapes = {"input_ids": {0: Dim("batch"), 1: Dim("seq")}}
+""",
+    ),
+    "hf_resnet_batch_one": (
+        HF,
+        """
+import torch
+import transformers
+from torch.export import Dim
+
+config = transformers.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")
+model = transformers.ResNetModel(config).eval()
+example_args = (torch.randn(1, 3, 64, 64),)
+dynamic_shapes = {"pixel_values": {0: Dim("batch")}}
+""",
+    ),
+    "hf_wav2vec2_samples": (
+        HF,
+        """
+import torch
+import transformers
+from torch.export import Dim
+
+config = transformers.Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=64, conv_dim=(32, 32), conv_stride=(5, 2),
+                                     conv_kernel=(10, 3), num_feat_extract_layers=2,
+                                     num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)
+model = transformers.Wav2Vec2Model(config).eval()
+example_args = (torch.randn(2, 4000),)
+dynamic_shapes = {"input_values": {1: Dim("samples", min=1000, max=16000)}}
+""",
     ),
     "hf_bert": (
         HF,
