@@ -1,11 +1,18 @@
-//! Applying fixes to a text: the one place that decides which fixes go together.
+//! Applying fixes to a text: the one place that decides which fixes go together, what a round
+//! of fixing is, and how many rounds run.
 //!
-//! `pt2lsp check --fix`, `source.fixAll.pt2lsp` and the tests all choose fixes here, so a fix
-//! that the command line applies is the fix the editor applies.
+//! `pt2lsp check --fix`, `source.fixAll.pt2lsp` and the tests all fix through here, so the text
+//! the command line makes is the text the editor makes: [`fix_round`] is one round (the fixes
+//! that go together, applied), [`fix_to_fixpoint`] the rounds on one text until none changes it,
+//! at most [`MAX_FIX_ROUNDS`]. The command line runs the same rounds over many files at once.
 
 use ruff_text_size::{TextRange, TextSize};
 
 use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix};
+
+/// Rounds of fixing before giving up on a text whose fixes keep changing it (ruff stops at 100;
+/// a pt2lsp round may re-run the exporter, and real fixes settle in two or three).
+pub const MAX_FIX_ROUNDS: usize = 10;
 
 /// Which fixes may be applied without the user reading them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +88,42 @@ pub fn apply_fixes(text: &str, fixes: &[&Fix]) -> String {
     output
 }
 
+/// One round: `text` with every fix of `diagnostics` that `mode` allows and that goes with the
+/// others applied, and those fixes; `None` when no fix changes it. A fix skipped because it
+/// overlapped another is found again by the next round, on the new text.
+pub fn fix_round<'d>(
+    text: &str,
+    diagnostics: &'d [Diagnostic],
+    mode: FixMode,
+) -> Option<(String, Vec<&'d Fix>)> {
+    let fixes = compatible_fixes(diagnostics, mode);
+    if fixes.is_empty() {
+        return None;
+    }
+    let applied = apply_fixes(text, &fixes);
+    (applied != text).then_some((applied, fixes))
+}
+
+/// `text` after rounds of fixing until no fix changes it or [`MAX_FIX_ROUNDS`] have run, with
+/// `check` finding each round's diagnostics; the number of rounds that changed the text.
+pub fn fix_to_fixpoint(
+    text: &str,
+    mode: FixMode,
+    mut check: impl FnMut(&str) -> Vec<Diagnostic>,
+) -> (String, usize) {
+    let mut current = text.to_owned();
+    let mut rounds = 0;
+    while rounds < MAX_FIX_ROUNDS {
+        let diagnostics = check(&current);
+        let Some((next, _)) = fix_round(&current, &diagnostics, mode) else {
+            break;
+        };
+        current = next;
+        rounds += 1;
+    }
+    (current, rounds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,5 +181,48 @@ mod tests {
             applicability: Applicability::Safe,
         };
         assert_eq!(apply_fixes("x = 1\n", &[&fix]), "import torch\nx = é\n");
+    }
+
+    #[test]
+    fn rounds_run_until_nothing_changes_and_stop_at_the_limit() {
+        // Each round turns one `a` into `b`: three rounds, then a round that changes nothing.
+        let one_at_a_time = |text: &str| match text.find('a') {
+            Some(at) => vec![diagnostic(
+                u32::try_from(at).unwrap(),
+                u32::try_from(at).unwrap() + 1,
+                "b",
+                Applicability::Safe,
+            )],
+            None => Vec::new(),
+        };
+        assert_eq!(
+            fix_to_fixpoint("xaaa", FixMode::Safe, one_at_a_time),
+            ("xbbb".to_owned(), 3)
+        );
+        // A fix that never settles (it rewrites `b` as `b`) changes nothing: no round counts.
+        let idle = |_: &str| vec![diagnostic(0, 1, "b", Applicability::Safe)];
+        assert_eq!(
+            fix_to_fixpoint("b", FixMode::Safe, idle),
+            ("b".to_owned(), 0)
+        );
+        // A text that changes forever stops after the limit.
+        let grow = |_: &str| vec![diagnostic(0, 0, "+", Applicability::Safe)];
+        let (grown, rounds) = fix_to_fixpoint("x", FixMode::Safe, grow);
+        assert_eq!((grown.len(), rounds), (1 + MAX_FIX_ROUNDS, MAX_FIX_ROUNDS));
+        // Unsafe fixes wait for the unsafe mode.
+        let risky = |text: &str| match text.find('a') {
+            Some(at) => vec![diagnostic(
+                u32::try_from(at).unwrap(),
+                u32::try_from(at).unwrap() + 1,
+                "u",
+                Applicability::Unsafe,
+            )],
+            None => Vec::new(),
+        };
+        assert_eq!(fix_to_fixpoint("aa", FixMode::Safe, risky).1, 0);
+        assert_eq!(
+            fix_to_fixpoint("aa", FixMode::Unsafe, risky),
+            ("uu".to_owned(), 2)
+        );
     }
 }

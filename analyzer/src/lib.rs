@@ -21,7 +21,7 @@ mod syntax;
 mod workspace;
 
 pub use diagnostic::{Applicability, Diagnostic, Edit, Fix, Related, Report, Severity};
-pub use fix::{FixMode, apply_fixes, compatible_fixes};
+pub use fix::{FixMode, MAX_FIX_ROUNDS, apply_fixes, compatible_fixes, fix_round, fix_to_fixpoint};
 pub use fixes::dims::DimConstraint;
 pub use line_index::{LineColumn, LineIndex};
 pub use registry::Rule;

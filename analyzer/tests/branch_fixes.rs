@@ -7,9 +7,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use pt2lsp_analyzer::{
-    Applicability, FixMode, Rule, Settings, apply_fixes, check, compatible_fixes,
-};
+use pt2lsp_analyzer::{Applicability, FixMode, Rule, Settings, check, fix_to_fixpoint};
 
 #[path = "support/fixture_files.rs"]
 mod fixture_files;
@@ -39,19 +37,10 @@ fn fixed(name: &str, text: &str, expected_title: &str) -> String {
         assert_eq!(fix.title, expected_title, "{name}");
     }
     // Like `check --fix`, in rounds: an `if` nested in another's rewrite waits for the next.
-    let mut output = apply_fixes(
-        text,
-        &compatible_fixes(&report.diagnostics, FixMode::Unsafe),
-    );
-    let mut after = check(&output, &Settings::default());
-    for _ in 0..4 {
-        let fixes = compatible_fixes(&after.diagnostics, FixMode::Unsafe);
-        if fixes.is_empty() {
-            break;
-        }
-        output = apply_fixes(&output, &fixes);
-        after = check(&output, &Settings::default());
-    }
+    let (output, _) = fix_to_fixpoint(text, FixMode::Unsafe, |current| {
+        check(current, &Settings::default()).diagnostics
+    });
+    let after = check(&output, &Settings::default());
     let left: Vec<_> = after
         .diagnostics
         .iter()

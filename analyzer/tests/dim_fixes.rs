@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pt2lsp_analyzer::{FixMode, Rule, Settings, apply_fixes, check, compatible_fixes};
+use pt2lsp_analyzer::{FixMode, Rule, Settings, check, fix_to_fixpoint};
 
 fn dims_fixtures() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/fixes/dims");
@@ -19,19 +19,10 @@ fn dims_fixtures() -> Vec<PathBuf> {
     files
 }
 
-/// The text after applying the fixes `mode` allows until none is left (at most a few rounds).
+/// The text after the fixes `mode` allows, in `check --fix`'s rounds.
 fn fixed(text: &str, mode: FixMode) -> String {
     let settings = Settings::default();
-    let mut current = text.to_owned();
-    for _ in 0..4 {
-        let report = check(&current, &settings);
-        let fixes = compatible_fixes(&report.diagnostics, mode);
-        if fixes.is_empty() {
-            break;
-        }
-        current = apply_fixes(&current, &fixes);
-    }
-    current
+    fix_to_fixpoint(text, mode, |current| check(current, &settings).diagnostics).0
 }
 
 fn mode_of(text: &str) -> FixMode {

@@ -4,9 +4,7 @@
 //! reads each fake kernel and check. Patterns a check cannot make exportable get no fix.
 //! (`tests/python/` exports the fixed files with real torch and compares them with the originals.)
 
-use pt2lsp_analyzer::{
-    Applicability, FixMode, Rule, Settings, apply_fixes, check, compatible_fixes,
-};
+use pt2lsp_analyzer::{Applicability, FixMode, Rule, Settings, check, fix_to_fixpoint};
 
 #[path = "support/fixture_files.rs"]
 mod fixture_files;
@@ -35,15 +33,9 @@ fn fixed(name: &str, text: &str, rules: &[Rule]) -> String {
             fix.title
         );
     }
-    let mut output = text.to_owned();
-    for _ in 0..4 {
-        let report = check(&output, &Settings::default());
-        let fixes = compatible_fixes(&report.diagnostics, FixMode::Unsafe);
-        if fixes.is_empty() {
-            break;
-        }
-        output = apply_fixes(&output, &fixes);
-    }
+    let (output, _) = fix_to_fixpoint(text, FixMode::Unsafe, |current| {
+        check(current, &Settings::default()).diagnostics
+    });
     let after = check(&output, &Settings::default());
     let left: Vec<_> = after
         .diagnostics

@@ -9,12 +9,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use clap::Parser;
 use pt2lsp_analyzer::{Applicability, RuleSelector, Settings, TextRange};
 
-use crate::cli::args::{Cli, Command};
-use crate::cli::check;
-use crate::cli::output::FileReport;
+use crate::project::check::{self, CheckOptions};
+use crate::project::report::FileReport;
 
 /// One diagnostic, field for field what `pt2lsp check --format json` writes for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,26 +186,20 @@ pub fn check_paths(options: &PathsOptions) -> Result<Vec<Diagnostic>, Error> {
                 .to_owned(),
         ));
     }
-    // Start from the command's own defaults, so a flag added to `check` later gets the same
-    // default here without this function knowing of it.
-    let mut args = match Cli::try_parse_from(["pt2lsp", "check", "--quiet"]) {
-        Ok(Cli {
-            command: Command::Check(args),
-        }) => args,
-        Ok(_) => unreachable!("`pt2lsp check` parses as the check command"),
-        Err(error) => return Err(Error::Internal(error.to_string())),
+    // The command's check, with its warnings left out: the API returns data, nothing prints.
+    let check_options = CheckOptions {
+        paths: options.paths.clone(),
+        select: options.select.clone(),
+        ignore: options.ignore.clone(),
+        strict: options.strict,
+        exclude: options.exclude.clone(),
+        config: options.config.clone(),
+        isolated: options.isolated,
+        quiet: true,
     };
-    args.paths.clone_from(&options.paths);
-    args.select.clone_from(&options.select);
-    args.ignore.clone_from(&options.ignore);
-    args.strict = options.strict == Some(true);
-    args.no_strict = options.strict == Some(false);
-    args.exclude.clone_from(&options.exclude);
-    args.config.clone_from(&options.config);
-    args.isolated = options.isolated;
 
     let reports = on_analysis_stack(|| -> Result<Vec<FileReport>, Error> {
-        let prepared = check::prepare(&args)?;
+        let prepared = check::prepare(&check_options)?;
         let mut io_errors = prepared.io_errors;
         let mut project = check::Project::load(
             &prepared.files,
@@ -239,7 +231,7 @@ fn on_analysis_stack<T: Send>(work: impl FnOnce() -> T + Send) -> Result<T, Erro
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("pt2lsp-analysis".to_owned())
-            .stack_size(check::ANALYSIS_STACK_BYTES)
+            .stack_size(crate::project::check::ANALYSIS_STACK_BYTES)
             .spawn_scoped(scope, work)
             .map_err(|error| {
                 Error::Internal(format!("cannot start the analysis thread: {error}"))
@@ -300,7 +292,7 @@ fn push_located(report: &FileReport, out: &mut Vec<Diagnostic>) {
                 .related
                 .iter()
                 .map(|related| Related {
-                    file: crate::cli::output::related_path(&related.file),
+                    file: crate::project::report::related_path(&related.file),
                     line: related.line,
                     column: related.column,
                     message: related.message.clone(),

@@ -7,6 +7,7 @@ pub mod api;
 mod cli;
 mod lsp;
 pub mod notebook;
+pub mod project;
 mod tracer;
 
 /// The LSP position mapping, reachable by the fuzz targets in `fuzz/`. Not an API: nothing
@@ -15,6 +16,14 @@ mod tracer;
 pub mod fuzzing {
     pub use crate::lsp::document::{Document, TextPositions};
     pub use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
+}
+
+/// The language server on any pair of streams, for the server's integration tests
+/// (`server/tests/lsp*.rs`), which run it in process. Not an API either.
+#[doc(hidden)]
+pub mod in_process {
+    pub use crate::lsp::document::Document;
+    pub use crate::lsp::serve;
 }
 
 use std::ffi::OsString;

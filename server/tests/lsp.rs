@@ -1,26 +1,5 @@
-//! The language server in process: the real `serve` loop over in-memory pipes.
-//!
-//! The `lsp` module is compiled into this test crate from its source, so these tests can also
-//! reach its documents directly (the random edit tests below). It shares the configuration
-//! reader and the file walker's excludes with the CLI, so those two modules come along at the
-//! paths the binary has them (`crate::cli::config`, `crate::cli::walk`).
-
-// Parts of the module only the binary's `serve` command reaches are unused here.
-#[allow(dead_code)]
-#[path = "../src/lsp/mod.rs"]
-mod lsp;
-
-// Parts only `pt2lsp check` uses are unused here.
-#[allow(dead_code)]
-#[path = "../src/cli"]
-mod cli {
-    pub mod config;
-    pub mod walk;
-}
-
-// The language server drives the tracer (the module allows its own unused parts).
-#[path = "../src/tracer/mod.rs"]
-mod tracer;
+//! The language server in process: the real `serve` loop over in-memory pipes, and its
+//! documents directly (the random edit tests below), through `pt2lsp::in_process`.
 
 mod common;
 
@@ -34,7 +13,7 @@ use serde_json::{Value, json};
 fn start() -> TestClient {
     let (client_end, server_end) = tokio::io::duplex(1 << 16);
     let (server_read, server_write) = tokio::io::split(server_end);
-    tokio::spawn(lsp::serve(server_read, server_write));
+    tokio::spawn(pt2lsp::in_process::serve(server_read, server_write));
     let (client_read, client_write) = tokio::io::split(client_end);
     TestClient::new(client_read, client_write)
 }
@@ -764,7 +743,7 @@ proptest! {
         edits in proptest::collection::vec(edit_strategy(), 1..16),
     ) {
         let mut model = initial.clone();
-        let mut document = lsp::document::Document::new(&initial, 0);
+        let mut document = pt2lsp::in_process::Document::new(&initial, 0);
         for (version, edit) in (1..).zip(&edits) {
             let change: tower_lsp_server::ls_types::TextDocumentContentChangeEvent =
                 serde_json::from_value(apply(&mut model, edit)).unwrap();

@@ -4,23 +4,6 @@
 //! The fixes are the analyzer's real ones: a data-dependent `if` rewritten as `torch.where` or
 //! `torch.cond` (unsafe), and the display-only note on an `elif` chain, which has no rewrite.
 
-// Parts of the module only the binary's `serve` command reaches are unused here.
-#[allow(dead_code)]
-#[path = "../src/lsp/mod.rs"]
-mod lsp;
-
-// Parts only `pt2lsp check` uses are unused here.
-#[allow(dead_code)]
-#[path = "../src/cli"]
-mod cli {
-    pub mod config;
-    pub mod walk;
-}
-
-// The language server drives the tracer (the module allows its own unused parts).
-#[path = "../src/tracer/mod.rs"]
-mod tracer;
-
 mod common;
 
 use std::path::Path;
@@ -74,7 +57,7 @@ class Nested(nn.Module):
 fn start() -> TestClient {
     let (client_end, server_end) = tokio::io::duplex(1 << 16);
     let (server_read, server_write) = tokio::io::split(server_end);
-    tokio::spawn(lsp::serve(server_read, server_write));
+    tokio::spawn(pt2lsp::in_process::serve(server_read, server_write));
     let (client_read, client_write) = tokio::io::split(client_end);
     TestClient::new(client_read, client_write)
 }

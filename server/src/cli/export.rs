@@ -16,10 +16,10 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::cli::args::{ExportArgs, ExportFormat};
-use crate::cli::config::{self, Config};
 use crate::cli::output::{self, FileReport, OutputFormat, Reported, Source};
-use crate::cli::walk;
 use crate::cli::{ExitStatus, warn};
+use crate::project::config::{self, Config};
+use crate::project::walk;
 use crate::tracer::diagnostics::{self, TraceDiagnostic};
 use crate::tracer::export::{self as plan, Exportable};
 use crate::tracer::manager::Progress;

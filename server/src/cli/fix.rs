@@ -1,8 +1,8 @@
 //! `pt2lsp check --fix`, `--unsafe-fixes` and `--diff`: the analyzer's fixes, applied to files.
 //!
-//! Fixes are applied as ruff applies them: check, take the fixes that go together
-//! ([`compatible_fixes`]), apply them ([`apply_fixes`]), check the new texts again, and repeat
-//! until no fix applies or [`MAX_ROUNDS`] rounds have run. A fix skipped because it overlapped
+//! Fixes are applied as ruff applies them, in the analyzer's rounds ([`fix_round`]): check,
+//! apply the fixes that go together, check the new texts again, and repeat until no fix
+//! applies or [`MAX_FIX_ROUNDS`] rounds have run, every file of the project in each round. A fix skipped because it overlapped
 //! another is found again on the new text; a fix in one file that changes what another file
 //! sees (a `register_fake` added to a helper module) reaches it through the workspace index.
 //! With `--trace` every round traces again, from disk, so the files are written after each
@@ -16,17 +16,14 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use pt2lsp_analyzer::{Diagnostic, FixMode, Severity, apply_fixes, compatible_fixes};
+use pt2lsp_analyzer::{Diagnostic, FixMode, MAX_FIX_ROUNDS, Severity, fix_round};
 
 use crate::cli::args::CheckArgs;
-use crate::cli::check::{Project, Tracing};
-use crate::cli::config::Config;
 use crate::cli::output::{Counts, FileReport, fixable};
+use crate::cli::trace::Tracing;
 use crate::cli::warn;
-
-/// Rounds of fixing before giving up on a file whose fixes keep changing it (ruff stops at 100;
-/// a pt2lsp round may re-run the exporter, and real fixes settle in two or three).
-pub const MAX_ROUNDS: usize = 10;
+use crate::project::check::Project;
+use crate::project::config::Config;
 
 /// What becomes of the fixed texts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +117,7 @@ pub fn run(
     let mut tracked: BTreeMap<usize, Progress> = BTreeMap::new();
     let mut last_changed = Vec::new();
     let mut converged = false;
-    for _ in 0..MAX_ROUNDS {
+    for _ in 0..MAX_FIX_ROUNDS {
         let mut changed: Vec<(usize, String)> = Vec::new();
         for (index, file) in project.files.iter().enumerate() {
             if !file.decodable || tracked.get(&index).is_some_and(|progress| progress.failed) {
@@ -132,14 +129,10 @@ pub fn run(
                 .iter()
                 .map(|reported| reported.diagnostic.clone())
                 .collect();
-            let fixes = compatible_fixes(&diagnostics, fixing.mode);
-            if fixes.is_empty() {
+            let Some((text, fixes)) = fix_round(&file.report.text, &diagnostics, fixing.mode)
+            else {
                 continue;
-            }
-            let text = apply_fixes(&file.report.text, &fixes);
-            if text == file.report.text {
-                continue;
-            }
+            };
             let progress = tracked.entry(index).or_insert_with(|| Progress {
                 original: file.report.text.clone(),
                 on_disk: file.report.text.clone(),
@@ -181,7 +174,7 @@ pub fn run(
             .map(|index| project.files[*index].report.path.display().to_string())
             .collect();
         warn(&format!(
-            "fixes still changed {} after {MAX_ROUNDS} rounds; stopped there: {}",
+            "fixes still changed {} after {MAX_FIX_ROUNDS} rounds; stopped there: {}",
             if names.len() == 1 { "a file" } else { "files" },
             names.join(", ")
         ));

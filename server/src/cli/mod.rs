@@ -7,13 +7,12 @@
 
 pub mod args;
 pub mod check;
-pub mod config;
 pub mod export;
 pub mod fix;
 pub mod output;
 pub mod rule;
 pub mod shard;
-pub mod walk;
+pub mod trace;
 
 use std::process::ExitCode;
 
@@ -45,12 +44,4 @@ impl From<ExitStatus> for ExitCode {
     }
 }
 
-/// Prints a warning on stderr, where it cannot corrupt a machine-readable report.
-pub fn warn(message: &str) {
-    eprintln!("warning: {message}");
-}
-
-/// Prints an error on stderr for a problem that does not stop the run (one unreadable file).
-pub fn report_error(message: &str) {
-    eprintln!("error: {message}");
-}
+pub use crate::project::{report_error, warn};

@@ -4,7 +4,9 @@
 //! (byte ranges of the analysed text) and the same edits already converted to LSP ranges, with
 //! the document version they apply to. A quick fix is then a pure function of the request.
 
-use pt2lsp_analyzer::{Diagnostic, Fix, FixMode, Rule, Severity, apply_fixes, compatible_fixes};
+use pt2lsp_analyzer::{
+    Diagnostic, Fix, FixMode, Rule, Severity, compatible_fixes, fix_to_fixpoint,
+};
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticSeverity, NumberOrString, Range, TextEdit, Uri,
@@ -216,15 +218,10 @@ fn severity(severity: Severity) -> DiagnosticSeverity {
     }
 }
 
-/// The most rounds of "Fix all" in one request: as many as `pt2lsp check --fix` runs
-/// (`cli::fix::MAX_ROUNDS`), so the editor and the command line make the same text.
-pub const FIX_ALL_ROUNDS: usize = 10;
-
-/// "Fix all": the edits that turn `text` into what `pt2lsp check --fix` makes of it. Each
-/// round applies every fix `mode` allows that goes with the others ([`compatible_fixes`]) and
-/// `check`s the result again, until no fix applies or [`FIX_ALL_ROUNDS`] rounds have run. One
-/// round's edits are returned as the fixes made them; after several rounds (fixes that
-/// overlapped, or that the first ones made possible) the changed span is one edit.
+/// "Fix all": the edits that turn `text` into what `pt2lsp check --fix` makes of it, by the
+/// analyzer's own rounds ([`fix_to_fixpoint`]). When one round did it, its edits are returned
+/// as the fixes made them; after several rounds (fixes that overlapped, or that the first ones
+/// made possible) the changed span is one edit.
 pub fn fix_all_edits(
     text: &str,
     diagnostics: &[Diagnostic],
@@ -236,30 +233,18 @@ pub fn fix_all_edits(
     if first.is_empty() {
         return Vec::new();
     }
-    let first_edits: Vec<TextEdit> = first
-        .iter()
-        .flat_map(|fix| fix_edits(fix, &positions))
-        .collect();
-    let mut current = apply_fixes(text, &first);
-    let mut rounds = 1;
-    let mut several_rounds = false;
-    while rounds < FIX_ALL_ROUNDS {
-        let diagnostics = check(&current);
-        let fixes = compatible_fixes(&diagnostics, mode);
-        let next = apply_fixes(&current, &fixes);
-        if next == current {
-            break;
-        }
-        current = next;
-        several_rounds = true;
-        rounds += 1;
+    // The first round's diagnostics are the ones the client has; later rounds check again.
+    let mut given = Some(diagnostics.to_vec());
+    let (fixed, rounds) = fix_to_fixpoint(text, mode, |current| {
+        given.take().unwrap_or_else(|| check(current))
+    });
+    if rounds <= 1 {
+        return first
+            .iter()
+            .flat_map(|fix| fix_edits(fix, &positions))
+            .collect();
     }
-    if !several_rounds {
-        return first_edits;
-    }
-    changed_span(text, &current, &positions)
-        .into_iter()
-        .collect()
+    changed_span(text, &fixed, &positions).into_iter().collect()
 }
 
 /// One edit replacing the part of `old` that differs from `new` (common prefix and suffix

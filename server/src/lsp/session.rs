@@ -25,7 +25,7 @@ pub use traces::TraceReason;
 use super::settings::{self, Project, Resolved};
 use super::trace::TraceThread;
 use super::workspace::Scope;
-use crate::cli::config::Config;
+use crate::project::config::Config;
 use crate::tracer::diagnostics::Anchor;
 use index::{Buffers, Summaries};
 

@@ -14,7 +14,7 @@ use dashmap::DashMap;
 use pt2lsp_analyzer::{RuleSelector, Settings};
 use serde_json::Value;
 
-use crate::cli::config::{self, Config, TraceMode};
+use crate::project::config::{self, Config, TraceMode};
 
 /// Reads the editor's settings, either at the top level of `value` or under `pt2lsp` (VS Code
 /// nests a section's settings under its name). Returns them and the warnings to show.

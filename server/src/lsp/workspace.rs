@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use pt2lsp_analyzer::{ModuleSummary, summarize};
 
-use crate::cli::walk::{DEFAULT_EXCLUDE, Exclude};
+use crate::project::walk::{DEFAULT_EXCLUDE, Exclude};
 
 use super::settings::Project;
 
@@ -199,7 +199,7 @@ mod tests {
         }
         let project = Project {
             pyproject: root.join("pyproject.toml"),
-            options: crate::cli::config::Config {
+            options: crate::project::config::Config {
                 exclude: vec!["gen/*".to_owned(), "src/models/legacy_*.py".to_owned()],
                 ..Default::default()
             },

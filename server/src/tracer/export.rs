@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::batch::{self, BatchOptions, Candidate, PlannedJob};
 use super::protocol::EntrypointSpec;
-use crate::cli::config::{Config, Entrypoint};
+use crate::project::config::{Config, Entrypoint};
 
 /// The name of a file's own entrypoint (module-level `model` and `example_args`, the ExportDB
 /// convention), beside the names of `[[tool.pt2lsp.entrypoints]]`.
@@ -182,7 +182,7 @@ pub fn resolve_output(given: &Path, base: &Path, file: &Path, chosen: &Exportabl
         .as_os_str()
         .to_string_lossy()
         .ends_with(std::path::MAIN_SEPARATOR);
-    let given = crate::cli::walk::absolute(base, given);
+    let given = crate::project::walk::absolute(base, given);
     if names_dir || given.is_dir() {
         default_output(file, chosen, Some(&given))
     } else {
@@ -216,7 +216,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::cli::config::Entrypoint;
+    use crate::project::config::Entrypoint;
 
     fn options(root: &Path, config: &Config) -> BatchOptions {
         BatchOptions {

@@ -11,10 +11,12 @@ mod text;
 
 pub(crate) use text::counted;
 
-use std::io::{self, BufWriter, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+pub(crate) use crate::project::report::path_string;
+pub use crate::project::report::{FileReport, Reported, Source, related_path};
 
-use pt2lsp_analyzer::{Diagnostic, FixMode, LineIndex, Rule, Severity, TextSize};
+use std::io::{self, BufWriter, IsTerminal, Write};
+
+use pt2lsp_analyzer::{Diagnostic, FixMode, Rule, Severity};
 
 /// The `--format` values of `pt2lsp check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -27,129 +29,6 @@ pub enum OutputFormat {
     Sarif,
     /// GitHub Actions workflow commands, shown as annotations on the pull request.
     Github,
-}
-
-/// One checked file: what is shown for it and what was found in it.
-#[derive(Debug)]
-pub struct FileReport {
-    /// The path as shown: relative to the current directory when under it.
-    pub path: PathBuf,
-    /// The text the diagnostics' offsets point into.
-    pub text: String,
-    pub line_index: LineIndex,
-    /// Sorted by position.
-    pub diagnostics: Vec<Reported>,
-}
-
-/// Which pass found a diagnostic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// The static analysis, from the source alone.
-    Static,
-    /// The tracer, from running the real exporter (`--trace`).
-    Trace,
-    /// Found by the static analysis and confirmed by the tracer: the static message and fix.
-    Both,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Static => "static",
-            Source::Trace => "trace",
-            Source::Both => "static+trace",
-        }
-    }
-}
-
-/// A diagnostic as reported: what was found, by which pass, with the pass's extra data (the
-/// tracer's suggested `dynamic_shapes` fixes). Derefs to the diagnostic, so renderers read
-/// `reported.rule` and `reported.range` directly.
-#[derive(Debug, Clone)]
-pub struct Reported {
-    pub diagnostic: Diagnostic,
-    pub source: Source,
-    pub data: Option<serde_json::Value>,
-}
-
-impl Reported {
-    pub fn found_statically(diagnostic: Diagnostic) -> Self {
-        Self {
-            diagnostic,
-            source: Source::Static,
-            data: None,
-        }
-    }
-}
-
-impl std::ops::Deref for Reported {
-    type Target = Diagnostic;
-
-    fn deref(&self) -> &Diagnostic {
-        &self.diagnostic
-    }
-}
-
-/// A 1-based line and a 1-based column counted in characters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Position {
-    pub line: u32,
-    pub column: u32,
-}
-
-impl FileReport {
-    pub fn new(path: PathBuf, text: String, diagnostics: Vec<Diagnostic>) -> Self {
-        let line_index = LineIndex::new(&text);
-        Self {
-            path,
-            text,
-            line_index,
-            diagnostics: diagnostics
-                .into_iter()
-                .map(Reported::found_statically)
-                .collect(),
-        }
-    }
-
-    /// Replaces every diagnostic with `diagnostics`, all found by the static analysis.
-    pub fn set_static(&mut self, diagnostics: Vec<Diagnostic>) {
-        self.diagnostics = diagnostics
-            .into_iter()
-            .map(Reported::found_statically)
-            .collect();
-    }
-
-    pub fn position(&self, offset: TextSize) -> Position {
-        let (line, column) = self.line_index.line_char_column(offset, &self.text);
-        Position {
-            line: line + 1,
-            column: column + 1,
-        }
-    }
-
-    /// The path with `/` separators, as JSON, SARIF and GitHub expect on every platform.
-    pub fn path_string(&self) -> String {
-        path_string(&self.path)
-    }
-}
-
-/// A related location's file as the reports show paths: relative to the current directory when
-/// under it (the analyzer and the tracer name files absolutely), with `/` separators.
-pub fn related_path(path: &Path) -> String {
-    let shown = std::env::current_dir()
-        .ok()
-        .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
-        .unwrap_or_else(|| path.to_path_buf());
-    path_string(&shown)
-}
-
-fn path_string(path: &Path) -> String {
-    let text = path.to_string_lossy();
-    if std::path::MAIN_SEPARATOR == '/' {
-        text.into_owned()
-    } else {
-        text.replace('\\', "/")
-    }
 }
 
 /// Counts by severity, for summaries.
@@ -293,7 +172,7 @@ pub fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::
 
 #[cfg(test)]
 mod tests {
-    use pt2lsp_analyzer::{Diagnostic, Related, TextRange};
+    use pt2lsp_analyzer::{Diagnostic, Related, TextRange, TextSize};
 
     use super::*;
 

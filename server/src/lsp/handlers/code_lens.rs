@@ -8,10 +8,10 @@ use std::sync::Arc;
 use pt2lsp_analyzer::OutlineKind;
 use tower_lsp_server::ls_types::{CodeLens, CodeLensParams, Command};
 
-use crate::cli::config::TraceMode;
 use crate::lsp::document::TextPositions;
 use crate::lsp::session::Session;
 use crate::lsp::{EXPORT_COMMAND, RETRACE_COMMAND};
+use crate::project::config::TraceMode;
 
 pub async fn code_lens(session: Arc<Session>, params: CodeLensParams) -> Option<Vec<CodeLens>> {
     let uri = params.text_document.uri;

@@ -12,8 +12,8 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode};
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
 
 use super::{PlannedTrace, Session};
-use crate::cli::config::{self, Config, TraceMode};
 use crate::lsp::workspace;
+use crate::project::config::{self, Config, TraceMode};
 use crate::tracer::export::{self as plan, Exportable};
 use crate::tracer::protocol::{ExportJob, ExportReport, Status};
 use crate::tracer::{batch, python};

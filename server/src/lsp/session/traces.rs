@@ -24,10 +24,10 @@ use pt2lsp_analyzer::{Diagnostic, LineIndex, Rule, Severity, TextRange, TextSize
 use tower_lsp_server::ls_types::{self as lsp, MessageType, NumberOrString, Uri};
 
 use super::{MAX_ANALYSED_BYTES, PlannedTrace, Session};
-use crate::cli::config::{self, TraceMode};
 use crate::lsp::diagnostics::{self, DiagnosticData};
 use crate::lsp::document::TextPositions;
 use crate::lsp::workspace;
+use crate::project::config::{self, TraceMode};
 use crate::tracer::diagnostics::{dedup, from_result, is_suppressed, normalized};
 use crate::tracer::protocol::JobResult;
 use crate::tracer::{Status, batch, entrypoint, python};

@@ -1,0 +1,532 @@
+//! The two-phase check of a project's files: resolves the settings, finds the files, analyses
+//! them against the whole workspace.
+//!
+//! Analysis runs in two phases so that facts crossing files hold whatever order files are
+//! visited in: phase 1 reads every file once and summarises it (in parallel), the summaries
+//! make one `WorkspaceIndex`, and phase 2 checks every file against that index (in parallel),
+//! reusing the text read in phase 1. `pt2lsp check` (`cli::check`), `--fix` (`cli::fix`) and
+//! the Python API's `check_paths` (`api`) run it.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use pt2lsp_analyzer::{
+    Diagnostic, ModuleSource, ModuleSummary, Rule, RuleSelector, Settings, SourceFile, TextRange,
+    TextSize, WorkspaceIndex, WorkspaceSources,
+};
+use rayon::prelude::*;
+
+use super::config::{self, Config};
+use super::report::FileReport;
+use super::walk::{self, Exclude};
+use super::warn;
+
+/// Stack for each analysis thread. The parser and the analyzer recurse on the syntax tree, and
+/// generated code can nest expressions tens of thousands deep (`a + a + ... + a`); the memory is
+/// only reserved, pages are touched as deep as a file actually goes.
+pub const ANALYSIS_STACK_BYTES: usize = 512 << 20;
+
+/// What the caller asks a check for: `pt2lsp check`'s flags, the Python API's arguments. The
+/// configuration file fills in what they leave out.
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions {
+    /// Files or directories [default: the current directory].
+    pub paths: Vec<PathBuf>,
+    /// Replaces the configuration's `select` and `ignore`.
+    pub select: Option<Vec<String>>,
+    /// Added to the configuration's `ignore`.
+    pub ignore: Option<Vec<String>>,
+    /// Overrides the configuration's `strict`.
+    pub strict: Option<bool>,
+    /// Added to the configuration's `exclude`.
+    pub exclude: Vec<String>,
+    /// This configuration file instead of the nearest `pyproject.toml`.
+    pub config: Option<PathBuf>,
+    /// No configuration file at all.
+    pub isolated: bool,
+    /// No warnings on stderr, except deprecated configuration keys.
+    pub quiet: bool,
+}
+
+/// What to check and how, resolved from the options and the configuration file: everything
+/// before the analysis. The Python package's `check_paths` (`crate::api`) starts here too, so
+/// the API and the command check the same files with the same settings.
+pub struct Prepared {
+    pub(crate) cwd: PathBuf,
+    pub(crate) config: Config,
+    pub(crate) settings: Settings,
+    /// The files the walk found.
+    pub(crate) files: Vec<PathBuf>,
+    /// The other files of the project the given files belong to, when files (not
+    /// directories) were given: their summaries and texts feed cross-file facts, they are not
+    /// reported on.
+    pub(crate) context: Vec<PathBuf>,
+    /// Threads with the analysis stack, for [`Project::load`].
+    pub(crate) pool: rayon::ThreadPool,
+    /// Paths the walk could not read.
+    pub(crate) io_errors: Vec<String>,
+}
+
+pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let roots = resolve_roots(&options.paths, &cwd)?;
+
+    let config = if options.isolated {
+        Config::default()
+    } else if let Some(path) = &options.config {
+        config::load(&walk::absolute(&cwd, path))?
+    } else {
+        // The first path's project decides, so `pt2lsp check ../other` uses other's settings.
+        let first = &roots[0];
+        let start = if first.is_dir() {
+            first.as_path()
+        } else {
+            first.parent().unwrap_or(&cwd)
+        };
+        config::discover(start)?
+    };
+    // Old spellings of keys are shown even under -q, or the file never gets fixed.
+    for deprecation in &config.deprecations {
+        warn(deprecation);
+    }
+    if !options.quiet {
+        for warning in &config.warnings {
+            warn(warning);
+        }
+    }
+    let settings = resolve_settings(options, &config)?;
+    let patterns: Vec<String> = walk::DEFAULT_EXCLUDE
+        .iter()
+        .map(|pattern| (*pattern).to_owned())
+        .chain(config.exclude.iter().cloned())
+        .chain(options.exclude.iter().cloned())
+        .collect();
+    let exclude = Exclude::new(&patterns, config.root().unwrap_or(&cwd))?;
+
+    let discovery = walk::discover(&roots, &exclude);
+    if !options.quiet {
+        for warning in &discovery.warnings {
+            warn(warning);
+        }
+        if discovery.files.is_empty() && discovery.errors.is_empty() {
+            warn("no Python files found under the given paths");
+        }
+    }
+    let io_errors = discovery.errors;
+    let context = project_context(&roots, &config, &exclude, &discovery.files);
+    // Every file is analysed on the pool's threads (rayon runs an unsplit job on the calling
+    // thread otherwise), so each gets the large stack.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .stack_size(ANALYSIS_STACK_BYTES)
+        .build()
+        .context("cannot start the analysis threads")?;
+    Ok(Prepared {
+        cwd,
+        config,
+        settings,
+        files: discovery.files,
+        context,
+        pool,
+        io_errors,
+    })
+}
+
+/// The project's other files when single files are checked (a pre-commit hook passes the
+/// changed ones): everything under the nearest `pyproject.toml`'s directory, or else the
+/// repository root, that the walk would check. Empty when only directories are checked.
+fn project_context(
+    roots: &[PathBuf],
+    config: &Config,
+    exclude: &Exclude,
+    files: &[PathBuf],
+) -> Vec<PathBuf> {
+    let Some(first_file) = roots.iter().find(|root| root.is_file()) else {
+        return Vec::new();
+    };
+    let root = config
+        .root()
+        .map(Path::to_path_buf)
+        .or_else(|| {
+            first_file
+                .ancestors()
+                .skip(1)
+                .find(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").is_file())
+                .map(Path::to_path_buf)
+        })
+        .or_else(|| {
+            // An unpacked wheel or a bare tree: the directory that holds the top-level package.
+            let mut top = None;
+            for dir in first_file.ancestors().skip(1) {
+                if dir.join("__init__.py").is_file() {
+                    top = dir.parent().map(Path::to_path_buf);
+                } else {
+                    break;
+                }
+            }
+            top
+        });
+    let Some(root) = root else {
+        return Vec::new();
+    };
+    let given: HashSet<&PathBuf> = files.iter().collect();
+    walk::discover(&[root], exclude)
+        .files
+        .into_iter()
+        .filter(|path| !given.contains(path))
+        .collect()
+}
+
+/// Other workspace files' texts for whole-program analysis, by dotted module name.
+struct Texts(HashMap<String, ModuleSource>);
+
+impl WorkspaceSources for Texts {
+    fn source(&self, module: &str) -> Option<ModuleSource> {
+        self.0.get(module).cloned()
+    }
+}
+
+/// A project file that is not checked, only read for its cross-file facts.
+pub struct ContextFile {
+    module: (String, bool),
+    path: PathBuf,
+    text: Arc<str>,
+    summary: ModuleSummary,
+}
+
+/// Absolute, normalised paths to check; a path that does not exist is a usage error, since a
+/// typo in CI should fail loudly rather than check nothing.
+fn resolve_roots(paths: &[PathBuf], cwd: &Path) -> Result<Vec<PathBuf>> {
+    let paths = if paths.is_empty() {
+        &[PathBuf::from(".")][..]
+    } else {
+        paths
+    };
+    paths
+        .iter()
+        .map(|path| {
+            std::fs::metadata(path).with_context(|| format!("cannot check {}", path.display()))?;
+            Ok(walk::absolute(cwd, path))
+        })
+        .collect()
+}
+
+/// Merges configuration and flags the way ruff layers them: `--select` starts over (the file's
+/// `select` and `ignore` no longer apply), while `--ignore` alone adds to the file's `ignore`.
+fn resolve_settings(options: &CheckOptions, config: &Config) -> Result<Settings> {
+    let file = || {
+        let path = config
+            .path
+            .as_deref()
+            .map_or_else(String::new, |path| path.display().to_string());
+        if path.ends_with("pyproject.toml") {
+            format!("{path}: tool.pt2lsp.")
+        } else {
+            format!("{path}: ")
+        }
+    };
+    let parse = |texts: &[String], origin: &str| -> Result<Vec<RuleSelector>> {
+        texts
+            .iter()
+            .filter(|text| !text.trim().is_empty() || texts.len() == 1)
+            .map(|text| {
+                RuleSelector::parse(text).with_context(|| {
+                    format!(
+                        "unknown rule selector `{text}` in {origin}: selectors are rule codes or \
+                         their prefixes (PT, PT1, PT101); `pt2lsp rule --all` lists the rules"
+                    )
+                })
+            })
+            .collect()
+    };
+    let defaults = Settings::default();
+    let (select, mut ignore) = if let Some(select) = &options.select {
+        (parse(select, "--select")?, Vec::new())
+    } else {
+        let select = match &config.select {
+            Some(select) => parse(select, &format!("{}select", file()))?,
+            None => defaults.select,
+        };
+        let ignore = match &config.ignore {
+            Some(ignore) => parse(ignore, &format!("{}ignore", file()))?,
+            None => Vec::new(),
+        };
+        (select, ignore)
+    };
+    if let Some(extra) = &options.ignore {
+        ignore.extend(parse(extra, "--ignore")?);
+    }
+    let strict = options.strict.or(config.strict).unwrap_or(defaults.strict);
+    Ok(Settings {
+        strict,
+        select,
+        ignore,
+    })
+}
+
+/// The checked files with what checking them again needs, and the settings they are checked
+/// with. `--fix` changes texts through [`Project::update`], which checks again exactly what
+/// the change may affect.
+pub struct Project<'a> {
+    /// In the order the walk found them.
+    pub(crate) files: Vec<Checked>,
+    /// Files that were not checked but where the tracer found a problem (a helper module).
+    pub(crate) others: Vec<FileReport>,
+    /// The project's unchecked files, for cross-file facts.
+    context: Vec<ContextFile>,
+    pub(crate) settings: &'a Settings,
+    pool: rayon::ThreadPool,
+}
+
+/// One checked file.
+pub struct Checked {
+    /// Absolute: where the file is read from and written to.
+    pub(crate) path: PathBuf,
+    module: Option<(String, bool)>,
+    summary: Option<ModuleSummary>,
+    /// False for a file that is not UTF-8 source: its report is the decoding problem, and it is
+    /// never analysed or fixed.
+    pub(crate) decodable: bool,
+    pub(crate) report: FileReport,
+}
+
+impl<'a> Project<'a> {
+    /// Reads every file and checks it: phase 1 on its own (summarising it from the same parse),
+    /// phase 2 again against the workspace if its report may depend on other files.
+    pub(crate) fn load(
+        paths: &[PathBuf],
+        settings: &'a Settings,
+        cwd: &Path,
+        pool: rayon::ThreadPool,
+        io_errors: &mut Vec<String>,
+    ) -> Self {
+        let loaded: Vec<Result<Checked, String>> = pool.install(|| {
+            paths
+                .par_iter()
+                .map(|path| {
+                    let shown = walk::display_path(path, cwd);
+                    let source = walk::read(path, &shown).map_err(|error| format!("{error:#}"))?;
+                    let mut file = Checked {
+                        path: path.clone(),
+                        module: walk::module_name(path),
+                        summary: None,
+                        decodable: source.problem.is_none(),
+                        report: FileReport::new(shown, source.text, Vec::new()),
+                    };
+                    match &source.problem {
+                        Some(problem) => {
+                            file.report.set_static(decoding_problem(problem, settings));
+                        }
+                        None => file.check_alone(settings),
+                    }
+                    Ok(file)
+                })
+                .collect()
+        });
+        let mut files = Vec::with_capacity(loaded.len());
+        for result in loaded {
+            match result {
+                Ok(file) => files.push(file),
+                Err(error) => io_errors.push(error),
+            }
+        }
+        Self {
+            files,
+            others: Vec::new(),
+            context: Vec::new(),
+            settings,
+            pool,
+        }
+    }
+
+    /// Reads and summarises the project's unchecked files (see [`Prepared::context`]).
+    /// Phase 2 ([`Self::check_against_workspace`]) must run after it.
+    pub(crate) fn add_context(&mut self, paths: &[PathBuf]) {
+        self.context = self.pool.install(|| {
+            paths
+                .par_iter()
+                .filter_map(|path| {
+                    let module = walk::module_name(path)?;
+                    let source = walk::read(path, path).ok()?;
+                    if source.problem.is_some() {
+                        return None;
+                    }
+                    let summary = pt2lsp_analyzer::summarize_file(SourceFile {
+                        text: &source.text,
+                        module: Some(&module.0),
+                        is_package: module.1,
+                    });
+                    Some(ContextFile {
+                        module,
+                        path: path.clone(),
+                        text: Arc::from(source.text),
+                        summary,
+                    })
+                })
+                .collect()
+        });
+    }
+
+    /// Gives files new texts, then checks again what that may change: those files, and every
+    /// file whose report depends on the workspace. Reports checked again hold static findings
+    /// only until the next trace.
+    pub(crate) fn update(&mut self, changed: Vec<(usize, String)>) {
+        let settings = self.settings;
+        let mut changed: Vec<(&mut Checked, String)> = {
+            let mut texts: std::collections::HashMap<usize, String> = changed.into_iter().collect();
+            self.files
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(index, file)| Some((file, texts.remove(&index)?)))
+                .collect()
+        };
+        self.pool.install(|| {
+            changed.par_iter_mut().for_each(|(file, text)| {
+                let shown = file.report.path.clone();
+                file.report = FileReport::new(shown, std::mem::take(text), Vec::new());
+                file.check_alone(settings);
+            });
+        });
+        self.check_against_workspace();
+    }
+
+    /// Phase 2: one index from every summary, then every file that needs it checked against
+    /// it: those whose facts may come from other files, and those that take part in an
+    /// entrypoint's whole-program analysis.
+    pub(crate) fn check_against_workspace(&mut self) {
+        let summaries: Vec<ModuleSummary> = self
+            .files
+            .iter()
+            .filter(|file| file.module.is_some())
+            .filter_map(|file| file.summary.clone())
+            .chain(self.context.iter().map(|file| file.summary.clone()))
+            .collect();
+        let mut workspace = WorkspaceIndex::new(&summaries);
+        // Texts are handed to the analysis only when some entrypoint may follow calls into
+        // other files: most projects have none, and copying every text would cost time.
+        let program = self.files.iter().any(|file| {
+            file.module
+                .as_ref()
+                .is_some_and(|(module, _)| workspace.takes_part_in_program(module))
+        });
+        if program {
+            let mut texts: HashMap<String, ModuleSource> = HashMap::new();
+            for file in self.files.iter().filter(|file| file.decodable) {
+                if let Some((module, is_package)) = &file.module {
+                    texts.insert(
+                        module.clone(),
+                        ModuleSource {
+                            text: Arc::from(file.report.text.as_str()),
+                            is_package: *is_package,
+                            path: file.path.clone(),
+                        },
+                    );
+                }
+            }
+            for file in &self.context {
+                texts
+                    .entry(file.module.0.clone())
+                    .or_insert_with(|| ModuleSource {
+                        text: file.text.clone(),
+                        is_package: file.module.1,
+                        path: file.path.clone(),
+                    });
+            }
+            workspace = workspace
+                .with_sources(Arc::new(Texts(texts)))
+                .with_program_cache();
+        }
+        let settings = self.settings;
+        let workspace = &workspace;
+        // Entrypoints first: their analyses say which files they actually enter, and only
+        // those are analysed again for them.
+        let is_entry = |file: &Checked| {
+            file.module
+                .as_ref()
+                .is_some_and(|(module, _)| workspace.is_entrypoint(module))
+        };
+        self.pool.install(|| {
+            self.files
+                .par_iter_mut()
+                .filter(|file| is_entry(file))
+                .for_each(|file| {
+                    let report =
+                        pt2lsp_analyzer::check_file(file.source_file(), settings, workspace);
+                    file.report.set_static(report.diagnostics);
+                });
+        });
+        self.pool.install(|| {
+            self.files
+                .par_iter_mut()
+                .filter(|file| !is_entry(file))
+                .for_each(|file| {
+                    let in_program = file
+                        .module
+                        .as_ref()
+                        .is_some_and(|(module, _)| workspace.takes_part_in_program(module));
+                    if in_program
+                        || file
+                            .summary
+                            .as_ref()
+                            .is_some_and(|summary| summary.needs_workspace)
+                    {
+                        let report =
+                            pt2lsp_analyzer::check_file(file.source_file(), settings, workspace);
+                        file.report.set_static(report.diagnostics);
+                    }
+                });
+        });
+    }
+
+    /// Every report, sorted by path: the checked files' and the tracer's others.
+    pub(crate) fn into_reports(self) -> Vec<FileReport> {
+        let mut reports: Vec<FileReport> = self
+            .files
+            .into_iter()
+            .map(|file| file.report)
+            .chain(self.others)
+            .collect();
+        reports.sort_by(|a, b| a.path.cmp(&b.path));
+        reports
+    }
+}
+
+impl Checked {
+    fn source_file(&self) -> SourceFile<'_> {
+        let (module, is_package) = match &self.module {
+            Some((name, is_package)) => (Some(name.as_str()), *is_package),
+            None => (None, false),
+        };
+        SourceFile {
+            text: &self.report.text,
+            module,
+            is_package,
+        }
+    }
+
+    /// Phase 1: checks the file with no workspace facts and summarises it, from one parse.
+    fn check_alone(&mut self, settings: &Settings) {
+        let (report, summary) = pt2lsp_analyzer::check_and_summarize(self.source_file(), settings);
+        self.report.set_static(report.diagnostics);
+        self.summary = Some(summary);
+    }
+}
+
+/// The one diagnostic of a file that could not be decoded.
+fn decoding_problem(problem: &walk::DecodeProblem, settings: &Settings) -> Vec<Diagnostic> {
+    // The text is only the decodable prefix: analysing it would report a syntax error where
+    // the file was cut, so the decoding problem is the file's only diagnostic.
+    if !settings.is_enabled(Rule::SyntaxError) {
+        return Vec::new();
+    }
+    let offset = TextSize::new(problem.offset as u32);
+    vec![Diagnostic {
+        rule: Rule::SyntaxError,
+        severity: Rule::SyntaxError.default_severity(),
+        message: problem.message.clone(),
+        range: TextRange::empty(offset),
+        fix: None,
+        related: Vec::new(),
+    }]
+}
