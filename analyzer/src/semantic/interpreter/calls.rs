@@ -1,0 +1,887 @@
+//! The interpreter's calls: to tensor and module methods, torch functions, builtins, and the
+//! user's own functions (followed inline, within budgets), and the sizes calls read.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use ruff_text_size::Ranged;
+
+use crate::semantic::names;
+use crate::semantic::torch_api;
+use crate::syntax::ast::{self, Expr};
+
+use super::{
+    AnnotationKind, BoolContext, CompareOp, Constructed, Env, EventKind, Guard, GuardKind,
+    Interpreter, Interval, MAX_DEPTH, MethodResult, OpDefinition, ScalarUse, SizeOrigin,
+    TensorInfo, TorchResult, Value, all_parameters, annotation_kind, default_value, element_of,
+    keeps_batch_dim, layer_call, literal_shape, narrow, reshape_guard,
+};
+
+impl Interpreter<'_, '_> {
+    // ---------------------------------------------------------------------------------------
+    // Calls
+
+    pub(super) fn call(&mut self, call: &ast::ExprCall, env: &mut Env) -> Value {
+        self.sites.push((self.file, call.range()));
+        let value = self.call_site(call, env);
+        self.sites.pop();
+        value
+    }
+
+    pub(super) fn call_site(&mut self, call: &ast::ExprCall, env: &mut Env) -> Value {
+        let args: Vec<Value> = call
+            .arguments
+            .args
+            .iter()
+            .map(|arg| self.eval(arg, env))
+            .collect();
+        let kwargs: Vec<(String, Value)> = call
+            .arguments
+            .keywords
+            .iter()
+            .map(|keyword| {
+                let value = self.eval(&keyword.value, env);
+                (
+                    keyword
+                        .arg
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                    value,
+                )
+            })
+            .collect();
+        let any_tensor = args
+            .iter()
+            .chain(kwargs.iter().map(|(_, value)| value))
+            .any(|value| {
+                matches!(value, Value::Tensor(_) | Value::Tensors(_))
+                    || matches!(value, Value::Tuple(items) if items.iter().any(Value::is_tensor))
+            });
+        if let Expr::Attribute(attribute) = &*call.func {
+            let name = attribute.attr.as_str();
+            if let Expr::Call(inner) = &*attribute.value {
+                if matches!(&*inner.func, Expr::Name(callee) if callee.id.as_str() == "super") {
+                    return self.super_call(name, &args, &kwargs, any_tensor, env);
+                }
+            }
+            let receiver = self.eval(&attribute.value, env);
+            return match receiver {
+                Value::Tensor(info) | Value::Tensors(info) => {
+                    self.tensor_method(&info, name, call, &args, &kwargs)
+                }
+                Value::Module(class) => self.module_method(class, name, &args, &kwargs, any_tensor),
+                Value::Layer(_) => self.module_method(None, name, &args, &kwargs, any_tensor),
+                Value::Modules => match name {
+                    "values" | "children" | "modules" => Value::Modules,
+                    _ => Value::Unknown,
+                },
+                Value::Qualified(qualified) => self.qualified_call(
+                    &format!("{qualified}.{name}"),
+                    call,
+                    &args,
+                    &kwargs,
+                    any_tensor,
+                    env,
+                ),
+                Value::Shape(info) if matches!(name, "numel") => self.numel_of(&info),
+                _ => Value::Unknown,
+            };
+        }
+        let callee = self.eval(&call.func, env);
+        self.call_value(&callee, call, &args, &kwargs, any_tensor, env)
+    }
+
+    pub(super) fn call_value(
+        &mut self,
+        callee: &Value,
+        call: &ast::ExprCall,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        any_tensor: bool,
+        env: &mut Env,
+    ) -> Value {
+        match callee {
+            Value::Qualified(qualified) => {
+                self.qualified_call(qualified, call, args, kwargs, any_tensor, env)
+            }
+            Value::Function(function) => {
+                let outer = self.closure_of(*function, env);
+                self.inline(*function, None, args, kwargs, outer)
+            }
+            Value::Method(class, method) => {
+                self.inline(*method, Some(Value::Module(*class)), args, kwargs, None)
+            }
+            Value::Class(class) if self.model.classes[*class].is_module => {
+                Value::Module(Some(*class))
+            }
+            Value::Module(submodule) => self.call_module(*submodule, args, kwargs),
+            Value::Layer(_) => layer_call(args),
+            _ => Value::Unknown,
+        }
+    }
+
+    /// Calls a module: a class of this file runs its `forward` on the caller's values, so shapes
+    /// and dynamic dimensions flow into submodules; any other module returns an opaque tensor.
+    pub(super) fn call_module(
+        &mut self,
+        class: Option<usize>,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Value {
+        match class.and_then(|class| Some((class, self.model.find_method(class, "forward")?))) {
+            Some((class, forward)) => match self.inline(
+                forward,
+                Some(Value::Module(Some(class))),
+                args,
+                kwargs,
+                None,
+            ) {
+                Value::Unknown | Value::Bottom => Value::opaque_tensor(),
+                value => value,
+            },
+            None => Value::opaque_tensor(),
+        }
+    }
+
+    /// A nested function sees its parent's bindings; a module-level one does not.
+    pub(super) fn closure_of(
+        &self,
+        function: usize,
+        env: &Env,
+    ) -> Option<Rc<HashMap<String, Value>>> {
+        let name = self.model.functions[function].def.name.as_str();
+        let file = self.model.functions[function].file;
+        let is_global = matches!(self.model.globals_in(file).get(name), Some(Value::Function(index)) if *index == function);
+        if is_global {
+            return None;
+        }
+        let mut captured = env.outer.as_deref().cloned().unwrap_or_default();
+        captured.extend(
+            env.locals
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone())),
+        );
+        Some(Rc::new(captured))
+    }
+
+    pub(super) fn super_call(
+        &mut self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        any_tensor: bool,
+        env: &Env,
+    ) -> Value {
+        let Some(class) = env.class else {
+            return Value::Unknown;
+        };
+        for base in &self.model.classes[class].bases {
+            if let Value::Class(base) = base {
+                if let Some(method) = self.model.find_method(*base, name) {
+                    return self.inline(
+                        method,
+                        Some(Value::Module(Some(class))),
+                        args,
+                        kwargs,
+                        None,
+                    );
+                }
+            }
+        }
+        if any_tensor && name == "forward" {
+            Value::opaque_tensor()
+        } else {
+            Value::Unknown
+        }
+    }
+
+    pub(super) fn tensor_method(
+        &mut self,
+        info: &TensorInfo,
+        name: &str,
+        call: &ast::ExprCall,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Value {
+        match name {
+            "numpy" => {
+                if !info.assumed {
+                    self.record(
+                        EventKind::Numpy {
+                            call: ".numpy()".to_owned(),
+                        },
+                        call.range(),
+                    );
+                }
+                return Value::Unknown;
+            }
+            "view" | "reshape" => {
+                if let Some((dim, multiple)) = reshape_guard(info, &call.arguments.args) {
+                    self.record(EventKind::ReshapeGuard { dim, multiple }, call.range());
+                }
+            }
+            "data_ptr" | "storage" | "untyped_storage" => {
+                self.record(
+                    EventKind::UntraceableMethod {
+                        method: name.to_owned(),
+                    },
+                    call.range(),
+                );
+                return Value::Unknown;
+            }
+            // A reduction over a later dimension with `keepdim=True` keeps the first one.
+            "sum" | "mean" | "norm" | "amax" | "amin" | "std" | "var" | "logsumexp" | "prod"
+                if call.arguments.find_keyword("keepdim").is_some_and(|keyword| {
+                    matches!(&keyword.value, Expr::BooleanLiteral(literal) if literal.value)
+                }) =>
+            {
+                let dim = call
+                    .arguments
+                    .find_keyword("dim")
+                    .map(|keyword| &keyword.value)
+                    .or_else(|| call.arguments.args.first().filter(|_| name != "norm"));
+                if dim.and_then(names::int_literal).is_some_and(|dim| dim != 0) {
+                    return layer_call(&[Value::Tensor(info.clone())]);
+                }
+            }
+            _ => {}
+        }
+        let _ = (args, kwargs);
+        match torch_api::tensor_method(name) {
+            MethodResult::DataScalar => Value::DataScalar(Interval::default()),
+            MethodResult::DataScalars => Value::DataScalars,
+            MethodResult::Size => {
+                let dim = call.arguments.args.first().or_else(|| {
+                    call.arguments
+                        .find_keyword("dim")
+                        .map(|keyword| &keyword.value)
+                });
+                match dim {
+                    None => Value::Shape(info.clone()),
+                    Some(dim) => match names::int_literal(dim) {
+                        Some(position) => self.size_of(info, position),
+                        None => Value::Size {
+                            origin: self.untracked_for(info),
+                            interval: Interval::at_least(0.0),
+                        },
+                    },
+                }
+            }
+            MethodResult::Numel => self.numel_of(info),
+            MethodResult::Other => Value::Unknown,
+            MethodResult::SameShape => Value::Tensor(TensorInfo {
+                maybe_none: false,
+                ..info.clone()
+            }),
+            MethodResult::Tensor => Value::Tensor(TensorInfo {
+                data_dependent_shape: info.data_dependent_shape,
+                assumed: info.assumed,
+                ..TensorInfo::default()
+            }),
+            MethodResult::Tensors => Value::Tensors(TensorInfo {
+                assumed: info.assumed,
+                ..TensorInfo::default()
+            }),
+            MethodResult::DataDependentShape => Value::Tensor(TensorInfo {
+                data_dependent_shape: true,
+                ..TensorInfo::default()
+            }),
+        }
+    }
+
+    pub(super) fn module_method(
+        &mut self,
+        class: Option<usize>,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        any_tensor: bool,
+    ) -> Value {
+        if let Some(class) = class {
+            if let Some(method) = self.model.find_method(class, name) {
+                return self.inline(method, Some(Value::Module(Some(class))), args, kwargs, None);
+            }
+            match self.model.find_attribute(class, name) {
+                Some(Value::Module(submodule)) => {
+                    let submodule = *submodule;
+                    return self.call_module(submodule, args, kwargs);
+                }
+                Some(Value::Layer(_)) => return layer_call(args),
+                Some(Value::Tensor(_) | Value::Modules) => return Value::Unknown,
+                _ => {}
+            }
+        }
+        match name {
+            "children" | "modules" => Value::Modules,
+            "get_submodule" => Value::Module(None),
+            "get_parameter" | "get_buffer" => Value::tensor(),
+            "parameters" | "named_parameters" | "buffers" | "named_buffers" | "state_dict"
+            | "train" | "eval" | "to" | "apply" | "register_buffer" | "register_parameter"
+            | "add_module" | "named_children" | "named_modules" | "zero_grad"
+            | "requires_grad_" | "extra_repr" => Value::Unknown,
+            // A callable attribute the model cannot see (a submodule chosen at run time, an
+            // activation from a table): applied to tensors, it returns one.
+            _ if any_tensor => Value::opaque_tensor(),
+            _ => Value::Unknown,
+        }
+    }
+
+    pub(super) fn qualified_call(
+        &mut self,
+        qualified: &str,
+        call: &ast::ExprCall,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        any_tensor: bool,
+        env: &mut Env,
+    ) -> Value {
+        if let Some(builtin) = qualified.strip_prefix("builtins.") {
+            return self.builtin_call(builtin, call, args, env);
+        }
+        // A function or class of another file of the program: followed like a local one.
+        if let Some(resolved) = self.model.resolve_qualified(qualified) {
+            return self.call_value(&resolved, call, args, kwargs, any_tensor, env);
+        }
+        let top = qualified.split('.').next().unwrap_or_default();
+        match qualified {
+            "torch._check" | "torch._check_is_size" => {
+                if let Some(condition) = call.arguments.args.first() {
+                    narrow(condition, qualified == "torch._check_is_size", env);
+                }
+                return Value::Unknown;
+            }
+            "torch._dynamo.graph_break" | "warnings.warn" => {
+                self.record(
+                    EventKind::Call {
+                        qualified: qualified.to_owned(),
+                        tensor_argument: any_tensor,
+                    },
+                    call.range(),
+                );
+                return Value::Unknown;
+            }
+            "logging.getLogger" => return Value::Qualified(Rc::from("logging.Logger")),
+            "torch.cond" => {
+                let operands = match args.get(3) {
+                    Some(Value::Tuple(items)) => items.to_vec(),
+                    Some(other) => vec![other.clone()],
+                    None => Vec::new(),
+                };
+                for branch in args.iter().skip(1).take(2) {
+                    self.call_callable(branch, &operands, env);
+                }
+                return Value::tensor();
+            }
+            "torch.utils.checkpoint.checkpoint" => {
+                if let Some((function, rest)) = args.split_first() {
+                    return self.call_callable(function, rest, env);
+                }
+                return Value::Unknown;
+            }
+            _ => {}
+        }
+        if top == "logging" {
+            self.record(
+                EventKind::Call {
+                    qualified: qualified.to_owned(),
+                    tensor_argument: any_tensor,
+                },
+                call.range(),
+            );
+            return Value::Unknown;
+        }
+        if top == "math" {
+            return match args.first() {
+                Some(Value::Tensor(info)) if info.assumed => Value::Unknown,
+                Some(Value::Tensor(_)) => {
+                    self.record(
+                        EventKind::Scalar {
+                            value: Value::tensor(),
+                            usage: ScalarUse::MathCall,
+                        },
+                        call.range(),
+                    );
+                    Value::DataScalar(Interval::default())
+                }
+                Some(Value::DataScalar(_)) => Value::DataScalar(Interval::default()),
+                Some(Value::Size { origin, .. }) => Value::Size {
+                    origin: origin.combine(&SizeOrigin::Static),
+                    interval: Interval::default(),
+                },
+                _ => Value::Unknown,
+            };
+        }
+        let any_certain_tensor = args
+            .iter()
+            .chain(kwargs.iter().map(|(_, value)| value))
+            .any(Value::is_certain_tensor);
+        if torch_api::is_numpy(qualified) {
+            if any_certain_tensor {
+                self.record(
+                    EventKind::Numpy {
+                        call: qualified.to_owned(),
+                    },
+                    call.range(),
+                );
+            }
+            return Value::Unknown;
+        }
+        if torch_api::STRICT_UNTRACEABLE_MODULES.contains(&top)
+            || torch_api::BAKED_IN_MODULES.contains(&top)
+        {
+            let tensor_argument =
+                any_certain_tensor && torch_api::DATA_READING_MODULES.contains(&top);
+            self.record(
+                EventKind::Call {
+                    qualified: qualified.to_owned(),
+                    tensor_argument,
+                },
+                call.range(),
+            );
+            return Value::Unknown;
+        }
+        if let Some(constructed) = torch_api::constructed(qualified) {
+            return match constructed {
+                Constructed::Module if keeps_batch_dim(qualified) => {
+                    Value::Layer(Rc::from(qualified))
+                }
+                Constructed::Module => Value::Module(None),
+                Constructed::Modules => Value::Modules,
+                Constructed::Parameter => Value::tensor(),
+            };
+        }
+        if let Some(class) = self.model.workspace_module_class(qualified) {
+            return class;
+        }
+        let first_tensor = args.iter().find_map(|arg| match arg {
+            Value::Tensor(info) => Some(info.clone()),
+            _ => None,
+        });
+        let name = qualified.rsplit('.').next().unwrap_or(qualified);
+        // A torch function of assumed tensors only is as uncertain as its arguments.
+        let assumed = any_tensor && !any_certain_tensor;
+        if let Some(dims) = literal_shape(name, call) {
+            return Value::Tensor(TensorInfo {
+                dims: Some(Rc::new(dims)),
+                ..TensorInfo::default()
+            });
+        }
+        match torch_api::torch_function(qualified, call.arguments.args.len()) {
+            TorchResult::Tensor => {
+                let keeps_dims = torch_api::tensor_method(name) == MethodResult::SameShape;
+                match first_tensor {
+                    Some(info) if keeps_dims => Value::Tensor(TensorInfo {
+                        maybe_none: false,
+                        assumed,
+                        ..info
+                    }),
+                    _ => Value::Tensor(TensorInfo {
+                        assumed,
+                        ..TensorInfo::default()
+                    }),
+                }
+            }
+            TorchResult::Tensors => Value::Tensors(TensorInfo::default()),
+            TorchResult::DataDependentShape => Value::Tensor(TensorInfo {
+                data_dependent_shape: true,
+                ..TensorInfo::default()
+            }),
+            TorchResult::Size => first_tensor.map_or(Value::Unknown, |info| self.numel_of(&info)),
+            TorchResult::Other | TorchResult::Unknown => Value::Unknown,
+        }
+    }
+
+    pub(super) fn builtin_call(
+        &mut self,
+        name: &str,
+        call: &ast::ExprCall,
+        args: &[Value],
+        env: &mut Env,
+    ) -> Value {
+        let first = args.first().cloned().unwrap_or(Value::Unknown);
+        match name {
+            "int" | "float" => match first {
+                Value::Tensor(info) if info.assumed => Value::Unknown,
+                Value::Tensor(_) => {
+                    self.record(
+                        EventKind::Scalar {
+                            value: first,
+                            usage: ScalarUse::Conversion,
+                        },
+                        call.range(),
+                    );
+                    Value::DataScalar(Interval::default())
+                }
+                // `int()` of a number read from tensor data asks the symbolic integer for its
+                // value: non-strict export fails there (the rule knows the mode).
+                Value::DataScalar(interval) if name == "int" => {
+                    self.record(
+                        EventKind::Scalar {
+                            value: Value::DataScalar(interval),
+                            usage: ScalarUse::Conversion,
+                        },
+                        call.range(),
+                    );
+                    Value::DataScalar(interval)
+                }
+                Value::DataScalar(interval) => Value::DataScalar(interval),
+                size @ Value::Size { .. } => size,
+                _ => Value::Unknown,
+            },
+            "bool" => {
+                // Non-strict export fails at `bool()` itself (the rules say so from the event);
+                // strict export captures a symbolic boolean, which fails only where it decides
+                // control flow: the result carries the guard to that use.
+                let result = match &first {
+                    Value::DataScalar(interval) => Value::Guard(Guard {
+                        kind: GuardKind::Data,
+                        decided: interval.decide(CompareOp::NotEq, 0.0).is_some(),
+                        suggestion: None,
+                    }),
+                    Value::Guard(guard) if matches!(guard.kind, GuardKind::Data) => first.clone(),
+                    _ => Value::Unknown,
+                };
+                if let Some(argument) = call.arguments.args.first() {
+                    self.record_truthiness(first, argument, BoolContext::BoolCall);
+                }
+                result
+            }
+            "len" => match first {
+                Value::Tensor(info) => {
+                    let size = self.size_of(&info, 0);
+                    self.record(
+                        EventKind::Scalar {
+                            value: size.clone(),
+                            usage: ScalarUse::Len,
+                        },
+                        call.range(),
+                    );
+                    size
+                }
+                _ => Value::Unknown,
+            },
+            "range" => {
+                for (value, expr) in args.iter().zip(call.arguments.args.iter()) {
+                    if matches!(value, Value::DataScalar(_) | Value::Size { .. }) {
+                        self.record(
+                            EventKind::Scalar {
+                                value: value.clone(),
+                                usage: ScalarUse::Range,
+                            },
+                            expr.range(),
+                        );
+                    }
+                }
+                Value::Iter(Rc::new(Value::Unknown))
+            }
+            "min" | "max" => {
+                if args.iter().any(Value::is_tensor) {
+                    Value::tensor()
+                } else if args.iter().any(|arg| matches!(arg, Value::DataScalar(_))) {
+                    Value::DataScalar(Interval::default())
+                } else {
+                    args.iter()
+                        .fold(Value::Bottom, |acc, arg| match (acc, arg) {
+                            (Value::Size { origin, .. }, Value::Size { origin: other, .. }) => {
+                                Value::Size {
+                                    origin: origin.combine(other),
+                                    interval: Interval::default(),
+                                }
+                            }
+                            (size @ Value::Size { .. }, _) => size,
+                            (_, size @ Value::Size { .. }) => size.clone(),
+                            _ => Value::Unknown,
+                        })
+                }
+            }
+            "abs" | "round" => match first {
+                value @ (Value::Tensor(_) | Value::DataScalar(_) | Value::Size { .. }) => value,
+                _ => Value::Unknown,
+            },
+            "sum" => match first {
+                Value::Tensors(_) => Value::tensor(),
+                Value::Tuple(items) if items.iter().any(Value::is_tensor) => Value::tensor(),
+                _ => Value::Unknown,
+            },
+            "tuple" | "list" => match first {
+                value @ (Value::Shape(_)
+                | Value::Tensors(_)
+                | Value::Tuple(_)
+                | Value::DataScalars
+                | Value::Modules) => value,
+                _ => Value::Unknown,
+            },
+            "zip" => Value::Iter(Rc::new(Value::Tuple(args.iter().map(element_of).collect()))),
+            "enumerate" => Value::Iter(Rc::new(Value::Tuple(Rc::from(vec![
+                Value::Unknown,
+                element_of(&first),
+            ])))),
+            "reversed" | "iter" => Value::Iter(Rc::new(element_of(&first))),
+            "print" => {
+                self.record(
+                    EventKind::Call {
+                        qualified: "print".to_owned(),
+                        tensor_argument: false,
+                    },
+                    call.range(),
+                );
+                Value::Unknown
+            }
+            _ if torch_api::UNTRACEABLE_BUILTINS.contains(&name) => {
+                self.record(
+                    EventKind::Call {
+                        qualified: name.to_owned(),
+                        tensor_argument: false,
+                    },
+                    call.range(),
+                );
+                Value::Unknown
+            }
+            _ => {
+                let _ = env;
+                Value::Unknown
+            }
+        }
+    }
+
+    /// Calls a function value (a `torch.cond` branch, a checkpointed function).
+    pub(super) fn call_callable(&mut self, callee: &Value, args: &[Value], env: &Env) -> Value {
+        match callee {
+            Value::Function(function) => {
+                let outer = self.closure_of(*function, env);
+                self.inline(*function, None, args, &[], outer)
+            }
+            Value::Method(class, method) => {
+                self.inline(*method, Some(Value::Module(*class)), args, &[], None)
+            }
+            Value::Module(_) => Value::opaque_tensor(),
+            Value::Layer(_) => layer_call(args),
+            _ => Value::Unknown,
+        }
+    }
+
+    /// Interprets a call to a function of this file with the caller's argument values.
+    pub(super) fn inline(
+        &mut self,
+        function: usize,
+        receiver: Option<Value>,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        outer: Option<Rc<HashMap<String, Value>>>,
+    ) -> Value {
+        if self.stack.contains(&function) || self.stack.len() >= MAX_DEPTH || self.budget == 0 {
+            return Value::Unknown;
+        }
+        // The exporter does not trace into a custom operator: it runs its fake kernel.
+        let def = self.model.functions[function].def;
+        if self.model.custom_ops.iter().any(|op| {
+            matches!(op.definition, OpDefinition::Decorated { function, .. } if std::ptr::eq(function, def))
+        }) {
+            return Value::opaque_tensor();
+        }
+        // `torch._dynamo.assume_constant_result` runs the function eagerly at trace time and
+        // bakes its result in as a constant: the body is not traced, and what the caller
+        // decides on the result is decided once, with no guard.
+        if def.decorator_list.iter().any(|decorator| {
+            let callee = match &decorator.expression {
+                Expr::Call(call) => &*call.func,
+                other => other,
+            };
+            names::dotted(callee).is_some_and(|name| name.ends_with("assume_constant_result"))
+        }) {
+            return Value::Unknown;
+        }
+        let file = self.model.functions[function].file;
+        if file != 0
+            && def.decorator_list.iter().any(|decorator| {
+                let callee = match &decorator.expression {
+                    Expr::Call(call) => &*call.func,
+                    other => other,
+                };
+                names::dotted(callee)
+                    .is_some_and(|name| name.ends_with("custom_op") || name.ends_with("triton_op"))
+            })
+        {
+            return Value::opaque_tensor();
+        }
+        // A closure's result also depends on the values it closes over, which the key does not
+        // hold: a nested function called again with other enclosing values is run again.
+        let key = outer
+            .is_none()
+            .then(|| format!("{function}:{receiver:?}:{args:?}:{kwargs:?}"));
+        if let Some(value) = key.as_ref().and_then(|key| self.memo.get(key)) {
+            return value.clone();
+        }
+        self.budget -= 1;
+        let info = &self.model.functions[function];
+        let def = info.def;
+        let mut env = Env {
+            outer,
+            class: info.class,
+            ..Env::default()
+        };
+        let parameters = all_parameters(&def.parameters);
+        let decorated = |name: &str| {
+            def.decorator_list
+                .iter()
+                .any(|decorator| names::dotted(&decorator.expression).as_deref() == Some(name))
+        };
+        let receiver = if decorated("staticmethod") {
+            None
+        } else if decorated("classmethod") {
+            receiver.map(|_| Value::Unknown)
+        } else {
+            receiver
+        };
+        let mut positional = receiver.into_iter().chain(args.iter().cloned());
+        for parameter in &parameters {
+            let name = parameter.parameter.name.as_str();
+            let mut value = positional
+                .next()
+                .or_else(|| {
+                    kwargs
+                        .iter()
+                        .find(|(key, _)| key == name)
+                        .map(|(_, value)| value.clone())
+                })
+                .unwrap_or_else(|| default_value(parameter));
+            // A parameter annotated `int`, `tuple[int, int]`, ... is trusted over a caller the
+            // interpreter may have misjudged.
+            if let Some(annotation) = &parameter.parameter.annotation {
+                let keeps = matches!(
+                    value,
+                    Value::Size { .. } | Value::DataScalar(_) | Value::None
+                );
+                if matches!(annotation_kind(annotation), AnnotationKind::Other) && !keeps {
+                    value = Value::Unknown;
+                }
+            }
+            env.locals.insert(name.to_owned(), value);
+        }
+        for vararg in [&def.parameters.vararg, &def.parameters.kwarg]
+            .into_iter()
+            .flatten()
+        {
+            env.locals.insert(vararg.name.to_string(), Value::Unknown);
+        }
+        // Entering another file's code: its globals answer names, its events go to it.
+        let caller_file = std::mem::replace(&mut self.file, file);
+        let frame = if self.model.foreign.is_empty() {
+            None
+        } else {
+            self.sites.last().copied()
+        };
+        if let Some(site) = frame {
+            self.frames.push(site);
+        }
+        if file != 0 {
+            self.reached.insert((file, def.range()));
+        }
+        let replaced = info
+            .class
+            .is_some_and(|class| self.model.classes[class].replaced);
+        self.conditional += usize::from(replaced);
+        self.stack.push(function);
+        self.returns.push(Value::Bottom);
+        let falls_through = self.exec_block(&def.body, &mut env);
+        let mut result = self.returns.pop().unwrap_or(Value::Unknown);
+        self.stack.pop();
+        self.conditional -= usize::from(replaced);
+        if frame.is_some() {
+            self.frames.pop();
+        }
+        self.file = caller_file;
+        if falls_through {
+            result = result.join(&Value::None);
+        }
+        if let Some(key) = key {
+            self.memo.insert(key, result.clone());
+        }
+        result
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Sizes
+
+    pub(super) fn untracked_for(&self, info: &TensorInfo) -> SizeOrigin {
+        match &info.dims {
+            Some(dims) if dims.dynamic.is_empty() => SizeOrigin::Static,
+            _ => self.untracked.clone(),
+        }
+    }
+
+    pub(super) fn size_of(&self, info: &TensorInfo, position: i64) -> Value {
+        if info.data_dependent_shape {
+            return if position == 0 {
+                Value::Size {
+                    origin: SizeOrigin::Unbacked,
+                    interval: Interval::at_least(0.0),
+                }
+            } else {
+                Value::Size {
+                    origin: self.untracked.clone(),
+                    interval: Interval::at_least(0.0),
+                }
+            };
+        }
+        let Some(dims) = &info.dims else {
+            return Value::Size {
+                origin: self.untracked.clone(),
+                interval: Interval::at_least(0.0),
+            };
+        };
+        let index = if position >= 0 {
+            usize::try_from(position).ok()
+        } else {
+            dims.rank
+                .and_then(|rank| usize::try_from(rank as i64 + position).ok())
+        };
+        match index {
+            Some(index) => match dims
+                .dynamic
+                .iter()
+                .find(|(dim_index, _)| *dim_index == index)
+            {
+                Some((_, dim)) => Value::Size {
+                    origin: SizeOrigin::Dynamic {
+                        dim: dim.clone(),
+                        exact: true,
+                    },
+                    interval: dim.assumed_interval(),
+                },
+                None => Value::static_size(),
+            },
+            None if dims.dynamic.is_empty() => Value::static_size(),
+            None => Value::Size {
+                origin: SizeOrigin::Unknown,
+                interval: Interval::default(),
+            },
+        }
+    }
+
+    pub(super) fn numel_of(&self, info: &TensorInfo) -> Value {
+        if info.data_dependent_shape {
+            return Value::Size {
+                origin: SizeOrigin::Unbacked,
+                interval: Interval::at_least(0.0),
+            };
+        }
+        match &info.dims {
+            Some(dims) => match dims.dynamic.first() {
+                Some((_, dim)) => Value::Size {
+                    origin: SizeOrigin::Dynamic {
+                        dim: dim.clone(),
+                        exact: false,
+                    },
+                    interval: Interval::at_least(0.0),
+                },
+                None => Value::static_size(),
+            },
+            None => Value::Size {
+                origin: self.untracked.clone(),
+                interval: Interval::at_least(0.0),
+            },
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! The interpreter's expressions: names, attributes, subscripts and slices, comparisons,
+//! arithmetic.
+
+use std::rc::Rc;
+
+use ruff_text_size::Ranged;
+
+use crate::semantic::names;
+use crate::semantic::torch_api;
+use crate::syntax::ast::{self, Expr};
+
+use super::{
+    AttributeResult, BoolContext, BroadcastConflict, CompareOp, Env, EventKind, Interpreter,
+    Interval, ScalarUse, SizeOrigin, TensorInfo, Value, binary, broadcast_conflict, data_guard,
+    element_of, is_boolean_mask, module_parameter, number_of, self_attribute, size_guard,
+};
+
+impl Interpreter<'_, '_> {
+    // ---------------------------------------------------------------------------------------
+    // Expressions
+
+    pub(super) fn lookup(&self, name: &str, env: &Env) -> Value {
+        if let Some(value) = env.locals.get(name) {
+            return value.clone();
+        }
+        if let Some(value) = env.outer.as_ref().and_then(|outer| outer.get(name)) {
+            return value.clone();
+        }
+        if let Some(value) = self.model.globals_in(self.file).get(name) {
+            if let Value::Qualified(qualified) = value {
+                if let Some(resolved) = self.model.resolve_qualified(qualified) {
+                    return resolved;
+                }
+            }
+            return value.clone();
+        }
+        Value::Qualified(Rc::from(format!("builtins.{name}")))
+    }
+
+    pub(super) fn eval(&mut self, expr: &Expr, env: &mut Env) -> Value {
+        match expr {
+            Expr::Name(name) => self.lookup(name.id.as_str(), env),
+            Expr::NoneLiteral(_) => Value::None,
+            Expr::Attribute(attribute) => {
+                let receiver = self.eval(&attribute.value, env);
+                self.attribute(&receiver, attribute.attr.as_str())
+            }
+            Expr::Call(call) => self.call(call, env),
+            Expr::Subscript(subscript) => self.subscript(subscript, env),
+            Expr::BinOp(operation) => {
+                let left = self.eval(&operation.left, env);
+                let right = self.eval(&operation.right, env);
+                if let (Value::Tensor(a), Value::Tensor(b)) = (&left, &right) {
+                    if operation.op != ast::Operator::MatMult {
+                        let kind = match broadcast_conflict(a, b) {
+                            Some(BroadcastConflict::Dims(left, right)) => {
+                                Some(EventKind::DimMismatch { left, right })
+                            }
+                            Some(BroadcastConflict::Constant(dim, size)) => {
+                                Some(EventKind::DimSpecialized { dim, size })
+                            }
+                            None => None,
+                        };
+                        if let Some(kind) = kind {
+                            self.record(kind, expr.range());
+                        }
+                    }
+                }
+                binary(&left, operation.op, &right, number_of(&operation.right))
+            }
+            Expr::UnaryOp(unary) => {
+                if unary.op == ast::UnaryOp::Not {
+                    self.truthiness(&unary.operand, BoolContext::Not, env);
+                    return Value::Unknown;
+                }
+                match self.eval(&unary.operand, env) {
+                    value @ (Value::Tensor(_) | Value::DataScalar(_)) => value,
+                    Value::Size { origin, .. } => Value::Size {
+                        origin,
+                        interval: Interval::default(),
+                    },
+                    _ => Value::Unknown,
+                }
+            }
+            Expr::BoolOp(bool_op) => {
+                let (last, rest) = bool_op
+                    .values
+                    .split_last()
+                    .expect("a boolean operation has operands");
+                for value in rest {
+                    self.truthiness(value, BoolContext::BoolOperator, env);
+                }
+                let mut result = self.eval(last, env);
+                for value in rest {
+                    let value = self.eval(value, env);
+                    result = result.join(&value);
+                }
+                result
+            }
+            Expr::Compare(compare) => self.compare(compare, env),
+            Expr::If(ternary) => {
+                match self.static_truth(&ternary.test, env) {
+                    Some(true) => return self.eval(&ternary.body, env),
+                    Some(false) => return self.eval(&ternary.orelse, env),
+                    None => self.truthiness(&ternary.test, BoolContext::Ternary, env),
+                }
+                let body = self.eval(&ternary.body, env);
+                let orelse = self.eval(&ternary.orelse, env);
+                body.join(&orelse)
+            }
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let items: Vec<Value> =
+                    elts.iter().map(|element| self.eval(element, env)).collect();
+                Value::Tuple(Rc::from(items))
+            }
+            Expr::Named(named) => {
+                let value = self.eval(&named.value, env);
+                self.bind(&named.target, value.clone(), env);
+                value
+            }
+            Expr::ListComp(ast::ExprListComp {
+                elt, generators, ..
+            })
+            | Expr::SetComp(ast::ExprSetComp {
+                elt, generators, ..
+            })
+            | Expr::Generator(ast::ExprGenerator {
+                elt, generators, ..
+            }) => {
+                let mut inner = env.clone();
+                self.comprehension(generators, &mut inner);
+                match self.eval(elt, &mut inner) {
+                    Value::Tensor(info) => Value::Tensors(info),
+                    Value::Module(_) => Value::Modules,
+                    _ => Value::Unknown,
+                }
+            }
+            Expr::DictComp(comprehension) => {
+                let mut inner = env.clone();
+                self.comprehension(&comprehension.generators, &mut inner);
+                if let Some(key) = &comprehension.key {
+                    self.eval(key, &mut inner);
+                }
+                self.eval(&comprehension.value, &mut inner);
+                Value::Unknown
+            }
+            Expr::Dict(dict) => {
+                for item in &dict.items {
+                    if let Some(key) = &item.key {
+                        self.eval(key, env);
+                    }
+                    self.eval(&item.value, env);
+                }
+                Value::Unknown
+            }
+            Expr::Starred(starred) => {
+                self.eval(&starred.value, env);
+                Value::Unknown
+            }
+            Expr::Await(await_expr) => self.eval(&await_expr.value, env),
+            _ => Value::Unknown,
+        }
+    }
+
+    pub(super) fn comprehension(&mut self, generators: &[ast::Comprehension], env: &mut Env) {
+        for generator in generators {
+            let iterable = self.eval(&generator.iter, env);
+            self.bind(&generator.target, element_of(&iterable), env);
+            for condition in &generator.ifs {
+                self.truthiness(condition, BoolContext::Comprehension, env);
+            }
+        }
+    }
+
+    pub(super) fn attribute(&mut self, receiver: &Value, name: &str) -> Value {
+        match receiver {
+            Value::Tensor(info) | Value::Tensors(info) => match torch_api::tensor_attribute(name) {
+                AttributeResult::Shape => Value::Shape(info.clone()),
+                AttributeResult::Tensor => Value::Tensor(TensorInfo {
+                    data_dependent_shape: info.data_dependent_shape,
+                    ..TensorInfo::default()
+                }),
+                AttributeResult::Other => Value::Unknown,
+            },
+            Value::Module(Some(class)) => {
+                if let Some(value) = self.model.find_attribute(*class, name) {
+                    return value.clone();
+                }
+                if let Some(method) = self.model.find_method(*class, name) {
+                    return Value::Method(Some(*class), method);
+                }
+                module_parameter(name)
+            }
+            Value::Module(None) | Value::Layer(_) => module_parameter(name),
+            Value::Qualified(qualified) => {
+                let qualified = format!("{qualified}.{name}");
+                self.model
+                    .resolve_qualified(&qualified)
+                    .unwrap_or_else(|| Value::Qualified(Rc::from(qualified)))
+            }
+            _ => Value::Unknown,
+        }
+    }
+
+    pub(super) fn subscript(&mut self, subscript: &ast::ExprSubscript, env: &mut Env) -> Value {
+        let receiver = self.eval(&subscript.value, env);
+        if receiver.is_tensor() && self_attribute(&subscript.value).is_some() {
+            self.check_buffer_slice(&subscript.slice, env);
+        }
+        let index = self.eval(&subscript.slice, env);
+        if let Value::DataScalar(_) = index {
+            if matches!(
+                receiver,
+                Value::Tuple(_) | Value::Tensors(_) | Value::Shape(_) | Value::Modules
+            ) {
+                self.record(
+                    EventKind::Scalar {
+                        value: index.clone(),
+                        usage: ScalarUse::ListIndex,
+                    },
+                    subscript.slice.range(),
+                );
+            }
+        }
+        match receiver {
+            // `target["boxes"]`: a tensor is never indexed by a string; the value is a mapping.
+            Value::Tensor(_) if matches!(&*subscript.slice, Expr::StringLiteral(_)) => {
+                Value::Unknown
+            }
+            Value::Tensor(info) => {
+                let masked = is_boolean_mask(&subscript.slice, &index);
+                // `outputs[0]` of an opaque call picks an element of what may be a tuple.
+                let element_of_opaque =
+                    info.opaque && names::int_literal(&subscript.slice).is_some();
+                Value::Tensor(TensorInfo {
+                    data_dependent_shape: masked || info.data_dependent_shape,
+                    assumed: info.assumed || element_of_opaque,
+                    ..TensorInfo::default()
+                })
+            }
+            Value::Tensors(info) => Value::Tensor(TensorInfo { dims: None, ..info }),
+            Value::Shape(info) => match &*subscript.slice {
+                Expr::Slice(_) => {
+                    let keeps_dims = info
+                        .dims
+                        .as_ref()
+                        .is_some_and(|dims| dims.dynamic.is_empty());
+                    Value::Shape(TensorInfo {
+                        dims: if keeps_dims { info.dims.clone() } else { None },
+                        ..info
+                    })
+                }
+                slice => match names::int_literal(slice) {
+                    Some(position) => self.size_of(&info, position),
+                    None => Value::Size {
+                        origin: self.untracked_for(&info),
+                        interval: Interval::at_least(0.0),
+                    },
+                },
+            },
+            Value::Tuple(items) => match names::int_literal(&subscript.slice) {
+                Some(position) => {
+                    let position = if position < 0 {
+                        items.len() as i64 + position
+                    } else {
+                        position
+                    };
+                    usize::try_from(position)
+                        .ok()
+                        .and_then(|p| items.get(p))
+                        .cloned()
+                        .unwrap_or(Value::Unknown)
+                }
+                None => Value::Unknown,
+            },
+            Value::DataScalars => Value::DataScalar(Interval::default()),
+            Value::Modules => Value::Module(None),
+            _ => Value::Unknown,
+        }
+    }
+
+    /// `self.pos[:x.shape[1]]`: slicing a parameter or buffer, whose size is fixed, up to a
+    /// dynamic size adds the guard `size <= len(buffer)`, which a `Dim` without `max` violates.
+    pub(super) fn check_buffer_slice(&mut self, slice: &Expr, env: &mut Env) {
+        let slices: Vec<&ast::ExprSlice> = match slice {
+            Expr::Slice(single) => vec![single],
+            Expr::Tuple(tuple) => tuple.elts.iter().filter_map(Expr::as_slice_expr).collect(),
+            _ => Vec::new(),
+        };
+        for slice in slices {
+            let Some(upper) = &slice.upper else { continue };
+            let value = self.eval(upper, env);
+            if let Value::Size {
+                origin: SizeOrigin::Dynamic { dim, exact: true },
+                ..
+            } = value
+            {
+                if !dim.automatic && dim.max.is_none() {
+                    self.record(EventKind::BufferSlice { dim }, upper.range());
+                }
+            }
+        }
+    }
+
+    pub(super) fn compare(&mut self, compare: &ast::ExprCompare, env: &mut Env) -> Value {
+        let left = self.eval(&compare.left, env);
+        let rights: Vec<Value> = compare
+            .comparators
+            .iter()
+            .map(|right| self.eval(right, env))
+            .collect();
+        let (Some(op), Some(right), Some(right_expr)) = (
+            compare.ops.first(),
+            rights.first(),
+            compare.comparators.first(),
+        ) else {
+            return Value::Unknown;
+        };
+        let op = match op {
+            ast::CmpOp::Lt => CompareOp::Lt,
+            ast::CmpOp::LtE => CompareOp::LtE,
+            ast::CmpOp::Gt => CompareOp::Gt,
+            ast::CmpOp::GtE => CompareOp::GtE,
+            ast::CmpOp::Eq => CompareOp::Eq,
+            ast::CmpOp::NotEq => CompareOp::NotEq,
+            ast::CmpOp::Is | ast::CmpOp::IsNot | ast::CmpOp::In | ast::CmpOp::NotIn => {
+                return Value::Unknown;
+            }
+        };
+        if left.is_tensor() || rights.iter().any(Value::is_tensor) {
+            // A comparison involving only assumed tensors is as uncertain as they are.
+            let assumed = std::iter::once(&left).chain(rights.iter()).all(|value| {
+                !value.is_tensor() || matches!(value, Value::Tensor(info) if info.assumed)
+            });
+            return Value::Tensor(TensorInfo {
+                assumed,
+                ..TensorInfo::default()
+            });
+        }
+        let left_number = number_of(&compare.left);
+        let right_number = number_of(right_expr);
+        let guard = match (&left, right) {
+            (Value::DataScalar(interval), _) => data_guard(*interval, op, right_number),
+            (_, Value::DataScalar(interval)) => data_guard(*interval, op.flipped(), left_number),
+            (Value::Size { origin, interval }, other) => {
+                size_guard(origin, *interval, op, other, right_number)
+            }
+            (other, Value::Size { origin, interval }) => {
+                size_guard(origin, *interval, op.flipped(), other, left_number)
+            }
+            _ => Value::Unknown,
+        };
+        match guard {
+            Value::Guard(mut guard)
+                if !guard.decided
+                    && env
+                        .checked
+                        .iter()
+                        .any(|fact| fact.decides(&compare.left, op, right_expr)) =>
+            {
+                guard.decided = true;
+                Value::Guard(guard)
+            }
+            other => other,
+        }
+    }
+}

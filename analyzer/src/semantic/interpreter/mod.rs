@@ -1,0 +1,1043 @@
+//! The abstract interpreter: runs traced functions over [`Value`]s instead of data.
+//!
+//! Each module class's `forward` is a root. Calls to methods and functions of the same file are
+//! followed inline (memoised by arguments, bounded in depth and count), so a helper sees the
+//! values its caller passes. Branches are both taken and their bindings joined; loop bodies run
+//! twice so values assigned late in the body reach its start. Events are recorded where a value
+//! meets a construct the exporter cannot trace.
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use ruff_text_size::{Ranged, TextRange};
+
+use super::events::{BoolContext, Event, EventKind, ScalarUse};
+use super::names;
+use super::shapes::literal_shape;
+use super::torch_api::{AttributeResult, Constructed, MethodResult, TorchResult};
+use super::value::{
+    CompareOp, Compared, DimDecl, Guard, GuardKind, Interval, SizeComparison, SizeOrigin,
+    TensorDims, TensorInfo, Value,
+};
+use super::{OpDefinition, SemanticModel, ShapesSpec, Site};
+use crate::syntax::ast::{self, Expr, Stmt};
+
+mod calls;
+mod expressions;
+mod statements;
+
+/// Calls followed inline from one root before the interpreter stops following.
+const INLINE_BUDGET: usize = 400;
+/// How deep inline calls may nest.
+const MAX_DEPTH: usize = 8;
+
+/// Local bindings of one function activation.
+#[derive(Clone, Default)]
+struct Env {
+    locals: HashMap<String, Value>,
+    /// The enclosing function's bindings, for nested functions (closures).
+    outer: Option<Rc<HashMap<String, Value>>>,
+    /// The class whose method is running, for `super()`.
+    class: Option<usize>,
+    /// Comparisons known to hold here (`torch._check(idx.shape[0] != 0)`, `assert a <= b`).
+    checked: Vec<CheckedComparison>,
+}
+
+/// A comparison stated by `torch._check` or `assert`, which decides the same comparison (or
+/// its negation) later on, as the exporter's runtime assertions do.
+#[derive(Debug, Clone, PartialEq)]
+struct CheckedComparison {
+    left: u64,
+    op: CompareOp,
+    right: u64,
+    /// The names the operands read: assigning one forgets the fact.
+    names: Vec<String>,
+}
+
+impl CheckedComparison {
+    fn new(left: &Expr, op: CompareOp, right: &Expr) -> Self {
+        let mut names = Vec::new();
+        for operand in [left, right] {
+            collect_names(operand, &mut names);
+        }
+        Self {
+            left: expression_key(left),
+            op,
+            right: expression_key(right),
+            names,
+        }
+    }
+
+    /// Whether this fact decides `left <op> right`, one way or the other.
+    fn decides(&self, left: &Expr, op: CompareOp, right: &Expr) -> bool {
+        let (left, right) = (expression_key(left), expression_key(right));
+        let fact = if (self.left, self.right) == (left, right) {
+            self.op
+        } else if (self.left, self.right) == (right, left) {
+            self.op.flipped()
+        } else {
+            return false;
+        };
+        match fact {
+            CompareOp::Lt | CompareOp::Gt | CompareOp::Eq => true,
+            CompareOp::LtE => matches!(op, CompareOp::LtE | CompareOp::Gt),
+            CompareOp::GtE => matches!(op, CompareOp::GtE | CompareOp::Lt),
+            CompareOp::NotEq => matches!(op, CompareOp::NotEq | CompareOp::Eq),
+        }
+    }
+}
+
+/// A structural key of an expression: equal for `idx.shape[0]` and `idx.shape[ 0 ]`.
+fn expression_key(expr: &Expr) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    crate::syntax::ast::comparable::ComparableExpr::from(expr).hash(&mut hasher);
+    hasher.finish()
+}
+
+fn collect_names(expr: &Expr, names: &mut Vec<String>) {
+    use crate::syntax::ast::visitor::{self, Visitor};
+    struct Names<'n>(&'n mut Vec<String>);
+    impl<'a> Visitor<'a> for Names<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Name(name) = expr {
+                self.0.push(name.id.to_string());
+            }
+            visitor::walk_expr(self, expr);
+        }
+    }
+    Names(names).visit_expr(expr);
+}
+
+impl Env {
+    fn join(branches: Vec<Env>) -> Env {
+        let mut iter = branches.into_iter();
+        let Some(mut joined) = iter.next() else {
+            return Env::default();
+        };
+        for branch in iter {
+            joined.checked.retain(|fact| branch.checked.contains(fact));
+            for (name, value) in branch.locals {
+                let merged = match joined.locals.get(&name) {
+                    Some(existing) => existing.join(&value),
+                    None => value,
+                };
+                joined.locals.insert(name, merged);
+            }
+        }
+        joined
+    }
+}
+
+pub(crate) struct Interpreter<'m, 'a> {
+    model: &'m SemanticModel<'a>,
+    events: Vec<Event>,
+    /// False while learning globals and attributes: that code is not traced.
+    emit: bool,
+    stack: Vec<usize>,
+    returns: Vec<Value>,
+    memo: HashMap<String, Value>,
+    budget: usize,
+    /// Above zero while interpreting operands that run only if an earlier `and`/`or` operand,
+    /// which the analysis cannot decide, lets them.
+    conditional: usize,
+    /// What a size of a tensor with untracked dimensions is: static when the model declares no
+    /// dynamic dimension, unknown otherwise.
+    untracked: SizeOrigin,
+    /// The file of the code being interpreted (see [`super::FunctionInfo::file`]).
+    file: u32,
+    /// Call sites being evaluated, innermost last.
+    sites: Vec<Site>,
+    /// The call sites of the inlined calls on the stack: an event's chain.
+    frames: Vec<Site>,
+    /// Functions of other files entered.
+    reached: HashSet<Site>,
+}
+
+impl<'m, 'a> Interpreter<'m, 'a> {
+    fn new(model: &'m SemanticModel<'a>, emit: bool) -> Self {
+        Self {
+            model,
+            events: Vec::new(),
+            emit,
+            stack: Vec::new(),
+            returns: Vec::new(),
+            memo: HashMap::new(),
+            budget: INLINE_BUDGET,
+            untracked: SizeOrigin::Static,
+            conditional: 0,
+            file: 0,
+            sites: Vec::new(),
+            frames: Vec::new(),
+            reached: HashSet::new(),
+        }
+    }
+
+    /// Interprets every module class's `forward` and returns what happened, with the
+    /// functions of other files it entered.
+    pub(crate) fn run(model: &'m SemanticModel<'a>) -> (Vec<Event>, HashSet<Site>) {
+        let mut interpreter = Interpreter::new(model, true);
+        let declares_dynamic = model
+            .spec
+            .as_ref()
+            .is_some_and(ShapesSpec::has_dynamic_dims);
+        let entry_class = model.entry.as_ref().and_then(|entry| entry.model_class);
+        for (class, info) in model.classes.iter().enumerate() {
+            // Other files' classes run only as the entrypoint's model or when called.
+            if !info.is_module || (info.file != 0 && entry_class != Some(class)) {
+                continue;
+            }
+            let Some(&forward) = info.methods.get("forward") else {
+                continue;
+            };
+            let spec = model.spec.as_ref().filter(|_| {
+                model
+                    .entry
+                    .as_ref()
+                    .is_some_and(|entry| entry.model_class == Some(class))
+            });
+            interpreter.untracked = if declares_dynamic {
+                SizeOrigin::Unknown
+            } else {
+                SizeOrigin::Static
+            };
+            interpreter.budget = INLINE_BUDGET;
+            interpreter.memo.clear();
+            let def = model.functions[forward].def;
+            let mut env = Env {
+                class: Some(class),
+                ..Env::default()
+            };
+            let parameters = all_parameters(&def.parameters);
+            let entry = model
+                .entry
+                .as_ref()
+                .filter(|entry| entry.model_class == Some(class));
+            for (position, parameter) in parameters.iter().enumerate() {
+                let value = if position == 0 {
+                    Value::Module(Some(class))
+                } else {
+                    let dims = spec
+                        .map(|spec| spec.dims_for(parameter.parameter.name.as_str(), position - 1));
+                    let role = match entry {
+                        Some(entry) => entry.role(parameter.parameter.name.as_str(), position - 1),
+                        None if position == 1 => ParameterRole::Input,
+                        None => ParameterRole::Extra,
+                    };
+                    root_parameter(parameter, dims.as_ref(), role)
+                };
+                env.locals
+                    .insert(parameter.parameter.name.to_string(), value);
+            }
+            for vararg in [&def.parameters.vararg, &def.parameters.kwarg]
+                .into_iter()
+                .flatten()
+            {
+                env.locals.insert(vararg.name.to_string(), Value::Unknown);
+            }
+            interpreter.file = model.functions[forward].file;
+            if interpreter.file != 0 {
+                if let Some(site) = model.entry_site {
+                    interpreter.frames.push((0, site));
+                }
+                interpreter.reached.insert((interpreter.file, def.range()));
+            }
+            let replaced = model.classes[class].replaced;
+            interpreter.conditional += usize::from(replaced);
+            interpreter.stack.push(forward);
+            interpreter.returns.push(Value::Bottom);
+            interpreter.exec_block(&def.body, &mut env);
+            interpreter.returns.pop();
+            interpreter.stack.pop();
+            interpreter.conditional -= usize::from(replaced);
+            interpreter.frames.clear();
+            interpreter.file = 0;
+        }
+        (interpreter.events, interpreter.reached)
+    }
+
+    /// Evaluates a module-level expression (an alias, a base class) of file `file` without
+    /// tracing anything.
+    pub(crate) fn evaluate_global_in(
+        model: &'m SemanticModel<'a>,
+        expr: &Expr,
+        file: u32,
+    ) -> Value {
+        let mut interpreter = Interpreter::new(model, false);
+        interpreter.file = file;
+        interpreter.eval(expr, &mut Env::default())
+    }
+
+    /// Records what each `self.<name> = ...` in a method body of file `file` assigns.
+    pub(crate) fn collect_attributes(
+        model: &'m SemanticModel<'a>,
+        body: &[Stmt],
+        attributes: &mut HashMap<String, Value>,
+        file: u32,
+    ) {
+        let mut interpreter = Interpreter::new(model, false);
+        interpreter.file = file;
+        interpreter.attributes_in(body, attributes);
+    }
+
+    fn attributes_in(&mut self, body: &[Stmt], attributes: &mut HashMap<String, Value>) {
+        fn record(attributes: &mut HashMap<String, Value>, name: &str, value: Value) {
+            let value = match value {
+                Value::Tensor(_)
+                | Value::Module(_)
+                | Value::Layer(_)
+                | Value::Modules
+                | Value::Tuple(_) => value,
+                Value::None => Value::None,
+                _ => Value::Unknown,
+            };
+            let merged = match attributes.get(name) {
+                Some(existing) => existing.join(&value),
+                None => value,
+            };
+            attributes.insert(name.to_owned(), merged);
+        }
+        for stmt in body {
+            match stmt {
+                Stmt::Assign(assign) => {
+                    for target in &assign.targets {
+                        if let Some(name) = self_attribute(target) {
+                            let value = self.eval(&assign.value, &mut Env::default());
+                            record(attributes, name, value);
+                        }
+                    }
+                }
+                Stmt::AnnAssign(assign) => {
+                    if let (Some(name), Some(value)) =
+                        (self_attribute(&assign.target), &assign.value)
+                    {
+                        let value = self.eval(value, &mut Env::default());
+                        record(attributes, name, value);
+                    }
+                }
+                Stmt::Expr(expr) => {
+                    let Expr::Call(call) = &*expr.value else {
+                        continue;
+                    };
+                    let Expr::Attribute(method) = &*call.func else {
+                        continue;
+                    };
+                    if !matches!(&*method.value, Expr::Name(name) if name.id.as_str() == "self") {
+                        continue;
+                    }
+                    let Some(name) = call.arguments.args.first().and_then(names::string_literal)
+                    else {
+                        continue;
+                    };
+                    match method.attr.as_str() {
+                        "register_buffer" | "register_parameter" => {
+                            record(attributes, name, Value::tensor());
+                        }
+                        "add_module" | "register_module" => {
+                            record(attributes, name, Value::Module(None));
+                        }
+                        _ => {}
+                    }
+                }
+                Stmt::If(if_stmt) => {
+                    self.attributes_in(&if_stmt.body, attributes);
+                    for clause in &if_stmt.elif_else_clauses {
+                        self.attributes_in(&clause.body, attributes);
+                    }
+                }
+                Stmt::For(for_stmt) => self.attributes_in(&for_stmt.body, attributes),
+                Stmt::With(with) => self.attributes_in(&with.body, attributes),
+                Stmt::Try(try_stmt) => {
+                    self.attributes_in(&try_stmt.body, attributes);
+                    self.attributes_in(&try_stmt.orelse, attributes);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn record(&mut self, kind: EventKind, range: TextRange) {
+        if self.emit {
+            let conditional = self.conditional > 0;
+            let chain = if self.model.foreign.is_empty() {
+                Vec::new()
+            } else {
+                self.frames.clone()
+            };
+            self.events.push(Event {
+                kind,
+                range,
+                conditional,
+                file: self.file,
+                chain,
+            });
+        }
+    }
+}
+
+impl SemanticModel<'_> {
+    /// Constructing a module class from another workspace file gives a module instance.
+    fn workspace_module_class(&self, qualified: &str) -> Option<Value> {
+        self.workspace
+            .is_module_class(qualified)
+            .then_some(Value::Module(None))
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// Helpers
+
+/// The guard `size <op> other` adds, and whether the known ranges already decide it.
+fn size_guard(
+    origin: &SizeOrigin,
+    interval: Interval,
+    op: CompareOp,
+    other: &Value,
+    constant: Option<f64>,
+) -> Value {
+    match origin {
+        SizeOrigin::Unknown => Value::Unknown,
+        SizeOrigin::Static => match other {
+            Value::Size {
+                origin: other_origin @ (SizeOrigin::Dynamic { .. } | SizeOrigin::Unbacked),
+                interval,
+            } => size_guard(
+                other_origin,
+                *interval,
+                op.flipped(),
+                &Value::static_size(),
+                None,
+            ),
+            _ => Value::Guard(Guard {
+                kind: GuardKind::Static,
+                decided: false,
+                suggestion: None,
+            }),
+        },
+        SizeOrigin::Unbacked => Value::Guard(Guard {
+            kind: GuardKind::Unbacked,
+            decided: constant.is_some_and(|constant| interval.decide(op, constant).is_some()),
+            suggestion: None,
+        }),
+        SizeOrigin::Dynamic { dim, exact } => {
+            if dim.automatic {
+                return Value::Unknown;
+            }
+            let (decided, suggestion) = match (constant, other) {
+                (Some(constant), _) => {
+                    let decided = interval.decide(op, constant).is_some();
+                    let suggestion = (!decided && *exact).then_some(SizeComparison {
+                        op,
+                        against: Compared::Constant(constant),
+                    });
+                    (decided, suggestion)
+                }
+                (
+                    None,
+                    Value::Size {
+                        origin:
+                            SizeOrigin::Dynamic {
+                                dim: other_dim,
+                                exact: other_exact,
+                            },
+                        ..
+                    },
+                ) => {
+                    let same = *exact && *other_exact && other_dim.name == dim.name;
+                    let suggestion = (!same && *exact && *other_exact).then(|| SizeComparison {
+                        op,
+                        against: Compared::Dim(other_dim.clone()),
+                    });
+                    (same, suggestion)
+                }
+                _ => (false, None),
+            };
+            Value::Guard(Guard {
+                kind: GuardKind::Dynamic(dim.clone()),
+                decided,
+                suggestion,
+            })
+        }
+    }
+}
+
+fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f64>) -> Value {
+    match (left, right) {
+        (Value::Tensor(a), Value::Tensor(b)) => Value::Tensor(TensorInfo {
+            dims: if a.dims == b.dims && op != ast::Operator::MatMult {
+                a.dims.clone()
+            } else {
+                None
+            },
+            data_dependent_shape: a.data_dependent_shape || b.data_dependent_shape,
+            maybe_none: false,
+            assumed: a.assumed && b.assumed,
+            opaque: false,
+        }),
+        (Value::Tensor(info), _) | (_, Value::Tensor(info)) => Value::Tensor(TensorInfo {
+            dims: info.dims.clone(),
+            data_dependent_shape: info.data_dependent_shape,
+            maybe_none: false,
+            assumed: info.assumed,
+            opaque: false,
+        }),
+        (Value::Tensors(_), _) | (_, Value::Tensors(_)) => Value::Unknown,
+        (Value::DataScalar(_), _) | (_, Value::DataScalar(_)) => {
+            Value::DataScalar(Interval::default())
+        }
+        (Value::Size { origin, interval }, other) => {
+            let origin = match other {
+                Value::Size {
+                    origin: other_origin,
+                    ..
+                } => origin.combine(other_origin),
+                _ => origin.combine(&SizeOrigin::Static),
+            };
+            let interval = shift_interval(*interval, op, right_number);
+            Value::Size { origin, interval }
+        }
+        (_, Value::Size { origin, .. }) => Value::Size {
+            origin: origin.combine(&SizeOrigin::Static),
+            interval: Interval::default(),
+        },
+        _ => Value::Unknown,
+    }
+}
+
+fn all_parameters(parameters: &ast::Parameters) -> Vec<&ast::ParameterWithDefault> {
+    parameters
+        .posonlyargs
+        .iter()
+        .chain(parameters.args.iter())
+        .chain(parameters.kwonlyargs.iter())
+        .collect()
+}
+
+/// How a root `forward` parameter is fed when the model is exported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ParameterRole {
+    /// The example inputs give it a value (or, with no entrypoint, it is the first input).
+    Input,
+    /// The example inputs leave it out: it takes its default.
+    Defaulted,
+    /// The example inputs pass a tensor: it is one while tracing, whatever its default.
+    PassedTensor,
+    /// The example inputs pass `None`: `if mask is not None:` is decided.
+    PassedNone,
+    /// A further parameter of a module whose callers the file does not show.
+    Extra,
+}
+
+/// A `forward` parameter's value: a tensor unless its annotation or default says otherwise.
+fn root_parameter(
+    parameter: &ast::ParameterWithDefault,
+    dims: Option<&Rc<TensorDims>>,
+    role: ParameterRole,
+) -> Value {
+    let default = parameter.default.as_deref();
+    if role == ParameterRole::PassedNone {
+        return Value::None;
+    }
+    // An input left at its default `None` is `None` while tracing: the exporter never enters
+    // `if mask is not None:`.
+    if role == ParameterRole::Defaulted || (role == ParameterRole::Extra && default.is_some()) {
+        return match default {
+            Some(Expr::NoneLiteral(_)) => Value::None,
+            _ => Value::Unknown,
+        };
+    }
+    let tensor = |maybe_none: bool, assumed: bool| {
+        Value::Tensor(TensorInfo {
+            dims: dims.cloned(),
+            maybe_none,
+            assumed,
+            ..TensorInfo::default()
+        })
+    };
+    if role == ParameterRole::PassedTensor {
+        return tensor(false, false);
+    }
+    if let Some(annotation) = &parameter.parameter.annotation {
+        return match annotation_kind(annotation) {
+            AnnotationKind::Tensor { optional } => tensor(
+                optional || matches!(default, Some(Expr::NoneLiteral(_))),
+                false,
+            ),
+            AnnotationKind::Tensors => Value::Tensors(TensorInfo::default()),
+            AnnotationKind::Other => Value::Unknown,
+        };
+    }
+    match default {
+        None => tensor(false, role == ParameterRole::Extra),
+        // DESIGN.md: parameters defaulted to a literal (None, a number, a flag, a string) are
+        // configuration, not inputs.
+        Some(_) => Value::Unknown,
+    }
+}
+
+enum AnnotationKind {
+    Tensor { optional: bool },
+    Tensors,
+    Other,
+}
+
+fn annotation_kind(annotation: &Expr) -> AnnotationKind {
+    let text_of = |expr: &Expr| names::dotted(expr).unwrap_or_default();
+    match annotation {
+        Expr::Name(_) | Expr::Attribute(_) => {
+            let name = text_of(annotation);
+            if name == "Tensor"
+                || name.ends_with(".Tensor")
+                || name.ends_with("Tensor") && name.starts_with("torch.")
+            {
+                AnnotationKind::Tensor { optional: false }
+            } else {
+                AnnotationKind::Other
+            }
+        }
+        Expr::StringLiteral(literal) => {
+            let text = literal.value.to_str();
+            if text == "Tensor" || text == "torch.Tensor" {
+                AnnotationKind::Tensor { optional: false }
+            } else {
+                AnnotationKind::Other
+            }
+        }
+        Expr::Subscript(subscript) => {
+            let head = text_of(&subscript.value);
+            let head = head.rsplit('.').next().unwrap_or_default();
+            match head {
+                "Optional" => match annotation_kind(&subscript.slice) {
+                    AnnotationKind::Tensor { .. } => AnnotationKind::Tensor { optional: true },
+                    other => other,
+                },
+                "Union" => union_kind(&subscript.slice),
+                "List" | "list" | "Tuple" | "tuple" | "Sequence" => {
+                    let elements: Vec<&Expr> = match &*subscript.slice {
+                        Expr::Tuple(tuple) => tuple.elts.iter().collect(),
+                        other => vec![other],
+                    };
+                    if elements.iter().all(|element| {
+                        matches!(annotation_kind(element), AnnotationKind::Tensor { .. })
+                            || matches!(element, Expr::EllipsisLiteral(_))
+                    }) {
+                        AnnotationKind::Tensors
+                    } else {
+                        AnnotationKind::Other
+                    }
+                }
+                _ => AnnotationKind::Other,
+            }
+        }
+        Expr::BinOp(binary) if binary.op == ast::Operator::BitOr => {
+            let sides = [&*binary.left, &*binary.right];
+            let tensor = sides
+                .iter()
+                .any(|side| matches!(annotation_kind(side), AnnotationKind::Tensor { .. }));
+            let none = sides
+                .iter()
+                .any(|side| matches!(side, Expr::NoneLiteral(_)));
+            let others = sides.iter().all(|side| {
+                matches!(annotation_kind(side), AnnotationKind::Tensor { .. })
+                    || matches!(side, Expr::NoneLiteral(_))
+            });
+            if tensor && others {
+                AnnotationKind::Tensor { optional: none }
+            } else {
+                AnnotationKind::Other
+            }
+        }
+        _ => AnnotationKind::Other,
+    }
+}
+
+fn union_kind(slice: &Expr) -> AnnotationKind {
+    let Expr::Tuple(tuple) = slice else {
+        return annotation_kind(slice);
+    };
+    let mut optional = false;
+    for element in &tuple.elts {
+        match element {
+            Expr::NoneLiteral(_) => optional = true,
+            element if matches!(annotation_kind(element), AnnotationKind::Tensor { .. }) => {}
+            _ => return AnnotationKind::Other,
+        }
+    }
+    AnnotationKind::Tensor { optional }
+}
+
+fn default_value(parameter: &ast::ParameterWithDefault) -> Value {
+    match parameter.default.as_deref() {
+        Some(Expr::NoneLiteral(_)) => Value::None,
+        _ => Value::Unknown,
+    }
+}
+
+/// `self.<name>` as an assignment target.
+fn self_attribute(target: &Expr) -> Option<&str> {
+    let Expr::Attribute(attribute) = target else {
+        return None;
+    };
+    matches!(&*attribute.value, Expr::Name(name) if name.id.as_str() == "self")
+        .then(|| attribute.attr.as_str())
+}
+
+/// Parameters and buffers every module of `torch.nn` has under these names.
+fn module_parameter(name: &str) -> Value {
+    match name {
+        "weight" | "bias" | "running_mean" | "running_var" | "in_proj_weight" | "in_proj_bias" => {
+            Value::tensor()
+        }
+        _ => Value::Unknown,
+    }
+}
+
+/// Whether an index expression is a boolean mask, which makes the result's size data-dependent.
+fn is_boolean_mask(slice: &Expr, index: &Value) -> bool {
+    if !index.is_tensor() {
+        return false;
+    }
+    match slice {
+        Expr::Compare(_)
+        | Expr::UnaryOp(ast::ExprUnaryOp {
+            op: ast::UnaryOp::Invert,
+            ..
+        }) => true,
+        Expr::Call(call) => {
+            let name = match &*call.func {
+                Expr::Attribute(attribute) => attribute.attr.as_str(),
+                Expr::Name(name) => name.id.as_str(),
+                _ => "",
+            };
+            matches!(
+                name,
+                "bool"
+                    | "isnan"
+                    | "isinf"
+                    | "isfinite"
+                    | "logical_not"
+                    | "logical_and"
+                    | "logical_or"
+                    | "eq"
+                    | "ne"
+                    | "gt"
+                    | "ge"
+                    | "lt"
+                    | "le"
+            )
+        }
+        Expr::Name(name) => {
+            let name = name.id.as_str();
+            name.contains("mask") || name.starts_with("is_") || name == "keep" || name == "valid"
+        }
+        _ => false,
+    }
+}
+
+/// The elements a `for` loop over the value binds.
+fn element_of(value: &Value) -> Value {
+    match value {
+        // The rows of an opaque or assumed value may be anything: only assumed to be tensors.
+        Value::Tensor(info) | Value::Tensors(info) => Value::Tensor(TensorInfo {
+            assumed: info.assumed || info.opaque,
+            ..TensorInfo::default()
+        }),
+        Value::Tuple(items) => items.iter().fold(Value::Bottom, |acc, item| acc.join(item)),
+        Value::DataScalars => Value::DataScalar(Interval::default()),
+        Value::Modules => Value::Module(None),
+        Value::Iter(inner) => (**inner).clone(),
+        _ => Value::Unknown,
+    }
+}
+
+/// What broadcasting two tensors with known dimensions forces on a dynamic dimension.
+enum BroadcastConflict {
+    /// Two different `Dim`s line up: they must be equal.
+    Dims(Rc<DimDecl>, Rc<DimDecl>),
+    /// A `Dim` lines up with a literal size other than 1: it is specialised to that size.
+    Constant(Rc<DimDecl>, i64),
+}
+
+/// Aligns the dimensions of `a` and `b` from the right, as broadcasting does, when both ranks
+/// are known, and finds the first dynamic dimension the operation constrains.
+fn broadcast_conflict(a: &TensorInfo, b: &TensorInfo) -> Option<BroadcastConflict> {
+    let (a, b) = (a.dims.as_ref()?, b.dims.as_ref()?);
+    let (rank_a, rank_b) = (a.rank?, b.rank?);
+    let aligned = |index: usize, from: usize, to: usize| to.checked_sub(from.checked_sub(index)?);
+    let one_way = |x: &TensorDims, rank_x: usize, y: &TensorDims, rank_y: usize| {
+        x.dynamic.iter().find_map(|(index, dim)| {
+            if dim.automatic {
+                return None;
+            }
+            let other = aligned(*index, rank_x, rank_y)?;
+            if let Some((_, other_dim)) = y.dynamic.iter().find(|(i, _)| *i == other) {
+                return (other_dim.name != dim.name && !other_dim.automatic)
+                    .then(|| BroadcastConflict::Dims(dim.clone(), other_dim.clone()));
+            }
+            let (_, size) = y.literal.iter().find(|(i, _)| *i == other)?;
+            (*size != 1).then(|| BroadcastConflict::Constant(dim.clone(), *size))
+        })
+    };
+    one_way(a, rank_a, b, rank_b).or_else(|| one_way(b, rank_b, a, rank_a))
+}
+
+/// `x.reshape(-1, 4)` on `x: [batch, 2]`: the element count `2 * batch` must divide by 4, a guard
+/// on the dynamic dimension unless its coefficient already does. Returns the dimension and the
+/// multiple it would have to be.
+fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<(Rc<DimDecl>, i64)> {
+    let dims = info.dims.as_ref()?;
+    let rank = dims.rank?;
+    let [(dynamic_index, dim)] = dims.dynamic.as_slice() else {
+        return None;
+    };
+    if dim.automatic {
+        return None;
+    }
+    let mut coefficient: i64 = 1;
+    for index in (0..rank).filter(|index| index != dynamic_index) {
+        let (_, size) = dims.literal.iter().find(|(literal, _)| *literal == index)?;
+        coefficient = coefficient.checked_mul(*size)?;
+    }
+    let targets: Vec<&Expr> = match args {
+        [Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })] => {
+            elts.iter().collect()
+        }
+        args => args.iter().collect(),
+    };
+    let sizes: Option<Vec<i64>> = targets
+        .iter()
+        .map(|target| names::int_literal(target))
+        .collect();
+    let sizes = sizes?;
+    let inferred = sizes.iter().filter(|size| **size == -1).count();
+    if sizes.is_empty() || inferred > 1 || sizes.iter().any(|size| *size == 0 || *size < -1) {
+        return None;
+    }
+    let fixed: i64 = sizes
+        .iter()
+        .filter(|size| **size > 0)
+        .try_fold(1_i64, |product, size| product.checked_mul(*size))?;
+    if inferred == 0 || coefficient % fixed != 0 {
+        let multiple = fixed / gcd(coefficient, fixed);
+        return (multiple > 1 || inferred == 0).then(|| (dim.clone(), multiple));
+    }
+    None
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 { a.abs() } else { gcd(b, a % b) }
+}
+
+/// A numeric literal operand.
+fn number_of(expr: &Expr) -> Option<f64> {
+    names::number_literal(expr)
+}
+
+fn data_guard(interval: Interval, op: CompareOp, constant: Option<f64>) -> Value {
+    Value::Guard(Guard {
+        kind: GuardKind::Data,
+        decided: constant.is_some_and(|constant| interval.decide(op, constant).is_some()),
+        suggestion: None,
+    })
+}
+
+/// The interval of `size <op> constant` for `+`, `-` and `*` by a non-negative constant.
+fn shift_interval(interval: Interval, op: ast::Operator, constant: Option<f64>) -> Interval {
+    let Some(constant) = constant else {
+        return Interval::default();
+    };
+    match op {
+        ast::Operator::Add => Interval {
+            low: interval.low.map(|low| low + constant),
+            high: interval.high.map(|high| high + constant),
+        },
+        ast::Operator::Sub => Interval {
+            low: interval.low.map(|low| low - constant),
+            high: interval.high.map(|high| high - constant),
+        },
+        ast::Operator::Mult if constant >= 0.0 => Interval {
+            low: interval.low.map(|low| low * constant),
+            high: interval.high.map(|high| high * constant),
+        },
+        _ => Interval::default(),
+    }
+}
+
+/// `torch._check(n <= 5)` narrows what the interpreter knows of `n` from here on.
+fn narrow(condition: &Expr, is_size: bool, env: &mut Env) {
+    if let Expr::Compare(compare) = condition {
+        let mut left = &*compare.left;
+        for (op, right) in compare.ops.iter().zip(&compare.comparators) {
+            if let Some(op) = compare_op(*op) {
+                env.checked.push(CheckedComparison::new(left, op, right));
+            }
+            left = right;
+        }
+    }
+    if is_size {
+        if let Expr::Name(name) = condition {
+            narrow_name(name.id.as_str(), Interval::at_least(0.0), env);
+        }
+        return;
+    }
+    let Expr::Compare(compare) = condition else {
+        return;
+    };
+    let (Some(op), Some(right)) = (compare.ops.first(), compare.comparators.first()) else {
+        return;
+    };
+    let op = match op {
+        ast::CmpOp::Lt => CompareOp::Lt,
+        ast::CmpOp::LtE => CompareOp::LtE,
+        ast::CmpOp::Gt => CompareOp::Gt,
+        ast::CmpOp::GtE => CompareOp::GtE,
+        ast::CmpOp::Eq => CompareOp::Eq,
+        _ => return,
+    };
+    match (
+        &*compare.left,
+        number_of(right),
+        number_of(&compare.left),
+        right,
+    ) {
+        (Expr::Name(name), Some(constant), _, _) => {
+            narrow_name(name.id.as_str(), Interval::satisfying(op, constant), env);
+        }
+        (_, _, Some(constant), Expr::Name(name)) => {
+            narrow_name(
+                name.id.as_str(),
+                Interval::satisfying(op.flipped(), constant),
+                env,
+            );
+        }
+        _ => {}
+    }
+}
+
+fn compare_op(op: ast::CmpOp) -> Option<CompareOp> {
+    Some(match op {
+        ast::CmpOp::Lt => CompareOp::Lt,
+        ast::CmpOp::LtE => CompareOp::LtE,
+        ast::CmpOp::Gt => CompareOp::Gt,
+        ast::CmpOp::GtE => CompareOp::GtE,
+        ast::CmpOp::Eq => CompareOp::Eq,
+        ast::CmpOp::NotEq => CompareOp::NotEq,
+        _ => return None,
+    })
+}
+
+fn narrow_name(name: &str, by: Interval, env: &mut Env) {
+    let Some(value) = env.locals.get_mut(name) else {
+        return;
+    };
+    if let Value::DataScalar(interval)
+    | Value::Size {
+        origin: SizeOrigin::Unbacked,
+        interval,
+    } = value
+    {
+        *interval = interval.intersect(by);
+    }
+}
+
+/// True when a block only raises: input validation, whose other side is the normal path.
+/// Local names, sorted.
+type TensorNames = Rc<[String]>;
+
+/// The local names that certainly hold tensors (not optional, not only assumed), sorted.
+fn tensor_locals(env: &Env) -> TensorNames {
+    let mut names: Vec<String> = env
+        .locals
+        .iter()
+        .filter(
+            |(_, value)| matches!(value, Value::Tensor(info) if !info.assumed && !info.maybe_none),
+        )
+        .map(|(name, _)| name.clone())
+        .collect();
+    names.sort();
+    names.into()
+}
+
+fn raises_only(body: &[Stmt]) -> bool {
+    !body.is_empty()
+        && body.iter().all(|stmt| {
+            matches!(stmt, Stmt::Raise(_) | Stmt::Pass(_))
+                || matches!(stmt, Stmt::Expr(expr) if matches!(&*expr.value, Expr::StringLiteral(_) | Expr::Call(_)))
+        })
+        && body.iter().any(|stmt| matches!(stmt, Stmt::Raise(_)))
+}
+
+/// `torch.nn` layers whose output keeps the input's first dimension (the batch): linear maps,
+/// convolutions, norms, pooling, dropout, activations, embeddings.
+fn keeps_batch_dim(qualified: &str) -> bool {
+    let Some(layer) = qualified
+        .strip_prefix("torch.nn.")
+        .filter(|rest| !rest.contains('.'))
+    else {
+        return false;
+    };
+    let family = layer.trim_end_matches(|c: char| c.is_ascii_digit() || c == 'd');
+    matches!(
+        family,
+        "Linear"
+            | "LazyLinear"
+            | "Conv"
+            | "ConvTranspose"
+            | "LayerNorm"
+            | "RMSNorm"
+            | "GroupNorm"
+            | "BatchNorm"
+            | "InstanceNorm"
+            | "Dropout"
+            | "Dropout1"
+            | "Dropout2"
+            | "Dropout3"
+            | "MaxPool"
+            | "AvgPool"
+            | "AdaptiveAvgPool"
+            | "AdaptiveMaxPool"
+            | "Embedding"
+            | "Identity"
+            | "ReLU"
+            | "GELU"
+            | "SiLU"
+            | "Tanh"
+            | "Sigmoid"
+            | "LeakyReLU"
+            | "ELU"
+            | "Mish"
+            | "Softmax"
+            | "LogSoftmax"
+            | "Hardswish"
+            | "Hardsigmoid"
+            | "Softplus"
+            | "PReLU"
+    )
+}
+
+/// Calling a layer that keeps the batch dimension: a tensor whose first dimension is the
+/// input's (dynamic or not); nothing else is known of its dimensions.
+fn layer_call(args: &[Value]) -> Value {
+    match args.first() {
+        Some(Value::Tensor(info)) => {
+            let dims = info.dims.as_ref().map(|dims| {
+                Rc::new(TensorDims {
+                    rank: None,
+                    dynamic: dims
+                        .dynamic
+                        .iter()
+                        .filter(|(index, _)| *index == 0)
+                        .cloned()
+                        .collect(),
+                    literal: Vec::new(),
+                })
+            });
+            Value::Tensor(TensorInfo {
+                dims,
+                assumed: info.assumed,
+                ..TensorInfo::default()
+            })
+        }
+        _ => Value::opaque_tensor(),
+    }
+}

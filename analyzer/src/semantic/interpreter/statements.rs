@@ -1,0 +1,464 @@
+//! The interpreter's statements (blocks, `if`, loops, assignments) and the conditions that
+//! decide them (truthiness of tensors, sizes and data).
+
+use std::rc::Rc;
+
+use ruff_text_size::Ranged;
+
+use crate::semantic::names;
+use crate::syntax::ast::{self, Expr, Stmt};
+
+use super::{
+    BoolContext, CompareOp, Env, EventKind, Guard, GuardKind, Interpreter, Interval, TensorInfo,
+    TensorNames, Value, binary, element_of, narrow, number_of, raises_only, size_guard,
+    tensor_locals,
+};
+
+impl Interpreter<'_, '_> {
+    // ---------------------------------------------------------------------------------------
+    // Statements
+
+    /// Runs a block; returns whether control can fall off its end.
+    pub(super) fn exec_block(&mut self, body: &[Stmt], env: &mut Env) -> bool {
+        for stmt in body {
+            if !self.exec(stmt, env) {
+                return false;
+            }
+        }
+        true
+    }
+
+    pub(super) fn exec(&mut self, stmt: &Stmt, env: &mut Env) -> bool {
+        match stmt {
+            Stmt::Expr(expr) => {
+                self.eval(&expr.value, env);
+            }
+            Stmt::Assign(assign) => {
+                let value = self.eval(&assign.value, env);
+                for target in &assign.targets {
+                    self.bind(target, value.clone(), env);
+                }
+            }
+            Stmt::AnnAssign(assign) => {
+                if let Some(value) = &assign.value {
+                    let value = self.eval(value, env);
+                    self.bind(&assign.target, value, env);
+                }
+            }
+            Stmt::AugAssign(assign) => {
+                let left = self.eval(&assign.target, env);
+                let right = self.eval(&assign.value, env);
+                let value = binary(&left, assign.op, &right, number_of(&assign.value));
+                self.bind(&assign.target, value, env);
+            }
+            Stmt::Return(ret) => {
+                let value = ret
+                    .value
+                    .as_ref()
+                    .map_or(Value::None, |value| self.eval(value, env));
+                if let Some(returned) = self.returns.last_mut() {
+                    *returned = returned.join(&value);
+                }
+                return false;
+            }
+            Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_) => return false,
+            Stmt::If(if_stmt) => return self.exec_if(if_stmt, env),
+            Stmt::While(while_stmt) => {
+                self.truthiness(&while_stmt.test, BoolContext::While, env);
+                self.exec_loop(&while_stmt.body, env, |interpreter, env| {
+                    interpreter.truthiness(&while_stmt.test, BoolContext::While, env);
+                });
+                self.exec_block(&while_stmt.orelse, env);
+            }
+            Stmt::For(for_stmt) => {
+                let iterable = self.eval(&for_stmt.iter, env);
+                if let Value::Tensor(info) = &iterable {
+                    let size = self.size_of(info, 0);
+                    self.record(
+                        EventKind::IterateTensor {
+                            tensor: info.clone(),
+                            size,
+                        },
+                        for_stmt.iter.range(),
+                    );
+                }
+                let element = element_of(&iterable);
+                self.exec_loop(&for_stmt.body, env, |interpreter, env| {
+                    interpreter.bind(&for_stmt.target, element.clone(), env);
+                });
+                self.exec_block(&for_stmt.orelse, env);
+            }
+            Stmt::With(with) => {
+                for item in &with.items {
+                    self.eval(&item.context_expr, env);
+                    if let Some(target) = &item.optional_vars {
+                        self.bind(target, Value::Unknown, env);
+                    }
+                }
+                return self.exec_block(&with.body, env);
+            }
+            Stmt::Try(try_stmt) => {
+                let mut branches = Vec::new();
+                let mut body_env = env.clone();
+                if self.exec_block(&try_stmt.body, &mut body_env)
+                    && self.exec_block(&try_stmt.orelse, &mut body_env)
+                {
+                    branches.push(body_env);
+                }
+                for ast::ExceptHandler::ExceptHandler(handler) in &try_stmt.handlers {
+                    let mut handler_env = env.clone();
+                    if let Some(name) = &handler.name {
+                        handler_env.locals.insert(name.to_string(), Value::Unknown);
+                    }
+                    if self.exec_block(&handler.body, &mut handler_env) {
+                        branches.push(handler_env);
+                    }
+                }
+                let falls_through = !branches.is_empty();
+                if falls_through {
+                    *env = Env {
+                        class: env.class,
+                        outer: env.outer.clone(),
+                        ..Env::join(branches)
+                    };
+                }
+                return self.exec_block(&try_stmt.finalbody, env) && falls_through;
+            }
+            Stmt::Assert(assert) => {
+                self.truthiness(&assert.test, BoolContext::Assert, env);
+                // Past the assert, the condition holds, as after `torch._check`.
+                narrow(&assert.test, false, env);
+            }
+            Stmt::FunctionDef(def) => {
+                if let Some(index) = self.model.function_at_in(self.file, def) {
+                    env.locals
+                        .insert(def.name.to_string(), Value::Function(index));
+                }
+            }
+            Stmt::Import(_) | Stmt::ImportFrom(_) => {
+                for (local, qualified) in
+                    names::import_bindings(stmt, self.model.source_in(self.file))
+                {
+                    env.locals
+                        .insert(local, Value::Qualified(Rc::from(qualified)));
+                }
+            }
+            Stmt::Match(match_stmt) => {
+                self.eval(&match_stmt.subject, env);
+                let mut branches = vec![env.clone()];
+                for case in &match_stmt.cases {
+                    let mut case_env = env.clone();
+                    if self.exec_block(&case.body, &mut case_env) {
+                        branches.push(case_env);
+                    }
+                }
+                *env = Env {
+                    class: env.class,
+                    outer: env.outer.clone(),
+                    ..Env::join(branches)
+                };
+            }
+            _ => {}
+        }
+        true
+    }
+
+    pub(super) fn exec_if(&mut self, if_stmt: &ast::StmtIf, env: &mut Env) -> bool {
+        let clauses = std::iter::once((Some(&*if_stmt.test), &if_stmt.body[..])).chain(
+            if_stmt
+                .elif_else_clauses
+                .iter()
+                .map(|clause| (clause.test.as_ref(), &clause.body[..])),
+        );
+        let mut branches = Vec::new();
+        let mut may_skip_all = true;
+        // Which names hold tensors around an `if` on a tensor, for the `torch.cond` rewrite:
+        // where it starts, and where each clause ends.
+        let mut tensor_if: Option<(TensorNames, Vec<Option<TensorNames>>)> = None;
+        for (test, body) in clauses {
+            let taken = match test {
+                None => Some(true),
+                Some(test) => {
+                    let truth = self.static_truth(test, env);
+                    if truth.is_none() {
+                        let recorded = self.events.len();
+                        self.truthiness(
+                            test,
+                            BoolContext::If {
+                                raises_only: raises_only(body),
+                            },
+                            env,
+                        );
+                        let on_tensor = self.events[recorded..].iter().any(|event| {
+                            matches!(
+                                event.kind,
+                                EventKind::Truthiness {
+                                    value: Value::Tensor(_),
+                                    ..
+                                }
+                            )
+                        });
+                        if on_tensor && std::ptr::eq(test, if_stmt.test.as_ref()) {
+                            tensor_if = Some((tensor_locals(env), Vec::new()));
+                        }
+                    }
+                    truth
+                }
+            };
+            if taken == Some(false) {
+                continue;
+            }
+            let mut branch_env = env.clone();
+            let falls_through = self.exec_block(body, &mut branch_env);
+            if let Some((_, after)) = &mut tensor_if {
+                after.push(falls_through.then(|| tensor_locals(&branch_env)));
+            }
+            if falls_through {
+                branches.push(branch_env);
+            }
+            if taken == Some(true) {
+                may_skip_all = false;
+                break;
+            }
+        }
+        if let Some((before, after)) = tensor_if {
+            // At the condition, where PT101's diagnostic is: the statement may be long, and
+            // every rule renders each event's text.
+            self.record(EventKind::TensorIf { before, after }, if_stmt.test.range());
+        }
+        if may_skip_all {
+            branches.push(env.clone());
+        }
+        if branches.is_empty() {
+            return false;
+        }
+        *env = Env {
+            class: env.class,
+            outer: env.outer.clone(),
+            ..Env::join(branches)
+        };
+        true
+    }
+
+    /// The truth of a condition the exporter decides the same way on every trace: `self.training`
+    /// (models are exported in eval mode), `torch.jit.is_scripting()`, `x is None` for a value
+    /// known to be `None` or known not to be.
+    pub(super) fn static_truth(&mut self, expr: &Expr, env: &mut Env) -> Option<bool> {
+        match expr {
+            Expr::BooleanLiteral(literal) => Some(literal.value),
+            Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::Not,
+                operand,
+                ..
+            }) => self.static_truth(operand, env).map(|truth| !truth),
+            Expr::BoolOp(bool_op) => {
+                let truths: Vec<Option<bool>> = bool_op
+                    .values
+                    .iter()
+                    .map(|value| self.static_truth(value, env))
+                    .collect();
+                let (absorbing, identity) = match bool_op.op {
+                    ast::BoolOp::And => (false, true),
+                    ast::BoolOp::Or => (true, false),
+                };
+                if truths.contains(&Some(absorbing)) {
+                    Some(absorbing)
+                } else if truths.iter().all(|truth| *truth == Some(identity)) {
+                    Some(identity)
+                } else {
+                    None
+                }
+            }
+            Expr::Attribute(attribute) => {
+                let is_self =
+                    matches!(&*attribute.value, Expr::Name(name) if name.id.as_str() == "self");
+                (is_self && attribute.attr.as_str() == "training").then_some(false)
+            }
+            Expr::Compare(compare) => {
+                let ([op], [Expr::NoneLiteral(_)]) = (&*compare.ops, &*compare.comparators) else {
+                    return None;
+                };
+                let is = match op {
+                    ast::CmpOp::Is => true,
+                    ast::CmpOp::IsNot => false,
+                    _ => return None,
+                };
+                match self.eval(&compare.left, env) {
+                    Value::None => Some(is),
+                    Value::Tensor(info) if !info.maybe_none && !info.assumed => Some(!is),
+                    Value::Module(_)
+                    | Value::Modules
+                    | Value::Tuple(_)
+                    | Value::Shape(_)
+                    | Value::Size { .. } => Some(!is),
+                    _ => None,
+                }
+            }
+            Expr::Call(call) if call.arguments.args.is_empty() => {
+                let Value::Qualified(qualified) = self.eval(&call.func, env) else {
+                    return None;
+                };
+                match qualified.rsplit('.').next().unwrap_or_default() {
+                    "is_scripting" | "is_tracing" | "_is_tracing" | "_get_tracing_state"
+                    | "is_in_onnx_export" => Some(false),
+                    "is_compiling"
+                    | "is_dynamo_compiling"
+                    | "is_torchdynamo_compiling"
+                    | "is_exporting" => Some(true),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Runs a loop body twice, so bindings made late in one iteration reach the next.
+    pub(super) fn exec_loop(
+        &mut self,
+        body: &[Stmt],
+        env: &mut Env,
+        mut before: impl FnMut(&mut Self, &mut Env),
+    ) {
+        for _ in 0..2 {
+            let mut body_env = env.clone();
+            before(self, &mut body_env);
+            self.exec_block(body, &mut body_env);
+            let merged = Env::join(vec![env.clone(), body_env]);
+            *env = Env {
+                class: env.class,
+                outer: env.outer.clone(),
+                ..merged
+            };
+        }
+    }
+
+    pub(super) fn bind(&mut self, target: &Expr, value: Value, env: &mut Env) {
+        match target {
+            Expr::Name(name) => {
+                env.checked
+                    .retain(|fact| !fact.names.iter().any(|read| read == name.id.as_str()));
+                env.locals.insert(name.id.to_string(), value);
+            }
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let has_star = elts.iter().any(Expr::is_starred_expr);
+                for (index, element) in elts.iter().enumerate() {
+                    let item = match &value {
+                        Value::Tuple(items) if !has_star && items.len() == elts.len() => {
+                            items[index].clone()
+                        }
+                        Value::Shape(info) if !has_star => self.size_of(info, index as i64),
+                        Value::Tensor(info) | Value::Tensors(info) => Value::Tensor(TensorInfo {
+                            assumed: info.opaque || info.assumed,
+                            ..TensorInfo::default()
+                        }),
+                        Value::DataScalars => Value::DataScalar(Interval::default()),
+                        _ => Value::Unknown,
+                    };
+                    let item = if element.is_starred_expr() {
+                        Value::Unknown
+                    } else {
+                        item
+                    };
+                    self.bind(element, item, env);
+                }
+            }
+            Expr::Starred(starred) => self.bind(&starred.value, Value::Unknown, env),
+            Expr::Subscript(subscript) => {
+                self.eval(&subscript.value, env);
+                self.eval(&subscript.slice, env);
+            }
+            _ => {}
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Conditions
+
+    /// Evaluates an expression whose truth value Python takes.
+    pub(super) fn truthiness(&mut self, expr: &Expr, context: BoolContext, env: &mut Env) {
+        match expr {
+            Expr::BoolOp(bool_op) => {
+                // `x.dtype == torch.float16 and not torch.isfinite(x).all()`: operands after one
+                // the exporter decides from something the analysis cannot see (a dtype, a
+                // config flag) may never run, so what they do is reported as conditional.
+                let outer = self.conditional;
+                for value in &bool_op.values {
+                    let decided = self.static_truth(value, env).is_some();
+                    let evaluated = self.truthiness_value(value, context, env);
+                    let opaque_condition = !matches!(
+                        evaluated,
+                        Value::Tensor(_)
+                            | Value::Guard(_)
+                            | Value::DataScalar(_)
+                            | Value::Size { .. }
+                    );
+                    if !decided && opaque_condition && self.conditional == outer {
+                        self.conditional += 1;
+                    }
+                }
+                self.conditional = outer;
+            }
+            Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::Not,
+                operand,
+                ..
+            }) => {
+                self.truthiness(operand, context, env);
+            }
+            _ => {
+                let value = self.eval(expr, env);
+                self.record_truthiness(value, expr, context);
+            }
+        }
+    }
+
+    /// [`Self::truthiness`] that also returns what a plain operand evaluated to.
+    pub(super) fn truthiness_value(
+        &mut self,
+        expr: &Expr,
+        context: BoolContext,
+        env: &mut Env,
+    ) -> Value {
+        match expr {
+            Expr::BoolOp(_)
+            | Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::Not,
+                ..
+            }) => {
+                self.truthiness(expr, context, env);
+                Value::Unknown
+            }
+            _ => {
+                let value = self.eval(expr, env);
+                self.record_truthiness(value.clone(), expr, context);
+                value
+            }
+        }
+    }
+
+    pub(super) fn record_truthiness(&mut self, value: Value, expr: &Expr, context: BoolContext) {
+        let value = match value {
+            // A bare optional parameter's truthiness is a `None` check in practice.
+            Value::Tensor(info) if info.maybe_none && matches!(expr, Expr::Name(_)) => return,
+            Value::Tensor(info) if info.assumed => return,
+            Value::Tensor(_) | Value::Guard(_) => value,
+            Value::DataScalar(interval) => Value::Guard(Guard {
+                kind: GuardKind::Data,
+                decided: interval.decide(CompareOp::NotEq, 0.0).is_some(),
+                suggestion: None,
+            }),
+            Value::Size { origin, interval } => match size_guard(
+                &origin,
+                interval,
+                CompareOp::NotEq,
+                &Value::Unknown,
+                Some(0.0),
+            ) {
+                Value::Guard(guard) => Value::Guard(guard),
+                _ => return,
+            },
+            _ => return,
+        };
+        self.record(EventKind::Truthiness { value, context }, expr.range());
+    }
+}
