@@ -3,6 +3,7 @@
 //! A rule decides *what* to change; the helpers here decide how the change is spelled in the
 //! file, so that all fixes indent, import and place code the same way.
 
+pub(crate) mod branches;
 pub(crate) mod cond;
 pub(crate) mod dims;
 pub(crate) mod register_fake;

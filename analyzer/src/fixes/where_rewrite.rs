@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
-use super::cond::{BranchSite, Context, Predicate, callee_name, dotted, trailing_comment};
+use super::branches::{BranchSite, Context, Predicate, callee_name, dotted, trailing_comment};
 use super::{indentation_at, line_end, line_start};
 use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::semantic::value::Value;

@@ -63,7 +63,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use crate::diagnostic::{Applicability, Fix};
-use crate::fixes::cond::{self, BranchSites, Context, FunctionCache, TensorNames};
+use crate::fixes::branches::{BranchSites, Context, FunctionCache, TensorNames};
+use crate::fixes::cond;
 use crate::fixes::where_rewrite;
 use crate::registry::Rule;
 use crate::rules::Checker;
