@@ -381,7 +381,7 @@ pub fn outline(file: SourceFile<'_>, workspace: &WorkspaceIndex) -> Vec<OutlineS
             return false;
         };
         let found = bases.iter().any(|base| {
-            semantic::torch_api::is_module_base(base)
+            semantic::catalogue::is_module_base(base)
                 || workspace.is_module_class(base)
                 || local_modules.iter().any(|local| {
                     base == local

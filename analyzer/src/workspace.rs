@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::SourceFile;
-use crate::semantic::{names, registrations, torch_api_is_module_base};
+use crate::semantic::{catalogue_is_module_base, names, registrations};
 use crate::syntax::{self, ast};
 
 /// What one file contributes to the workspace, extracted without analysing it.
@@ -452,7 +452,7 @@ impl Resolver<'_> {
         }
         // Guard against import cycles: assume "no" while this name is being resolved.
         memo.insert(name.to_owned(), false);
-        let result = torch_api_is_module_base(name)
+        let result = catalogue_is_module_base(name)
             || self
                 .aliases
                 .get(name)

@@ -14,6 +14,7 @@ use ruff_text_size::{Ranged, TextRange};
 use super::{import_member, indentation_at, line_end};
 use crate::SourceFile;
 use crate::diagnostic::{Applicability, Edit, Fix};
+use crate::semantic::catalogue::{self, ShapeRule};
 use crate::semantic::names;
 use crate::semantic::{CustomOp, Implementation, OpDefinition};
 use crate::syntax::ast::{self, Expr, Stmt};
@@ -575,129 +576,6 @@ impl Shape {
     }
 }
 
-/// Functions and methods whose output has the broadcast shape of their tensor arguments.
-const ELEMENTWISE: &[&str] = &[
-    "abs",
-    "absolute",
-    "neg",
-    "negative",
-    "positive",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log2",
-    "log10",
-    "log1p",
-    "sqrt",
-    "rsqrt",
-    "square",
-    "sigmoid",
-    "relu",
-    "relu6",
-    "gelu",
-    "silu",
-    "mish",
-    "softplus",
-    "elu",
-    "selu",
-    "celu",
-    "leaky_relu",
-    "hardtanh",
-    "hardsigmoid",
-    "hardswish",
-    "logsigmoid",
-    "softsign",
-    "tanhshrink",
-    "logit",
-    "erf",
-    "erfc",
-    "erfinv",
-    "reciprocal",
-    "sign",
-    "sgn",
-    "floor",
-    "ceil",
-    "round",
-    "trunc",
-    "frac",
-    "clamp",
-    "clip",
-    "clamp_min",
-    "clamp_max",
-    "nan_to_num",
-    "clone",
-    "contiguous",
-    "detach",
-    "softmax",
-    "log_softmax",
-    "cumsum",
-    "cumprod",
-    "flip",
-    "roll",
-    "dropout",
-    "masked_fill",
-    "add",
-    "sub",
-    "subtract",
-    "mul",
-    "multiply",
-    "div",
-    "divide",
-    "true_divide",
-    "pow",
-    "fmod",
-    "remainder",
-    "maximum",
-    "minimum",
-    "fmax",
-    "fmin",
-    "atan2",
-    "arctan2",
-    "hypot",
-    "lerp",
-    "addcmul",
-    "addcdiv",
-    "where",
-    "copysign",
-    "logaddexp",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "bitwise_not",
-    "xlogy",
-    "heaviside",
-    "deg2rad",
-    "rad2deg",
-    "polygamma",
-    "lgamma",
-    "digamma",
-    "sinc",
-    "i0",
-    "nextafter",
-    "float_power",
-    "threshold",
-    "normalize",
-    "layer_norm",
-    "cpu",
-    "cuda",
-];
-
 /// Elementwise functions whose output is boolean.
 const PREDICATES: &[&str] = &[
     "eq",
@@ -731,26 +609,6 @@ const CONVERSIONS: &[(&str, &str)] = &[
     ("short", "int16"),
     ("bool", "bool"),
     ("byte", "uint8"),
-];
-
-/// Reductions: `(name, the dtype of the result when it is not the input's)`.
-const REDUCTIONS: &[(&str, Option<&str>)] = &[
-    ("sum", None),
-    ("mean", None),
-    ("prod", None),
-    ("amax", None),
-    ("amin", None),
-    ("logsumexp", None),
-    ("norm", None),
-    ("std", None),
-    ("var", None),
-    ("nansum", None),
-    ("nanmean", None),
-    ("all", Some("bool")),
-    ("any", Some("bool")),
-    ("argmax", Some("int64")),
-    ("argmin", Some("int64")),
-    ("count_nonzero", Some("int64")),
 ];
 
 const FACTORIES_LIKE: &[&str] = &[
@@ -832,7 +690,7 @@ fn infer_call(call: &ast::ExprCall, scope: &Scope<'_>, torch: &str, depth: usize
             .args
             .iter()
             .all(|argument| matches!(infer_in(argument), Shape::Scalar));
-        return if ELEMENTWISE.contains(&name) && options_only {
+        return if catalogue::keeps_shape(name) && options_only {
             receiver
         } else {
             Shape::Unknown
@@ -858,7 +716,11 @@ fn infer_call(call: &ast::ExprCall, scope: &Scope<'_>, torch: &str, depth: usize
         .arguments
         .find_keyword("dtype")
         .map(|keyword| Dtype::Named(names::dotted(&keyword.value).unwrap_or_default()));
-    if ELEMENTWISE.contains(&name) {
+    // Ops that keep the shape but set the dtype (`isnan`, `half`, `to`) are read below.
+    let sets_dtype = PREDICATES.contains(&name)
+        || CONVERSIONS.iter().any(|(method, _)| *method == name)
+        || matches!(name, "to" | "type_as");
+    if catalogue::keeps_shape(name) && !sets_dtype {
         let arguments = rest
             .iter()
             .chain(call.arguments.keywords.iter().map(|keyword| &keyword.value))
@@ -952,7 +814,12 @@ fn infer_call(call: &ast::ExprCall, scope: &Scope<'_>, torch: &str, depth: usize
         }
         return Shape::Written(format!("{tensor}.new_empty({})", arguments.join(", ")));
     }
-    if let Some((_, dtype)) = REDUCTIONS.iter().find(|(reduction, _)| *reduction == name) {
+    // Reductions that return indices too when given a `dim` have a pair of results: not here.
+    if let Some(ShapeRule::Reduction {
+        dtype,
+        indices_with_dim: false,
+    }) = catalogue::shape_rule(name)
+    {
         let bool_subject = *subject_dtype == Dtype::Named(format!("{torch}.bool"));
         let dtype = match (dtype, subject_dtype) {
             (Some(dtype), _) => Some(format!("{torch}.{dtype}")),

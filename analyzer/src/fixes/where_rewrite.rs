@@ -16,101 +16,12 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 use super::branches::{BranchSite, Context, Predicate, callee_name, dotted, trailing_comment};
 use super::{indentation_at, line_end, line_start};
 use crate::diagnostic::{Applicability, Edit, Fix};
+use crate::semantic::catalogue::{self, ShapeRule};
 use crate::semantic::value::Value;
 use crate::syntax::ast::{self, Expr, Stmt};
 
-/// Functions and tensor methods that compute each output element from the same element of
-/// their inputs (and Python numbers).
-const ELEMENTWISE: &[&str] = &[
-    "abs",
-    "neg",
-    "negative",
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log1p",
-    "log2",
-    "log10",
-    "sqrt",
-    "rsqrt",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "sigmoid",
-    "logit",
-    "relu",
-    "relu6",
-    "gelu",
-    "silu",
-    "mish",
-    "elu",
-    "selu",
-    "celu",
-    "softplus",
-    "leaky_relu",
-    "hardtanh",
-    "hardswish",
-    "hardsigmoid",
-    "erf",
-    "erfc",
-    "clamp",
-    "clip",
-    "clamp_min",
-    "clamp_max",
-    "pow",
-    "square",
-    "reciprocal",
-    "sign",
-    "floor",
-    "ceil",
-    "round",
-    "trunc",
-    "frac",
-    "add",
-    "sub",
-    "subtract",
-    "mul",
-    "multiply",
-    "div",
-    "divide",
-    "true_divide",
-    "maximum",
-    "minimum",
-    "fmod",
-    "remainder",
-    "nan_to_num",
-    "lerp",
-];
-
-/// Namespaces whose functions are named in [`ELEMENTWISE`].
+/// Namespaces whose elementwise functions (in the catalogue) the rewrite reads.
 const FUNCTION_NAMESPACES: &[&str] = &["torch", "torch.nn.functional", "torch.special"];
-
-/// Reductions that give one element when called without a dimension.
-const REDUCTIONS: &[&str] = &[
-    "sum",
-    "mean",
-    "max",
-    "min",
-    "amax",
-    "amin",
-    "any",
-    "all",
-    "norm",
-    "prod",
-    "std",
-    "var",
-    "median",
-    "count_nonzero",
-    "nansum",
-    "nanmean",
-];
 
 /// The `torch.where` rewrite of the `if` at `site`, when valid.
 pub(crate) fn rewrite(
@@ -339,12 +250,12 @@ fn elementwise_leaves(expr: &Expr, globals: &HashMap<String, Value>) -> Option<B
                             return false;
                         };
                         FUNCTION_NAMESPACES.contains(&namespace)
-                            && ELEMENTWISE.contains(&name)
+                            && catalogue::is_elementwise(name)
                             && arguments_elementwise(leaves)
                     }
                     None => match &*call.func {
                         Expr::Attribute(method) => {
-                            ELEMENTWISE.contains(&method.attr.as_str())
+                            catalogue::is_elementwise(method.attr.as_str())
                                 && walk(&method.value, globals, leaves)
                                 && arguments_elementwise(leaves)
                         }
@@ -430,17 +341,22 @@ fn is_reduction(expr: &Expr, globals: &HashMap<String, Value>) -> bool {
         Some(function) => {
             function
                 .rsplit_once('.')
-                .is_some_and(|(namespace, name)| namespace == "torch" && REDUCTIONS.contains(&name))
+                .is_some_and(|(namespace, name)| namespace == "torch" && reduces(name))
                 && call.arguments.args.len() == 1
                 && no_dimension
         }
         None => match &*call.func {
             Expr::Attribute(method) => {
-                REDUCTIONS.contains(&method.attr.as_str())
-                    && call.arguments.args.is_empty()
-                    && no_dimension
+                reduces(method.attr.as_str()) && call.arguments.args.is_empty() && no_dimension
             }
             _ => false,
         },
     }
+}
+
+fn reduces(name: &str) -> bool {
+    matches!(
+        catalogue::shape_rule(name),
+        Some(ShapeRule::Reduction { .. })
+    )
 }

@@ -39,7 +39,7 @@ with torch operations.
 
 use crate::registry::Rule;
 use crate::rules::Checker;
-use crate::semantic::{EventKind, torch_api};
+use crate::semantic::{EventKind, catalogue};
 
 /// Calls PT203 reports instead.
 fn is_side_effect(qualified: &str) -> bool {
@@ -55,8 +55,8 @@ fn is_strict_failure(qualified: &str) -> bool {
     // Most of `os` is C (`posix.getcwd`, `os.path.exists`), but its environment helpers are
     // Python that Dynamo runs, baking the result in (measured: `os.getenv` exports in strict).
     let python_os = qualified.starts_with("os.environ") || qualified == "os.getenv";
-    torch_api::STRICT_UNTRACEABLE_MODULES.contains(&top)
-        || torch_api::UNTRACEABLE_BUILTINS.contains(&qualified)
+    catalogue::STRICT_UNTRACEABLE_MODULES.contains(&top)
+        || catalogue::UNTRACEABLE_BUILTINS.contains(&qualified)
         || (top == "os" && !python_os)
 }
 

@@ -7,16 +7,16 @@
 //! used as a condition, a data-dependent number used as a loop count — and the rules turn
 //! events into diagnostics.
 
+pub(crate) mod catalogue;
 mod custom_ops;
 mod events;
 mod interpreter;
 pub(crate) mod names;
 mod shapes;
-pub(crate) mod torch_api;
 
 /// Whether a qualified base class name makes a class an `nn.Module` (for the workspace index).
-pub(crate) fn torch_api_is_module_base(qualified: &str) -> bool {
-    torch_api::is_module_base(qualified)
+pub(crate) fn catalogue_is_module_base(qualified: &str) -> bool {
+    catalogue::is_module_base(qualified)
 }
 pub(crate) mod value;
 
@@ -535,7 +535,7 @@ impl<'a> SemanticModel<'a> {
             for base in &class.bases {
                 match base {
                     Value::Qualified(name)
-                        if torch_api::is_module_base(name)
+                        if catalogue::is_module_base(name)
                             || self.workspace.is_module_class(name) =>
                     {
                         pending.push(index);

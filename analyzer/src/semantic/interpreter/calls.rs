@@ -6,15 +6,15 @@ use std::rc::Rc;
 
 use ruff_text_size::Ranged;
 
+use crate::semantic::catalogue;
 use crate::semantic::names;
-use crate::semantic::torch_api;
 use crate::syntax::ast::{self, Expr};
 
 use super::{
     AnnotationKind, BoolContext, CompareOp, Constructed, Env, EventKind, Guard, GuardKind,
     Interpreter, Interval, MAX_DEPTH, MethodResult, OpDefinition, ScalarUse, SizeOrigin,
     TensorInfo, TorchResult, Value, all_parameters, annotation_kind, default_value, element_of,
-    keeps_batch_dim, layer_call, literal_shape, narrow, reshape_guard,
+    layer_call, literal_shape, narrow, reshape_guard,
 };
 
 impl Interpreter<'_, '_> {
@@ -248,7 +248,7 @@ impl Interpreter<'_, '_> {
             _ => {}
         }
         let _ = (args, kwargs);
-        match torch_api::tensor_method(name) {
+        match catalogue::tensor_method(name) {
             MethodResult::DataScalar => Value::DataScalar(Interval::default()),
             MethodResult::DataScalars => Value::DataScalars,
             MethodResult::Size => {
@@ -416,7 +416,7 @@ impl Interpreter<'_, '_> {
             .iter()
             .chain(kwargs.iter().map(|(_, value)| value))
             .any(Value::is_certain_tensor);
-        if torch_api::is_numpy(qualified) {
+        if catalogue::is_numpy(qualified) {
             if any_certain_tensor {
                 self.record(
                     EventKind::Numpy {
@@ -427,11 +427,11 @@ impl Interpreter<'_, '_> {
             }
             return Value::Unknown;
         }
-        if torch_api::STRICT_UNTRACEABLE_MODULES.contains(&top)
-            || torch_api::BAKED_IN_MODULES.contains(&top)
+        if catalogue::STRICT_UNTRACEABLE_MODULES.contains(&top)
+            || catalogue::BAKED_IN_MODULES.contains(&top)
         {
             let tensor_argument =
-                any_certain_tensor && torch_api::DATA_READING_MODULES.contains(&top);
+                any_certain_tensor && catalogue::DATA_READING_MODULES.contains(&top);
             self.record(
                 EventKind::Call {
                     qualified: qualified.to_owned(),
@@ -441,9 +441,9 @@ impl Interpreter<'_, '_> {
             );
             return Value::Unknown;
         }
-        if let Some(constructed) = torch_api::constructed(qualified) {
+        if let Some(constructed) = catalogue::constructed(qualified) {
             return match constructed {
-                Constructed::Module if keeps_batch_dim(qualified) => {
+                Constructed::Module if catalogue::keeps_batch_dim(qualified) => {
                     Value::Layer(Rc::from(qualified))
                 }
                 Constructed::Module => Value::Module(None),
@@ -467,9 +467,9 @@ impl Interpreter<'_, '_> {
                 ..TensorInfo::default()
             });
         }
-        match torch_api::torch_function(qualified, call.arguments.args.len()) {
+        match catalogue::torch_function(qualified, call.arguments.args.len()) {
             TorchResult::Tensor => {
-                let keeps_dims = torch_api::tensor_method(name) == MethodResult::SameShape;
+                let keeps_dims = catalogue::tensor_method(name) == MethodResult::SameShape;
                 match first_tensor {
                     Some(info) if keeps_dims => Value::Tensor(TensorInfo {
                         maybe_none: false,
@@ -628,7 +628,7 @@ impl Interpreter<'_, '_> {
                 );
                 Value::Unknown
             }
-            _ if torch_api::UNTRACEABLE_BUILTINS.contains(&name) => {
+            _ if catalogue::UNTRACEABLE_BUILTINS.contains(&name) => {
                 self.record(
                     EventKind::Call {
                         qualified: name.to_owned(),

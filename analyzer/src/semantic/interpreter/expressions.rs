@@ -5,8 +5,8 @@ use std::rc::Rc;
 
 use ruff_text_size::Ranged;
 
+use crate::semantic::catalogue;
 use crate::semantic::names;
-use crate::semantic::torch_api;
 use crate::syntax::ast::{self, Expr};
 
 use super::{
@@ -174,7 +174,7 @@ impl Interpreter<'_, '_> {
 
     pub(super) fn attribute(&mut self, receiver: &Value, name: &str) -> Value {
         match receiver {
-            Value::Tensor(info) | Value::Tensors(info) => match torch_api::tensor_attribute(name) {
+            Value::Tensor(info) | Value::Tensors(info) => match catalogue::tensor_attribute(name) {
                 AttributeResult::Shape => Value::Shape(info.clone()),
                 AttributeResult::Tensor => Value::Tensor(TensorInfo {
                     data_dependent_shape: info.data_dependent_shape,

@@ -11,10 +11,10 @@ use std::rc::Rc;
 
 use ruff_text_size::{Ranged, TextRange};
 
+use super::catalogue::{AttributeResult, Constructed, MethodResult, TorchResult};
 use super::events::{BoolContext, Event, EventKind, ScalarUse};
 use super::names;
 use super::shapes::literal_shape;
-use super::torch_api::{AttributeResult, Constructed, MethodResult, TorchResult};
 use super::value::{
     CompareOp, Compared, DimDecl, Guard, GuardKind, Interval, SizeComparison, SizeOrigin,
     TensorDims, TensorInfo, Value,
@@ -965,54 +965,6 @@ fn raises_only(body: &[Stmt]) -> bool {
                 || matches!(stmt, Stmt::Expr(expr) if matches!(&*expr.value, Expr::StringLiteral(_) | Expr::Call(_)))
         })
         && body.iter().any(|stmt| matches!(stmt, Stmt::Raise(_)))
-}
-
-/// `torch.nn` layers whose output keeps the input's first dimension (the batch): linear maps,
-/// convolutions, norms, pooling, dropout, activations, embeddings.
-fn keeps_batch_dim(qualified: &str) -> bool {
-    let Some(layer) = qualified
-        .strip_prefix("torch.nn.")
-        .filter(|rest| !rest.contains('.'))
-    else {
-        return false;
-    };
-    let family = layer.trim_end_matches(|c: char| c.is_ascii_digit() || c == 'd');
-    matches!(
-        family,
-        "Linear"
-            | "LazyLinear"
-            | "Conv"
-            | "ConvTranspose"
-            | "LayerNorm"
-            | "RMSNorm"
-            | "GroupNorm"
-            | "BatchNorm"
-            | "InstanceNorm"
-            | "Dropout"
-            | "Dropout1"
-            | "Dropout2"
-            | "Dropout3"
-            | "MaxPool"
-            | "AvgPool"
-            | "AdaptiveAvgPool"
-            | "AdaptiveMaxPool"
-            | "Embedding"
-            | "Identity"
-            | "ReLU"
-            | "GELU"
-            | "SiLU"
-            | "Tanh"
-            | "Sigmoid"
-            | "LeakyReLU"
-            | "ELU"
-            | "Mish"
-            | "Softmax"
-            | "LogSoftmax"
-            | "Hardswish"
-            | "Hardsigmoid"
-            | "Softplus"
-            | "PReLU"
-    )
 }
 
 /// Calling a layer that keeps the batch dimension: a tensor whose first dimension is the

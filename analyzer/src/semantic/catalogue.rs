@@ -1,5 +1,7 @@
-//! What the interpreter knows of torch's API: which calls return tensors, which return
-//! Python values, which make sizes depend on data, which base classes are modules.
+//! The one catalogue of torch semantics: which calls return tensors, which return Python
+//! values, which make sizes depend on data, which base classes are modules, and what each op
+//! does to its tensors' shapes ([`shape_rule`]). The interpreter, the `register_fake` writer and
+//! the `torch.where` rewrite all read it, so they agree on what an op is.
 
 /// Qualified names of classes that make a subclass an `nn.Module`, besides `torch.nn.*`.
 const EXTERNAL_MODULE_BASES: &[&str] = &[
@@ -337,76 +339,6 @@ const OTHER_METHODS: &[&str] = &[
     "setdefault",
 ];
 
-const SAME_SHAPE_METHODS: &[&str] = &[
-    "float",
-    "half",
-    "double",
-    "int",
-    "long",
-    "bool",
-    "bfloat16",
-    "short",
-    "byte",
-    "char",
-    "to",
-    "type_as",
-    "contiguous",
-    "clone",
-    "detach",
-    "detach_",
-    "cpu",
-    "cuda",
-    "abs",
-    "neg",
-    "relu",
-    "sigmoid",
-    "tanh",
-    "exp",
-    "log",
-    "sqrt",
-    "rsqrt",
-    "sin",
-    "cos",
-    "clamp",
-    "clamp_",
-    "clip",
-    "masked_fill",
-    "masked_fill_",
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "pow",
-    "softmax",
-    "log_softmax",
-    "requires_grad_",
-    "add_",
-    "sub_",
-    "mul_",
-    "div_",
-    "zero_",
-    "fill_",
-    "sign",
-    "round",
-    "floor",
-    "ceil",
-    "reciprocal",
-    "square",
-    "erf",
-    "gelu",
-    "silu",
-    "logical_not",
-    "isnan",
-    "isinf",
-    "isfinite",
-    "nan_to_num",
-    "float_",
-    "new_zeros_like",
-    "zeros_like",
-    "ones_like",
-    "pin_memory",
-];
-
 pub(crate) fn tensor_method(method: &str) -> MethodResult {
     match method {
         "item" => MethodResult::DataScalar,
@@ -421,7 +353,7 @@ pub(crate) fn tensor_method(method: &str) -> MethodResult {
             MethodResult::Tensors
         }
         _ if OTHER_METHODS.contains(&method) => MethodResult::Other,
-        _ if SAME_SHAPE_METHODS.contains(&method) => MethodResult::SameShape,
+        _ if keeps_shape(method) => MethodResult::SameShape,
         _ => MethodResult::Tensor,
     }
 }
@@ -490,4 +422,326 @@ pub(crate) const UNTRACEABLE_BUILTINS: &[&str] =
 /// Whether a qualified name is a NumPy function.
 pub(crate) fn is_numpy(qualified: &str) -> bool {
     qualified.starts_with("numpy.")
+}
+
+/// `torch.nn` layers whose output keeps the input's first dimension (the batch): linear maps,
+/// convolutions, norms, pooling, dropout, activations, embeddings.
+pub(crate) fn keeps_batch_dim(qualified: &str) -> bool {
+    let Some(layer) = qualified
+        .strip_prefix("torch.nn.")
+        .filter(|rest| !rest.contains('.'))
+    else {
+        return false;
+    };
+    let family = layer.trim_end_matches(|c: char| c.is_ascii_digit() || c == 'd');
+    matches!(
+        family,
+        "Linear"
+            | "LazyLinear"
+            | "Conv"
+            | "ConvTranspose"
+            | "LayerNorm"
+            | "RMSNorm"
+            | "GroupNorm"
+            | "BatchNorm"
+            | "InstanceNorm"
+            | "Dropout"
+            | "Dropout1"
+            | "Dropout2"
+            | "Dropout3"
+            | "MaxPool"
+            | "AvgPool"
+            | "AdaptiveAvgPool"
+            | "AdaptiveMaxPool"
+            | "Embedding"
+            | "Identity"
+            | "ReLU"
+            | "GELU"
+            | "SiLU"
+            | "Tanh"
+            | "Sigmoid"
+            | "LeakyReLU"
+            | "ELU"
+            | "Mish"
+            | "Softmax"
+            | "LogSoftmax"
+            | "Hardswish"
+            | "Hardsigmoid"
+            | "Softplus"
+            | "PReLU"
+    )
+}
+
+/// What an op does to the shapes of its tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShapeRule {
+    /// Each output element comes from the same element of its (broadcast) tensor arguments:
+    /// the output has their broadcast shape (`add`, `sigmoid`, `where`).
+    Elementwise,
+    /// The first tensor's shape, its values converted (`float`, `to`, `clone`) or computed
+    /// along it (`softmax`, `cumsum`, `flip`).
+    SameAsInput,
+    /// Over `dim` (every dim without one; `keepdim` keeps them as 1). `dtype` is the result's
+    /// when it is not the input's; `indices_with_dim`: with a `dim` the result is a
+    /// `(values, indices)` pair (`max`, `min`, `median`).
+    Reduction {
+        dtype: Option<&'static str>,
+        indices_with_dim: bool,
+    },
+}
+
+/// Functions and methods computing each output element from the same element of their inputs.
+const ELEMENTWISE: &[&str] = &[
+    "abs",
+    "absolute",
+    "neg",
+    "negative",
+    "positive",
+    "sgn",
+    "sign",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sqrt",
+    "rsqrt",
+    "square",
+    "reciprocal",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "atan2",
+    "arctan2",
+    "sinc",
+    "deg2rad",
+    "rad2deg",
+    "erf",
+    "erfc",
+    "erfinv",
+    "lgamma",
+    "digamma",
+    "polygamma",
+    "i0",
+    "sigmoid",
+    "logit",
+    "logsigmoid",
+    "relu",
+    "relu6",
+    "gelu",
+    "silu",
+    "mish",
+    "elu",
+    "selu",
+    "celu",
+    "softplus",
+    "softsign",
+    "tanhshrink",
+    "threshold",
+    "leaky_relu",
+    "hardtanh",
+    "hardswish",
+    "hardsigmoid",
+    "clamp",
+    "clip",
+    "clamp_min",
+    "clamp_max",
+    "pow",
+    "float_power",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "frac",
+    "add",
+    "sub",
+    "subtract",
+    "mul",
+    "multiply",
+    "div",
+    "divide",
+    "true_divide",
+    "fmod",
+    "remainder",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "hypot",
+    "copysign",
+    "heaviside",
+    "nextafter",
+    "logaddexp",
+    "xlogy",
+    "lerp",
+    "addcmul",
+    "addcdiv",
+    "nan_to_num",
+    "where",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "masked_fill",
+];
+
+/// Functions and methods whose result has their (first) tensor's shape without being
+/// elementwise: conversions, and ops computed along a dimension.
+const SAME_AS_INPUT: &[&str] = &[
+    "float",
+    "half",
+    "double",
+    "int",
+    "long",
+    "bool",
+    "bfloat16",
+    "short",
+    "byte",
+    "char",
+    "to",
+    "type_as",
+    "contiguous",
+    "clone",
+    "detach",
+    "cpu",
+    "cuda",
+    "pin_memory",
+    "requires_grad_",
+    "zero_",
+    "fill_",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "new_zeros_like",
+    "softmax",
+    "log_softmax",
+    "cumsum",
+    "cumprod",
+    "flip",
+    "roll",
+    "layer_norm",
+    "normalize",
+    "dropout",
+];
+
+/// Reductions: (name, result dtype when not the input's, returns indices too given a `dim`).
+const REDUCTIONS: &[(&str, Option<&str>, bool)] = &[
+    ("sum", None, false),
+    ("mean", None, false),
+    ("prod", None, false),
+    ("amax", None, false),
+    ("amin", None, false),
+    ("logsumexp", None, false),
+    ("norm", None, false),
+    ("std", None, false),
+    ("var", None, false),
+    ("nansum", None, false),
+    ("nanmean", None, false),
+    ("max", None, true),
+    ("min", None, true),
+    ("median", None, true),
+    ("all", Some("bool"), false),
+    ("any", Some("bool"), false),
+    ("argmax", Some("int64"), false),
+    ("argmin", Some("int64"), false),
+    ("count_nonzero", Some("int64"), false),
+];
+
+/// What op `name` (a function's or method's last name; an in-place `add_` is `add`) does to
+/// shapes, when the catalogue knows.
+pub(crate) fn shape_rule(name: &str) -> Option<ShapeRule> {
+    let lookup = |name: &str| {
+        if ELEMENTWISE.contains(&name) {
+            Some(ShapeRule::Elementwise)
+        } else if SAME_AS_INPUT.contains(&name) {
+            Some(ShapeRule::SameAsInput)
+        } else {
+            REDUCTIONS
+                .iter()
+                .find(|(reduction, _, _)| *reduction == name)
+                .map(|(_, dtype, indices_with_dim)| ShapeRule::Reduction {
+                    dtype: *dtype,
+                    indices_with_dim: *indices_with_dim,
+                })
+        }
+    };
+    lookup(name).or_else(|| {
+        let base = name.strip_suffix('_')?;
+        lookup(base).filter(|rule| !matches!(rule, ShapeRule::Reduction { .. }))
+    })
+}
+
+/// Whether op `name` computes each output element from the same input element.
+pub(crate) fn is_elementwise(name: &str) -> bool {
+    shape_rule(name) == Some(ShapeRule::Elementwise)
+}
+
+/// Whether op `name`'s result has its (first, or broadcast) tensor's shape.
+pub(crate) fn keeps_shape(name: &str) -> bool {
+    matches!(
+        shape_rule(name),
+        Some(ShapeRule::Elementwise | ShapeRule::SameAsInput)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_op_has_one_rule() {
+        let mut seen = std::collections::HashSet::new();
+        let reductions = REDUCTIONS.iter().map(|(name, _, _)| name);
+        for name in ELEMENTWISE.iter().chain(SAME_AS_INPUT).chain(reductions) {
+            assert!(seen.insert(name), "{name} is in the catalogue twice");
+        }
+    }
+
+    #[test]
+    fn rules_of_the_families() {
+        assert!(is_elementwise("add") && is_elementwise("add_") && is_elementwise("where"));
+        assert!(keeps_shape("softmax") && !is_elementwise("softmax"));
+        assert!(keeps_shape("float") && keeps_shape("masked_fill_"));
+        assert_eq!(
+            shape_rule("argmax"),
+            Some(ShapeRule::Reduction {
+                dtype: Some("int64"),
+                indices_with_dim: false
+            })
+        );
+        assert!(matches!(
+            shape_rule("max"),
+            Some(ShapeRule::Reduction {
+                indices_with_dim: true,
+                ..
+            })
+        ));
+        // In-place forms of reductions do not exist; unknown ops are unknown.
+        assert_eq!(shape_rule("sum_"), None);
+        assert_eq!(shape_rule("matmul"), None);
+        assert_eq!(tensor_method("cumsum"), MethodResult::SameShape);
+        assert_eq!(tensor_method("sum"), MethodResult::Tensor);
+    }
 }
