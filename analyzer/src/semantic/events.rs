@@ -16,6 +16,8 @@ pub(crate) enum BoolContext {
     While,
     Ternary,
     Assert,
+    /// `torch._check(...)` on a size: like `assert`, a guard the exporter must prove.
+    Check,
     Not,
     /// An operand of `and` / `or` that decides which operand is the result.
     BoolOperator,
@@ -32,6 +34,7 @@ impl BoolContext {
             BoolContext::While => "`while`",
             BoolContext::Ternary => "a conditional expression",
             BoolContext::Assert => "`assert`",
+            BoolContext::Check => "`torch._check`",
             BoolContext::Not => "`not`",
             BoolContext::BoolOperator => "`and`/`or`",
             BoolContext::BoolCall => "`bool()`",

@@ -347,6 +347,22 @@ impl Interpreter<'_, '_> {
         match qualified {
             "torch._check" | "torch._check_is_size" => {
                 if let Some(condition) = call.arguments.args.first() {
+                    // A check on a declared dynamic dimension is a guard on it, as an `assert`
+                    // is; on data (`.item()`), it is how the exporter is told a bound.
+                    if qualified == "torch._check" {
+                        let value = self.eval(condition, env);
+                        if let Value::Guard(guard) = &value {
+                            if matches!(guard.kind, GuardKind::Dynamic(_)) {
+                                self.record(
+                                    EventKind::Truthiness {
+                                        value,
+                                        context: BoolContext::Check,
+                                    },
+                                    condition.range(),
+                                );
+                            }
+                        }
+                    }
                     narrow(condition, qualified == "torch._check_is_size", env);
                 }
                 return Value::Unknown;

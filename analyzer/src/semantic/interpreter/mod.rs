@@ -20,6 +20,7 @@ use super::value::{
     TensorDims, TensorInfo, Value,
 };
 use super::{OpDefinition, SemanticModel, ShapesSpec, Site};
+use crate::syntax::ast::visitor::{self, Visitor};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 mod calls;
@@ -182,6 +183,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             .as_ref()
             .is_some_and(ShapesSpec::has_dynamic_dims);
         let entry_class = model.entry.as_ref().and_then(|entry| entry.model_class);
+        let used = entry_class.map(|entry| classes_used_from(model, entry));
         for (class, info) in model.classes.iter().enumerate() {
             // Other files' classes run only as the entrypoint's model or when called.
             if !info.is_module || (info.file != 0 && entry_class != Some(class)) {
@@ -190,6 +192,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             let Some(&forward) = info.methods.get("forward") else {
                 continue;
             };
+            // In a file that exports a model, a module class its model never names (directly or
+            // through the classes it names) may never be exported: what it would do is a
+            // warning at most.
+            let unreached = used.as_ref().is_some_and(|used| !used.contains(&class));
             let spec = model.spec.as_ref().filter(|_| {
                 model
                     .entry
@@ -242,7 +248,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 }
                 interpreter.reached.insert((interpreter.file, def.range()));
             }
-            let replaced = model.classes[class].replaced;
+            let replaced = model.classes[class].replaced || unreached;
             interpreter.conditional += usize::from(replaced);
             interpreter.stack.push(forward);
             interpreter.returns.push(Value::Bottom);
@@ -373,6 +379,52 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             });
         }
     }
+}
+
+/// The module classes of the analysed file that class `root` names anywhere in its methods,
+/// and those they name, `root` included: the classes its model may be made of (a `ModuleList`
+/// of `Block`s names `Block` in `__init__`).
+fn classes_used_from(model: &SemanticModel<'_>, root: usize) -> HashSet<usize> {
+    struct Names<'n>(&'n mut HashSet<String>);
+    impl<'a> Visitor<'a> for Names<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Name(name) = expr {
+                self.0.insert(name.id.to_string());
+            }
+            visitor::walk_expr(self, expr);
+        }
+    }
+    let by_name: HashMap<&str, Vec<usize>> = model
+        .classes
+        .iter()
+        .enumerate()
+        .filter(|(_, info)| info.is_module && info.file == 0)
+        .fold(HashMap::new(), |mut by_name, (index, info)| {
+            by_name
+                .entry(info.def.name.as_str())
+                .or_default()
+                .push(index);
+            by_name
+        });
+    let mut used = HashSet::from([root]);
+    let mut pending = vec![root];
+    while let Some(class) = pending.pop() {
+        let mut names = HashSet::new();
+        for &function in model.classes[class].methods.values() {
+            let mut collector = Names(&mut names);
+            for stmt in &model.functions[function].def.body {
+                collector.visit_stmt(stmt);
+            }
+        }
+        for name in &names {
+            for &named in by_name.get(name.as_str()).into_iter().flatten() {
+                if used.insert(named) {
+                    pending.push(named);
+                }
+            }
+        }
+    }
+    used
 }
 
 impl SemanticModel<'_> {
