@@ -472,6 +472,11 @@ pub(crate) fn keeps_batch_dim(qualified: &str) -> bool {
     )
 }
 
+/// Functions that make a tensor of the sizes they are given.
+pub(crate) fn is_factory(name: &str) -> bool {
+    matches!(name, "ones" | "zeros" | "randn" | "rand" | "empty" | "full")
+}
+
 /// What an op does to the shapes of its tensors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ShapeRule {

@@ -1314,7 +1314,7 @@ impl<'a> ExampleReader<'_, '_, 'a> {
 
 /// The dimensions of `torch.ones(8, 3)`-style factory calls whose sizes are all literals.
 pub(crate) fn literal_shape(name: &str, call: &ast::ExprCall) -> Option<TensorDims> {
-    if !matches!(name, "ones" | "zeros" | "randn" | "rand" | "empty" | "full") {
+    if !super::catalogue::is_factory(name) {
         return None;
     }
     let args = &call.arguments.args;

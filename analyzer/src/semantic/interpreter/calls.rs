@@ -477,6 +477,24 @@ impl Interpreter<'_, '_> {
         let name = qualified.rsplit('.').next().unwrap_or(qualified);
         // A torch function of assumed tensors only is as uncertain as its arguments.
         let assumed = any_tensor && !any_certain_tensor;
+        // A factory sized by a data-dependent size (`torch.randn(idx.shape[0], 4)` after a
+        // `nonzero`) makes a tensor whose size depends on data too.
+        if catalogue::is_factory(name)
+            && factory_sizes(name, args).any(|size| {
+                matches!(
+                    size,
+                    Value::Size {
+                        origin: SizeOrigin::Unbacked,
+                        ..
+                    }
+                )
+            })
+        {
+            return Value::Tensor(TensorInfo {
+                data_dependent_shape: true,
+                ..TensorInfo::default()
+            });
+        }
         if let Some(dims) = literal_shape(name, call) {
             return Value::Tensor(TensorInfo {
                 dims: Some(Rc::new(dims)),
@@ -900,4 +918,15 @@ impl Interpreter<'_, '_> {
             },
         }
     }
+}
+
+/// The size arguments of a factory call: `torch.zeros(a, b)`, `torch.zeros((a, b))`,
+/// `torch.full((a, b), value)`.
+fn factory_sizes<'v>(name: &str, args: &'v [Value]) -> impl Iterator<Item = &'v Value> {
+    let sizes: &'v [Value] = match args.first() {
+        Some(Value::Tuple(items)) if name == "full" || args.len() == 1 => items,
+        _ if name == "full" => &[],
+        _ => args,
+    };
+    sizes.iter()
 }
