@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -52,6 +53,7 @@ import socket
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import traceback
 
@@ -990,7 +992,7 @@ def trace(target: Target, workspace: Workspace, definitions: dict, programs: lis
         draft_messages: list[str] = []
         try:
             _skip_expression_provenance()
-            with _capture_constraint_messages(draft_messages):
+            with _capture_constraint_messages(draft_messages), _time_budget(DRAFT_BUDGET_SECONDS):
                 program = torch.export.draft_export(
                     target.model,
                     target.args,
@@ -1009,6 +1011,36 @@ def trace(target: Target, workspace: Workspace, definitions: dict, programs: lis
         _place_on_guard(first, workspace)
         _place_on_spec(first, target)
     return _finalize([first], target)
+
+
+# draft_export re-runs the export with real tensors to collect every failure; on large models
+# that costs minutes (LeViT with a dynamic height: 110 s against 4 s for the export that
+# failed). Past this budget the first failure, already placed, stands alone.
+DRAFT_BUDGET_SECONDS = 15.0
+
+
+class _OverBudget(Exception):
+    """Raised into the job when a budgeted step runs out of time."""
+
+
+@contextlib.contextmanager
+def _time_budget(seconds: float):
+    """Interrupts the body with _OverBudget after `seconds` (SIGALRM, main thread only; where
+    there is none, the body runs unbounded)."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):  # noqa: ANN001, ARG001 - a signal handler's signature
+        raise _OverBudget
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _capture_guards(events: list[dict]):
