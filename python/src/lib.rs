@@ -24,6 +24,8 @@ use pyo3::types::{PyDict, PyString};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Diagnostic {
     file: String,
+    /// In a notebook: the cell (from 1); `line` is then the cell's line.
+    cell: Option<u32>,
     line: u32,
     column: u32,
     end_line: u32,
@@ -61,6 +63,8 @@ struct Fix {
 #[pyclass(module = "pt2lsp", frozen, eq, hash, get_all)]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Edit {
+    /// In a notebook: the cell the edit starts in.
+    cell: Option<u32>,
     line: u32,
     column: u32,
     end_line: u32,
@@ -97,6 +101,9 @@ impl Diagnostic {
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
         dict.set_item("file", &self.file)?;
+        if let Some(cell) = self.cell {
+            dict.set_item("cell", cell)?;
+        }
         dict.set_item("line", self.line)?;
         dict.set_item("column", self.column)?;
         dict.set_item("end_line", self.end_line)?;
@@ -132,8 +139,11 @@ impl Diagnostic {
 
     /// `path:line:column: CODE [severity] message`, as the text report prints it.
     fn __str__(&self) -> String {
+        let cell = self
+            .cell
+            .map_or_else(String::new, |cell| format!("cell {cell}:"));
         format!(
-            "{}:{}:{}: {} [{}] {}",
+            "{}:{cell}{}:{}: {} [{}] {}",
             self.file, self.line, self.column, self.code, self.severity, self.message
         )
     }
@@ -169,6 +179,9 @@ impl Fix {
 impl Edit {
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
+        if let Some(cell) = self.cell {
+            dict.set_item("cell", cell)?;
+        }
         dict.set_item("line", self.line)?;
         dict.set_item("column", self.column)?;
         dict.set_item("end_line", self.end_line)?;
@@ -347,6 +360,7 @@ impl From<api::Diagnostic> for Diagnostic {
     fn from(diagnostic: api::Diagnostic) -> Self {
         Self {
             file: diagnostic.file,
+            cell: diagnostic.cell,
             line: diagnostic.line,
             column: diagnostic.column,
             end_line: diagnostic.end_line,
@@ -363,6 +377,7 @@ impl From<api::Diagnostic> for Diagnostic {
                     .edits
                     .into_iter()
                     .map(|edit| Edit {
+                        cell: edit.cell,
                         line: edit.line,
                         column: edit.column,
                         end_line: edit.end_line,

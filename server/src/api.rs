@@ -19,6 +19,8 @@ use crate::project::report::FileReport;
 pub struct Diagnostic {
     /// The path as the command shows it: relative to the current directory when under it.
     pub file: String,
+    /// In a notebook: the cell (from 1, every cell counted); `line` is then the cell's line.
+    pub cell: Option<u32>,
     pub line: u32,
     pub column: u32,
     pub end_line: u32,
@@ -56,6 +58,8 @@ pub struct Fix {
 /// Replace the text from (`line`, `column`) up to (`end_line`, `end_column`) with `content`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
+    /// In a notebook: the cell the edit starts in.
+    pub cell: Option<u32>,
     pub line: u32,
     pub column: u32,
     pub end_line: u32,
@@ -253,11 +257,14 @@ fn on_analysis_stack<T: Send>(work: impl FnOnce() -> T + Send) -> Result<T, Erro
 fn push_located(report: &FileReport, out: &mut Vec<Diagnostic>) {
     let file = report.path_string();
     let span = |range: TextRange| {
-        let (start, end) = (report.position(range.start()), report.position(range.end()));
-        (start.line, start.column, end.line, end.column)
+        let (start, end) = (
+            report.position(range.start()),
+            report.end_position(range.end()),
+        );
+        (start.cell, start.line, start.column, end.line, end.column)
     };
     for diagnostic in &report.diagnostics {
-        let (line, column, end_line, end_column) = span(diagnostic.range);
+        let (cell, line, column, end_line, end_column) = span(diagnostic.range);
         let fix = diagnostic.fix.as_ref().map(|fix| Fix {
             title: fix.title.clone(),
             applicability: applicability(fix.applicability),
@@ -265,8 +272,9 @@ fn push_located(report: &FileReport, out: &mut Vec<Diagnostic>) {
                 .edits
                 .iter()
                 .map(|edit| {
-                    let (line, column, end_line, end_column) = span(edit.range);
+                    let (cell, line, column, end_line, end_column) = span(edit.range);
                     Edit {
+                        cell,
                         line,
                         column,
                         end_line,
@@ -278,6 +286,7 @@ fn push_located(report: &FileReport, out: &mut Vec<Diagnostic>) {
         });
         out.push(Diagnostic {
             file: file.clone(),
+            cell,
             line,
             column,
             end_line,

@@ -33,6 +33,28 @@ pub struct CellLine {
     pub line: u32,
 }
 
+/// Where each code cell's lines are in the joined module, kept after the notebook's text is
+/// gone (a report holds it to show positions by cell).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CellMap {
+    /// (cell number from 1, first line in the module from 0, line count), code cells in order.
+    cells: Vec<(u32, usize, usize)>,
+}
+
+impl CellMap {
+    /// The cell and cell line of a line of the module (both from 1).
+    pub fn locate(&self, module_line: u32) -> Option<CellLine> {
+        let line = usize::try_from(module_line.checked_sub(1)?).ok()?;
+        self.cells.iter().find_map(|&(cell, first, count)| {
+            let within = line.checked_sub(first)?;
+            (within < count).then(|| CellLine {
+                cell,
+                line: u32::try_from(within + 1).unwrap_or(u32::MAX),
+            })
+        })
+    }
+}
+
 /// An edit of the joined module, by byte offsets into [`Notebook::python`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModuleEdit {
@@ -128,15 +150,52 @@ impl<'a> Notebook<'a> {
 
     /// The cell and cell line of a line of the module (both from 1).
     pub fn locate(&self, module_line: u32) -> Option<CellLine> {
-        let line = usize::try_from(module_line.checked_sub(1)?).ok()?;
-        self.cells.iter().find_map(|cell| {
-            let code = cell.code.as_ref()?;
-            let within = line.checked_sub(code.first)?;
-            (within < code.masked.len()).then(|| CellLine {
-                cell: cell.number,
-                line: u32::try_from(within + 1).unwrap_or(u32::MAX),
-            })
-        })
+        self.cell_map().locate(module_line)
+    }
+
+    /// Where the code cells' lines are in the module.
+    pub fn cell_map(&self) -> CellMap {
+        CellMap {
+            cells: self
+                .cells
+                .iter()
+                .filter_map(|cell| {
+                    let code = cell.code.as_ref()?;
+                    Some((cell.number, code.first, code.masked.len()))
+                })
+                .collect(),
+        }
+    }
+
+    /// The notebook's text with the module changed from [`Self::python`] to `fixed`: each
+    /// changed run of lines becomes an edit of its cell ([`Self::apply`]).
+    pub fn rewrite(&self, fixed: &str) -> Result<String, String> {
+        let diff = similar::TextDiff::from_lines(self.python.as_str(), fixed);
+        let old_lines = line_starts(&self.python);
+        let new_lines = line_starts(fixed);
+        let offset = |starts: &[usize], text: &str, line: usize| {
+            starts
+                .get(line)
+                .copied()
+                .unwrap_or(text.len())
+                .min(text.len())
+        };
+        let mut edits = Vec::new();
+        for op in diff.ops() {
+            let (old, new) = (op.old_range(), op.new_range());
+            if matches!(op, similar::DiffOp::Equal { .. }) {
+                continue;
+            }
+            let start = offset(&old_lines, &self.python, old.start);
+            let end = offset(&old_lines, &self.python, old.end);
+            let content =
+                &fixed[offset(&new_lines, fixed, new.start)..offset(&new_lines, fixed, new.end)];
+            edits.push(ModuleEdit {
+                range: start..end,
+                content: content.to_owned(),
+            });
+        }
+        self.apply(&edits)
     }
 
     /// The notebook's text with `edits` (of the module) made in their cells; everything else

@@ -15,6 +15,7 @@ _Applicability = Literal["safe", "unsafe", "display-only"]
 _StrPath = str | PathLike[str]
 
 class _EditDict(TypedDict):
+    cell: NotRequired[int]
     line: int
     column: int
     end_line: int
@@ -34,6 +35,7 @@ class _RelatedDict(TypedDict):
 
 class _DiagnosticDict(TypedDict):
     file: str
+    cell: NotRequired[int]
     line: int
     column: int
     end_line: int
@@ -50,6 +52,9 @@ class _DiagnosticDict(TypedDict):
 class Edit:
     """Replace the text from (line, column) up to, not including, (end_line, end_column)."""
 
+    @property
+    def cell(self) -> int | None:
+        """In a notebook, the cell (from 1) the edit starts in; lines are then the cell's."""
     @property
     def line(self) -> int: ...
     @property
@@ -108,6 +113,10 @@ class Diagnostic:
 
     @property
     def file(self) -> str: ...
+    @property
+    def cell(self) -> int | None:
+        """In a notebook, the cell (from 1, every cell counted as editors number them); the
+        lines are then the cell's."""
     @property
     def line(self) -> int: ...
     @property

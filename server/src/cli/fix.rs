@@ -22,6 +22,7 @@ use crate::cli::args::CheckArgs;
 use crate::cli::output::{Counts, FileReport, fixable};
 use crate::cli::trace::Tracing;
 use crate::cli::warn;
+use crate::notebook::Notebook;
 use crate::project::check::Project;
 use crate::project::config::Config;
 
@@ -225,8 +226,22 @@ fn write_changed(
         if progress.failed || file.report.text == progress.on_disk {
             continue;
         }
-        match write_atomically(&file.path, &progress.on_disk, &file.report.text) {
-            Ok(()) => {
+        let written = match &file.notebook_json {
+            // A notebook's fixes go into its cells; its outputs and layout stay.
+            Some(json) => notebook_text(json, &file.report.text, &file.path).and_then(|fixed| {
+                write_atomically(&file.path, json, &fixed)?;
+                Ok(Some(fixed))
+            }),
+            None => {
+                write_atomically(&file.path, &progress.on_disk, &file.report.text).map(|()| None)
+            }
+        };
+        match written {
+            Ok(json) => {
+                if let Some(json) = json {
+                    project.files[*index].notebook_json = Some(json);
+                }
+                let file = &project.files[*index];
                 progress.on_disk.clone_from(&file.report.text);
                 let pending = std::mem::take(&mut progress.pending);
                 add(&mut progress.kept, pending);
@@ -242,6 +257,15 @@ fn write_changed(
     if !reverted.is_empty() {
         project.update(reverted);
     }
+}
+
+/// The notebook `json` with its code cells joined changed to `fixed`.
+fn notebook_text(json: &str, fixed: &str, path: &Path) -> Result<String> {
+    let notebook = Notebook::parse(json)
+        .map_err(|problem| anyhow::anyhow!("cannot fix {}: {problem}", path.display()))?;
+    notebook
+        .rewrite(fixed)
+        .map_err(|problem| anyhow::anyhow!("not fixing {}: {problem}", path.display()))
 }
 
 fn count(counts: &mut Counts, severity: Severity) {

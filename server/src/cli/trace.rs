@@ -84,8 +84,10 @@ impl<'a> Tracing<'a> {
             .files
             .iter()
             .filter(|file| {
-                // A file that does not parse cannot be imported; its PT001 already says why.
+                // A file that does not parse cannot be imported; its PT001 already says why. A
+                // notebook is not importable either: its entrypoints are checked statically.
                 file.decodable
+                    && file.notebook_json.is_none()
                     && !file
                         .report
                         .diagnostics

@@ -22,6 +22,7 @@ use super::config::{self, Config};
 use super::report::FileReport;
 use super::walk::{self, Exclude};
 use super::warn;
+use crate::notebook::Notebook;
 
 /// Stack for each analysis thread. The parser and the analyzer recurse on the syntax tree, and
 /// generated code can nest expressions tens of thousands deep (`a + a + ... + a`); the memory is
@@ -289,6 +290,9 @@ pub struct Checked {
     /// never analysed or fixed.
     pub(crate) decodable: bool,
     pub(crate) report: FileReport,
+    /// For a notebook: its JSON as read (the report's text is its code cells joined); fixes are
+    /// written back into it cell by cell.
+    pub(crate) notebook_json: Option<String>,
 }
 
 impl<'a> Project<'a> {
@@ -306,14 +310,30 @@ impl<'a> Project<'a> {
                 .par_iter()
                 .map(|path| {
                     let shown = walk::display_path(path, cwd);
-                    let source = walk::read(path, &shown).map_err(|error| format!("{error:#}"))?;
+                    let mut source =
+                        walk::read(path, &shown).map_err(|error| format!("{error:#}"))?;
+                    // A notebook is checked as its code cells joined into one module.
+                    let mut notebook = None;
+                    if walk::is_notebook(path) && source.problem.is_none() {
+                        let parsed = Notebook::parse(&source.text).map_err(|problem| {
+                            format!("cannot check {}: {problem}", shown.display())
+                        })?;
+                        let python = parsed.python().to_owned();
+                        let cells = parsed.cell_map();
+                        notebook = Some((std::mem::replace(&mut source.text, python), cells));
+                    }
                     let mut file = Checked {
                         path: path.clone(),
                         module: walk::module_name(path),
                         summary: None,
                         decodable: source.problem.is_none(),
                         report: FileReport::new(shown, source.text, Vec::new()),
+                        notebook_json: None,
                     };
+                    if let Some((json, cells)) = notebook {
+                        file.report.notebook = Some(cells);
+                        file.notebook_json = Some(json);
+                    }
                     match &source.problem {
                         Some(problem) => {
                             file.report.set_static(decoding_problem(problem, settings));

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use pt2lsp_analyzer::{Diagnostic, LineIndex, TextSize};
 
+use crate::notebook::CellMap;
+
 /// One checked file: what is shown for it and what was found in it.
 #[derive(Debug)]
 pub struct FileReport {
@@ -16,6 +18,8 @@ pub struct FileReport {
     pub line_index: LineIndex,
     /// Sorted by position.
     pub diagnostics: Vec<Reported>,
+    /// For a notebook: `text` is its code cells joined, and positions are shown by cell.
+    pub notebook: Option<CellMap>,
 }
 
 /// Which pass found a diagnostic.
@@ -67,11 +71,13 @@ impl std::ops::Deref for Reported {
     }
 }
 
-/// A 1-based line and a 1-based column counted in characters.
+/// A 1-based line and a 1-based column counted in characters; in a notebook, the line is the
+/// cell's and `cell` its number (from 1, every cell counted, as editors show them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
     pub line: u32,
     pub column: u32,
+    pub cell: Option<u32>,
 }
 
 impl FileReport {
@@ -85,6 +91,7 @@ impl FileReport {
                 .into_iter()
                 .map(Reported::found_statically)
                 .collect(),
+            notebook: None,
         }
     }
 
@@ -98,9 +105,41 @@ impl FileReport {
 
     pub fn position(&self, offset: TextSize) -> Position {
         let (line, column) = self.line_index.line_char_column(offset, &self.text);
+        let in_cell = self
+            .notebook
+            .as_ref()
+            .and_then(|cells| cells.locate(line + 1));
         Position {
-            line: line + 1,
+            line: in_cell.map_or(line + 1, |at| at.line),
             column: column + 1,
+            cell: in_cell.map(|at| at.cell),
+        }
+    }
+
+    /// [`Self::position`] of where a range ends: in a notebook, the end of a cell's last line
+    /// stays in that cell (its line count + 1, column 1), though it is also the start of the
+    /// next cell.
+    pub fn end_position(&self, offset: TextSize) -> Position {
+        let position = self.position(offset);
+        let Some(cells) = &self.notebook else {
+            return position;
+        };
+        let (line, column) = self.line_index.line_char_column(offset, &self.text);
+        if column != 0 || line == 0 {
+            return position;
+        }
+        match (cells.locate(line), cells.locate(line + 1)) {
+            (Some(before), Some(after)) if before.cell != after.cell => Position {
+                line: before.line + 1,
+                column: 1,
+                cell: Some(before.cell),
+            },
+            (Some(before), None) => Position {
+                line: before.line + 1,
+                column: 1,
+                cell: Some(before.cell),
+            },
+            _ => position,
         }
     }
 

@@ -121,9 +121,16 @@ pub fn discover(roots: &[PathBuf], exclude: &Exclude) -> Discovery {
     found
 }
 
+/// Python sources and Jupyter notebooks (their code cells are checked as one module).
 fn is_python(path: &Path) -> bool {
     path.extension()
-        .is_some_and(|extension| extension == "py" || extension == "pyi")
+        .is_some_and(|extension| extension == "py" || extension == "pyi" || extension == "ipynb")
+}
+
+/// Whether `path` is a Jupyter notebook.
+pub fn is_notebook(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|extension| extension == "ipynb")
 }
 
 /// The dotted module name of a file, and whether it is a package's `__init__`.
@@ -131,6 +138,10 @@ fn is_python(path: &Path) -> bool {
 /// Walks up while the directory is a package (has an `__init__.py` or `__init__.pyi`): the
 /// first directory that is not one is where `import` would find the top-level name.
 pub fn module_name(path: &Path) -> Option<(String, bool)> {
+    // A notebook is run, never imported.
+    if is_notebook(path) {
+        return None;
+    }
     let stem = path.file_stem()?.to_str()?;
     let is_package = stem == "__init__";
     let mut parts = if is_package { Vec::new() } else { vec![stem] };

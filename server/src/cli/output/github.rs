@@ -16,12 +16,27 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
         let file = escape_property(&report.path_string());
         for diagnostic in &report.diagnostics {
             let start = report.position(diagnostic.range.start());
-            let end = report.position(diagnostic.range.end());
+            let end = report.end_position(diagnostic.range.end());
             let command = match diagnostic.severity {
                 Severity::Error => "error",
                 Severity::Warning => "warning",
                 Severity::Info => "notice",
             };
+            // GitHub places an annotation on a line of the file as stored: a notebook's is its
+            // JSON, so the annotation names the cell and sits on the file.
+            if let Some(cell) = start.cell {
+                writeln!(
+                    out,
+                    "::{command} file={file},title={}::{}",
+                    escape_property(&format!(
+                        "{} (cell {cell}, line {})",
+                        diagnostic.rule.code(),
+                        start.line
+                    )),
+                    escape_data(&diagnostic.message),
+                )?;
+                continue;
+            }
             writeln!(
                 out,
                 "::{command} file={file},line={},col={},endLine={},endColumn={},title={}::{}",

@@ -10,6 +10,9 @@ use super::{FileReport, statistics};
 #[derive(Serialize)]
 struct JsonDiagnostic<'a> {
     file: String,
+    /// In a notebook: the cell (from 1, every cell counted); `line` is then the cell's line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cell: Option<u32>,
     line: u32,
     column: u32,
     end_line: u32,
@@ -47,6 +50,8 @@ struct JsonFix<'a> {
 
 #[derive(Serialize)]
 struct JsonEdit<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cell: Option<u32>,
     line: u32,
     column: u32,
     end_line: u32,
@@ -57,7 +62,7 @@ struct JsonEdit<'a> {
 /// Start and end of a range, 1-based, the end exclusive (the character after the range).
 fn span(report: &FileReport, range: TextRange) -> (u32, u32, u32, u32) {
     let start = report.position(range.start());
-    let end = report.position(range.end());
+    let end = report.end_position(range.end());
     (start.line, start.column, end.line, end.column)
 }
 
@@ -76,6 +81,7 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
                     .map(|edit| {
                         let (line, column, end_line, end_column) = span(report, edit.range);
                         JsonEdit {
+                            cell: report.position(edit.range.start()).cell,
                             line,
                             column,
                             end_line,
@@ -87,6 +93,7 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
             });
             items.push(JsonDiagnostic {
                 file: file.clone(),
+                cell: report.position(diagnostic.range.start()).cell,
                 line,
                 column,
                 end_line,

@@ -61,13 +61,18 @@ fn rule_descriptor(rule: Rule) -> Value {
 
 fn region(report: &FileReport, range: TextRange) -> Value {
     let start = report.position(range.start());
-    let end = report.position(range.end());
-    json!({
+    let end = report.end_position(range.end());
+    let mut region = json!({
         "startLine": start.line,
         "startColumn": start.column,
         "endLine": end.line,
         "endColumn": end.column,
-    })
+    });
+    // SARIF has no cells: the region's lines are the cell's, and the cell is a property.
+    if let Some(cell) = start.cell {
+        region["properties"] = json!({ "cell": cell });
+    }
+    region
 }
 
 fn artifact_location(path: &Path) -> Value {

@@ -40,7 +40,10 @@ pub(super) fn render(
             };
             writeln!(
                 out,
-                "{bold}{path}{reset}:{line}:{column}: {color}{code} [{severity}]{reset} {marker}{message}",
+                "{bold}{path}{reset}:{cell}{line}:{column}: {color}{code} [{severity}]{reset} {marker}{message}",
+                cell = start
+                    .cell
+                    .map_or_else(String::new, |cell| format!("cell {cell}:")),
                 line = start.line,
                 column = start.column,
                 code = diagnostic.rule.code(),
