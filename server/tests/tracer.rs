@@ -929,3 +929,113 @@ dynamic_shapes = {"x": {0: torch.export.Dim("b"), 1: torch.export.Dim("s")}}
     assert_eq!(codes, [(7, "PT401")], "{found:#?}\n{}", run.stderr);
     assert_clean(tmp.path());
 }
+
+/// PT601 (issue 15): an export that succeeds and computes something else than eager. A counter
+/// on the module and `random` are frozen at their trace-time values; the check runs the program
+/// and eager on fresh inputs and places the finding on the line whose value the export froze.
+/// State kept in a buffer, updated in place, is not frozen and gets nothing.
+#[test]
+fn an_export_that_froze_a_python_value_is_pt601_on_its_line() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let counter = r#"import torch
+from torch.export import Dim
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+
+    def forward(self, x):
+        self.steps += 1
+        return x * self.steps
+
+
+model = Counter().eval()
+example_args = (torch.randn(4, 3),)
+dynamic_shapes = {"x": {0: Dim("batch")}}
+"#;
+    let jitter = r#"import random
+
+import torch
+
+
+class Jitter(torch.nn.Module):
+    def forward(self, x):
+        scale = random.uniform(0.5, 1.5)
+        return x * scale
+
+
+model = Jitter()
+example_args = (torch.randn(4, 3),)
+"#;
+    let buffered = r#"import torch
+from torch.export import Dim
+
+
+class Buffered(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor(2.0))
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        x.mul_(1.0)
+        return self.linear(x) * self.scale
+
+
+model = Buffered().eval()
+example_args = (torch.randn(4, 3),)
+dynamic_shapes = {"x": {0: Dim("batch", max=64)}}
+"#;
+    fs::write(project.path().join("counter.py"), counter).unwrap();
+    fs::write(project.path().join("jitter.py"), jitter).unwrap();
+    fs::write(project.path().join("buffered.py"), buffered).unwrap();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+            "--exit-zero",
+            "counter.py",
+            "jitter.py",
+            "buffered.py",
+        ],
+    );
+    let report = run.json();
+    let mut frozen: Vec<(String, u64)> = report
+        .iter()
+        .filter(|item| item["code"] == "PT601")
+        .map(|item| {
+            (
+                item["file"].as_str().unwrap().to_owned(),
+                item["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    frozen.sort();
+    assert_eq!(
+        frozen,
+        [("counter.py".to_owned(), 12), ("jitter.py".to_owned(), 9)],
+        "{report:#?}\n{}",
+        run.stderr
+    );
+    let counter_item = report
+        .iter()
+        .find(|item| item["code"] == "PT601" && item["file"] == "counter.py")
+        .unwrap();
+    let message = counter_item["message"].as_str().unwrap();
+    assert!(
+        message.contains("`1`") && message.contains("register_buffer"),
+        "{message}"
+    );
+    assert_clean(tmp.path());
+}

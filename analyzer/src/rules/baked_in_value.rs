@@ -10,20 +10,27 @@ pub(crate) const META: RuleMeta = RuleMeta {
     severity: Severity::Warning,
     is_static: false,
     doc: r#"## What it does
-Reported by the tracer when the exported program disagrees with eager execution on fresh
-inputs: a global counter, a builtin's result, `random` or `time` was read while tracing and
-became a constant.
+Reported by the tracer after an export that succeeded: the exported program and the eager model
+run side by side on fresh inputs (the example inputs drawn again, at sizes across each dynamic
+dimension's range), eager twice, so that state changing between calls shows. When they
+disagree, the model is exported once more and the two programs are compared node by node: the
+constants that differ are values the export froze, and the finding is on the line that read one
+(a counter on the module, `random`, the clock). Programs with random ops (dropout in training
+mode, `torch.rand`) are not compared.
 
 ## Why export fails
-It does not fail; the exported program is silently different from the model.
+It does not fail: `torch.export` runs `forward` once and keeps every Python value it reads as a
+constant, so the exported program silently computes something else than the model.
 
 ## Example
 ```python
 def forward(self, x):
-    return x * random.random()
+    self.steps += 1            # frozen at its first value
+    return x * random.random() # frozen at trace time
 ```
 
 ## Fix
-Pass such values in as inputs, or compute them with torch operations (`torch.rand`).
+Keep changing state in a buffer (`self.register_buffer("steps", torch.zeros(()))`) updated in
+place, pass the value in as an input, or compute it with torch operations (`torch.rand`).
 "#,
 };
