@@ -269,6 +269,7 @@ fn check_paths(
             .unwrap_or_default(),
         config,
         isolated,
+        quiet: true,
     };
     let found = py
         .detach(|| api::check_paths(&options))

@@ -159,25 +159,10 @@ pub fn check_source(
     Ok(diagnostics)
 }
 
-/// What `check_paths` checks, and how; `None` leaves an option to the configuration file, as
-/// an absent flag does on the command line.
-#[derive(Debug, Clone, Default)]
-pub struct PathsOptions {
-    /// Files and directories; none means the current directory.
-    pub paths: Vec<PathBuf>,
-    /// Replaces the configuration's `select` and `ignore`, like `--select`.
-    pub select: Option<Vec<String>>,
-    /// Added to the configuration's `ignore`, like `--ignore`.
-    pub ignore: Option<Vec<String>>,
-    /// `--strict` (`Some(true)`) or `--no-strict` (`Some(false)`).
-    pub strict: Option<bool>,
-    /// Added to the configuration's `exclude`, like `--exclude`.
-    pub exclude: Vec<String>,
-    /// Read this configuration file instead of searching for `pyproject.toml` (`--config`).
-    pub config: Option<PathBuf>,
-    /// Read no configuration file at all (`--isolated`).
-    pub isolated: bool,
-}
+/// What `check_paths` checks, and how: the command's own options (`None` leaves an option to
+/// the configuration file, as an absent flag does on the command line; `quiet` is always on,
+/// since nothing here prints).
+pub use crate::project::check::CheckOptions as PathsOptions;
 
 /// Checks files and directories exactly as `pt2lsp check` does (the walk, `.gitignore`,
 /// `exclude`, the nearest `pyproject.toml`, the two-phase workspace analysis), without
@@ -192,14 +177,8 @@ pub fn check_paths(options: &PathsOptions) -> Result<Vec<Diagnostic>, Error> {
     }
     // The command's check, with its warnings left out: the API returns data, nothing prints.
     let check_options = CheckOptions {
-        paths: options.paths.clone(),
-        select: options.select.clone(),
-        ignore: options.ignore.clone(),
-        strict: options.strict,
-        exclude: options.exclude.clone(),
-        config: options.config.clone(),
-        isolated: options.isolated,
         quiet: true,
+        ..options.clone()
     };
 
     let reports = on_analysis_stack(|| -> Result<Vec<FileReport>, Error> {

@@ -53,6 +53,25 @@ fn pt2lsp(dir: &Path, tmp: &Path, args: &[&str]) -> Run {
 
 /// Processes whose command line mentions `marker` (the worker's argv names its directory,
 /// which is under the run's TMPDIR; its forked jobs share that argv).
+/// `check --trace --format json --exit-zero` of `files` (name, text), written into `project`
+/// first.
+fn trace_files(python: &Path, tmp: &Path, project: &Path, files: &[(&str, &str)]) -> Run {
+    let mut args = vec![
+        "check",
+        "--trace",
+        "--python",
+        python.to_str().unwrap(),
+        "--format",
+        "json",
+        "--exit-zero",
+    ];
+    for (name, text) in files {
+        fs::write(project.join(name), text).unwrap();
+        args.push(name);
+    }
+    pt2lsp(project, tmp, &args)
+}
+
 fn processes_mentioning(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
     let Ok(entries) = fs::read_dir("/proc") else {
@@ -742,21 +761,11 @@ model = M().eval()
 example_args = examples(0)
 dynamic_shapes = {"x": {0: Dim("batch")}}
 "#;
-    fs::write(project.path().join("literal.py"), literal).unwrap();
-    fs::write(project.path().join("helper.py"), helper).unwrap();
-    let run = pt2lsp(
-        project.path(),
+    let run = trace_files(
+        python,
         tmp.path(),
-        &[
-            "check",
-            "--trace",
-            "--python",
-            python.to_str().unwrap(),
-            "--format",
-            "json",
-            "literal.py",
-            "helper.py",
-        ],
+        project.path(),
+        &[("literal.py", literal), ("helper.py", helper)],
     );
     let report = run.json();
     let summary: Vec<(String, u64, String, String)> = report
@@ -991,23 +1000,14 @@ model = Buffered().eval()
 example_args = (torch.randn(4, 3),)
 dynamic_shapes = {"x": {0: Dim("batch", max=64)}}
 "#;
-    fs::write(project.path().join("counter.py"), counter).unwrap();
-    fs::write(project.path().join("jitter.py"), jitter).unwrap();
-    fs::write(project.path().join("buffered.py"), buffered).unwrap();
-    let run = pt2lsp(
-        project.path(),
+    let run = trace_files(
+        python,
         tmp.path(),
+        project.path(),
         &[
-            "check",
-            "--trace",
-            "--python",
-            python.to_str().unwrap(),
-            "--format",
-            "json",
-            "--exit-zero",
-            "counter.py",
-            "jitter.py",
-            "buffered.py",
+            ("counter.py", counter),
+            ("jitter.py", jitter),
+            ("buffered.py", buffered),
         ],
     );
     let report = run.json();
