@@ -967,7 +967,7 @@ model = Counter().eval()
 example_args = (torch.randn(4, 3),)
 dynamic_shapes = {"x": {0: Dim("batch")}}
 "#;
-    let jitter = r#"import random
+    let jitter = r"import random
 
 import torch
 
@@ -980,7 +980,7 @@ class Jitter(torch.nn.Module):
 
 model = Jitter()
 example_args = (torch.randn(4, 3),)
-"#;
+";
     let buffered = r#"import torch
 from torch.export import Dim
 
