@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import copy
 import dataclasses
 import importlib
 import importlib.util
@@ -1097,46 +1098,61 @@ def check_divergence(
 
     if _has_random_ops(program):
         return None
-    module = program.module()
+    # The program's module shares the model's buffer tensors: a copy of its own, so that each
+    # side's in-place updates stay its own.
+    module = copy.deepcopy(program.module())
+    _align_buffers(module, model)
     for sample_args, sample_kwargs, sizes in sample_inputs(program, args, kwargs):
         try:
             with torch.no_grad():
-                # Each run gets its own copy of the inputs: a model may mutate them (`x.mul_(2)`).
-                torch.manual_seed(0)
-                exported = module(*_copied(sample_args), **_copied(sample_kwargs))
-                torch.manual_seed(0)
-                eager = model(*_copied(sample_args), **_copied(sample_kwargs))
-                torch.manual_seed(0)
-                eager_again = model(*_copied(sample_args), **_copied(sample_kwargs))
+                # Program and eager in lockstep, twice: state both keep (a buffer updated in
+                # place) moves on both sides, while a Python value the export froze does not.
+                # Each run gets its own copy of the inputs: a model may mutate them.
+                runs = []
+                for _ in range(2):
+                    torch.manual_seed(0)
+                    exported = module(*_copied(sample_args), **_copied(sample_kwargs))
+                    torch.manual_seed(0)
+                    eager = model(*_copied(sample_args), **_copied(sample_kwargs))
+                    runs.append(difference(eager, exported))
         except Exception:  # noqa: BLE001 - a sample outside what the model accepts proves nothing
             continue
-        state = difference(eager, eager_again)
-        differs = difference(eager, exported)
-        if differs is None and state is None:
+        first, second = runs
+        if first is None and second is None:
             continue
         where = f" (input shapes {sizes})" if sizes else ""
-        if state is not None:
-            what = (
-                f"eager `forward` returns something else on a second call with the same inputs{where} ({state}), "
-                "which the exported program, built from one call, cannot"
-            )
+        if first is None:
+            what = f"on a second call{where} the exported program and eager disagree ({second})"
         else:
-            what = f"on fresh inputs{where} the exported program and eager disagree ({differs})"
+            what = f"on fresh inputs{where} the exported program and eager disagree ({first})"
         places = frozen_places(program, _safely(export_again), is_user_file)
         if places:
-            first = places[0]
+            place, value = places[0]
             message = (
                 f"the export succeeded but is wrong: {what}; torch.export ran `forward` once and kept "
-                f"{first[1]} here as a constant. Keep changing state in a buffer (`register_buffer`) "
-                "and update it in place, pass the value as an input, or draw it with a torch op (`torch.rand`)"
+                f"{value} here as a constant. Keep changing state in a buffer (`register_buffer`) "
+                "updated in place, pass the value as an input, or draw it with a torch op (`torch.rand`)"
             )
-            return Divergence(message, first[0], [place for place, _ in places[1:]])
+            return Divergence(message, place, [more for more, _ in places[1:]])
         message = (
             f"the export succeeded but is wrong: {what}; torch.export ran `forward` once and kept the Python "
             "values it read (a counter on the module, `random`, the clock, a global) as constants"
         )
         return Divergence(message, None)
     return None
+
+
+def _align_buffers(module, model) -> None:
+    """Gives eager's buffers the program's values: exporting may have run `forward` on the
+    model's own buffers, and a buffer both sides update (a step count) must start equal."""
+    import torch
+
+    eager = dict(model.named_buffers())
+    with torch.no_grad():
+        for name, value in module.named_buffers():
+            target = eager.get(name)
+            if target is not None and target.shape == value.shape and target.dtype == value.dtype:
+                target.copy_(value)
 
 
 def _copied(value):

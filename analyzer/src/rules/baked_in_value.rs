@@ -1,4 +1,6 @@
 //! PT601 `baked-in-value`: a value read at trace time is frozen into the exported program.
+//! Statically: a Python number on the module that traced code changes (`self.steps += 1`); the
+//! tracer confirms any frozen value by running the exported program against eager.
 
 use crate::diagnostic::Severity;
 use crate::registry::RuleMeta;
@@ -8,9 +10,13 @@ pub(crate) const META: RuleMeta = RuleMeta {
     name: "baked-in-value",
     summary: "A value read at trace time is frozen into the exported program",
     severity: Severity::Warning,
-    is_static: false,
+    is_static: true,
     doc: r#"## What it does
-Reported by the tracer after an export that succeeded: the exported program and the eager model
+Statically, on `self.<name> += …` in traced code where `<name>` is a Python number the module
+sets (`self.steps = 0` in `__init__`): state that changes from call to call. Buffers and
+parameters are tensors and are not reported.
+
+The tracer reports it after an export that succeeded: the exported program and the eager model
 run side by side on fresh inputs (the example inputs drawn again, at sizes across each dynamic
 dimension's range), eager twice, so that state changing between calls shows. When they
 disagree, the model is exported once more and the two programs are compared node by node: the
@@ -34,3 +40,19 @@ Keep changing state in a buffer (`self.register_buffer("steps", torch.zeros(()))
 place, pass the value in as an input, or compute it with torch operations (`torch.rand`).
 "#,
 };
+
+use crate::registry::Rule;
+use crate::rules::Checker;
+use crate::semantic::EventKind;
+
+pub(crate) fn check(checker: &mut Checker) {
+    for event in &checker.model.events {
+        let EventKind::ModuleStateChanged { attribute } = &event.kind else {
+            continue;
+        };
+        let message = format!(
+            "`self.{attribute}` is a Python number that `forward` changes on every call; the exported program keeps the value it had while exporting. Keep it in a buffer (`register_buffer`) updated in place, or pass it in as an input"
+        );
+        checker.report(Rule::BakedInValue, Severity::Warning, event.range, message);
+    }
+}

@@ -129,5 +129,6 @@ pub(crate) fn run_all<'a>(
     invalid_dynamic_shapes::check(&mut checker);
     specializing_example_size::check(&mut checker);
     unregistered_input_type::check(&mut checker);
+    baked_in_value::check(&mut checker);
     checker.diagnostics
 }

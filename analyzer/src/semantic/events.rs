@@ -83,6 +83,9 @@ pub(crate) enum EventKind {
     },
     /// A tensor method the exporter cannot trace (`data_ptr`).
     UntraceableMethod { method: String },
+    /// `self.<attribute> += …` on a Python value in traced code: state that changes from call to
+    /// call, which the exported program freezes at its value while exporting.
+    ModuleStateChanged { attribute: String },
     /// An elementwise operation lines up two different dynamic dimensions, which broadcasting
     /// requires to be equal.
     DimMismatch {

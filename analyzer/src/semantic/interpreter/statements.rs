@@ -10,8 +10,8 @@ use crate::syntax::ast::{self, Expr, Stmt};
 
 use super::{
     BoolContext, CompareOp, Env, EventKind, Guard, GuardKind, Interpreter, Interval, TensorInfo,
-    TensorNames, Value, binary, element_of, narrow, number_of, raises_only, size_guard,
-    tensor_locals,
+    TensorNames, Value, binary, element_of, narrow, number_of, raises_only, self_attribute,
+    size_guard, tensor_locals,
 };
 
 impl Interpreter<'_, '_> {
@@ -48,6 +48,22 @@ impl Interpreter<'_, '_> {
             Stmt::AugAssign(assign) => {
                 let left = self.eval(&assign.target, env);
                 let right = self.eval(&assign.value, env);
+                // A counter on the module: a Python number, not a buffer or a parameter (those
+                // are tensors, updated in the graph).
+                if let Some(attribute) = self_attribute(&assign.target) {
+                    let python_value = matches!(
+                        left,
+                        Value::Size { .. } | Value::DataScalar(_) | Value::Unknown
+                    ) && !matches!(right, Value::Tensor(_) | Value::Tensors(_));
+                    if python_value && self.starts_as_number(attribute, env) {
+                        self.record(
+                            EventKind::ModuleStateChanged {
+                                attribute: attribute.to_owned(),
+                            },
+                            assign.target.range(),
+                        );
+                    }
+                }
                 let value = binary(&left, assign.op, &right, number_of(&assign.value));
                 self.bind(&assign.target, value, env);
             }
@@ -460,5 +476,27 @@ impl Interpreter<'_, '_> {
             _ => return,
         };
         self.record(EventKind::Truthiness { value, context }, expr.range());
+    }
+
+    /// Whether the class of `self` sets `self.<attribute>` to a number literal somewhere
+    /// (`self.steps = 0` in `__init__`): then the attribute is a Python number, not a tensor.
+    pub(super) fn starts_as_number(&self, attribute: &str, env: &Env) -> bool {
+        let Some(class) = env.class else {
+            return false;
+        };
+        self.model.classes[class].methods.values().any(|&function| {
+            self.model.functions[function].def.body.iter().any(|stmt| {
+                let Stmt::Assign(assign) = stmt else {
+                    return false;
+                };
+                matches!(
+                    &*assign.value,
+                    Expr::NumberLiteral(_) | Expr::BooleanLiteral(_)
+                ) && assign
+                    .targets
+                    .iter()
+                    .any(|target| self_attribute(target) == Some(attribute))
+            })
+        })
     }
 }
