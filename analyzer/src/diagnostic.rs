@@ -90,6 +90,25 @@ pub struct Diagnostic {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
     pub diagnostics: Vec<Diagnostic>,
+    /// The shapes the analysis inferred for tensors in traced code, by position.
+    pub shapes: Vec<ShapeHint>,
+}
+
+/// The shape the analysis infers for a tensor named in traced code: what an editor shows on
+/// hover, and as an inlay hint after an assignment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeHint {
+    /// The name: a binding (`h = ...`, a parameter) or a use.
+    pub range: TextRange,
+    /// `[batch, dx + dy, 64]` in the user's `Dim` names; `_` is a static size the analysis does
+    /// not know, `?` a dynamic one it cannot write.
+    pub shape: String,
+    /// A binding (an assignment or a parameter), not a use.
+    pub binding: bool,
+    /// A binding whose shape differs from what the name held before, or its first one.
+    pub changed: bool,
+    /// Each `Dim` the shape names, and where it is made.
+    pub dims: Vec<(String, TextRange)>,
 }
 
 impl Report {

@@ -20,7 +20,7 @@ mod suppression;
 mod syntax;
 mod workspace;
 
-pub use diagnostic::{Applicability, Diagnostic, Edit, Fix, Related, Report, Severity};
+pub use diagnostic::{Applicability, Diagnostic, Edit, Fix, Related, Report, Severity, ShapeHint};
 pub use fix::{FixMode, MAX_FIX_ROUNDS, apply_fixes, compatible_fixes, fix_round, fix_to_fixpoint};
 pub use fixes::dims::DimConstraint;
 pub use line_index::{LineColumn, LineIndex};
@@ -335,7 +335,10 @@ fn report(
     suppression::apply(file.text, &mut diagnostics);
     diagnostics.sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));
     diagnostics.dedup_by(|a, b| a.rule == b.rule && a.range == b.range);
-    Report { diagnostics }
+    Report {
+        diagnostics,
+        shapes: model.shapes.clone(),
+    }
 }
 
 /// One entry of a file's outline, for an editor's symbol list. Byte offsets.

@@ -265,3 +265,116 @@ async fn trace_results_ask_a_pulling_client_to_pull_again_and_the_pull_has_them(
     );
     client.shutdown_and_exit().await;
 }
+
+/// A model whose shapes move: a view into heads, a transpose, a layer, a concatenation.
+const SHAPED: &str = r#"import torch
+import torch.nn as nn
+from torch.export import Dim
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(64, 192)
+
+    def forward(self, x, extra):
+        b, t, c = x.shape
+        qkv = self.qkv(x)
+        q = qkv[..., :64].view(b, t, 4, 16).transpose(1, 2)
+        y = q.relu()
+        both = torch.cat([x, extra], dim=1)
+        return y, both
+
+
+model = Attention()
+batch = Dim("batch")
+seq = Dim("seq")
+extra_len = Dim("extra_len")
+example_args = (torch.randn(2, 8, 64), torch.randn(2, 3, 64))
+dynamic_shapes = {"x": {0: batch, 1: seq}, "extra": {0: batch, 1: extra_len}}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hover_and_inlay_hints_show_shapes_in_the_users_dim_names() {
+    let (_child, mut client) = spawn();
+    let response = client.initialize(None, Value::Null).await;
+    assert_eq!(
+        response["result"]["capabilities"]["inlayHintProvider"], true,
+        "{response}"
+    );
+    client.open(URI, 1, SHAPED).await;
+    let response = client
+        .request(
+            "textDocument/inlayHint",
+            json!({"textDocument": {"uri": URI}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 30, "character": 0}}}),
+        )
+        .await;
+    let hints: Vec<(u64, String)> = response["result"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list of hints: {response}"))
+        .iter()
+        .map(|hint| {
+            (
+                hint["position"]["line"].as_u64().unwrap(),
+                hint["label"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    // `y = q.relu()` keeps `q`'s shape, a change only for a new name: every binding here is new.
+    assert_eq!(
+        hints,
+        [
+            (10, ": [batch, seq, 64]".to_owned()),
+            (10, ": [batch, extra_len, 64]".to_owned()),
+            (12, ": [batch, seq, 192]".to_owned()),
+            (13, ": [batch, 4, seq, 16]".to_owned()),
+            (14, ": [batch, 4, seq, 16]".to_owned()),
+            (15, ": [batch, extra_len + seq, 64]".to_owned()),
+        ],
+        "{response:#}"
+    );
+    // Hover on a use of `both`'s operand `extra`, and on `q`'s binding.
+    let hover = client
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": 15, "character": 30}}),
+        )
+        .await;
+    let text = hover["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("extra: Tensor[batch, extra_len, 64]"),
+        "{hover:#}"
+    );
+    assert!(
+        text.contains("`extra_len`: dynamic, declared on line 23"),
+        "{hover:#}"
+    );
+    let hover = client
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": 13, "character": 8}}),
+        )
+        .await;
+    let text = hover["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("q: Tensor[batch, 4, seq, 16]"), "{hover:#}");
+
+    // `inlayHints = false` turns them off.
+    client
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": {"pt2lsp": {"inlayHints": false}}}),
+        )
+        .await;
+    let response = client
+        .request(
+            "textDocument/inlayHint",
+            json!({"textDocument": {"uri": URI}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 30, "character": 0}}}),
+        )
+        .await;
+    assert_eq!(response["result"], json!([]), "{response:#}");
+    client.shutdown_and_exit().await;
+}

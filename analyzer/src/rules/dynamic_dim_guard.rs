@@ -21,7 +21,15 @@ reported too: the exporter requires them equal; against a literal size other tha
 (`x + torch.ones(8, 3)`) it specialises the dimension, also reported. So are `view`/`reshape` to literal sizes that the
 dynamic dimension's element count must divide into (`x.reshape(-1, 4)` on `x: [batch, 2]`), and
 slicing a parameter or buffer up to a dynamic
-size (`self.pos[:, :x.shape[1]]`) when the `Dim` has no `max`. `Dim.AUTO` and `Dim.DYNAMIC` let the
+size (`self.pos[:, :x.shape[1]]`) when the `Dim` has no `max`.
+
+Shapes are followed symbolically, in your `Dim` names, through layers (from their constructor
+arguments), concatenation, views, transposes, slices with steps and reductions, so constraints
+the code forces far from any `if` are found too: `torch.cat([x, y], 1)` fed to `nn.Linear(32, ...)`
+requires `dx + dy == 32`; `torch.cat([x, x], 1) + y` relates `dy = 2*dx`; `nn.Linear(32, ...)`
+on a dimension declared dynamic fixes it to 32; broadcasting `z[:, ::2]`, of size `(dz + 1)//2`,
+guards it `!= 1`, which `Dim("dz")` allows at dz = 2. A relation torch checks at run time
+instead (`dx + dy == dz`) is not reported. `Dim.AUTO` and `Dim.DYNAMIC` let the
 exporter refine the range itself and are not checked.
 
 ## Why export fails
@@ -52,6 +60,11 @@ The fix edits `dynamic_shapes` and the `Dim`s it uses, wherever they are written
 - a comparison with a literal gets the range that keeps the branch the example inputs take
   (`x.shape[0] > 16` on a batch of 4: `max=16`);
 - two dimensions compared equal or broadcast together become one (`b = a`);
+- a relation an operation forces becomes a derived dim (`dy = 2*dx`), with the narrower range
+  its root needs; a sum of dims equal to a number narrows each (`Dim("da", max=28)`); a
+  decreasing relation (`y_dim = 32 - x_dim`), which `Dim` arithmetic cannot state, gets no fix:
+  the message says to declare both `Dim.AUTO`;
+- a strided size that may be 1 raises the `Dim`'s minimum (`Dim("dz", min=3)`);
 - a reshape that needs a multiple becomes a derived dim (`_batch = Dim("_batch", min=2)`,
   `batch = 2*_batch`);
 - a dimension the code fixes to one size (`== 4`, a loop, `len`, broadcasting against a
@@ -69,15 +82,17 @@ accepts; one that makes a dimension static says so in its title.
 };
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use crate::diagnostic::{Applicability, Fix};
 use crate::fixes::dims::{DimConstraint, constraint_fix};
 use crate::registry::Rule;
 use crate::rules::Checker;
+use crate::semantic::symbolic::{Relation, SymSize, min_above_one, relation};
 use crate::semantic::value::{
     CompareOp, Compared, DimDecl, Guard, GuardKind, SizeComparison, SizeOrigin, Value,
 };
-use crate::semantic::{EventKind, ScalarUse};
+use crate::semantic::{EventKind, Forcing, ScalarUse};
 
 pub(crate) fn check(checker: &mut Checker) {
     let strict = checker.strict();
@@ -173,6 +188,29 @@ pub(crate) fn check(checker: &mut Checker) {
                 ),
                 multiple_of(checker, dim, *multiple),
             ),
+            EventKind::SizeEquality { left, right, by } => {
+                let Some(relation) = relation(left, right) else {
+                    continue;
+                };
+                size_equality(&text, left, right, by, &relation)
+            }
+            EventKind::MaybeOne { size, other } => {
+                let Some((dim, min)) = min_above_one(size) else {
+                    continue;
+                };
+                let (declared_low, _) = (dim.min.unwrap_or(2).max(2), dim.max);
+                (
+                    format!(
+                        "`{text}` broadcasts a dimension of size `{size}` against `{other}`; the range of `{}` allows `{size}` to be 1 (at {} = {declared_low}), so the exporter guards `{size} != 1`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={min})`",
+                        dim.name, dim.name, dim.name, dim.name
+                    ),
+                    Some(vec![DimConstraint::Range {
+                        name: dim.name.clone(),
+                        min: Some(min),
+                        max: None,
+                    }]),
+                )
+            }
             EventKind::BufferSlice { dim } => (
                 format!(
                     "Slicing a fixed-size parameter or buffer up to `{text}` guards dynamic dimension `{}` to at most its length: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", max=...)` with that length",
@@ -216,6 +254,135 @@ pub(crate) fn check(checker: &mut Checker) {
             message,
             fix,
         );
+    }
+}
+
+/// The message and constraints for an operation that requires `left == right`, from what the
+/// exporter makes of it.
+fn size_equality(
+    text: &str,
+    left: &SymSize,
+    right: &SymSize,
+    by: &Forcing,
+    relation: &Relation,
+) -> (String, Option<Vec<DimConstraint>>) {
+    let requirement = match by {
+        Forcing::Broadcast => format!("broadcasts `{left}` against `{right}`, which must be equal"),
+        Forcing::Layer { class, parameter } => format!(
+            "feeds `nn.{class}` a dimension of size `{left}`, which must equal its `{parameter}` ({right})"
+        ),
+        Forcing::Concatenation => format!(
+            "concatenates tensors whose other dimensions must agree: `{left}` and `{right}`"
+        ),
+        Forcing::Contraction => {
+            format!("multiplies matrices whose inner sizes must agree: `{left}` and `{right}`")
+        }
+    };
+    match relation {
+        Relation::Constant { dim, value } => (
+            format!(
+                "`{text}` {requirement}: that fixes dynamic dimension `{}` to {value}, and export fails with \"You marked {} as dynamic but your code specialized it to be a constant ({value})\"; make the code follow the input's size, or declare the dimension static",
+                dim.name, dim.name
+            ),
+            Some(vec![DimConstraint::Constant {
+                name: dim.name.clone(),
+                value: *value,
+            }]),
+        ),
+        Relation::Derived {
+            dim,
+            expr,
+            root,
+            root_range,
+        } => {
+            // Measured: torch's `Dim` arithmetic takes increasing linear expressions only;
+            // `32 - x_dim` fails with "Attempted to negate x_dim". Then `Dim.AUTO` on both is
+            // what keeps them dynamic: the exporter derives the relation itself.
+            if expr
+                .linear()
+                .0
+                .iter()
+                .any(|(_, coefficient)| *coefficient < 0)
+            {
+                return (
+                    format!(
+                        "`{text}` {requirement}: the exporter relates the dimensions as `{} = {expr}`, so export fails with \"Constraints violated ({}, {})\"; torch cannot declare a decreasing relation (\"Attempted to negate {}\"), so declare both dimensions `Dim.AUTO` and let the exporter derive it, or make one of them static",
+                        dim.name, root.name, dim.name, root.name
+                    ),
+                    None,
+                );
+            }
+            let mut constraints = vec![DimConstraint::Derived {
+                name: dim.name.clone(),
+                expr: expr.to_string(),
+            }];
+            let mut declare = format!("`{} = {expr}`", dim.name);
+            if let Some((low, high)) = root_range {
+                let declared_low = root.min.unwrap_or(2).max(2);
+                let min = (*low != declared_low).then_some(*low);
+                let max = (*high != root.max).then_some(*high).flatten();
+                let bounds = [
+                    min.map(|min| format!("min={min}")),
+                    max.map(|max| format!("max={max}")),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(", ");
+                let _ = write!(
+                    declare,
+                    " and `{} = Dim(\"{}\", {bounds})`",
+                    root.name, root.name
+                );
+                constraints.insert(
+                    0,
+                    DimConstraint::Range {
+                        name: root.name.clone(),
+                        min,
+                        max,
+                    },
+                );
+            }
+            let violated = if root_range.is_some() {
+                format!("{}, {}", root.name, dim.name)
+            } else {
+                dim.name.clone()
+            };
+            (
+                format!(
+                    "`{text}` {requirement}: the exporter relates the dimensions as `{} = {expr}`, so export fails with \"Constraints violated ({violated})\"; declare {declare} in `dynamic_shapes`",
+                    dim.name
+                ),
+                Some(constraints),
+            )
+        }
+        Relation::Ranges(ranges) => {
+            let names: Vec<&str> = ranges.iter().map(|(dim, _, _)| dim.name.as_str()).collect();
+            let declared: Vec<String> = ranges
+                .iter()
+                .map(|(dim, _, high)| match high {
+                    Some(high) => format!("`Dim(\"{}\", max={high})`", dim.name),
+                    None => format!("`Dim(\"{}\")`", dim.name),
+                })
+                .collect();
+            (
+                format!(
+                    "`{text}` {requirement}: only part of the declared ranges can reach it, so export fails with \"Constraints violated ({})\"; declare {}",
+                    names.join(", "),
+                    declared.join(", ")
+                ),
+                Some(
+                    ranges
+                        .iter()
+                        .map(|(dim, low, high)| DimConstraint::Range {
+                            name: dim.name.clone(),
+                            min: (*low != dim.min.unwrap_or(2).max(2)).then_some(*low),
+                            max: *high,
+                        })
+                        .collect(),
+                ),
+            )
+        }
     }
 }
 

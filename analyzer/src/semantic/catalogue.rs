@@ -472,6 +472,114 @@ pub(crate) fn keeps_batch_dim(qualified: &str) -> bool {
     )
 }
 
+/// What a `torch.nn` layer does to the shape of its input, from its constructor's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LayerShape {
+    /// The same shape: activations, dropout, norms over the last dimensions.
+    Same,
+    /// `Linear(in_features, out_features)`: the last dimension must be `in_features` and
+    /// becomes `out_features`.
+    Linear,
+    /// `Embedding(num_embeddings, embedding_dim)`: a new last dimension of `embedding_dim`.
+    Embedding,
+    /// `Conv{n}d(in_channels, out_channels, kernel_size, stride, padding, dilation)`: the
+    /// channel dimension must be `in_channels`, each spatial size
+    /// `(L + 2·padding − dilation·(kernel − 1) − 1) // stride + 1`.
+    Conv { spatial: usize },
+    /// `MaxPool{n}d(kernel_size, stride=kernel_size, padding, dilation)`, `AvgPool{n}d`.
+    Pool { spatial: usize },
+    /// `AdaptiveAvgPool{n}d(output_size)`: each spatial size becomes `output_size`.
+    AdaptivePool { spatial: usize },
+    /// `BatchNorm{n}d(num_features)`: dimension 1 must be `num_features`.
+    ChannelNorm,
+    /// `LayerNorm(normalized_shape)`: the last dimension must be `normalized_shape`.
+    LastNorm,
+    /// Keeps the first dimension; the catalogue does not follow the others.
+    BatchOnly,
+}
+
+/// What layer `qualified` does to shapes, for the layers that keep the batch dimension.
+pub(crate) fn layer_shape(qualified: &str) -> Option<LayerShape> {
+    if !keeps_batch_dim(qualified) {
+        return None;
+    }
+    let layer = qualified.rsplit('.').next().unwrap_or(qualified);
+    let spatial = |prefix: &str| {
+        layer
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_suffix('d'))
+            .and_then(|digits| digits.parse::<usize>().ok())
+    };
+    Some(match layer {
+        "Linear" => LayerShape::Linear,
+        "Embedding" => LayerShape::Embedding,
+        "LayerNorm" | "RMSNorm" => LayerShape::LastNorm,
+        "BatchNorm1d" | "BatchNorm2d" | "BatchNorm3d" => LayerShape::ChannelNorm,
+        "GroupNorm" | "Identity" | "ReLU" | "GELU" | "SiLU" | "Tanh" | "Sigmoid" | "LeakyReLU"
+        | "ELU" | "Mish" | "Softmax" | "LogSoftmax" | "Hardswish" | "Hardsigmoid" | "Softplus"
+        | "PReLU" | "Dropout" | "Dropout1d" | "Dropout2d" | "Dropout3d" | "InstanceNorm1d"
+        | "InstanceNorm2d" | "InstanceNorm3d" => LayerShape::Same,
+        _ => {
+            if let Some(spatial) = spatial("Conv") {
+                LayerShape::Conv { spatial }
+            } else if let Some(spatial) = spatial("MaxPool").or_else(|| spatial("AvgPool")) {
+                LayerShape::Pool { spatial }
+            } else if let Some(spatial) =
+                spatial("AdaptiveAvgPool").or_else(|| spatial("AdaptiveMaxPool"))
+            {
+                LayerShape::AdaptivePool { spatial }
+            } else {
+                LayerShape::BatchOnly
+            }
+        }
+    })
+}
+
+/// The order of a layer's constructor parameters whose literal sizes decide its output shape.
+pub(crate) fn layer_parameters(shape: LayerShape) -> &'static [&'static str] {
+    match shape {
+        LayerShape::Linear => &["in_features", "out_features"],
+        LayerShape::Embedding => &["num_embeddings", "embedding_dim"],
+        LayerShape::Conv { .. } => &[
+            "in_channels",
+            "out_channels",
+            "kernel_size",
+            "stride",
+            "padding",
+            "dilation",
+        ],
+        LayerShape::Pool { .. } => &["kernel_size", "stride", "padding", "dilation"],
+        LayerShape::AdaptivePool { .. } => &["output_size"],
+        LayerShape::ChannelNorm => &["num_features"],
+        LayerShape::LastNorm => &["normalized_shape"],
+        LayerShape::Same | LayerShape::BatchOnly => &[],
+    }
+}
+
+/// Tensor methods that move dimensions, and the functions of the same name, whose result
+/// shape the interpreter computes from the arguments (`torch.cat`, `x.view`, `x.permute`).
+pub(crate) const SHAPE_OPS: &[&str] = &[
+    "cat",
+    "concat",
+    "concatenate",
+    "stack",
+    "matmul",
+    "mm",
+    "bmm",
+    "transpose",
+    "swapaxes",
+    "t",
+    "permute",
+    "unsqueeze",
+    "squeeze",
+    "flatten",
+    "view",
+    "reshape",
+    "expand",
+    "repeat",
+    "linear",
+];
+
 /// Functions that make a tensor of the sizes they are given.
 pub(crate) fn is_factory(name: &str) -> bool {
     matches!(name, "ones" | "zeros" | "randn" | "rand" | "empty" | "full")

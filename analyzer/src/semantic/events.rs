@@ -4,6 +4,7 @@ use ruff_text_size::TextRange;
 
 use std::rc::Rc;
 
+use super::symbolic::SymSize;
 use super::value::{DimDecl, TensorInfo, Value};
 
 /// Where a value was turned into a Python `bool`.
@@ -66,6 +67,22 @@ pub(crate) enum ScalarUse {
     Len,
 }
 
+/// What requires two sizes to be equal.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Forcing {
+    /// An elementwise operation's broadcasting.
+    Broadcast,
+    /// A layer's constructor argument: the layer's class and the argument's name.
+    Layer {
+        class: String,
+        parameter: &'static str,
+    },
+    /// `torch.cat`/`torch.stack`: the dimensions not concatenated.
+    Concatenation,
+    /// `@`/`matmul`: the contracted dimensions.
+    Contraction,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum EventKind {
     /// A value was used as a condition.
@@ -98,6 +115,18 @@ pub(crate) enum EventKind {
     /// `view`/`reshape` to literal sizes that a dynamic dimension's element count must divide
     /// into: `dim` must be a multiple of `multiple`.
     ReshapeGuard { dim: Rc<DimDecl>, multiple: i64 },
+    /// An operation requires two sizes, at least one over declared `Dim`s, to be equal: a
+    /// layer's `in_features` against its input's last size (`dx + dy == 32`), the two sides of
+    /// a broadcast (`2*dx` against `dy`). The exporter turns it into a relation between the
+    /// `Dim`s, a constant, or narrower ranges.
+    SizeEquality {
+        left: SymSize,
+        right: SymSize,
+        by: Forcing,
+    },
+    /// A size that the declared ranges allow to be 1 (`(dz + 1)//2` for `dz = 2`) is
+    /// broadcast against `other`: the exporter guards it `!= 1`, narrowing the `Dim`.
+    MaybeOne { size: SymSize, other: SymSize },
     /// A parameter or buffer sliced up to a dynamic size with no declared maximum.
     BufferSlice { dim: Rc<DimDecl> },
     /// An `if` on a tensor's value (the event's range is its condition): the local names

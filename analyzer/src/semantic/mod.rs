@@ -13,6 +13,7 @@ mod events;
 mod interpreter;
 pub(crate) mod names;
 mod shapes;
+pub(crate) mod symbolic;
 
 /// Whether a qualified base class name makes a class an `nn.Module` (for the workspace index).
 pub(crate) fn catalogue_is_module_base(qualified: &str) -> bool {
@@ -27,7 +28,7 @@ use std::rc::Rc;
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
 pub(crate) use custom_ops::{CustomOp, Implementation, OpDefinition, registrations};
-pub(crate) use events::{BoolContext, Event, EventKind, ScalarUse};
+pub(crate) use events::{BoolContext, Event, EventKind, Forcing, ScalarUse};
 use interpreter::Interpreter;
 pub(crate) use shapes::{Boundary, Entrypoint, ShapesSpec, UnregisteredValue};
 use value::Value;
@@ -101,6 +102,8 @@ pub(crate) struct SemanticModel<'a> {
     pub(crate) entry_site: Option<TextRange>,
     pub(crate) classes: Vec<ClassInfo<'a>>,
     pub(crate) events: Vec<Event>,
+    /// The shapes of the tensors named in the analysed file's traced code, by position.
+    pub(crate) shapes: Vec<crate::ShapeHint>,
     pub(crate) custom_ops: Vec<CustomOp<'a>>,
     pub(crate) spec: Option<ShapesSpec>,
     pub(crate) entry: Option<Entrypoint>,
@@ -138,6 +141,7 @@ impl<'a> SemanticModel<'a> {
             entry_site: None,
             classes: Vec::new(),
             events: Vec::new(),
+            shapes: Vec::new(),
             custom_ops: Vec::new(),
             spec: None,
             entry: None,
@@ -190,7 +194,8 @@ impl<'a> SemanticModel<'a> {
         (model.entry, model.spec) = shapes::collect(body, &model);
         if local_module || !program.is_empty() {
             model.strict = shapes::declares_strict(body);
-            let (events, reached) = Interpreter::run(&model);
+            let (events, reached, shapes) = Interpreter::run(&model);
+            model.shapes = shapes;
             let (own, foreign): (Vec<Event>, Vec<Event>) =
                 events.into_iter().partition(|event| event.file == 0);
             model.events = own;

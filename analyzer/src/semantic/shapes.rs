@@ -10,7 +10,8 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 use super::SemanticModel;
 use super::interpreter::ParameterRole;
 use super::names;
-use super::value::{DimDecl, TensorDims, Value};
+use super::symbolic::SymSize;
+use super::value::{DimDecl, DimSize, TensorDims, Value};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 mod dim_reader;
@@ -142,7 +143,7 @@ impl ShapesSpec {
         self.by_name
             .values()
             .chain(self.by_position.iter())
-            .any(|dims| !dims.dynamic.is_empty())
+            .any(|dims| dims.is_dynamic())
     }
 
     /// The size the example inputs give dimension `dim`, when they spell it as a literal.
@@ -172,10 +173,10 @@ impl ShapesSpec {
     /// against what the exporter accepts for a dynamic dimension.
     fn note_examples(&mut self, index: Option<usize>, dims: &TensorDims, label: &str) {
         let mut found = Vec::new();
-        for (at, dim) in &dims.dynamic {
+        for (at, dim) in dims.declared() {
             let size = self
                 .example_tensor(index)
-                .and_then(|tensor| tensor.sizes.iter().find(|size| size.index == *at))
+                .and_then(|tensor| tensor.sizes.iter().find(|size| size.index == at))
                 .cloned();
             // `Dim.DYNAMIC` fails on a 0/1 example as a named `Dim` does; `Dim.AUTO` makes the
             // dimension static instead, and a derived dim's range follows its root's.
@@ -191,7 +192,7 @@ impl ShapesSpec {
                 continue;
             }
             if let (Some(size), Some(index)) = (size, index) {
-                found.push((index, *at, Rc::clone(dim), size, dynamic_hint));
+                found.push((index, at, Rc::clone(dim), size, dynamic_hint));
             }
         }
         for (index, at, dim, size, dynamic_hint) in found {
@@ -263,30 +264,22 @@ impl ShapesSpec {
             .by_name
             .get(name)
             .or_else(|| index.and_then(|index| self.by_position.get(index)));
-        let dynamic = declared
-            .map(|dims| dims.dynamic.clone())
-            .unwrap_or_default();
+        let mut sizes: Vec<(usize, DimSize)> =
+            declared.map(|dims| dims.sizes.clone()).unwrap_or_default();
         // The example's sizes hold for every dimension not declared dynamic.
-        let literal = example
-            .map(|example| {
-                example
-                    .sizes
-                    .iter()
-                    .filter(|size| {
-                        !dynamic
-                            .iter()
-                            .any(|(dynamic_index, _)| *dynamic_index == size.index)
-                    })
-                    .map(|size| (size.index, size.value))
-                    .collect()
-            })
-            .unwrap_or_default();
+        if let Some(example) = example {
+            for size in &example.sizes {
+                if !sizes.iter().any(|(index, _)| *index == size.index) {
+                    sizes.push((size.index, DimSize::Sym(SymSize::constant(size.value))));
+                }
+            }
+        }
+        sizes.sort_by_key(|(index, _)| *index);
         Rc::new(TensorDims {
             rank: declared
                 .and_then(|dims| dims.rank)
                 .or_else(|| example.and_then(|example| example.rank)),
-            dynamic,
-            literal,
+            sizes,
         })
     }
 }
@@ -1310,37 +1303,6 @@ impl<'a> ExampleReader<'_, '_, 'a> {
         let Expr::Name(name) = expr else { return None };
         names::int_literal(self.gathered.binding_at(name.id.as_str(), name.start())?)
     }
-}
-
-/// The dimensions of `torch.ones(8, 3)`-style factory calls whose sizes are all literals.
-pub(crate) fn literal_shape(name: &str, call: &ast::ExprCall) -> Option<TensorDims> {
-    if !super::catalogue::is_factory(name) {
-        return None;
-    }
-    let args = &call.arguments.args;
-    let sizes: Vec<&Expr> = match (name, args.first()?) {
-        (
-            "full",
-            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }),
-        ) => elts.iter().collect(),
-        ("full", _) => return None,
-        (_, Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }))
-            if args.len() == 1 =>
-        {
-            elts.iter().collect()
-        }
-        _ => args.iter().collect(),
-    };
-    let literal: Option<Vec<(usize, i64)>> = sizes
-        .iter()
-        .enumerate()
-        .map(|(index, size)| Some((index, names::int_literal(size)?)))
-        .collect();
-    Some(TensorDims {
-        rank: Some(sizes.len()),
-        dynamic: Vec::new(),
-        literal: literal?,
-    })
 }
 
 fn list_depth(expr: &Expr) -> usize {

@@ -4,6 +4,8 @@ use std::rc::Rc;
 
 use ruff_text_size::TextRange;
 
+use super::symbolic::SymSize;
+
 /// A closed range of numbers a value may take; `None` ends are unbounded.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct Interval {
@@ -120,26 +122,126 @@ pub(crate) struct DimDecl {
     pub(crate) range: TextRange,
 }
 
-impl DimDecl {
-    /// The sizes the exporter assumes: a dynamic size is never 0 or 1 while tracing.
-    pub(crate) fn assumed_interval(&self) -> Interval {
-        #[allow(clippy::cast_precision_loss)] // Bounds are small sizes.
-        Interval {
-            low: Some(self.min.map_or(2.0, |min| (min as f64).max(2.0))),
-            high: self.max.map(|max| max as f64),
+/// One dimension of a tensor whose dimensions are tracked.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum DimSize {
+    /// A literal, a declared `Dim`, or an expression over `Dim`s (`dx + dy`, `(dz + 1)//2`).
+    Sym(SymSize),
+    /// Dynamic through `Dim` in a way the expressions do not follow (a product of two `Dim`s).
+    Derived(Rc<DimDecl>),
+}
+
+impl DimSize {
+    /// The declared dimension this size depends on first, when it is dynamic.
+    pub(crate) fn dynamic_dim(&self) -> Option<&Rc<DimDecl>> {
+        match self {
+            DimSize::Sym(sym) => sym.dims().next(),
+            DimSize::Derived(dim) => Some(dim),
+        }
+    }
+
+    pub(crate) fn sym(&self) -> Option<&SymSize> {
+        match self {
+            DimSize::Sym(sym) => Some(sym),
+            DimSize::Derived(_) => None,
         }
     }
 }
 
-/// What is known of a tensor's dimensions.
+/// What is known of a tensor's dimensions. An index not listed in `sizes` is static: its size
+/// does not depend on a declared `Dim`, though the analysis may not know it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct TensorDims {
     /// From the example input, when the file gives one.
     pub(crate) rank: Option<usize>,
-    /// Declared dynamic dimensions by non-negative index.
-    pub(crate) dynamic: Vec<(usize, Rc<DimDecl>)>,
-    /// Sizes written as literals (`torch.ones(8, 3)`), by non-negative index.
-    pub(crate) literal: Vec<(usize, i64)>,
+    /// Known or dynamic sizes by non-negative index, in index order.
+    pub(crate) sizes: Vec<(usize, DimSize)>,
+}
+
+impl TensorDims {
+    /// A tensor of rank `sizes.len()`, each dimension known (`Some`) or static (`None`).
+    pub(crate) fn from_sizes(sizes: Vec<Option<DimSize>>) -> TensorDims {
+        TensorDims {
+            rank: Some(sizes.len()),
+            sizes: sizes
+                .into_iter()
+                .enumerate()
+                .filter_map(|(index, size)| Some((index, size?)))
+                .collect(),
+        }
+    }
+
+    /// Each dimension, known or static (`None`), when the rank is known.
+    pub(crate) fn all_sizes(&self) -> Option<Vec<Option<DimSize>>> {
+        let rank = self.rank?;
+        if self.sizes.iter().any(|(index, _)| *index >= rank) {
+            return None;
+        }
+        Some((0..rank).map(|index| self.size(index).cloned()).collect())
+    }
+
+    pub(crate) fn size(&self, index: usize) -> Option<&DimSize> {
+        self.sizes
+            .iter()
+            .find(|(at, _)| *at == index)
+            .map(|(_, size)| size)
+    }
+
+    /// The index a possibly negative dimension argument names.
+    pub(crate) fn index(&self, position: i64) -> Option<usize> {
+        if position >= 0 {
+            usize::try_from(position).ok()
+        } else {
+            usize::try_from(i64::try_from(self.rank?).ok()? + position).ok()
+        }
+    }
+
+    /// The literal size at `index`.
+    pub(crate) fn literal(&self, index: usize) -> Option<i64> {
+        self.size(index)?.sym()?.as_constant()
+    }
+
+    /// Dimensions that are exactly one declared `Dim`, by index.
+    pub(crate) fn declared(&self) -> impl Iterator<Item = (usize, &Rc<DimDecl>)> {
+        self.sizes
+            .iter()
+            .filter_map(|(index, size)| Some((*index, size.sym()?.as_dim()?)))
+    }
+
+    /// Whether some dimension depends on a declared `Dim`.
+    pub(crate) fn is_dynamic(&self) -> bool {
+        self.sizes
+            .iter()
+            .any(|(_, size)| size.dynamic_dim().is_some())
+    }
+
+    /// The first declared `Dim` some dimension depends on.
+    pub(crate) fn first_dynamic(&self) -> Option<&Rc<DimDecl>> {
+        self.sizes.iter().find_map(|(_, size)| size.dynamic_dim())
+    }
+
+    /// The dimensions that depend on a `Dim`, by index.
+    pub(crate) fn dynamic(&self) -> impl Iterator<Item = (usize, &DimSize)> {
+        self.sizes
+            .iter()
+            .filter(|(_, size)| size.dynamic_dim().is_some())
+            .map(|(index, size)| (*index, size))
+    }
+
+    /// As the editor shows it: `[batch, dx + dy, 64]`; a static size it does not know is `_`,
+    /// a dynamic one it cannot write `?`.
+    pub(crate) fn render(&self) -> Option<String> {
+        let sizes = self.all_sizes()?;
+        let parts: Vec<String> = sizes
+            .iter()
+            .map(|size| match size {
+                Some(DimSize::Sym(sym)) => sym.to_string(),
+                Some(DimSize::Derived(_)) => "?".to_owned(),
+                None => "_".to_owned(),
+            })
+            .collect();
+        Some(format!("[{}]", parts.join(", ")))
+    }
 }
 
 /// Where a Python integer that came from a shape came from.
@@ -236,6 +338,24 @@ pub(crate) struct TensorInfo {
     pub(crate) opaque: bool,
 }
 
+/// A `torch.nn` layer and the sizes its constructor was given.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LayerInfo {
+    pub(crate) qualified: Rc<str>,
+    /// The literal integer arguments, by the names of [`super::catalogue::layer_parameters`]; a
+    /// tuple argument (`kernel_size=(3, 3)`) counts when its items are equal.
+    pub(crate) sizes: Vec<(&'static str, i64)>,
+}
+
+impl LayerInfo {
+    pub(crate) fn size(&self, name: &str) -> Option<i64> {
+        self.sizes
+            .iter()
+            .find(|(parameter, _)| *parameter == name)
+            .map(|(_, size)| *size)
+    }
+}
+
 /// An abstract Python value in traced code.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Value {
@@ -253,10 +373,12 @@ pub(crate) enum Value {
     DataScalars,
     /// `x.shape` / `x.size()` of a tensor.
     Shape(TensorInfo),
-    /// A Python integer computed from sizes.
+    /// A Python integer computed from sizes; `sym` when it is an expression over `Dim`s and
+    /// literals the analysis follows (`x.shape[0]`, `c // 4`).
     Size {
         origin: SizeOrigin,
         interval: Interval,
+        sym: Option<Rc<SymSize>>,
     },
     /// A comparison of sizes or data-dependent numbers.
     Guard(Guard),
@@ -264,9 +386,8 @@ pub(crate) enum Value {
     Module(Option<usize>),
     /// A container of modules (`nn.ModuleList`, `nn.ModuleDict`, `nn.Sequential`).
     Modules,
-    /// A `torch.nn` layer that keeps its input's first dimension (`nn.Linear`, `nn.Conv2d`),
-    /// by qualified class name.
-    Layer(Rc<str>),
+    /// A `torch.nn` layer that keeps its input's first dimension (`nn.Linear`, `nn.Conv2d`).
+    Layer(Rc<LayerInfo>),
     /// A module-level object known by its qualified name: `torch.nn.functional`, `np.mean`.
     Qualified(Rc<str>),
     /// A function defined in this file, by its index in the model's function table.
@@ -307,6 +428,38 @@ impl Value {
         Value::Size {
             origin: SizeOrigin::Static,
             interval: Interval::at_least(0.0),
+            sym: None,
+        }
+    }
+
+    /// A size that is `sym`: a literal is static and exact, an expression over `Dim`s is
+    /// dynamic through its first `Dim`, with the range the `Dim`s give it.
+    pub(crate) fn sym_size(sym: SymSize) -> Value {
+        let (low, high) = sym.range();
+        #[allow(clippy::cast_precision_loss)] // Sizes are small.
+        let interval = Interval {
+            low: low.map(|low| low as f64),
+            high: high.map(|high| high as f64),
+        };
+        let origin = match sym.dims().next() {
+            None => SizeOrigin::Static,
+            Some(dim) => SizeOrigin::Dynamic {
+                dim: dim.clone(),
+                exact: sym.as_dim().is_some(),
+            },
+        };
+        Value::Size {
+            origin,
+            interval,
+            sym: Some(Rc::new(sym)),
+        }
+    }
+
+    /// The symbolic size of a Python integer: a literal, or a size the analysis followed.
+    pub(crate) fn as_sym(&self) -> Option<SymSize> {
+        match self {
+            Value::Size { sym: Some(sym), .. } => Some((**sym).clone()),
+            _ => None,
         }
     }
 
@@ -347,6 +500,7 @@ impl Value {
             (Value::Size { origin: a, .. }, Value::Size { origin: b, .. }) => Value::Size {
                 origin: a.combine(b),
                 interval: Interval::at_least(0.0),
+                sym: None,
             },
             (Value::Module(_) | Value::Layer(_), Value::Module(_) | Value::Layer(_)) => {
                 Value::Module(None)

@@ -18,7 +18,7 @@ use tower_lsp_server::ls_types::{
     DidCloseTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
     DocumentDiagnosticParams, DocumentDiagnosticReportResult, DocumentSymbolParams,
     DocumentSymbolResponse, ExecuteCommandParams, Hover, HoverParams, InitializeParams,
-    InitializeResult, InitializedParams, LSPAny,
+    InitializeResult, InitializedParams, InlayHint, InlayHintParams, LSPAny,
 };
 use tower_lsp_server::{Client, LanguageServer};
 
@@ -114,6 +114,11 @@ impl LanguageServer for Server {
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
         let session = Arc::clone(&self.session);
         guarded(async move { Ok(handlers::hover::hover(&session, &params)) }).await
+    }
+
+    async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+        let session = Arc::clone(&self.session);
+        guarded(async move { Ok(handlers::inlay_hint::inlay_hint(session, params).await) }).await
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {

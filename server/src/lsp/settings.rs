@@ -118,6 +118,8 @@ pub struct Resolved {
     pub timeout_seconds: f64,
     /// "Fix all" applies unsafe fixes too (`unsafe-fixes`).
     pub unsafe_fixes: bool,
+    /// Inferred tensor shapes are shown as inlay hints (`inlay-hints`, on by default).
+    pub inlay_hints: bool,
     /// MiB a trace job may take (`memory-limit`); `None` means the machine's memory.
     pub memory_limit_mb: Option<u64>,
     /// Selectors that match no rule, to report.
@@ -162,6 +164,7 @@ impl Resolved {
             trace: options.trace.unwrap_or(TraceMode::OnSave),
             timeout_seconds: options.timeout.unwrap_or(60.0),
             unsafe_fixes: options.unsafe_fixes.unwrap_or(false),
+            inlay_hints: options.inlay_hints.unwrap_or(true),
             memory_limit_mb: options.memory_limit,
             unknown_selectors,
             project: None,

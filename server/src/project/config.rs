@@ -23,7 +23,7 @@ use anyhow::{Context, Result, bail};
 use toml::{Table, Value};
 
 /// Every documented key of `[tool.pt2lsp]`.
-pub const KEYS: [&str; 12] = [
+pub const KEYS: [&str; 13] = [
     "python",
     "trace",
     "timeout",
@@ -36,6 +36,7 @@ pub const KEYS: [&str; 12] = [
     "out-dir",
     "fix",
     "unsafe-fixes",
+    "inlay-hints",
 ];
 
 /// The keys of one `[[tool.pt2lsp.entrypoints]]` table.
@@ -109,6 +110,8 @@ pub struct Config {
     pub fix: Option<bool>,
     /// Unsafe fixes are applied too (`--unsafe-fixes`; the editor's "Fix all" as well).
     pub unsafe_fixes: Option<bool>,
+    /// The editor shows inferred tensor shapes as inlay hints (on unless `false`).
+    pub inlay_hints: Option<bool>,
     /// Problems worth telling the user that do not stop the run (unknown keys).
     pub warnings: Vec<String>,
     /// Keys spelled the old way (`memory_limit` for `memory-limit`): read, and to be shown
@@ -159,6 +162,7 @@ impl Config {
             out_dir: self.out_dir.clone().or_else(|| fallback.out_dir.clone()),
             fix: self.fix.or(fallback.fix),
             unsafe_fixes: self.unsafe_fixes.or(fallback.unsafe_fixes),
+            inlay_hints: self.inlay_hints.or(fallback.inlay_hints),
             warnings: self.warnings.clone(),
             deprecations: self.deprecations.clone(),
             errors: self.errors.clone(),
@@ -273,6 +277,9 @@ pub fn from_table(table: &Table, path: Option<&Path>) -> Config {
             "fix" => boolean(value).map(|fix| config.fix = Some(fix)),
             "unsafe-fixes" => boolean(value).map(|unsafe_fixes| {
                 config.unsafe_fixes = Some(unsafe_fixes);
+            }),
+            "inlay-hints" => boolean(value).map(|inlay_hints| {
+                config.inlay_hints = Some(inlay_hints);
             }),
             "entrypoints" => {
                 let mut unknown = Vec::new();

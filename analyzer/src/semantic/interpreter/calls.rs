@@ -10,12 +10,16 @@ use crate::semantic::catalogue;
 use crate::semantic::names;
 use crate::syntax::ast::{self, Expr};
 
+use super::shape_ops;
 use super::{
     AnnotationKind, BoolContext, CompareOp, Constructed, Env, EventKind, Guard, GuardKind,
     Interpreter, Interval, MAX_DEPTH, MethodResult, OpDefinition, ScalarUse, SizeOrigin,
     TensorInfo, TorchResult, Value, all_parameters, annotation_kind, default_value, element_of,
-    layer_call, literal_shape, narrow, reshape_guard,
+    narrow, reshape_guard,
 };
+use crate::semantic::events::Forcing;
+use crate::semantic::symbolic::SymSize;
+use crate::semantic::value::{DimSize, TensorDims};
 
 impl Interpreter<'_, '_> {
     // ---------------------------------------------------------------------------------------
@@ -71,6 +75,9 @@ impl Interpreter<'_, '_> {
                     self.tensor_method(&info, name, call, &args, &kwargs)
                 }
                 Value::Module(class) => self.module_method(class, name, &args, &kwargs, any_tensor),
+                Value::Layer(layer) if name == "forward" => {
+                    self.layer_call(&layer, &args, call.range())
+                }
                 Value::Layer(_) => self.module_method(None, name, &args, &kwargs, any_tensor),
                 Value::Modules => match name {
                     "values" | "children" | "modules" => Value::Modules,
@@ -116,7 +123,7 @@ impl Interpreter<'_, '_> {
                 Value::Module(Some(*class))
             }
             Value::Module(submodule) => self.call_module(*submodule, args, kwargs),
-            Value::Layer(_) => layer_call(args),
+            Value::Layer(layer) => self.layer_call(layer, args, call.range()),
             _ => Value::Unknown,
         }
     }
@@ -221,6 +228,17 @@ impl Interpreter<'_, '_> {
                     self.record(EventKind::ReshapeGuard { dim, multiple }, call.range());
                 }
             }
+            "matmul" | "mm" | "bmm" => {
+                if let Some(Value::Tensor(other)) = args.first() {
+                    let dims = self.combine_shapes(info, other, ast::Operator::MatMult, call.range());
+                    return Value::Tensor(TensorInfo {
+                        dims,
+                        assumed: info.assumed && other.assumed,
+                        data_dependent_shape: info.data_dependent_shape || other.data_dependent_shape,
+                        ..TensorInfo::default()
+                    });
+                }
+            }
             "data_ptr" | "storage" | "untyped_storage" => {
                 self.record(
                     EventKind::UntraceableMethod {
@@ -241,13 +259,50 @@ impl Interpreter<'_, '_> {
                     .find_keyword("dim")
                     .map(|keyword| &keyword.value)
                     .or_else(|| call.arguments.args.first().filter(|_| name != "norm"));
+                if let Some(dims) = info
+                    .dims
+                    .as_ref()
+                    .and_then(|dims| shape_ops::method_shape(dims, name, call, args, &call.arguments.args))
+                {
+                    return Value::Tensor(TensorInfo {
+                        dims: Some(Rc::new(dims)),
+                        maybe_none: false,
+                        opaque: false,
+                        ..info.clone()
+                    });
+                }
                 if dim.and_then(names::int_literal).is_some_and(|dim| dim != 0) {
-                    return layer_call(&[Value::Tensor(info.clone())]);
+                    return Value::Tensor(TensorInfo {
+                        dims: info.dims.as_ref().map(|dims| Rc::new(batch_of(dims))),
+                        assumed: info.assumed,
+                        ..TensorInfo::default()
+                    });
                 }
             }
             _ => {}
         }
-        let _ = (args, kwargs);
+        let _ = kwargs;
+        if !info.data_dependent_shape
+            && (catalogue::SHAPE_OPS.contains(&name)
+                || matches!(
+                    catalogue::shape_rule(name),
+                    Some(catalogue::ShapeRule::Reduction { .. })
+                ))
+        {
+            let dims = info.dims.as_ref().and_then(|dims| {
+                shape_ops::method_shape(dims, name, call, args, &call.arguments.args)
+            });
+            if let Some(dims) = dims {
+                if catalogue::tensor_method(name) != MethodResult::Tensors {
+                    return Value::Tensor(TensorInfo {
+                        dims: Some(Rc::new(dims)),
+                        maybe_none: false,
+                        opaque: false,
+                        ..info.clone()
+                    });
+                }
+            }
+        }
         match catalogue::tensor_method(name) {
             MethodResult::DataScalar => Value::DataScalar(Interval::default()),
             MethodResult::DataScalars => Value::DataScalars,
@@ -264,6 +319,7 @@ impl Interpreter<'_, '_> {
                         None => Value::Size {
                             origin: self.untracked_for(info),
                             interval: Interval::at_least(0.0),
+                            sym: None,
                         },
                     },
                 }
@@ -307,7 +363,10 @@ impl Interpreter<'_, '_> {
                     let submodule = *submodule;
                     return self.call_module(submodule, args, kwargs);
                 }
-                Some(Value::Layer(_)) => return layer_call(args),
+                Some(Value::Layer(layer)) => {
+                    let layer = layer.clone();
+                    return self.layer_call(&layer, args, self.call_range());
+                }
                 Some(Value::Tensor(_) | Value::Modules) => return Value::Unknown,
                 _ => {}
             }
@@ -424,6 +483,7 @@ impl Interpreter<'_, '_> {
                 Some(Value::Size { origin, .. }) => Value::Size {
                     origin: origin.combine(&SizeOrigin::Static),
                     interval: Interval::default(),
+                    sym: None,
                 },
                 _ => Value::Unknown,
             };
@@ -460,7 +520,7 @@ impl Interpreter<'_, '_> {
         if let Some(constructed) = catalogue::constructed(qualified) {
             return match constructed {
                 Constructed::Module if catalogue::keeps_batch_dim(qualified) => {
-                    Value::Layer(Rc::from(qualified))
+                    Value::Layer(Rc::new(shape_ops::layer_info(qualified, call, args)))
                 }
                 Constructed::Module => Value::Module(None),
                 Constructed::Modules => Value::Modules,
@@ -495,16 +555,32 @@ impl Interpreter<'_, '_> {
                 ..TensorInfo::default()
             });
         }
-        if let Some(dims) = literal_shape(name, call) {
-            return Value::Tensor(TensorInfo {
-                dims: Some(Rc::new(dims)),
-                ..TensorInfo::default()
-            });
+        if catalogue::is_factory(name) && qualified.starts_with("torch.") {
+            if let Some(dims) = factory_dims(name, call, args) {
+                return Value::Tensor(TensorInfo {
+                    dims: Some(Rc::new(dims)),
+                    ..TensorInfo::default()
+                });
+            }
+        }
+        if qualified.starts_with("torch.") {
+            if let Some(value) = self.torch_shape_call(name, call, args, assumed) {
+                return value;
+            }
         }
         match catalogue::torch_function(qualified, call.arguments.args.len()) {
             TorchResult::Tensor => {
                 let keeps_dims = catalogue::tensor_method(name) == MethodResult::SameShape;
                 match first_tensor {
+                    Some(info) if keeps_dims && catalogue::is_elementwise(name) => {
+                        let dims = self.broadcast_all(args, call.range());
+                        Value::Tensor(TensorInfo {
+                            dims,
+                            maybe_none: false,
+                            assumed,
+                            ..info
+                        })
+                    }
                     Some(info) if keeps_dims => Value::Tensor(TensorInfo {
                         maybe_none: false,
                         assumed,
@@ -621,6 +697,7 @@ impl Interpreter<'_, '_> {
                                 Value::Size {
                                     origin: origin.combine(other),
                                     interval: Interval::default(),
+                                    sym: None,
                                 }
                             }
                             (size @ Value::Size { .. }, _) => size,
@@ -690,7 +767,10 @@ impl Interpreter<'_, '_> {
                 self.inline(*method, Some(Value::Module(*class)), args, &[], None)
             }
             Value::Module(_) => Value::opaque_tensor(),
-            Value::Layer(_) => layer_call(args),
+            Value::Layer(layer) => {
+                let layer = layer.clone();
+                self.layer_call(&layer, args, self.call_range())
+            }
             _ => Value::Unknown,
         }
     }
@@ -840,84 +920,248 @@ impl Interpreter<'_, '_> {
 
     pub(super) fn untracked_for(&self, info: &TensorInfo) -> SizeOrigin {
         match &info.dims {
-            Some(dims) if dims.dynamic.is_empty() => SizeOrigin::Static,
+            Some(dims) if !dims.is_dynamic() => SizeOrigin::Static,
             _ => self.untracked.clone(),
         }
     }
 
     pub(super) fn size_of(&self, info: &TensorInfo, position: i64) -> Value {
+        let untracked = |origin: SizeOrigin| Value::Size {
+            origin,
+            interval: Interval::at_least(0.0),
+            sym: None,
+        };
         if info.data_dependent_shape {
-            return if position == 0 {
-                Value::Size {
-                    origin: SizeOrigin::Unbacked,
-                    interval: Interval::at_least(0.0),
-                }
+            return untracked(if position == 0 {
+                SizeOrigin::Unbacked
             } else {
-                Value::Size {
-                    origin: self.untracked.clone(),
-                    interval: Interval::at_least(0.0),
-                }
-            };
+                self.untracked.clone()
+            });
         }
         let Some(dims) = &info.dims else {
-            return Value::Size {
-                origin: self.untracked.clone(),
-                interval: Interval::at_least(0.0),
-            };
+            return untracked(self.untracked.clone());
         };
-        let index = if position >= 0 {
-            usize::try_from(position).ok()
-        } else {
-            dims.rank
-                .and_then(|rank| usize::try_from(rank as i64 + position).ok())
-        };
-        match index {
-            Some(index) => match dims
-                .dynamic
-                .iter()
-                .find(|(dim_index, _)| *dim_index == index)
-            {
-                Some((_, dim)) => Value::Size {
-                    origin: SizeOrigin::Dynamic {
-                        dim: dim.clone(),
-                        exact: true,
-                    },
-                    interval: dim.assumed_interval(),
-                },
-                None => Value::static_size(),
-            },
-            None if dims.dynamic.is_empty() => Value::static_size(),
-            None => Value::Size {
-                origin: SizeOrigin::Unknown,
-                interval: Interval::default(),
-            },
-        }
-    }
-
-    pub(super) fn numel_of(&self, info: &TensorInfo) -> Value {
-        if info.data_dependent_shape {
-            return Value::Size {
-                origin: SizeOrigin::Unbacked,
-                interval: Interval::at_least(0.0),
-            };
-        }
-        match &info.dims {
-            Some(dims) => match dims.dynamic.first() {
-                Some((_, dim)) => Value::Size {
+        match dims.index(position) {
+            Some(index) => match dims.size(index) {
+                Some(DimSize::Sym(sym)) => Value::sym_size(sym.clone()),
+                Some(DimSize::Derived(dim)) => Value::Size {
                     origin: SizeOrigin::Dynamic {
                         dim: dim.clone(),
                         exact: false,
                     },
                     interval: Interval::at_least(0.0),
+                    sym: None,
                 },
                 None => Value::static_size(),
             },
+            None if !dims.is_dynamic() => Value::static_size(),
             None => Value::Size {
-                origin: self.untracked.clone(),
-                interval: Interval::at_least(0.0),
+                origin: SizeOrigin::Unknown,
+                interval: Interval::default(),
+                sym: None,
             },
         }
     }
+
+    pub(super) fn numel_of(&self, info: &TensorInfo) -> Value {
+        let size = |origin: SizeOrigin| Value::Size {
+            origin,
+            interval: Interval::at_least(0.0),
+            sym: None,
+        };
+        if info.data_dependent_shape {
+            return size(SizeOrigin::Unbacked);
+        }
+        match &info.dims {
+            Some(dims) => match dims.first_dynamic() {
+                Some(dim) => size(SizeOrigin::Dynamic {
+                    dim: dim.clone(),
+                    exact: false,
+                }),
+                None => Value::static_size(),
+            },
+            None => size(self.untracked.clone()),
+        }
+    }
+
+    /// The call site being evaluated.
+    pub(super) fn call_range(&self) -> ruff_text_size::TextRange {
+        self.sites
+            .last()
+            .map(|(_, range)| *range)
+            .unwrap_or_default()
+    }
+
+    /// The broadcast shape of an elementwise function's tensor arguments.
+    fn broadcast_all(
+        &mut self,
+        args: &[Value],
+        range: ruff_text_size::TextRange,
+    ) -> Option<Rc<TensorDims>> {
+        let mut shape: Option<Rc<TensorDims>> = None;
+        for arg in args {
+            let Value::Tensor(info) = arg else { continue };
+            shape = match shape {
+                None => Some(info.dims.clone()?),
+                Some(dims) => {
+                    let current = TensorInfo {
+                        dims: Some(dims),
+                        ..TensorInfo::default()
+                    };
+                    Some(self.combine_shapes(&current, info, ast::Operator::Add, range)?)
+                }
+            };
+        }
+        shape
+    }
+
+    /// A torch function that moves dimensions: `torch.cat`, `torch.stack`, `torch.matmul`, and
+    /// the functions named as tensor methods with the tensor first (`torch.flatten(x, 1)`).
+    fn torch_shape_call(
+        &mut self,
+        name: &str,
+        call: &ast::ExprCall,
+        args: &[Value],
+        assumed: bool,
+    ) -> Option<Value> {
+        let tensor = |dims: Option<TensorDims>| {
+            Value::Tensor(TensorInfo {
+                dims: dims.map(Rc::new),
+                assumed,
+                ..TensorInfo::default()
+            })
+        };
+        match name {
+            "cat" | "concat" | "concatenate" | "stack" => {
+                let Some(Value::Tuple(items)) = args.first() else {
+                    return None;
+                };
+                let parts: Option<Vec<&TensorDims>> = items
+                    .iter()
+                    .map(|item| match item {
+                        Value::Tensor(info) if !info.data_dependent_shape => info.dims.as_deref(),
+                        _ => None,
+                    })
+                    .collect();
+                let dim = call
+                    .arguments
+                    .args
+                    .get(1)
+                    .or_else(|| {
+                        ["dim", "axis"]
+                            .iter()
+                            .find_map(|keyword| call.arguments.find_keyword(keyword))
+                            .map(|keyword| &keyword.value)
+                    })
+                    .map_or(Some(0), names::int_literal);
+                let mut forced = Vec::new();
+                let dims = parts.zip(dim).and_then(|(parts, dim)| {
+                    shape_ops::concatenate(&parts, dim, name == "stack", &mut forced)
+                });
+                self.record_forced(forced, &Forcing::Concatenation, call.range());
+                // The parts are in a list: they are certain tensors when one of them is.
+                let assumed = !items.iter().any(Value::is_certain_tensor);
+                Some(Value::Tensor(TensorInfo {
+                    dims: dims.map(Rc::new),
+                    assumed,
+                    ..TensorInfo::default()
+                }))
+            }
+            "matmul" | "mm" | "bmm" => {
+                let (Some(Value::Tensor(a)), Some(Value::Tensor(b))) = (args.first(), args.get(1))
+                else {
+                    return None;
+                };
+                let dims = self.combine_shapes(a, b, ast::Operator::MatMult, call.range());
+                Some(tensor(dims.map(|dims| (*dims).clone())))
+            }
+            _ if catalogue::SHAPE_OPS.contains(&name)
+                || matches!(
+                    catalogue::shape_rule(name),
+                    Some(catalogue::ShapeRule::Reduction { .. })
+                ) =>
+            {
+                let Some(Value::Tensor(info)) = args.first() else {
+                    return None;
+                };
+                if info.data_dependent_shape
+                    || catalogue::tensor_method(name) == MethodResult::Tensors
+                {
+                    return None;
+                }
+                let dims = info.dims.as_ref().and_then(|dims| {
+                    shape_ops::method_shape(
+                        dims,
+                        name,
+                        call,
+                        args.get(1..).unwrap_or_default(),
+                        call.arguments.args.get(1..).unwrap_or_default(),
+                    )
+                })?;
+                Some(Value::Tensor(TensorInfo {
+                    dims: Some(Rc::new(dims)),
+                    assumed: assumed || info.assumed,
+                    ..TensorInfo::default()
+                }))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The first dimension of `dims`, the others untracked: what a layer that keeps the batch
+/// does to shapes when the catalogue does not follow the rest.
+fn batch_of(dims: &TensorDims) -> TensorDims {
+    TensorDims {
+        rank: None,
+        sizes: dims
+            .sizes
+            .iter()
+            .filter(|(index, _)| *index == 0)
+            .cloned()
+            .collect(),
+    }
+}
+
+/// The shape a factory makes from its size arguments: `torch.zeros(x.shape[0], 4)`.
+fn factory_dims(name: &str, call: &ast::ExprCall, args: &[Value]) -> Option<TensorDims> {
+    let first = call.arguments.args.first();
+    let exprs: Vec<&Expr> = match (name, first) {
+        (
+            "full",
+            Some(Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })),
+        ) => elts.iter().collect(),
+        ("full", _) => return None,
+        (
+            _,
+            Some(Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })),
+        ) if call.arguments.args.len() == 1 => elts.iter().collect(),
+        _ => call.arguments.args.iter().collect(),
+    };
+    let values: Vec<&Value> = factory_sizes(name, args).collect();
+    if values.len() != exprs.len() || exprs.is_empty() {
+        return None;
+    }
+    let sizes: Option<Vec<Option<DimSize>>> = values
+        .iter()
+        .zip(&exprs)
+        .map(|(value, expr)| match names::int_literal(expr) {
+            Some(size) => Some(Some(DimSize::Sym(SymSize::constant(size)))),
+            None => match value {
+                Value::Size { sym: Some(sym), .. } => Some(Some(DimSize::Sym((**sym).clone()))),
+                Value::Size {
+                    origin: SizeOrigin::Static,
+                    ..
+                } => Some(None),
+                Value::Size {
+                    origin: SizeOrigin::Dynamic { dim, .. },
+                    ..
+                } => Some(Some(DimSize::Derived(dim.clone()))),
+                _ => None,
+            },
+        })
+        .collect();
+    Some(TensorDims::from_sizes(sizes?))
 }
 
 /// The size arguments of a factory call: `torch.zeros(a, b)`, `torch.zeros((a, b))`,

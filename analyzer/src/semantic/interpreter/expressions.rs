@@ -10,9 +10,9 @@ use crate::semantic::names;
 use crate::syntax::ast::{self, Expr};
 
 use super::{
-    AttributeResult, BoolContext, BroadcastConflict, CompareOp, Env, EventKind, Interpreter,
-    Interval, ScalarUse, SizeOrigin, TensorInfo, Value, binary, broadcast_conflict, data_guard,
-    element_of, is_boolean_mask, module_parameter, number_of, self_attribute, size_guard,
+    AttributeResult, BoolContext, CompareOp, Env, EventKind, Interpreter, Interval, ScalarUse,
+    SizeOrigin, TensorInfo, Value, binary, data_guard, element_of, is_boolean_mask,
+    module_parameter, number_of, self_attribute, size_guard, sym_arithmetic, sym_operand,
 };
 
 impl Interpreter<'_, '_> {
@@ -39,7 +39,11 @@ impl Interpreter<'_, '_> {
 
     pub(super) fn eval(&mut self, expr: &Expr, env: &mut Env) -> Value {
         match expr {
-            Expr::Name(name) => self.lookup(name.id.as_str(), env),
+            Expr::Name(name) => {
+                let value = self.lookup(name.id.as_str(), env);
+                self.note_shape(name.range(), &value, None, false);
+                value
+            }
             Expr::NoneLiteral(_) => Value::None,
             Expr::Attribute(attribute) => {
                 let receiver = self.eval(&attribute.value, env);
@@ -50,23 +54,20 @@ impl Interpreter<'_, '_> {
             Expr::BinOp(operation) => {
                 let left = self.eval(&operation.left, env);
                 let right = self.eval(&operation.right, env);
-                if let (Value::Tensor(a), Value::Tensor(b)) = (&left, &right) {
-                    if operation.op != ast::Operator::MatMult {
-                        let kind = match broadcast_conflict(a, b) {
-                            Some(BroadcastConflict::Dims(left, right)) => {
-                                Some(EventKind::DimMismatch { left, right })
-                            }
-                            Some(BroadcastConflict::Constant(dim, size)) => {
-                                Some(EventKind::DimSpecialized { dim, size })
-                            }
-                            None => None,
-                        };
-                        if let Some(kind) = kind {
-                            self.record(kind, expr.range());
-                        }
+                let mut result = binary(&left, operation.op, &right, number_of(&operation.right));
+                match (&left, &right, &mut result) {
+                    (Value::Tensor(a), Value::Tensor(b), Value::Tensor(info)) => {
+                        info.dims = self.combine_shapes(a, b, operation.op, expr.range());
                     }
+                    (_, _, Value::Size { sym, .. }) => {
+                        *sym = sym_operand(&left, &operation.left)
+                            .zip(sym_operand(&right, &operation.right))
+                            .and_then(|(a, b)| sym_arithmetic(&a, operation.op, &b))
+                            .map(Rc::new);
+                    }
+                    _ => {}
                 }
-                binary(&left, operation.op, &right, number_of(&operation.right))
+                result
             }
             Expr::UnaryOp(unary) => {
                 if unary.op == ast::UnaryOp::Not {
@@ -78,6 +79,7 @@ impl Interpreter<'_, '_> {
                     Value::Size { origin, .. } => Value::Size {
                         origin,
                         interval: Interval::default(),
+                        sym: None,
                     },
                     _ => Value::Unknown,
                 }
@@ -232,7 +234,14 @@ impl Interpreter<'_, '_> {
                 // `outputs[0]` of an opaque call picks an element of what may be a tuple.
                 let element_of_opaque =
                     info.opaque && names::int_literal(&subscript.slice).is_some();
+                let dims = match &info.dims {
+                    Some(dims) if !masked && !info.opaque => {
+                        self.index_dims(dims, &subscript.slice, env)
+                    }
+                    _ => None,
+                };
                 Value::Tensor(TensorInfo {
+                    dims: dims.map(Rc::new),
                     data_dependent_shape: masked || info.data_dependent_shape,
                     assumed: info.assumed || element_of_opaque,
                     ..TensorInfo::default()
@@ -241,10 +250,7 @@ impl Interpreter<'_, '_> {
             Value::Tensors(info) => Value::Tensor(TensorInfo { dims: None, ..info }),
             Value::Shape(info) => match &*subscript.slice {
                 Expr::Slice(_) => {
-                    let keeps_dims = info
-                        .dims
-                        .as_ref()
-                        .is_some_and(|dims| dims.dynamic.is_empty());
+                    let keeps_dims = info.dims.as_ref().is_some_and(|dims| !dims.is_dynamic());
                     Value::Shape(TensorInfo {
                         dims: if keeps_dims { info.dims.clone() } else { None },
                         ..info
@@ -255,6 +261,7 @@ impl Interpreter<'_, '_> {
                     None => Value::Size {
                         origin: self.untracked_for(&info),
                         interval: Interval::at_least(0.0),
+                        sym: None,
                     },
                 },
             },
@@ -342,12 +349,18 @@ impl Interpreter<'_, '_> {
         let guard = match (&left, right) {
             (Value::DataScalar(interval), _) => data_guard(*interval, op, right_number),
             (_, Value::DataScalar(interval)) => data_guard(*interval, op.flipped(), left_number),
-            (Value::Size { origin, interval }, other) => {
-                size_guard(origin, *interval, op, other, right_number)
-            }
-            (other, Value::Size { origin, interval }) => {
-                size_guard(origin, *interval, op.flipped(), other, left_number)
-            }
+            (
+                Value::Size {
+                    origin, interval, ..
+                },
+                other,
+            ) => size_guard(origin, *interval, op, other, right_number),
+            (
+                other,
+                Value::Size {
+                    origin, interval, ..
+                },
+            ) => size_guard(origin, *interval, op.flipped(), other, left_number),
             _ => Value::Unknown,
         };
         match guard {

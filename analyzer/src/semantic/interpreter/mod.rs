@@ -12,9 +12,10 @@ use std::rc::Rc;
 use ruff_text_size::{Ranged, TextRange};
 
 use super::catalogue::{AttributeResult, Constructed, MethodResult, TorchResult};
+use super::events::Forcing;
 use super::events::{BoolContext, Event, EventKind, ScalarUse};
 use super::names;
-use super::shapes::literal_shape;
+use super::symbolic::SymSize;
 use super::value::{
     CompareOp, Compared, DimDecl, Guard, GuardKind, Interval, SizeComparison, SizeOrigin,
     TensorDims, TensorInfo, Value,
@@ -25,6 +26,7 @@ use crate::syntax::ast::{self, Expr, Stmt};
 
 mod calls;
 mod expressions;
+mod shape_ops;
 mod statements;
 
 /// Calls followed inline from one root before the interpreter stops following.
@@ -153,6 +155,9 @@ pub(crate) struct Interpreter<'m, 'a> {
     frames: Vec<Site>,
     /// Functions of other files entered.
     reached: HashSet<Site>,
+    /// The shapes of tensors named in file 0, by the name's range; `None` where evaluations
+    /// disagree (a helper called with different shapes).
+    shapes: HashMap<TextRange, Option<crate::ShapeHint>>,
 }
 
 impl<'m, 'a> Interpreter<'m, 'a> {
@@ -171,12 +176,15 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             sites: Vec::new(),
             frames: Vec::new(),
             reached: HashSet::new(),
+            shapes: HashMap::new(),
         }
     }
 
     /// Interprets every module class's `forward` and returns what happened, with the
     /// functions of other files it entered.
-    pub(crate) fn run(model: &'m SemanticModel<'a>) -> (Vec<Event>, HashSet<Site>) {
+    pub(crate) fn run(
+        model: &'m SemanticModel<'a>,
+    ) -> (Vec<Event>, HashSet<Site>, Vec<crate::ShapeHint>) {
         let mut interpreter = Interpreter::new(model, true);
         let declares_dynamic = model
             .spec
@@ -232,6 +240,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     };
                     root_parameter(parameter, dims.as_ref(), role)
                 };
+                interpreter.note_shape(parameter.parameter.name.range(), &value, None, true);
                 env.locals
                     .insert(parameter.parameter.name.to_string(), value);
             }
@@ -259,7 +268,67 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             interpreter.frames.clear();
             interpreter.file = 0;
         }
-        (interpreter.events, interpreter.reached)
+        let mut shapes: Vec<crate::ShapeHint> =
+            interpreter.shapes.into_values().flatten().collect();
+        shapes.sort_by_key(|hint| hint.range.start());
+        (interpreter.events, interpreter.reached, shapes)
+    }
+
+    /// Notes the shape of the tensor `value` named at `range`, when the analysis can write it.
+    pub(super) fn note_shape(
+        &mut self,
+        range: TextRange,
+        value: &Value,
+        previous: Option<&Value>,
+        binding: bool,
+    ) {
+        if !self.emit || self.file != 0 {
+            return;
+        }
+        let Value::Tensor(info) = value else {
+            return;
+        };
+        let Some(shape) = info
+            .dims
+            .as_ref()
+            .filter(|_| !info.assumed)
+            .and_then(|dims| dims.render())
+        else {
+            return;
+        };
+        let previous = match previous {
+            Some(Value::Tensor(previous)) => previous.dims.as_ref().and_then(|dims| dims.render()),
+            _ => None,
+        };
+        let mut dims: Vec<(String, TextRange)> = Vec::new();
+        if let Some(tensor) = &info.dims {
+            for (_, size) in &tensor.sizes {
+                let declared: Vec<&Rc<DimDecl>> = match size {
+                    super::value::DimSize::Sym(sym) => sym.dims().collect(),
+                    super::value::DimSize::Derived(dim) => vec![dim],
+                };
+                for dim in declared {
+                    if !dims.iter().any(|(name, _)| *name == dim.name) {
+                        dims.push((dim.name.clone(), dim.range));
+                    }
+                }
+            }
+        }
+        let hint = crate::ShapeHint {
+            range,
+            changed: binding && previous.as_ref() != Some(&shape),
+            shape,
+            binding,
+            dims,
+        };
+        self.shapes
+            .entry(range)
+            .and_modify(|seen| {
+                if seen.as_ref().is_some_and(|seen| seen.shape != hint.shape) {
+                    *seen = None;
+                }
+            })
+            .or_insert(Some(hint));
     }
 
     /// Evaluates a module-level expression (an alias, a base class) of file `file` without
@@ -453,6 +522,7 @@ fn size_guard(
             Value::Size {
                 origin: other_origin @ (SizeOrigin::Dynamic { .. } | SizeOrigin::Unbacked),
                 interval,
+                ..
             } => size_guard(
                 other_origin,
                 *interval,
@@ -515,12 +585,9 @@ fn size_guard(
 
 fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f64>) -> Value {
     match (left, right) {
+        // The caller computes the shape of two tensors' broadcast or product.
         (Value::Tensor(a), Value::Tensor(b)) => Value::Tensor(TensorInfo {
-            dims: if a.dims == b.dims && op != ast::Operator::MatMult {
-                a.dims.clone()
-            } else {
-                None
-            },
+            dims: None,
             data_dependent_shape: a.data_dependent_shape || b.data_dependent_shape,
             maybe_none: false,
             assumed: a.assumed && b.assumed,
@@ -537,7 +604,12 @@ fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f
         (Value::DataScalar(_), _) | (_, Value::DataScalar(_)) => {
             Value::DataScalar(Interval::default())
         }
-        (Value::Size { origin, interval }, other) => {
+        (
+            Value::Size {
+                origin, interval, ..
+            },
+            other,
+        ) => {
             let origin = match other {
                 Value::Size {
                     origin: other_origin,
@@ -546,11 +618,16 @@ fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f
                 _ => origin.combine(&SizeOrigin::Static),
             };
             let interval = shift_interval(*interval, op, right_number);
-            Value::Size { origin, interval }
+            Value::Size {
+                origin,
+                interval,
+                sym: None,
+            }
         }
         (_, Value::Size { origin, .. }) => Value::Size {
             origin: origin.combine(&SizeOrigin::Static),
             interval: Interval::default(),
+            sym: None,
         },
         _ => Value::Unknown,
     }
@@ -802,53 +879,23 @@ fn element_of(value: &Value) -> Value {
     }
 }
 
-/// What broadcasting two tensors with known dimensions forces on a dynamic dimension.
-enum BroadcastConflict {
-    /// Two different `Dim`s line up: they must be equal.
-    Dims(Rc<DimDecl>, Rc<DimDecl>),
-    /// A `Dim` lines up with a literal size other than 1: it is specialised to that size.
-    Constant(Rc<DimDecl>, i64),
-}
-
-/// Aligns the dimensions of `a` and `b` from the right, as broadcasting does, when both ranks
-/// are known, and finds the first dynamic dimension the operation constrains.
-fn broadcast_conflict(a: &TensorInfo, b: &TensorInfo) -> Option<BroadcastConflict> {
-    let (a, b) = (a.dims.as_ref()?, b.dims.as_ref()?);
-    let (rank_a, rank_b) = (a.rank?, b.rank?);
-    let aligned = |index: usize, from: usize, to: usize| to.checked_sub(from.checked_sub(index)?);
-    let one_way = |x: &TensorDims, rank_x: usize, y: &TensorDims, rank_y: usize| {
-        x.dynamic.iter().find_map(|(index, dim)| {
-            if dim.automatic {
-                return None;
-            }
-            let other = aligned(*index, rank_x, rank_y)?;
-            if let Some((_, other_dim)) = y.dynamic.iter().find(|(i, _)| *i == other) {
-                return (other_dim.name != dim.name && !other_dim.automatic)
-                    .then(|| BroadcastConflict::Dims(dim.clone(), other_dim.clone()));
-            }
-            let (_, size) = y.literal.iter().find(|(i, _)| *i == other)?;
-            (*size != 1).then(|| BroadcastConflict::Constant(dim.clone(), *size))
-        })
-    };
-    one_way(a, rank_a, b, rank_b).or_else(|| one_way(b, rank_b, a, rank_a))
-}
-
 /// `x.reshape(-1, 4)` on `x: [batch, 2]`: the element count `2 * batch` must divide by 4, a guard
 /// on the dynamic dimension unless its coefficient already does. Returns the dimension and the
 /// multiple it would have to be.
 fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<(Rc<DimDecl>, i64)> {
     let dims = info.dims.as_ref()?;
     let rank = dims.rank?;
-    let [(dynamic_index, dim)] = dims.dynamic.as_slice() else {
+    let mut dynamic = dims.dynamic();
+    let (Some((dynamic_index, size)), None) = (dynamic.next(), dynamic.next()) else {
         return None;
     };
+    let dim = size.sym()?.as_dim()?;
     if dim.automatic {
         return None;
     }
     let mut coefficient: i64 = 1;
-    for index in (0..rank).filter(|index| index != dynamic_index) {
-        let (_, size) = dims.literal.iter().find(|(literal, _)| *literal == index)?;
-        coefficient = coefficient.checked_mul(*size)?;
+    for index in (0..rank).filter(|index| *index != dynamic_index) {
+        coefficient = coefficient.checked_mul(dims.literal(index)?)?;
     }
     let targets: Vec<&Expr> = match args {
         [Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })] => {
@@ -986,6 +1033,7 @@ fn narrow_name(name: &str, by: Interval, env: &mut Env) {
     | Value::Size {
         origin: SizeOrigin::Unbacked,
         interval,
+        ..
     } = value
     {
         *interval = interval.intersect(by);
@@ -1019,29 +1067,78 @@ fn raises_only(body: &[Stmt]) -> bool {
         && body.iter().any(|stmt| matches!(stmt, Stmt::Raise(_)))
 }
 
-/// Calling a layer that keeps the batch dimension: a tensor whose first dimension is the
-/// input's (dynamic or not); nothing else is known of its dimensions.
-fn layer_call(args: &[Value]) -> Value {
-    match args.first() {
-        Some(Value::Tensor(info)) => {
-            let dims = info.dims.as_ref().map(|dims| {
-                Rc::new(TensorDims {
-                    rank: None,
-                    dynamic: dims
-                        .dynamic
-                        .iter()
-                        .filter(|(index, _)| *index == 0)
-                        .cloned()
-                        .collect(),
-                    literal: Vec::new(),
-                })
-            });
-            Value::Tensor(TensorInfo {
-                dims,
-                assumed: info.assumed,
-                ..TensorInfo::default()
-            })
+/// The sizes an operation requires equal, as the events the exporter's checks would fail with:
+/// a `Dim` against another `Dim` or a literal, a relation over several, or a size that may be 1.
+fn forced_events(forced: Vec<(SymSize, SymSize)>, by: &Forcing) -> Vec<EventKind> {
+    let mut events = Vec::new();
+    for (left, right) in forced {
+        if left.is_automatic()
+            || right.is_automatic()
+            || (!left.is_dynamic() && !right.is_dynamic())
+        {
+            continue;
         }
-        _ => Value::opaque_tensor(),
+        let floor_division = |size: &SymSize| size.linear().2 > 1;
+        if floor_division(&left) || floor_division(&right) {
+            // The relation is not linear: the exporter keeps it as a runtime assertion. But a
+            // broadcast size it cannot rule out being 1 gets a guard `!= 1`.
+            if *by == Forcing::Broadcast {
+                for (size, other) in [(&left, &right), (&right, &left)] {
+                    if floor_division(size) && size.range().0.is_some_and(|low| low <= 1) {
+                        events.push(EventKind::MaybeOne {
+                            size: size.clone(),
+                            other: other.clone(),
+                        });
+                    }
+                }
+            }
+            continue;
+        }
+        let event = match (
+            left.as_dim(),
+            right.as_dim(),
+            left.as_constant(),
+            right.as_constant(),
+        ) {
+            (Some(a), Some(b), _, _) if *by == Forcing::Broadcast => EventKind::DimMismatch {
+                left: a.clone(),
+                right: b.clone(),
+            },
+            (Some(dim), _, _, Some(size)) | (_, Some(dim), Some(size), _)
+                if *by == Forcing::Broadcast =>
+            {
+                EventKind::DimSpecialized {
+                    dim: dim.clone(),
+                    size,
+                }
+            }
+            _ => EventKind::SizeEquality {
+                left,
+                right,
+                by: by.clone(),
+            },
+        };
+        if !events.contains(&event) {
+            events.push(event);
+        }
+    }
+    events
+}
+
+/// A Python integer operand as a symbolic size: a followed size or an integer literal.
+fn sym_operand(value: &Value, expr: &Expr) -> Option<SymSize> {
+    value
+        .as_sym()
+        .or_else(|| names::int_literal(expr).map(SymSize::constant))
+}
+
+/// `left <op> right` on symbolic sizes.
+fn sym_arithmetic(left: &SymSize, op: ast::Operator, right: &SymSize) -> Option<SymSize> {
+    match op {
+        ast::Operator::Add => left.add(right),
+        ast::Operator::Sub => left.sub(right),
+        ast::Operator::Mult => left.mul(right),
+        ast::Operator::FloorDiv => left.floor_div(right),
+        _ => None,
     }
 }

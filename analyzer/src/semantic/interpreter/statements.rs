@@ -353,6 +353,7 @@ impl Interpreter<'_, '_> {
             Expr::Name(name) => {
                 env.checked
                     .retain(|fact| !fact.names.iter().any(|read| read == name.id.as_str()));
+                self.note_shape(name.range(), &value, env.locals.get(name.id.as_str()), true);
                 env.locals.insert(name.id.to_string(), value);
             }
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
@@ -463,7 +464,9 @@ impl Interpreter<'_, '_> {
                 decided: interval.decide(CompareOp::NotEq, 0.0).is_some(),
                 suggestion: None,
             }),
-            Value::Size { origin, interval } => match size_guard(
+            Value::Size {
+                origin, interval, ..
+            } => match size_guard(
                 &origin,
                 interval,
                 CompareOp::NotEq,

@@ -8,7 +8,8 @@ use ruff_text_size::Ranged;
 use super::{Gathered, SpecProblem, qualified};
 use crate::semantic::SemanticModel;
 use crate::semantic::names;
-use crate::semantic::value::{DimDecl, TensorDims};
+use crate::semantic::symbolic::SymSize;
+use crate::semantic::value::{DimDecl, DimSize, TensorDims};
 use crate::syntax::ast::{self, Expr};
 
 pub(super) struct DimReader<'g, 'm, 'a> {
@@ -27,8 +28,7 @@ impl DimReader<'_, '_, '_> {
     ) -> TensorDims {
         let mut dims = TensorDims {
             rank,
-            dynamic: Vec::new(),
-            literal: Vec::new(),
+            sizes: Vec::new(),
         };
         match expr {
             Expr::Dict(dict) => {
@@ -58,7 +58,8 @@ impl DimReader<'_, '_, '_> {
                         }
                     }
                     if let Some(dim) = self.dim(&item.value, 0) {
-                        dims.dynamic.push((index, Rc::new(dim)));
+                        dims.sizes
+                            .push((index, DimSize::Sym(SymSize::dim(Rc::new(dim)))));
                     }
                 }
             }
@@ -76,7 +77,8 @@ impl DimReader<'_, '_, '_> {
                 }
                 for (index, element) in elts.iter().enumerate() {
                     if let Some(dim) = self.dim(element, 0) {
-                        dims.dynamic.push((index, Rc::new(dim)));
+                        dims.sizes
+                            .push((index, DimSize::Sym(SymSize::dim(Rc::new(dim)))));
                     }
                 }
             }

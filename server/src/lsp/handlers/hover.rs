@@ -1,13 +1,18 @@
-//! `textDocument/hover`: on a diagnostic's range, what is wrong there first — the diagnostic's
-//! own message, its fix and whether the exporter confirmed it — then its rule in one line and a
-//! link to the rule's page. The whole page is a click away, not in the way of the code.
+//! `textDocument/hover`: on a tensor's name, the shape the analysis infers for it
+//! (`x: Tensor[batch, 64]`) and where each `Dim` in it is declared; on a diagnostic's range,
+//! what is wrong there — the diagnostic's own message, its fix and whether the exporter
+//! confirmed it — then its rule in one line and a link to the rule's page. The whole page is a
+//! click away, not in the way of the code.
 
 use std::fmt::Write as _;
 
 use pt2lsp_analyzer::{Applicability, Rule};
 use tower_lsp_server::ls_types::{
-    Hover, HoverContents, HoverParams, MarkupContent, MarkupKind, NumberOrString,
+    Hover, HoverContents, HoverParams, MarkupContent, MarkupKind, NumberOrString, Position, Range,
+    Uri,
 };
+
+use crate::lsp::document::TextPositions;
 
 use crate::lsp::diagnostics::{CONFIRMED_SOURCE, DiagnosticData, TRACE_SOURCE, doc_url};
 use crate::lsp::session::Session;
@@ -26,8 +31,12 @@ pub fn hover(session: &Session, params: &HoverParams) -> Option<Hover> {
         .iter()
         .filter(|hit| hit.range.start <= position && position <= hit.range.end)
         .collect();
-    let first = hits.first()?;
     let mut value = String::new();
+    let mut range = hits.first().map(|hit| hit.range);
+    if let Some((shape, shape_range)) = shape_at(session, uri, position) {
+        value.push_str(&shape);
+        range = range.or(Some(shape_range));
+    }
     for hit in &hits {
         let code = match &hit.code {
             Some(NumberOrString::String(code)) => code.clone(),
@@ -74,6 +83,28 @@ pub fn hover(session: &Session, params: &HoverParams) -> Option<Hover> {
             kind: MarkupKind::Markdown,
             value,
         }),
-        range: Some(first.range),
+        range,
     })
+}
+
+/// The shape of the tensor named at `position`, as hover text, and the name's range.
+fn shape_at(session: &Session, uri: &Uri, position: Position) -> Option<(String, Range)> {
+    let (text, shapes, _) = session.shapes(uri)?;
+    let positions = TextPositions::new(&text);
+    let hint = shapes.iter().find(|hint| {
+        let range = positions.range(hint.range);
+        range.start <= position && position <= range.end
+    })?;
+    let name = text.get(std::ops::Range::<usize>::from(hint.range))?;
+    let mut value = format!("```python\n{name}: Tensor{}\n```", hint.shape);
+    for (dim, declared) in &hint.dims {
+        let line = positions.range(*declared).start.line + 1;
+        let _ = write!(value, "\n\n`{dim}`: dynamic, declared on line {line}");
+    }
+    if hint.shape.contains('_') || hint.shape.contains('?') {
+        value.push_str(
+            "\n\n`_`: a static size the analysis does not know; `?`: a dynamic size it cannot write",
+        );
+    }
+    Some((value, positions.range(hint.range)))
 }

@@ -14,3 +14,4 @@ pub mod document_symbol;
 pub mod execute_command;
 pub mod hover;
 pub mod initialize;
+pub mod inlay_hint;

@@ -386,6 +386,23 @@ impl Session {
         Some((text, symbols, settings))
     }
 
+    /// The tensor shapes the analysis infers in an open document's current text, with that
+    /// text (the hints' offsets are into it) and its settings. Blocking: analyses the text,
+    /// which takes milliseconds, so every answer is of the version the client sees now.
+    /// `None` when the document is not open or too large.
+    pub fn shapes(&self, uri: &Uri) -> Option<(String, Vec<pt2lsp_analyzer::ShapeHint>, Resolved)> {
+        let (text, path) = self
+            .documents
+            .get(uri)
+            .map(|open| (open.document.text(), open.path.clone()))?;
+        if text.len() > MAX_ANALYSED_BYTES {
+            return None;
+        }
+        let settings = self.resolve_settings(path.as_deref());
+        let report = self.check(&text, path.as_deref(), &settings);
+        Some((text, report.shapes, settings))
+    }
+
     /// What `textDocument/diagnostic` answers: what is pushed for the document's current
     /// version. When its analysis has not ended yet, the pull does not wait for it: it analyses
     /// the same text itself, so the answer is never an empty list that only means "not yet".

@@ -1,0 +1,914 @@
+//! What operations do to tensor shapes, over symbolic sizes: broadcasting, layers, concatenation,
+//! views, transposes, slices and reductions; and which sizes an operation forces to be equal,
+//! for the constraint checks. Every function answers `None` where it cannot tell: a shape it
+//! does not know stays unknown.
+
+use std::rc::Rc;
+
+use crate::semantic::catalogue::{self, LayerShape};
+use crate::semantic::names;
+use crate::semantic::symbolic::SymSize;
+use crate::semantic::value::{DimSize, LayerInfo, TensorDims, Value};
+use crate::syntax::ast::{self, Expr};
+
+/// The result of broadcasting two shapes, and the pairs of sizes it requires to be equal.
+pub(super) struct Broadcast {
+    pub(super) dims: Option<TensorDims>,
+    pub(super) forced: Vec<(SymSize, SymSize)>,
+}
+
+/// Broadcasts `a` against `b` from the right, as elementwise operations do.
+pub(super) fn broadcast(a: &TensorDims, b: &TensorDims) -> Broadcast {
+    if a == b {
+        return Broadcast {
+            dims: Some(a.clone()),
+            forced: Vec::new(),
+        };
+    }
+    let (Some(sizes_a), Some(sizes_b)) = (a.all_sizes(), b.all_sizes()) else {
+        return Broadcast {
+            dims: None,
+            forced: Vec::new(),
+        };
+    };
+    let rank = sizes_a.len().max(sizes_b.len());
+    let at = |sizes: &[Option<DimSize>], index: usize| -> Option<Option<DimSize>> {
+        let offset = rank - sizes.len();
+        index.checked_sub(offset).map(|index| sizes[index].clone())
+    };
+    let mut forced = Vec::new();
+    let mut result = Vec::with_capacity(rank);
+    for index in 0..rank {
+        let size = match (at(&sizes_a, index), at(&sizes_b, index)) {
+            (None, None) => None,
+            (Some(only), None) | (None, Some(only)) => only,
+            (Some(left), Some(right)) => broadcast_pair(left, right, &mut forced),
+        };
+        result.push(size);
+    }
+    Broadcast {
+        dims: Some(TensorDims::from_sizes(result)),
+        forced,
+    }
+}
+
+fn broadcast_pair(
+    left: Option<DimSize>,
+    right: Option<DimSize>,
+    forced: &mut Vec<(SymSize, SymSize)>,
+) -> Option<DimSize> {
+    let is_one = |size: &DimSize| size.sym().and_then(SymSize::as_constant) == Some(1);
+    match (left, right) {
+        (Some(left), Some(right)) if left == right => Some(left),
+        (Some(one), other) | (other, Some(one)) if is_one(&one) => other,
+        (Some(DimSize::Sym(left)), Some(DimSize::Sym(right))) => {
+            let result = if left.as_constant().is_some() || right.is_dynamic() && !left.is_dynamic()
+            {
+                left.clone()
+            } else if right.as_constant().is_some() || right.as_dim().is_some() {
+                right.clone()
+            } else {
+                left.clone()
+            };
+            forced.push((left, right));
+            Some(DimSize::Sym(result))
+        }
+        // A static size the analysis does not know may be 1 (then the result is the other) or
+        // not (then both are equal): the result is dynamic, in a way it cannot write.
+        (Some(known), None) | (None, Some(known)) => match known.dynamic_dim() {
+            Some(dim) => Some(DimSize::Derived(dim.clone())),
+            None => Some(known),
+        },
+        (Some(DimSize::Derived(dim)), _) | (_, Some(DimSize::Derived(dim))) => {
+            Some(DimSize::Derived(dim))
+        }
+        (None, None) => None,
+    }
+}
+
+/// The size a layer forces its input to have, and the shape of its output.
+pub(super) struct LayerApplied {
+    pub(super) dims: Option<TensorDims>,
+    /// The input's size that must equal the constructor's argument, and the argument's name.
+    pub(super) forced: Option<(SymSize, i64, &'static str)>,
+}
+
+/// Applies layer `layer` to an input of shape `input`.
+pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied {
+    let batch_only = || {
+        let sizes = input
+            .sizes
+            .iter()
+            .filter(|(index, _)| *index == 0)
+            .cloned()
+            .collect();
+        Some(TensorDims { rank: None, sizes })
+    };
+    let Some(shape) = catalogue::layer_shape(&layer.qualified) else {
+        return LayerApplied {
+            dims: batch_only(),
+            forced: None,
+        };
+    };
+    let sizes = input.all_sizes();
+    let last_forced = |parameter: &'static str| {
+        let expected = layer.size(parameter)?;
+        let last = input.size(input.rank?.checked_sub(1)?)?.sym()?.clone();
+        Some((last, expected, parameter))
+    };
+    match shape {
+        LayerShape::Same => LayerApplied {
+            dims: Some(input.clone()),
+            forced: None,
+        },
+        LayerShape::LastNorm => LayerApplied {
+            dims: Some(input.clone()),
+            forced: last_forced("normalized_shape"),
+        },
+        LayerShape::ChannelNorm => LayerApplied {
+            dims: Some(input.clone()),
+            forced: (input.rank.is_some_and(|rank| rank >= 2))
+                .then(|| {
+                    let expected = layer.size("num_features")?;
+                    Some((input.size(1)?.sym()?.clone(), expected, "num_features"))
+                })
+                .flatten(),
+        },
+        LayerShape::Linear => {
+            let dims = sizes.and_then(|mut sizes| {
+                let out = layer.size("out_features")?;
+                *sizes.last_mut()? = Some(DimSize::Sym(SymSize::constant(out)));
+                Some(TensorDims::from_sizes(sizes))
+            });
+            LayerApplied {
+                dims: dims.or_else(batch_only),
+                forced: last_forced("in_features"),
+            }
+        }
+        LayerShape::Embedding => {
+            let dims = sizes.and_then(|mut sizes| {
+                let width = layer.size("embedding_dim")?;
+                sizes.push(Some(DimSize::Sym(SymSize::constant(width))));
+                Some(TensorDims::from_sizes(sizes))
+            });
+            LayerApplied {
+                dims: dims.or_else(batch_only),
+                forced: None,
+            }
+        }
+        LayerShape::Conv { spatial } => {
+            let channel = input
+                .rank
+                .filter(|rank| *rank == spatial + 2)
+                .and_then(|_| Some((input.size(1)?.sym()?.clone(), layer.size("in_channels")?)))
+                .map(|(size, expected)| (size, expected, "in_channels"));
+            let dims = sizes.and_then(|mut sizes| {
+                if sizes.len() != spatial + 2 {
+                    return None;
+                }
+                sizes[1] = Some(DimSize::Sym(SymSize::constant(layer.size("out_channels")?)));
+                let window = Window::of(layer, layer.size("kernel_size")?, 1);
+                for size in &mut sizes[2..] {
+                    *size = window.output(size.take());
+                }
+                Some(TensorDims::from_sizes(sizes))
+            });
+            LayerApplied {
+                dims: dims.or_else(batch_only),
+                forced: channel,
+            }
+        }
+        LayerShape::Pool { spatial } => {
+            let dims = sizes.and_then(|mut sizes| {
+                if sizes.len() < spatial + 1 {
+                    return None;
+                }
+                let kernel = layer.size("kernel_size")?;
+                let window = Window::of(layer, kernel, kernel);
+                let first = sizes.len() - spatial;
+                for size in &mut sizes[first..] {
+                    *size = window.output(size.take());
+                }
+                Some(TensorDims::from_sizes(sizes))
+            });
+            LayerApplied {
+                dims: dims.or_else(batch_only),
+                forced: None,
+            }
+        }
+        LayerShape::AdaptivePool { spatial } => {
+            let dims = sizes.and_then(|mut sizes| {
+                if sizes.len() < spatial + 1 {
+                    return None;
+                }
+                let output = layer.size("output_size")?;
+                let first = sizes.len() - spatial;
+                for size in &mut sizes[first..] {
+                    *size = Some(DimSize::Sym(SymSize::constant(output)));
+                }
+                Some(TensorDims::from_sizes(sizes))
+            });
+            LayerApplied {
+                dims: dims.or_else(batch_only),
+                forced: None,
+            }
+        }
+        LayerShape::BatchOnly => LayerApplied {
+            dims: batch_only(),
+            forced: None,
+        },
+    }
+}
+
+/// A convolution's or pooling's sliding window along one spatial dimension.
+struct Window {
+    kernel: i64,
+    stride: i64,
+    padding: i64,
+    dilation: i64,
+}
+
+impl Window {
+    fn of(layer: &LayerInfo, kernel: i64, default_stride: i64) -> Window {
+        Window {
+            kernel,
+            stride: layer.size("stride").unwrap_or(default_stride),
+            padding: layer.size("padding").unwrap_or(0),
+            dilation: layer.size("dilation").unwrap_or(1),
+        }
+    }
+
+    /// `(L + 2·padding − dilation·(kernel − 1) − 1) // stride + 1`.
+    fn output(&self, size: Option<DimSize>) -> Option<DimSize> {
+        let sym = match size? {
+            DimSize::Sym(sym) => sym,
+            derived @ DimSize::Derived(_) => return Some(derived),
+        };
+        let offset = 2 * self.padding - self.dilation * (self.kernel - 1) - 1;
+        let computed = sym
+            .add(&SymSize::constant(offset))
+            .and_then(|sum| sum.floor_div(&SymSize::constant(self.stride)))
+            .and_then(|quotient| quotient.add(&SymSize::constant(1)));
+        Some(match computed {
+            Some(sym) => DimSize::Sym(sym),
+            None => DimSize::Derived(sym.dims().next()?.clone()),
+        })
+    }
+}
+
+/// A layer value from its constructor call: the literal sizes it was given.
+pub(super) fn layer_info(qualified: &str, call: &ast::ExprCall, args: &[Value]) -> LayerInfo {
+    let parameters = catalogue::layer_shape(qualified).map_or(&[][..], catalogue::layer_parameters);
+    let literal = |expr: &Expr, value: Option<&Value>| {
+        let single = |expr: &Expr| names::int_literal(expr);
+        match expr {
+            Expr::Tuple(ast::ExprTuple { elts, .. }) => {
+                let sizes: Option<Vec<i64>> = elts.iter().map(single).collect();
+                let sizes = sizes?;
+                let first = *sizes.first()?;
+                sizes.iter().all(|size| *size == first).then_some(first)
+            }
+            expr => single(expr).or_else(|| value?.as_sym()?.as_constant()),
+        }
+    };
+    let mut sizes = Vec::new();
+    for (position, parameter) in parameters.iter().enumerate() {
+        let expr = call
+            .arguments
+            .args
+            .get(position)
+            .map(|expr| (expr, args.get(position)))
+            .or_else(|| {
+                call.arguments
+                    .find_keyword(parameter)
+                    .map(|keyword| (&keyword.value, None))
+            });
+        if let Some(size) = expr.and_then(|(expr, value)| literal(expr, value)) {
+            sizes.push((*parameter, size));
+        }
+    }
+    LayerInfo {
+        qualified: Rc::from(qualified),
+        sizes,
+    }
+}
+
+/// The sizes a call passes as a shape: `view(b, -1, 4)`, `view((b, -1, 4))`, `expand(n, -1)`.
+fn shape_arguments<'v>(args: &'v [Value], exprs: &[Expr]) -> Option<Vec<ShapeArgument>> {
+    let (values, exprs): (Vec<&'v Value>, Vec<&Expr>) = match (args, exprs) {
+        (
+            [Value::Tuple(items)],
+            [Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })],
+        ) => (items.iter().collect(), elts.iter().collect()),
+        ([Value::Shape(info)], [_]) => {
+            let sizes = info.dims.as_ref()?.all_sizes()?;
+            return Some(sizes.into_iter().map(ShapeArgument::Size).collect());
+        }
+        _ => (args.iter().collect(), exprs.iter().collect()),
+    };
+    if values.len() != exprs.len() {
+        return None;
+    }
+    Some(
+        values
+            .iter()
+            .zip(exprs)
+            .map(|(value, expr)| match names::int_literal(expr) {
+                Some(-1) => ShapeArgument::Inferred,
+                Some(literal) => {
+                    ShapeArgument::Size(Some(DimSize::Sym(SymSize::constant(literal))))
+                }
+                None => ShapeArgument::Size(match value {
+                    Value::Size { sym: Some(sym), .. } => Some(DimSize::Sym((**sym).clone())),
+                    Value::Size {
+                        origin: crate::semantic::value::SizeOrigin::Static,
+                        ..
+                    } => None,
+                    Value::Size {
+                        origin: crate::semantic::value::SizeOrigin::Dynamic { dim, .. },
+                        ..
+                    } => Some(DimSize::Derived(dim.clone())),
+                    _ => return ShapeArgument::Unknown,
+                }),
+            })
+            .collect(),
+    )
+}
+
+enum ShapeArgument {
+    Size(Option<DimSize>),
+    /// `-1`: the size that keeps the element count.
+    Inferred,
+    Unknown,
+}
+
+/// The element count as a product of factors, when every dimension is written.
+fn element_factors(sizes: &[Option<DimSize>]) -> Option<Vec<SymSize>> {
+    sizes
+        .iter()
+        .map(|size| size.as_ref()?.sym().cloned())
+        .collect()
+}
+
+/// `x.view(...)` / `x.reshape(...)`: the sizes given, with `-1` solved from the element count
+/// when the other factors cancel out of it.
+fn reshape(input: &TensorDims, args: &[Value], exprs: &[Expr]) -> Option<TensorDims> {
+    let arguments = shape_arguments(args, exprs)?;
+    let mut sizes = Vec::with_capacity(arguments.len());
+    let mut inferred_at = None;
+    for argument in &arguments {
+        match argument {
+            ShapeArgument::Size(size) => sizes.push(size.clone()),
+            ShapeArgument::Inferred if inferred_at.is_none() => {
+                inferred_at = Some(sizes.len());
+                sizes.push(None);
+            }
+            _ => return None,
+        }
+    }
+    if let Some(at) = inferred_at {
+        sizes[at] = infer_size(input, &sizes, at);
+        // A `-1` the analysis cannot solve may be dynamic: say nothing of the shape.
+        if sizes[at].is_none() && input.is_dynamic() {
+            return None;
+        }
+    }
+    Some(TensorDims::from_sizes(sizes))
+}
+
+fn infer_size(input: &TensorDims, sizes: &[Option<DimSize>], at: usize) -> Option<DimSize> {
+    let mut remaining = element_factors(&input.all_sizes()?)?;
+    let mut divisor: i64 = 1;
+    for (index, size) in sizes.iter().enumerate() {
+        if index == at {
+            continue;
+        }
+        let sym = size.as_ref()?.sym()?;
+        if let Some(constant) = sym.as_constant() {
+            divisor = divisor.checked_mul(constant)?;
+        } else {
+            let found = remaining.iter().position(|factor| factor == sym)?;
+            remaining.swap_remove(found);
+        }
+    }
+    let mut product = SymSize::constant(1);
+    let mut symbolic = 0;
+    for factor in remaining {
+        if factor.is_dynamic() {
+            symbolic += 1;
+        }
+        product = product.mul(&factor).or_else(|| factor.mul(&product))?;
+    }
+    if symbolic > 1 || divisor <= 0 {
+        return None;
+    }
+    let (terms, constant, one) = product.linear();
+    let divides = one == 1
+        && constant % divisor == 0
+        && terms
+            .iter()
+            .all(|(_, coefficient)| coefficient % divisor == 0);
+    divides
+        .then(|| product.floor_div(&SymSize::constant(divisor)))
+        .flatten()
+        .map(DimSize::Sym)
+}
+
+/// The shape of a shape-moving call on a tensor of shape `input`: a method of the tensor, or
+/// the torch function of the same name with the tensor first (its other arguments follow).
+pub(super) fn method_shape(
+    input: &TensorDims,
+    name: &str,
+    call: &ast::ExprCall,
+    args: &[Value],
+    exprs: &[Expr],
+) -> Option<TensorDims> {
+    let int_arg = |position: usize, keyword: &str| {
+        exprs
+            .get(position)
+            .or_else(|| {
+                call.arguments
+                    .find_keyword(keyword)
+                    .map(|keyword| &keyword.value)
+            })
+            .and_then(names::int_literal)
+    };
+    let sizes = || input.all_sizes();
+    match name {
+        "view" | "reshape" => reshape(input, args, exprs),
+        "transpose" | "swapaxes" => {
+            let mut sizes = sizes()?;
+            let first = input.index(int_arg(0, "dim0")?)?;
+            let second = input.index(int_arg(1, "dim1")?)?;
+            if first >= sizes.len() || second >= sizes.len() {
+                return None;
+            }
+            sizes.swap(first, second);
+            Some(TensorDims::from_sizes(sizes))
+        }
+        "t" => {
+            let mut sizes = sizes()?;
+            sizes.reverse();
+            Some(TensorDims::from_sizes(sizes))
+        }
+        "permute" => {
+            let sizes = sizes()?;
+            let order: Option<Vec<i64>> = match exprs {
+                [
+                    Expr::Tuple(ast::ExprTuple { elts, .. })
+                    | Expr::List(ast::ExprList { elts, .. }),
+                ] => elts.iter().map(names::int_literal).collect(),
+                exprs => exprs.iter().map(names::int_literal).collect(),
+            };
+            let order = order?;
+            if order.len() != sizes.len() {
+                return None;
+            }
+            let permuted: Option<Vec<Option<DimSize>>> = order
+                .iter()
+                .map(|position| sizes.get(input.index(*position)?).cloned())
+                .collect();
+            Some(TensorDims::from_sizes(permuted?))
+        }
+        "unsqueeze" => {
+            let mut sizes = sizes()?;
+            let position = int_arg(0, "dim")?;
+            let index = if position < 0 {
+                usize::try_from(i64::try_from(sizes.len()).ok()? + 1 + position).ok()?
+            } else {
+                usize::try_from(position).ok()?
+            };
+            if index > sizes.len() {
+                return None;
+            }
+            sizes.insert(index, Some(DimSize::Sym(SymSize::constant(1))));
+            Some(TensorDims::from_sizes(sizes))
+        }
+        "squeeze" => {
+            let mut sizes = sizes()?;
+            if let Some(position) = int_arg(0, "dim") {
+                let index = input.index(position)?;
+                let size = sizes.get(index)?.as_ref()?.sym()?.as_constant()?;
+                if size == 1 {
+                    sizes.remove(index);
+                }
+            } else {
+                // Every size must be known to tell which are 1; a dynamic one never is.
+                if sizes.iter().any(|size| {
+                    size.as_ref()
+                        .and_then(DimSize::sym)
+                        .is_none_or(|sym| sym.as_constant().is_none() && !sym.is_dynamic())
+                }) {
+                    return None;
+                }
+                sizes.retain(|size| {
+                    size.as_ref()
+                        .and_then(DimSize::sym)
+                        .and_then(SymSize::as_constant)
+                        != Some(1)
+                });
+            }
+            Some(TensorDims::from_sizes(sizes))
+        }
+        "flatten" => {
+            let sizes = sizes()?;
+            if sizes.is_empty() {
+                return Some(TensorDims::from_sizes(vec![Some(DimSize::Sym(
+                    SymSize::constant(1),
+                ))]));
+            }
+            let start = input.index(int_arg(0, "start_dim").unwrap_or(0))?;
+            let end = input.index(int_arg(1, "end_dim").unwrap_or(-1))?;
+            if start > end || end >= sizes.len() {
+                return None;
+            }
+            let merged = product(&sizes[start..=end]);
+            let mut result: Vec<Option<DimSize>> = sizes[..start].to_vec();
+            result.push(merged);
+            result.extend_from_slice(&sizes[end + 1..]);
+            Some(TensorDims::from_sizes(result))
+        }
+        "expand" => {
+            let sizes = sizes()?;
+            let arguments = shape_arguments(args, exprs)?;
+            if arguments.len() < sizes.len() {
+                return None;
+            }
+            let offset = arguments.len() - sizes.len();
+            let expanded: Option<Vec<Option<DimSize>>> = arguments
+                .into_iter()
+                .enumerate()
+                .map(|(index, argument)| match argument {
+                    ShapeArgument::Inferred => {
+                        index.checked_sub(offset).map(|at| sizes[at].clone())
+                    }
+                    ShapeArgument::Size(size) => Some(size),
+                    ShapeArgument::Unknown => None,
+                })
+                .collect();
+            Some(TensorDims::from_sizes(expanded?))
+        }
+        _ => reduction(input, name, call, exprs),
+    }
+}
+
+/// The product of sizes, when at most one of them is dynamic.
+fn product(sizes: &[Option<DimSize>]) -> Option<DimSize> {
+    let mut total = SymSize::constant(1);
+    let mut derived = None;
+    for size in sizes {
+        match size.as_ref()? {
+            DimSize::Sym(sym) => match total.mul(sym) {
+                Some(product) => total = product,
+                None => derived = sym.dims().next().or_else(|| total.dims().next()).cloned(),
+            },
+            DimSize::Derived(dim) => derived = Some(dim.clone()),
+        }
+    }
+    match derived {
+        Some(dim) => Some(DimSize::Derived(dim)),
+        None => Some(DimSize::Sym(total)),
+    }
+}
+
+/// A reduction over `dim` (every dimension without one), keeping reduced dimensions as 1 under
+/// `keepdim=True`.
+fn reduction(
+    input: &TensorDims,
+    name: &str,
+    call: &ast::ExprCall,
+    exprs: &[Expr],
+) -> Option<TensorDims> {
+    let catalogue::ShapeRule::Reduction { .. } = catalogue::shape_rule(name)? else {
+        return None;
+    };
+    let sizes = input.all_sizes()?;
+    let keepdim = call
+        .arguments
+        .find_keyword("keepdim")
+        .map(|keyword| &keyword.value)
+        .or_else(|| exprs.get(1))
+        .is_some_and(|value| matches!(value, Expr::BooleanLiteral(literal) if literal.value));
+    let dim_expr = call
+        .arguments
+        .find_keyword("dim")
+        .map(|keyword| &keyword.value)
+        .or_else(|| exprs.first().filter(|_| name != "norm"));
+    let reduced: Vec<usize> = match dim_expr {
+        None => (0..sizes.len()).collect(),
+        Some(Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })) => {
+            elts.iter()
+                .map(|elt| input.index(names::int_literal(elt)?))
+                .collect::<Option<_>>()?
+        }
+        Some(expr) => vec![input.index(names::int_literal(expr)?)?],
+    };
+    if dim_expr.is_none() && !keepdim {
+        return Some(TensorDims::from_sizes(Vec::new()));
+    }
+    let one = || Some(DimSize::Sym(SymSize::constant(1)));
+    let result = sizes
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, size)| match (reduced.contains(&index), keepdim) {
+            (false, _) => Some(size),
+            (true, true) => Some(one()),
+            (true, false) => None,
+        })
+        .collect();
+    Some(TensorDims::from_sizes(result))
+}
+
+/// `torch.cat(tensors, dim)`: the sizes along `dim` add up; the others must agree (the first
+/// tensor's are kept). `torch.stack` inserts a new dimension of the count instead.
+pub(super) fn concatenate(
+    parts: &[&TensorDims],
+    dim: i64,
+    stack: bool,
+    forced: &mut Vec<(SymSize, SymSize)>,
+) -> Option<TensorDims> {
+    let first = parts.first()?;
+    let sizes = first.all_sizes()?;
+    if stack {
+        let count = i64::try_from(parts.len()).ok()?;
+        let rank = i64::try_from(sizes.len()).ok()?;
+        let index = usize::try_from(if dim < 0 { rank + 1 + dim } else { dim }).ok()?;
+        if index > sizes.len()
+            || parts
+                .iter()
+                .any(|part| part.all_sizes().is_none_or(|other| other != sizes))
+        {
+            return None;
+        }
+        let mut sizes = sizes;
+        sizes.insert(index, Some(DimSize::Sym(SymSize::constant(count))));
+        return Some(TensorDims::from_sizes(sizes));
+    }
+    let index = first.index(dim)?;
+    if index >= sizes.len() {
+        return None;
+    }
+    let mut total = sizes[index].as_ref()?.sym()?.clone();
+    for part in &parts[1..] {
+        let other = part.all_sizes()?;
+        if other.len() != sizes.len() {
+            return None;
+        }
+        for (at, (mine, theirs)) in sizes.iter().zip(&other).enumerate() {
+            if at == index {
+                continue;
+            }
+            if let (Some(DimSize::Sym(mine)), Some(DimSize::Sym(theirs))) = (mine, theirs) {
+                if mine != theirs {
+                    forced.push((mine.clone(), theirs.clone()));
+                }
+            }
+        }
+        total = total.add(other[index].as_ref()?.sym()?)?;
+    }
+    let mut sizes = sizes;
+    sizes[index] = Some(DimSize::Sym(total));
+    Some(TensorDims::from_sizes(sizes))
+}
+
+/// `a @ b` / `torch.matmul(a, b)`: the contracted sizes must agree; batch dimensions broadcast.
+pub(super) fn matmul(
+    a: &TensorDims,
+    b: &TensorDims,
+    forced: &mut Vec<(SymSize, SymSize)>,
+) -> Option<TensorDims> {
+    let (left, right) = (a.all_sizes()?, b.all_sizes()?);
+    if left.len() < 2 || right.len() < 2 {
+        return None;
+    }
+    let (left_batch, left_matrix) = left.split_at(left.len() - 2);
+    let (right_batch, right_matrix) = right.split_at(right.len() - 2);
+    if let (Some(DimSize::Sym(inner_left)), Some(DimSize::Sym(inner_right))) =
+        (&left_matrix[1], &right_matrix[0])
+    {
+        if inner_left != inner_right {
+            forced.push((inner_left.clone(), inner_right.clone()));
+        }
+    }
+    let batch = broadcast(
+        &TensorDims::from_sizes(left_batch.to_vec()),
+        &TensorDims::from_sizes(right_batch.to_vec()),
+    );
+    forced.extend(batch.forced);
+    let mut sizes = batch.dims?.all_sizes()?;
+    sizes.push(left_matrix[0].clone());
+    sizes.push(right_matrix[1].clone());
+    Some(TensorDims::from_sizes(sizes))
+}
+
+/// `x[...]` with integers, slices, `None` and `...`: the shape of the view. `None` for an index
+/// by a tensor (a gather or a mask), which the caller handles.
+pub(super) fn index_shape(
+    input: &TensorDims,
+    slice: &Expr,
+    bound: &mut dyn FnMut(&Expr) -> Option<SymSize>,
+) -> Option<TensorDims> {
+    let sizes = input.all_sizes()?;
+    let items: Vec<&Expr> = match slice {
+        Expr::Tuple(tuple) => tuple.elts.iter().collect(),
+        single => vec![single],
+    };
+    let consumed = items
+        .iter()
+        .filter(|item| !matches!(item, Expr::NoneLiteral(_) | Expr::EllipsisLiteral(_)))
+        .count();
+    if consumed > sizes.len() {
+        return None;
+    }
+    let mut result = Vec::new();
+    let mut position = 0;
+    for item in items {
+        match item {
+            Expr::NoneLiteral(_) => result.push(Some(DimSize::Sym(SymSize::constant(1)))),
+            Expr::EllipsisLiteral(_) => {
+                let skipped = sizes.len() - consumed;
+                result.extend_from_slice(&sizes[position..position + skipped]);
+                position += skipped;
+            }
+            Expr::Slice(range) => {
+                let size = sizes.get(position)?.clone();
+                result.push(slice_size(size, range, bound)?.0);
+                position += 1;
+            }
+            item if names::int_literal(item).is_some() => position += 1,
+            _ => return None,
+        }
+    }
+    result.extend_from_slice(sizes.get(position..)?);
+    Some(TensorDims::from_sizes(result))
+}
+
+/// The length of `start:stop:step` over a dimension of `size`; `Some(None)` is a static size
+/// the analysis does not know.
+/// The size of a sliced dimension: known or dynamic (`Some`), or static of a size the analysis
+/// does not know (`None`).
+struct Sliced(Option<DimSize>);
+
+fn slice_size(
+    size: Option<DimSize>,
+    range: &ast::ExprSlice,
+    bound: &mut dyn FnMut(&Expr) -> Option<SymSize>,
+) -> Option<Sliced> {
+    let stride = match &range.step {
+        None => 1,
+        Some(step) => names::int_literal(step).filter(|step| *step > 0)?,
+    };
+    // Slicing a size the analysis cannot write (or a static one it does not know) leaves one
+    // of the same kind.
+    let Some(DimSize::Sym(sym)) = size else {
+        return Some(Sliced(size));
+    };
+    let start = match range.lower.as_deref().map(names::int_literal) {
+        None => 0,
+        Some(Some(start)) => start,
+        Some(None) => return Some(Sliced(unknown_like(&sym))),
+    };
+    let end = match &range.upper {
+        None => None,
+        Some(upper) => match names::int_literal(upper) {
+            Some(end) => Some(SymSize::constant(end)),
+            None => match bound(upper) {
+                Some(end) => Some(end),
+                None => return Some(Sliced(unknown_like(&sym))),
+            },
+        },
+    };
+    let length = match (sym.as_constant(), &end) {
+        (Some(total), end) => {
+            let end = match end {
+                None => total,
+                Some(end) => match end.as_constant() {
+                    Some(end) if end < 0 => (total + end).max(0),
+                    Some(end) => end.min(total),
+                    // Up to a dynamic size: at most `total`, which the exporter guards.
+                    None => return Some(Sliced(Some(DimSize::Sym(end.clone())))),
+                },
+            };
+            let start = if start < 0 {
+                (total + start).max(0)
+            } else {
+                start.min(total)
+            };
+            SymSize::constant((end - start).max(0))
+        }
+        (None, None) if start >= 0 => sym.sub(&SymSize::constant(start))?,
+        // `x[:, :n]` with `n` a dynamic size: `n` (the exporter guards `n <= size`).
+        (None, Some(end)) if start == 0 && end.is_dynamic() => end.clone(),
+        // A literal bound on a dynamic size is `min(bound, size)`, a negative start
+        // `min(-start, size)`: not linear.
+        _ => return Some(Sliced(unknown_like(&sym))),
+    };
+    let length = if stride == 1 {
+        length
+    } else {
+        length
+            .add(&SymSize::constant(stride - 1))?
+            .floor_div(&SymSize::constant(stride))?
+    };
+    Some(Sliced(Some(DimSize::Sym(length))))
+}
+
+/// A size computed from `sym` that the expressions cannot write: static if `sym` is.
+fn unknown_like(sym: &SymSize) -> Option<DimSize> {
+    sym.dims().next().map(|dim| DimSize::Derived(dim.clone()))
+}
+
+// -------------------------------------------------------------------------------------------
+// The interpreter's side: shapes of the values it computes, and the events of forced sizes.
+
+impl super::Interpreter<'_, '_> {
+    /// Records what `forced` requires, on the operation at `range`.
+    pub(super) fn record_forced(
+        &mut self,
+        forced: Vec<(SymSize, SymSize)>,
+        by: &super::Forcing,
+        range: ruff_text_size::TextRange,
+    ) {
+        for event in super::forced_events(forced, by) {
+            self.record(event, range);
+        }
+    }
+
+    /// The shape of `a <op> b` on two tensors: their broadcast, or their matrix product.
+    pub(super) fn combine_shapes(
+        &mut self,
+        a: &super::TensorInfo,
+        b: &super::TensorInfo,
+        op: ast::Operator,
+        range: ruff_text_size::TextRange,
+    ) -> Option<Rc<TensorDims>> {
+        let (Some(left), Some(right)) = (&a.dims, &b.dims) else {
+            return None;
+        };
+        if op == ast::Operator::MatMult {
+            let mut forced = Vec::new();
+            let dims = matmul(left, right, &mut forced);
+            self.record_forced(forced, &super::Forcing::Contraction, range);
+            return dims.map(Rc::new);
+        }
+        let Broadcast { dims, forced } = broadcast(left, right);
+        self.record_forced(forced, &super::Forcing::Broadcast, range);
+        dims.map(Rc::new)
+            .or_else(|| (left == right).then(|| left.clone()))
+    }
+
+    /// The shape of `tensor[slice]`, following slice bounds that are sizes (`:x.shape[1]`).
+    pub(super) fn index_dims(
+        &mut self,
+        dims: &TensorDims,
+        slice: &Expr,
+        env: &mut super::Env,
+    ) -> Option<TensorDims> {
+        // The bounds were evaluated already, with their events: read them again silently.
+        let emit = std::mem::replace(&mut self.emit, false);
+        let dims = index_shape(dims, slice, &mut |bound| self.eval(bound, env).as_sym());
+        self.emit = emit;
+        dims
+    }
+
+    /// Calls a layer on `args`: its output's shape, and the size its constructor forces.
+    pub(super) fn layer_call(
+        &mut self,
+        layer: &LayerInfo,
+        args: &[Value],
+        range: ruff_text_size::TextRange,
+    ) -> Value {
+        match args.first() {
+            Some(Value::Tensor(info)) => {
+                let applied = info.dims.as_ref().map(|dims| apply_layer(layer, dims));
+                let mut dims = None;
+                if let Some(LayerApplied {
+                    dims: output,
+                    forced,
+                }) = applied
+                {
+                    if let Some((size, expected, parameter)) = forced {
+                        if !info.assumed {
+                            let class = layer.qualified.rsplit('.').next().unwrap_or_default();
+                            self.record_forced(
+                                vec![(size, SymSize::constant(expected))],
+                                &super::Forcing::Layer {
+                                    class: class.to_owned(),
+                                    parameter,
+                                },
+                                range,
+                            );
+                        }
+                    }
+                    dims = output.map(Rc::new);
+                }
+                Value::Tensor(super::TensorInfo {
+                    dims,
+                    assumed: info.assumed,
+                    ..super::TensorInfo::default()
+                })
+            }
+            _ => Value::opaque_tensor(),
+        }
+    }
+}
