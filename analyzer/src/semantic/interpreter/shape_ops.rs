@@ -178,33 +178,28 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                 forced: channel,
             }
         }
-        LayerShape::Pool { spatial } => {
+        LayerShape::Pool { spatial } | LayerShape::AdaptivePool { spatial } => {
+            // Each of the last `spatial` sizes through the window, or to the output size.
+            let pooled = |size: Option<DimSize>| match shape {
+                LayerShape::Pool { .. } => {
+                    let kernel = layer.size("kernel_size")?;
+                    Window::of(layer, kernel, kernel).output(size)
+                }
+                _ => Some(DimSize::Sym(SymSize::constant(layer.size("output_size")?))),
+            };
             let dims = sizes.and_then(|mut sizes| {
-                if sizes.len() < spatial + 1 {
-                    return None;
-                }
-                let kernel = layer.size("kernel_size")?;
-                let window = Window::of(layer, kernel, kernel);
-                let first = sizes.len() - spatial;
+                let first = sizes
+                    .len()
+                    .checked_sub(spatial)
+                    .filter(|first| *first >= 1)?;
+                // Without its size argument the layer's output is not known: no shape.
+                let parameter = match shape {
+                    LayerShape::Pool { .. } => "kernel_size",
+                    _ => "output_size",
+                };
+                layer.size(parameter)?;
                 for size in &mut sizes[first..] {
-                    *size = window.output(size.take());
-                }
-                Some(TensorDims::from_sizes(sizes))
-            });
-            LayerApplied {
-                dims: dims.or_else(batch_only),
-                forced: None,
-            }
-        }
-        LayerShape::AdaptivePool { spatial } => {
-            let dims = sizes.and_then(|mut sizes| {
-                if sizes.len() < spatial + 1 {
-                    return None;
-                }
-                let output = layer.size("output_size")?;
-                let first = sizes.len() - spatial;
-                for size in &mut sizes[first..] {
-                    *size = Some(DimSize::Sym(SymSize::constant(output)));
+                    *size = pooled(size.take());
                 }
                 Some(TensorDims::from_sizes(sizes))
             });

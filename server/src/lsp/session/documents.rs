@@ -359,19 +359,22 @@ impl Session {
         Some(diagnostics::merge(&statics, &traced))
     }
 
+    /// An open document's text and path, unless it is too large to analyse.
+    fn analysable_text(&self, uri: &Uri) -> Option<(String, Option<std::path::PathBuf>)> {
+        let (text, path) = self
+            .documents
+            .get(uri)
+            .map(|open| (open.document.text(), open.path.clone()))?;
+        (text.len() <= MAX_ANALYSED_BYTES).then_some((text, path))
+    }
+
     /// The outline of an open document, with its text (the outline's offsets are into it) and
     /// its settings. Blocking: parses the document. `None` when it is not open.
     pub fn outline(
         &self,
         uri: &Uri,
     ) -> Option<(String, Vec<pt2lsp_analyzer::OutlineSymbol>, Resolved)> {
-        let (text, path) = self
-            .documents
-            .get(uri)
-            .map(|open| (open.document.text(), open.path.clone()))?;
-        if text.len() > MAX_ANALYSED_BYTES {
-            return None;
-        }
+        let (text, path) = self.analysable_text(uri)?;
         let place = path
             .as_deref()
             .filter(|path| workspace::is_python(path))
@@ -391,13 +394,7 @@ impl Session {
     /// which takes milliseconds, so every answer is of the version the client sees now.
     /// `None` when the document is not open or too large.
     pub fn shapes(&self, uri: &Uri) -> Option<(String, Vec<pt2lsp_analyzer::ShapeHint>, Resolved)> {
-        let (text, path) = self
-            .documents
-            .get(uri)
-            .map(|open| (open.document.text(), open.path.clone()))?;
-        if text.len() > MAX_ANALYSED_BYTES {
-            return None;
-        }
+        let (text, path) = self.analysable_text(uri)?;
         let settings = self.resolve_settings(path.as_deref());
         let report = self.check(&text, path.as_deref(), &settings);
         Some((text, report.shapes, settings))
