@@ -556,16 +556,13 @@ pub(crate) fn layer_parameters(shape: LayerShape) -> &'static [&'static str] {
     }
 }
 
-/// Tensor methods that move dimensions, and the functions of the same name, whose result
-/// shape the interpreter computes from the arguments (`torch.cat`, `x.view`, `x.permute`).
+/// Tensor methods that move dimensions, and the torch functions of the same name with the
+/// tensor first, whose result shape the interpreter computes from the arguments (`x.view`,
+/// `torch.flatten(x, 1)`). Concatenation and matrix products are followed on their own, with
+/// the sizes they force equal.
 pub(crate) const SHAPE_OPS: &[&str] = &[
-    "cat",
-    "concat",
-    "concatenate",
-    "stack",
-    "matmul",
-    "mm",
-    "bmm",
+    "view",
+    "reshape",
     "transpose",
     "swapaxes",
     "t",
@@ -573,11 +570,7 @@ pub(crate) const SHAPE_OPS: &[&str] = &[
     "unsqueeze",
     "squeeze",
     "flatten",
-    "view",
-    "reshape",
     "expand",
-    "repeat",
-    "linear",
 ];
 
 /// Functions that make a tensor of the sizes they are given.

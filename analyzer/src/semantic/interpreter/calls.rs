@@ -259,17 +259,8 @@ impl Interpreter<'_, '_> {
                     .find_keyword("dim")
                     .map(|keyword| &keyword.value)
                     .or_else(|| call.arguments.args.first().filter(|_| name != "norm"));
-                if let Some(dims) = info
-                    .dims
-                    .as_ref()
-                    .and_then(|dims| shape_ops::method_shape(dims, name, call, args, &call.arguments.args))
-                {
-                    return Value::Tensor(TensorInfo {
-                        dims: Some(Rc::new(dims)),
-                        maybe_none: false,
-                        opaque: false,
-                        ..info.clone()
-                    });
+                if let Some(value) = shaped_method(info, name, call, args) {
+                    return value;
                 }
                 if dim.and_then(names::int_literal).is_some_and(|dim| dim != 0) {
                     return Value::Tensor(TensorInfo {
@@ -282,26 +273,8 @@ impl Interpreter<'_, '_> {
             _ => {}
         }
         let _ = kwargs;
-        if !info.data_dependent_shape
-            && (catalogue::SHAPE_OPS.contains(&name)
-                || matches!(
-                    catalogue::shape_rule(name),
-                    Some(catalogue::ShapeRule::Reduction { .. })
-                ))
-        {
-            let dims = info.dims.as_ref().and_then(|dims| {
-                shape_ops::method_shape(dims, name, call, args, &call.arguments.args)
-            });
-            if let Some(dims) = dims {
-                if catalogue::tensor_method(name) != MethodResult::Tensors {
-                    return Value::Tensor(TensorInfo {
-                        dims: Some(Rc::new(dims)),
-                        maybe_none: false,
-                        opaque: false,
-                        ..info.clone()
-                    });
-                }
-            }
+        if let Some(value) = shaped_method(info, name, call, args) {
+            return value;
         }
         match catalogue::tensor_method(name) {
             MethodResult::DataScalar => Value::DataScalar(Interval::default()),
@@ -1024,13 +997,6 @@ impl Interpreter<'_, '_> {
         args: &[Value],
         assumed: bool,
     ) -> Option<Value> {
-        let tensor = |dims: Option<TensorDims>| {
-            Value::Tensor(TensorInfo {
-                dims: dims.map(Rc::new),
-                assumed,
-                ..TensorInfo::default()
-            })
-        };
         match name {
             "cat" | "concat" | "concatenate" | "stack" => {
                 let Some(Value::Tuple(items)) = args.first() else {
@@ -1073,20 +1039,17 @@ impl Interpreter<'_, '_> {
                     return None;
                 };
                 let dims = self.combine_shapes(a, b, ast::Operator::MatMult, call.range());
-                Some(tensor(dims.map(|dims| (*dims).clone())))
+                Some(Value::Tensor(TensorInfo {
+                    dims,
+                    assumed,
+                    ..TensorInfo::default()
+                }))
             }
-            _ if catalogue::SHAPE_OPS.contains(&name)
-                || matches!(
-                    catalogue::shape_rule(name),
-                    Some(catalogue::ShapeRule::Reduction { .. })
-                ) =>
-            {
+            _ if moves_dimensions(name) => {
                 let Some(Value::Tensor(info)) = args.first() else {
                     return None;
                 };
-                if info.data_dependent_shape
-                    || catalogue::tensor_method(name) == MethodResult::Tensors
-                {
+                if info.data_dependent_shape {
                     return None;
                 }
                 let dims = info.dims.as_ref().and_then(|dims| {
@@ -1107,6 +1070,36 @@ impl Interpreter<'_, '_> {
             _ => None,
         }
     }
+}
+
+/// A method that moves dimensions or reduces (`x.view(b, -1)`, `x.sum(dim=1)`) on a tensor of
+/// known shape: the tensor it returns, when its shape can be computed.
+fn shaped_method(
+    info: &TensorInfo,
+    name: &str,
+    call: &ast::ExprCall,
+    args: &[Value],
+) -> Option<Value> {
+    if info.data_dependent_shape || !moves_dimensions(name) {
+        return None;
+    }
+    let dims =
+        shape_ops::method_shape(info.dims.as_ref()?, name, call, args, &call.arguments.args)?;
+    Some(Value::Tensor(TensorInfo {
+        dims: Some(Rc::new(dims)),
+        maybe_none: false,
+        opaque: false,
+        ..info.clone()
+    }))
+}
+
+/// Whether `shape_ops::method_shape` may compute what op `name` does to shapes.
+fn moves_dimensions(name: &str) -> bool {
+    catalogue::SHAPE_OPS.contains(&name)
+        || matches!(
+            catalogue::shape_rule(name),
+            Some(catalogue::ShapeRule::Reduction { .. })
+        )
 }
 
 /// The first dimension of `dims`, the others untracked: what a layer that keeps the batch

@@ -132,6 +132,39 @@ impl Env {
     }
 }
 
+/// The shape of a tensor a name held while tracing, for the editor.
+struct NamedShape {
+    dims: Rc<TensorDims>,
+    binding: bool,
+    changed: bool,
+}
+
+impl NamedShape {
+    /// The hint for the name at `range`, when the shape can be written.
+    fn hint(self, range: TextRange) -> Option<crate::ShapeHint> {
+        let shape = self.dims.render()?;
+        let mut dims: Vec<(String, TextRange)> = Vec::new();
+        for (_, size) in &self.dims.sizes {
+            let declared: Vec<&Rc<DimDecl>> = match size {
+                super::value::DimSize::Sym(sym) => sym.dims().collect(),
+                super::value::DimSize::Derived(dim) => vec![dim],
+            };
+            for dim in declared {
+                if !dims.iter().any(|(name, _)| *name == dim.name) {
+                    dims.push((dim.name.clone(), dim.range));
+                }
+            }
+        }
+        Some(crate::ShapeHint {
+            range,
+            shape,
+            binding: self.binding,
+            changed: self.changed,
+            dims,
+        })
+    }
+}
+
 pub(crate) struct Interpreter<'m, 'a> {
     model: &'m SemanticModel<'a>,
     events: Vec<Event>,
@@ -157,7 +190,7 @@ pub(crate) struct Interpreter<'m, 'a> {
     reached: HashSet<Site>,
     /// The shapes of tensors named in file 0, by the name's range; `None` where evaluations
     /// disagree (a helper called with different shapes).
-    shapes: HashMap<TextRange, Option<crate::ShapeHint>>,
+    shapes: HashMap<TextRange, Option<NamedShape>>,
 }
 
 impl<'m, 'a> Interpreter<'m, 'a> {
@@ -268,13 +301,17 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             interpreter.frames.clear();
             interpreter.file = 0;
         }
-        let mut shapes: Vec<crate::ShapeHint> =
-            interpreter.shapes.into_values().flatten().collect();
+        let mut shapes: Vec<crate::ShapeHint> = interpreter
+            .shapes
+            .into_iter()
+            .filter_map(|(range, seen)| seen?.hint(range))
+            .collect();
         shapes.sort_by_key(|hint| hint.range.start());
         (interpreter.events, interpreter.reached, shapes)
     }
 
-    /// Notes the shape of the tensor `value` named at `range`, when the analysis can write it.
+    /// Notes the shape of the tensor `value` named at `range`. Only the shape is kept here (a
+    /// name is read on every evaluation); it is written out once, at the end of the run.
     pub(super) fn note_shape(
         &mut self,
         range: TextRange,
@@ -285,50 +322,30 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         if !self.emit || self.file != 0 {
             return;
         }
-        let Value::Tensor(info) = value else {
-            return;
-        };
-        let Some(shape) = info
-            .dims
-            .as_ref()
-            .filter(|_| !info.assumed)
-            .and_then(|dims| dims.render())
+        let Value::Tensor(TensorInfo {
+            dims: Some(dims),
+            assumed: false,
+            ..
+        }) = value
         else {
             return;
         };
-        let previous = match previous {
-            Some(Value::Tensor(previous)) => previous.dims.as_ref().and_then(|dims| dims.render()),
-            _ => None,
-        };
-        let mut dims: Vec<(String, TextRange)> = Vec::new();
-        if let Some(tensor) = &info.dims {
-            for (_, size) in &tensor.sizes {
-                let declared: Vec<&Rc<DimDecl>> = match size {
-                    super::value::DimSize::Sym(sym) => sym.dims().collect(),
-                    super::value::DimSize::Derived(dim) => vec![dim],
-                };
-                for dim in declared {
-                    if !dims.iter().any(|(name, _)| *name == dim.name) {
-                        dims.push((dim.name.clone(), dim.range));
-                    }
-                }
-            }
-        }
-        let hint = crate::ShapeHint {
-            range,
-            changed: binding && previous.as_ref() != Some(&shape),
-            shape,
-            binding,
-            dims,
-        };
+        let changed = binding
+            && !matches!(previous, Some(Value::Tensor(TensorInfo { dims: Some(before), .. })) if before == dims);
         self.shapes
             .entry(range)
             .and_modify(|seen| {
-                if seen.as_ref().is_some_and(|seen| seen.shape != hint.shape) {
+                if seen.as_ref().is_some_and(|seen| seen.dims != *dims) {
                     *seen = None;
                 }
             })
-            .or_insert(Some(hint));
+            .or_insert_with(|| {
+                Some(NamedShape {
+                    dims: Rc::clone(dims),
+                    binding,
+                    changed,
+                })
+            });
     }
 
     /// Evaluates a module-level expression (an alias, a base class) of file `file` without

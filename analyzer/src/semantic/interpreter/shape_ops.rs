@@ -574,7 +574,10 @@ fn reduction(
     call: &ast::ExprCall,
     exprs: &[Expr],
 ) -> Option<TensorDims> {
-    let catalogue::ShapeRule::Reduction { .. } = catalogue::shape_rule(name)? else {
+    let catalogue::ShapeRule::Reduction {
+        indices_with_dim, ..
+    } = catalogue::shape_rule(name)?
+    else {
         return None;
     };
     let sizes = input.all_sizes()?;
@@ -598,6 +601,10 @@ fn reduction(
         }
         Some(expr) => vec![input.index(names::int_literal(expr)?)?],
     };
+    // `x.max(dim=1)` is a `(values, indices)` pair, not one tensor.
+    if indices_with_dim && dim_expr.is_some() {
+        return None;
+    }
     if dim_expr.is_none() && !keepdim {
         return Some(TensorDims::from_sizes(Vec::new()));
     }
@@ -849,7 +856,6 @@ impl super::Interpreter<'_, '_> {
         let Broadcast { dims, forced } = broadcast(left, right);
         self.record_forced(forced, &super::Forcing::Broadcast, range);
         dims.map(Rc::new)
-            .or_else(|| (left == right).then(|| left.clone()))
     }
 
     /// The shape of `tensor[slice]`, following slice bounds that are sizes (`:x.shape[1]`).
