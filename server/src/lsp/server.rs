@@ -113,7 +113,7 @@ impl LanguageServer for Server {
 
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
         let session = Arc::clone(&self.session);
-        guarded(async move { Ok(handlers::hover::hover(&session, &params)) }).await
+        guarded(async move { Ok(handlers::hover::hover(session, params).await) }).await
     }
 
     async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {

@@ -5,6 +5,7 @@
 //! click away, not in the way of the code.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use pt2lsp_analyzer::{Applicability, Rule};
 use tower_lsp_server::ls_types::{
@@ -17,9 +18,22 @@ use crate::lsp::document::TextPositions;
 use crate::lsp::diagnostics::{CONFIRMED_SOURCE, DiagnosticData, TRACE_SOURCE, doc_url};
 use crate::lsp::session::Session;
 
-pub fn hover(session: &Session, params: &HoverParams) -> Option<Hover> {
-    let uri = &params.text_document_position_params.text_document.uri;
+pub async fn hover(session: Arc<Session>, params: HoverParams) -> Option<Hover> {
+    let uri = params
+        .text_document_position_params
+        .text_document
+        .uri
+        .clone();
     let position = params.text_document_position_params.position;
+    // The shapes may need an analysis of the text: off the async threads.
+    let shape = {
+        let (session, uri) = (Arc::clone(&session), uri.clone());
+        tokio::task::spawn_blocking(move || shape_at(&session, &uri, position))
+            .await
+            .ok()
+            .flatten()
+    };
+    let uri = &uri;
     let Some(current) = session.current_diagnostics(uri) else {
         crate::lsp::log_stderr(&format!(
             "hover on a document that is not open: {}",
@@ -33,7 +47,7 @@ pub fn hover(session: &Session, params: &HoverParams) -> Option<Hover> {
         .collect();
     let mut value = String::new();
     let mut range = hits.first().map(|hit| hit.range);
-    if let Some((shape, shape_range)) = shape_at(session, uri, position) {
+    if let Some((shape, shape_range)) = shape {
         value.push_str(&shape);
         range = range.or(Some(shape_range));
     }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use pt2lsp_analyzer::{Report, SourceFile, check_file, check_file_summarized};
+use pt2lsp_analyzer::{Report, ShapeHint, SourceFile, check_file, check_file_summarized};
 use ropey::Rope;
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
 
@@ -50,6 +50,14 @@ pub struct OpenDocument {
     /// publication; those of another version are stale, so an edit publishes static
     /// diagnostics only until the next trace.
     pub(super) statics: Option<(i32, Arc<Vec<lsp::Diagnostic>>)>,
+    /// The tensor shapes the same analysis inferred, for hover and inlay hints.
+    pub(super) shapes: Option<(i32, Arc<Vec<ShapeHint>>)>,
+}
+
+/// One analysis of a text: its diagnostics for the protocol and the shapes it inferred.
+struct Analysed {
+    diagnostics: Vec<lsp::Diagnostic>,
+    shapes: Vec<ShapeHint>,
 }
 
 /// What one analysis works on: a copy of the document as it was when the analysis started.
@@ -82,6 +90,7 @@ impl Session {
                 ticket: 0,
                 runner: None,
                 statics: None,
+                shapes: None,
             },
         );
     }
@@ -222,8 +231,9 @@ impl Session {
                 }
                 open.runner = None;
                 match &outcome {
-                    Ok(Some(lsp)) => {
-                        let statics = Arc::new(lsp.clone());
+                    Ok(Some(analysed)) => {
+                        let statics = Arc::new(analysed.diagnostics.clone());
+                        open.shapes = Some((version, Arc::new(analysed.shapes.clone())));
                         let traced = open
                             .normalized
                             .as_deref()
@@ -259,7 +269,7 @@ impl Session {
 
     /// Analyses one snapshot and converts the result for the protocol. Blocking. `None` when
     /// the snapshot is already stale, which spares the work.
-    fn diagnose(&self, uri: &Uri, snapshot: Snapshot) -> Option<Vec<lsp::Diagnostic>> {
+    fn diagnose(&self, uri: &Uri, snapshot: Snapshot) -> Option<Analysed> {
         if !self.is_current(uri, snapshot.ticket) {
             return None;
         }
@@ -268,7 +278,7 @@ impl Session {
         Some(self.analyse_text(uri, &text, snapshot.path.as_deref(), snapshot.version, true))
     }
 
-    /// The static diagnostics of one text, for the protocol. Blocking. With `track`, the
+    /// The static diagnostics of one text, for the protocol, and its shapes. Blocking. With `track`, the
     /// file's summary in the index follows the text (see [`Session::check_tracked`]).
     fn analyse_text(
         &self,
@@ -277,7 +287,7 @@ impl Session {
         path: Option<&Path>,
         version: i32,
         track: bool,
-    ) -> Vec<lsp::Diagnostic> {
+    ) -> Analysed {
         if text.len() > MAX_ANALYSED_BYTES {
             self.log(
                 MessageType::WARNING,
@@ -287,7 +297,10 @@ impl Session {
                     text.len()
                 ),
             );
-            return Vec::new();
+            return Analysed {
+                diagnostics: Vec::new(),
+                shapes: Vec::new(),
+            };
         }
         let settings = self.resolve_settings(path);
         let report = match path {
@@ -295,11 +308,14 @@ impl Session {
             _ => self.check(text, path, &settings),
         };
         let positions = TextPositions::new(text);
-        report
-            .diagnostics
-            .iter()
-            .map(|d| diagnostics::to_lsp(d, &positions, version))
-            .collect()
+        Analysed {
+            diagnostics: report
+                .diagnostics
+                .iter()
+                .map(|d| diagnostics::to_lsp(d, &positions, version))
+                .collect(),
+            shapes: report.shapes,
+        }
     }
 
     /// Runs the analyzer on one text. Blocking.
@@ -390,14 +406,28 @@ impl Session {
     }
 
     /// The tensor shapes the analysis infers in an open document's current text, with that
-    /// text (the hints' offsets are into it) and its settings. Blocking: analyses the text,
-    /// which takes milliseconds, so every answer is of the version the client sees now.
-    /// `None` when the document is not open or too large.
-    pub fn shapes(&self, uri: &Uri) -> Option<(String, Vec<pt2lsp_analyzer::ShapeHint>, Resolved)> {
-        let (text, path) = self.analysable_text(uri)?;
+    /// text (the hints' offsets are into it) and its settings: those of the analysis published
+    /// for the current version, or, before it ends, of an analysis of the text run here
+    /// (milliseconds), so an answer is never of an older version. Blocking. `None` when the
+    /// document is not open or too large.
+    pub fn shapes(&self, uri: &Uri) -> Option<(String, Arc<Vec<ShapeHint>>, Resolved)> {
+        // Text and shapes are read together: an edit between two reads would pair them wrongly.
+        let (text, path, published) = self.documents.get(uri).map(|open| {
+            let published = open
+                .shapes
+                .clone()
+                .filter(|(version, _)| *version == open.document.version());
+            (open.document.text(), open.path.clone(), published)
+        })?;
+        if text.len() > MAX_ANALYSED_BYTES {
+            return None;
+        }
         let settings = self.resolve_settings(path.as_deref());
-        let report = self.check(&text, path.as_deref(), &settings);
-        Some((text, report.shapes, settings))
+        let shapes = match published {
+            Some((_, shapes)) => shapes,
+            None => Arc::new(self.check(&text, path.as_deref(), &settings).shapes),
+        };
+        Some((text, shapes, settings))
     }
 
     /// What `textDocument/diagnostic` answers: what is pushed for the document's current
@@ -422,7 +452,9 @@ impl Session {
             let session = Arc::clone(self);
             let uri = uri.clone();
             tokio::task::spawn_blocking(move || {
-                session.analyse_text(&uri, &rope.to_string(), path.as_deref(), version, false)
+                session
+                    .analyse_text(&uri, &rope.to_string(), path.as_deref(), version, false)
+                    .diagnostics
             })
             .await
             .ok()?
