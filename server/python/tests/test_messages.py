@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
+from pt2lsp_worker.classify import classify
+from pt2lsp_worker.constraints import parse_constraint_violation, parse_suggested_fixes
+from pt2lsp_worker.data_dependent import data_dependent_code, data_dependent_message, symbol_origin
+from pt2lsp_worker.entrypoint import Target
+from pt2lsp_worker.examples import example_size_conflict, example_size_specializations
+from pt2lsp_worker.fake_kernels import missing_fake_kernel, normalize_op
+from pt2lsp_worker.findings import SuggestedFix
+from pt2lsp_worker.protocol import MESSAGE_LIMIT, RULES
+from pt2lsp_worker.pytree_types import unregistered_type
+from pt2lsp_worker.workspace import Workspace
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-import worker  # noqa: E402
-
 RECORDED = json.loads((HERE / "recorded.json").read_text())
 
 
@@ -30,8 +36,8 @@ class Guard(Exception):
 
 
 def test_a_dim_specialized_to_a_constant_suggests_the_constant_and_names_the_dim():
-    message, fixes, dims = worker.parse_constraint_violation(text("constraint_spec"))
-    assert fixes == [{"dim": "batch", "text": "batch = 8", "kind": "constant", "value": 8}]
+    message, fixes, dims = parse_constraint_violation(text("constraint_spec"))
+    assert fixes == [SuggestedFix("batch", "batch = 8", "constant", value=8)]
     assert dims == {"?batch": "batch"}
     assert message.startswith("Constraints violated (batch)!")
     assert "TORCH_LOGS" not in message
@@ -39,10 +45,10 @@ def test_a_dim_specialized_to_a_constant_suggests_the_constant_and_names_the_dim
 
 
 def test_a_guard_the_range_does_not_satisfy_names_the_input_dimension():
-    message, fixes, dims = worker.parse_constraint_violation(text("constraint_mul"))
+    message, fixes, dims = parse_constraint_violation(text("constraint_mul"))
     assert dims == {"L['x'].size()[0]": "batch"}
     assert "(and " in message and "more)" in message
-    assert len(message) <= worker.MESSAGE_LIMIT
+    assert len(message) <= MESSAGE_LIMIT
 
 
 def test_suggested_fixes_of_every_kind():
@@ -56,19 +62,20 @@ def test_suggested_fixes_of_every_kind():
         "\n"
         "The error above occurred when calling torch.export.export."
     )
-    fixes = worker.parse_suggested_fixes(block)
-    assert [fix["kind"] for fix in fixes] == ["range", "derived", "constant", "equal"]
-    assert (fixes[0]["min"], fixes[0]["max"]) == (2, 1024)
-    assert (fixes[1]["expr"], fixes[1]["root"]) == ("2*_w", "_w")
-    assert fixes[2]["value"] == 3
-    assert fixes[3]["to"] == "h"
-    assert worker.parse_suggested_fixes("no block here") == []
+    fixes = parse_suggested_fixes(block)
+    assert [fix.kind for fix in fixes] == ["range", "derived", "constant", "equal"]
+    assert (fixes[0].min, fixes[0].max) == (2, 1024)
+    assert (fixes[1].expr, fixes[1].root) == ("2*_w", "_w")
+    assert fixes[2].value == 3
+    assert fixes[3].to == "h"
+    assert parse_suggested_fixes("no block here") == []
 
 
 def test_an_unbounded_range_suggestion_keeps_no_bound():
-    fixes = worker.parse_suggested_fixes("Suggested fixes:\n  batch = Dim('batch', min=2, max=int_oo)\n")
-    assert fixes[0]["kind"] == "range"
-    assert fixes[0]["min"] == 2 and "max" not in fixes[0]
+    fixes = parse_suggested_fixes("Suggested fixes:\n  batch = Dim('batch', min=2, max=int_oo)\n")
+    assert fixes[0].kind == "range"
+    assert fixes[0].min == 2 and fixes[0].max is None
+    assert fixes[0].to_json() == {"dim": "batch", "text": "batch = Dim('batch', min=2, max=int_oo)", "kind": "range", "min": 2}
 
 
 def test_data_dependent_guards_are_told_apart_by_the_graph():
@@ -78,25 +85,25 @@ def test_data_dependent_guards_are_told_apart_by_the_graph():
         '    sym_size_int: "Sym(u0)" = torch.ops.aten.sym_size.int(nonzero, 0);  nonzero = None\n'
         '    gt: "Sym(u0 > 3)" = sym_size_int > 3;  sym_size_int = gt = None\n'
     )
-    assert worker.symbol_origin("u0", graph) == "size"
+    assert symbol_origin("u0", graph) == "size"
     scalar = (
         '    sum_1: "f32[]" = torch.ops.aten.sum.default(arg0_1);  arg0_1 = None\n'
         '    item: "Sym(u3)" = torch.ops.aten.item.default(sum_1);  sum_1 = None\n'
     )
-    assert worker.symbol_origin("u3", scalar) == "scalar"
+    assert symbol_origin("u3", scalar) == "scalar"
     boolean = (
         '    gt: "b8[]" = torch.ops.aten.gt.Scalar(arg0_1, 0);  arg0_1 = None\n'
         '    item: "Sym(u1)" = torch.ops.aten.item.default(gt);  gt = None\n'
     )
-    assert worker.symbol_origin("u1", boolean) == "bool"
-    assert worker.symbol_origin("u9", graph) is None
+    assert symbol_origin("u1", boolean) == "bool"
+    assert symbol_origin("u9", graph) is None
 
 
 def test_a_guard_on_a_size_like_symbol_is_a_data_dependent_shape_without_a_graph():
     guard = Guard(text("data_dependent_size"))
-    workspace = worker.Workspace("/nowhere/model.py", ["/nowhere"])
-    assert worker._data_dependent_code(guard, [guard], workspace, "") == "PT103"
-    message = worker._data_dependent_message(guard, "PT103")
+    workspace = Workspace("/nowhere/model.py", ["/nowhere"])
+    assert data_dependent_code(guard, [guard], workspace, "") == "PT103"
+    message = data_dependent_message(guard, "PT103")
     assert message.startswith("Could not guard on data-dependent expression u0 > 3: ")
     assert "unhinted" not in message and "Size-like" not in message
     assert "torch._check" in message
@@ -104,21 +111,21 @@ def test_a_guard_on_a_size_like_symbol_is_a_data_dependent_shape_without_a_graph
 
 def test_a_guard_on_a_float_from_item_is_a_data_dependent_scalar():
     guard = Guard(text("data_dependent_item"))
-    workspace = worker.Workspace("/nowhere/model.py", ["/nowhere"])
-    assert worker._data_dependent_code(guard, [guard], workspace, "") == "PT102"
+    workspace = Workspace("/nowhere/model.py", ["/nowhere"])
+    assert data_dependent_code(guard, [guard], workspace, "") == "PT102"
 
 
 def test_a_missing_fake_kernel_names_the_operator():
     error = RuntimeError(text("missing_fake"))
-    assert worker._missing_fake_kernel([error], text("missing_fake")) == "rec::nofake"
-    assert worker._normalize_op("rec.nofake.default") == "rec::nofake"
-    assert worker._normalize_op("rec::nofake.overload") == "rec::nofake"
+    assert missing_fake_kernel([error], text("missing_fake")) == "rec::nofake"
+    assert normalize_op("rec.nofake.default") == "rec::nofake"
+    assert normalize_op("rec::nofake.overload") == "rec::nofake"
 
 
 def test_every_code_the_worker_names_is_in_its_rule_list():
-    source = (HERE.parent / "worker.py").read_text()
+    source = "".join(path.read_text() for path in (HERE.parent / "pt2lsp_worker").glob("*.py"))
     named = set(re.findall(r'"(PT\d{3})"', source))
-    assert named == set(worker.RULES), named ^ set(worker.RULES)
+    assert named == set(RULES), named ^ set(RULES)
 
 
 class UserError(Exception):
@@ -141,11 +148,11 @@ class TwoInputs:
         return x, y
 
 
-def _entry(tmp_path: Path, source: str) -> tuple[worker.Workspace, worker.Target]:
+def _entry(tmp_path: Path, source: str) -> tuple[Workspace, Target]:
     path = tmp_path / "model.py"
     path.write_text(source)
-    workspace = worker.Workspace(str(path), [str(tmp_path)])
-    target = worker.Target()
+    workspace = Workspace(str(path), [str(tmp_path)])
+    target = Target()
     target.model = TwoInputs()
     target.model_binding = (str(path), "model")
     target.args_binding = (str(path), "example_args")
@@ -154,11 +161,11 @@ def _entry(tmp_path: Path, source: str) -> tuple[worker.Workspace, worker.Target
 
 
 def test_a_dim_specialized_to_0_or_1_is_the_example_size_and_nothing_else_is():
-    assert worker.example_size_specializations(text("constraint_size_one")) == {"batch": 1}
-    assert worker.example_size_specializations(text("constraint_size_zero")) == {"batch": 0}
+    assert example_size_specializations(text("constraint_size_one")) == {"batch": 1}
+    assert example_size_specializations(text("constraint_size_zero")) == {"batch": 0}
     # A constant the model's own code forces, or a guard on a range, stays a PT401.
-    assert worker.example_size_specializations(text("constraint_spec")) == {}
-    assert worker.example_size_specializations(text("constraint_mul")) == {}
+    assert example_size_specializations(text("constraint_spec")) == {}
+    assert example_size_specializations(text("constraint_mul")) == {}
 
 
 def test_a_batch_of_one_is_pt405_on_its_example_with_torchs_constant_kept_for_the_fix(tmp_path):
@@ -173,14 +180,14 @@ def test_a_batch_of_one_is_pt405_on_its_example_with_torchs_constant_kept_for_th
     )
     target.args = (object(), object())
     target.dynamic_shapes = {"x": None, "y": {0: Dim("batch")}}
-    found = worker.classify(UserError(text("constraint_size_one"), "CONSTRAINT_VIOLATION"), target, workspace, {})
-    assert found["code"] == "PT405"
-    assert (found["file"], found["line"]) == (str(tmp_path / "model.py"), 4)
-    assert "`batch`" in found["message"] and "2 or more" in found["message"]
-    assert found["fixes"] == [{"dim": "batch", "text": "batch = 1", "kind": "constant", "value": 1}]
+    found = classify(UserError(text("constraint_size_one"), "CONSTRAINT_VIOLATION"), target, workspace, {})
+    assert found.code == "PT405"
+    assert (found.file, found.line) == (str(tmp_path / "model.py"), 4)
+    assert "`batch`" in found.message and "2 or more" in found.message
+    assert found.fixes == [SuggestedFix("batch", "batch = 1", "constant", value=1)]
     # A constant other than 0 or 1 is the model's doing: PT401 on dynamic_shapes, as before.
-    found = worker.classify(UserError(text("constraint_spec"), "CONSTRAINT_VIOLATION"), target, workspace, {})
-    assert found["code"] == "PT401"
+    found = classify(UserError(text("constraint_spec"), "CONSTRAINT_VIOLATION"), target, workspace, {})
+    assert found.code == "PT401"
 
 
 def test_a_size_one_keyword_example_is_pt405_on_its_key_of_example_kwargs(tmp_path):
@@ -192,20 +199,20 @@ def test_a_size_one_keyword_example_is_pt405_on_its_key_of_example_kwargs(tmp_pa
     target.args = (object(),)
     target.kwargs = {"y": object()}
     target.dynamic_shapes = {"x": None, "y": {0: Dim("batch")}}
-    found = worker.classify(UserError(text("constraint_size_zero"), "CONSTRAINT_VIOLATION"), target, workspace, {})
-    assert (found["code"], found["line"]) == ("PT405", 4)
+    found = classify(UserError(text("constraint_size_zero"), "CONSTRAINT_VIOLATION"), target, workspace, {})
+    assert (found.code, found.line) == ("PT405", 4)
 
 
 def test_a_type_pytree_cannot_flatten_is_named_with_its_side():
-    assert worker.unregistered_type(text("unregistered_input")) == (
+    assert unregistered_type(text("unregistered_input")) == (
         "input",
         "pt147400_unregistered_dataclass.MyStaticInput",
     )
-    assert worker.unregistered_type(text("unregistered_output")) == (
+    assert unregistered_type(text("unregistered_output")) == (
         "output",
         "pt147400_unregistered_dataclass.MyStaticInput",
     )
-    assert worker.unregistered_type(text("missing_fake")) is None
+    assert unregistered_type(text("missing_fake")) is None
 
 
 class MyStaticInput:
@@ -216,19 +223,19 @@ def test_an_unregistered_example_input_is_pt404_on_its_element_of_example_args(t
     workspace, target = _entry(tmp_path, "model = M()\nexample_args = (\n    x,\n    MyStaticInput(1, 2),\n)\n")
     target.args = (1.0, [MyStaticInput()])
     message = text("unregistered_input").replace("pt147400_unregistered_dataclass", __name__)
-    found = worker.classify(ValueError(message), target, workspace, {})
-    assert (found["code"], found["line"]) == ("PT404", 4)
-    assert "register_dataclass(MyStaticInput)" in found["message"]
+    found = classify(ValueError(message), target, workspace, {})
+    assert (found.code, found.line) == ("PT404", 4)
+    assert "register_dataclass(MyStaticInput)" in found.message
 
 
 def test_an_example_size_the_dim_rejects_is_a_conflict_of_the_example():
-    message, key = worker.example_size_conflict("16 not in range [2, 8]")
+    message, key = example_size_conflict("16 not in range [2, 8]")
     assert key is None and "[2, 8]" in message
     hint = (
         "Found the following conflicts between user-specified ranges and inferred ranges from model tracing: "
         "- Received user-specified dim hint Dim.DYNAMIC(min=None, max=None), but export 0/1 specialized due to "
         "hint of 1 for dimension inputs['x'].shape[1]."
     )
-    message, key = worker.example_size_conflict(hint)
+    message, key = example_size_conflict(hint)
     assert key == "x" and "size 1" in message
-    assert worker.example_size_conflict(text("constraint_mul")) is None
+    assert example_size_conflict(text("constraint_mul")) is None

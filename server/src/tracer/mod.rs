@@ -2,7 +2,8 @@
 //! into diagnostics on the user's lines.
 //!
 //! User code runs only in a separate process, with the user's interpreter: the worker
-//! (`server/python/worker.py`, embedded in the binary), a zygote that imports torch once and
+//! (`server/python/worker.py` and its `pt2lsp_worker` package, embedded in the binary), a zygote
+//! that imports torch once and
 //! forks a child per job. The parts:
 //!
 //! - `python` — which interpreter runs the worker.

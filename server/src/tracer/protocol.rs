@@ -1,4 +1,4 @@
-//! The worker protocol, version 1: JSON lines over a Unix socket (see `server/python/worker.py`).
+//! The worker protocol, version 1: JSON lines over a Unix socket (see `server/python/pt2lsp_worker/`).
 //!
 //! Requests go from the manager to the worker (`Request`); the worker answers with one `Hello`
 //! after start-up and then `Event`s. A job's `Finding`s are already placed in the user's files:

@@ -1,4 +1,4 @@
-//! One worker process: a private directory, the embedded `worker.py`, the user's interpreter,
+//! One worker process: a private directory, the embedded worker package, the user's interpreter,
 //! the protocol socket, the handshake, and a clean end.
 //!
 //! The protocol runs over a Unix socket the worker connects to, bound inside a directory only
@@ -23,8 +23,48 @@ use std::time::{Duration, Instant};
 
 use super::protocol::{Event, Hello, PROTOCOL, Request};
 
-/// The worker's source, embedded so the binary is the whole installation.
-const WORKER_SOURCE: &str = include_str!("../../python/worker.py");
+/// Embeds one file of `server/python/` under its path there.
+macro_rules! worker_file {
+    ($path:literal) => {
+        ($path, include_str!(concat!("../../python/", $path)))
+    };
+}
+
+/// The worker's sources (its launcher and the `pt2lsp_worker` package), embedded so the binary is
+/// the whole installation; written into the worker's private directory at start. A test checks
+/// that every module of the package is here.
+const WORKER_FILES: &[(&str, &str)] = &[
+    worker_file!("worker.py"),
+    worker_file!("pt2lsp_worker/__init__.py"),
+    worker_file!("pt2lsp_worker/budget.py"),
+    worker_file!("pt2lsp_worker/channel.py"),
+    worker_file!("pt2lsp_worker/classify.py"),
+    worker_file!("pt2lsp_worker/constraints.py"),
+    worker_file!("pt2lsp_worker/data_dependent.py"),
+    worker_file!("pt2lsp_worker/divergence.py"),
+    worker_file!("pt2lsp_worker/draft.py"),
+    worker_file!("pt2lsp_worker/entrypoint.py"),
+    worker_file!("pt2lsp_worker/examples.py"),
+    worker_file!("pt2lsp_worker/exceptions.py"),
+    worker_file!("pt2lsp_worker/export.py"),
+    worker_file!("pt2lsp_worker/fake_kernels.py"),
+    worker_file!("pt2lsp_worker/findings.py"),
+    worker_file!("pt2lsp_worker/graph_breaks.py"),
+    worker_file!("pt2lsp_worker/job.py"),
+    worker_file!("pt2lsp_worker/locations.py"),
+    worker_file!("pt2lsp_worker/main.py"),
+    worker_file!("pt2lsp_worker/program_info.py"),
+    worker_file!("pt2lsp_worker/protocol.py"),
+    worker_file!("pt2lsp_worker/pytree_types.py"),
+    worker_file!("pt2lsp_worker/spec.py"),
+    worker_file!("pt2lsp_worker/text.py"),
+    worker_file!("pt2lsp_worker/trace.py"),
+    worker_file!("pt2lsp_worker/workspace.py"),
+    worker_file!("pt2lsp_worker/zygote.py"),
+];
+
+/// The launcher, among `WORKER_FILES`: the script the interpreter runs.
+const WORKER_LAUNCHER: &str = "worker.py";
 
 /// Bytes of the worker's own stdout and stderr kept for error messages.
 const TAIL_LIMIT: usize = 8 * 1024;
@@ -114,8 +154,14 @@ impl Worker {
         let io_error = |what: &str, error: io::Error| StartError {
             message: format!("cannot start the tracer: {what}: {error}"),
         };
-        let script = dir.join("worker.py");
-        fs::write(&script, WORKER_SOURCE).map_err(|e| io_error("writing worker.py", e))?;
+        for (path, source) in WORKER_FILES {
+            let file = dir.join(path);
+            if let Some(parent) = file.parent() {
+                fs::create_dir_all(parent).map_err(|e| io_error("writing the worker", e))?;
+            }
+            fs::write(&file, source).map_err(|e| io_error(&format!("writing {path}"), e))?;
+        }
+        let script = dir.join(WORKER_LAUNCHER);
         let socket = dir.join("s");
         let listener =
             UnixListener::bind(&socket).map_err(|e| io_error("binding its socket", e))?;
@@ -444,14 +490,49 @@ mod tests {
         assert_ne!(a, b);
     }
 
+    /// Every module of the worker package is embedded: one left out would be missing from the
+    /// directory the binary writes, and the worker would fail to import it only at run time.
+    #[test]
+    fn every_module_of_the_worker_package_is_embedded() {
+        let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/pt2lsp_worker");
+        let mut on_disk: Vec<String> = fs::read_dir(&package)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
+            .map(|path| {
+                format!(
+                    "pt2lsp_worker/{}",
+                    path.file_name().unwrap().to_string_lossy()
+                )
+            })
+            .collect();
+        on_disk.sort();
+        let mut embedded: Vec<String> = WORKER_FILES
+            .iter()
+            .map(|(path, _)| (*path).to_owned())
+            .filter(|path| path.starts_with("pt2lsp_worker/"))
+            .collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk);
+        assert!(
+            WORKER_FILES
+                .iter()
+                .any(|(path, _)| *path == WORKER_LAUNCHER)
+        );
+    }
+
     /// The worker's `RULES` (code and name of every rule it reports) against the analyzer's
     /// table: a code the worker reports must be a rule the server knows, under the same name.
     #[test]
     fn the_workers_rule_list_is_the_analyzers() {
-        let start = WORKER_SOURCE
+        let (_, protocol) = WORKER_FILES
+            .iter()
+            .find(|(path, _)| *path == "pt2lsp_worker/protocol.py")
+            .expect("the worker has a protocol module");
+        let start = protocol
             .find("\nRULES = {\n")
-            .expect("worker.py defines RULES");
-        let body = &WORKER_SOURCE[start..];
+            .expect("protocol.py defines RULES");
+        let body = &protocol[start..];
         let body = &body[..body.find("\n}\n").expect("RULES ends")];
         let listed: Vec<(&str, &str)> = body
             .lines()

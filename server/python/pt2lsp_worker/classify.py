@@ -1,0 +1,110 @@
+"""What a failed export means: one exception of torch.export, classified into a rule and placed
+on the user's line (or on the entrypoint's spec or examples when the failure is about them)."""
+
+from __future__ import annotations
+
+from .constraints import parse_constraint_violation
+from .data_dependent import data_dependent_code, data_dependent_message
+from .entrypoint import Target
+from .examples import (
+    all_dims,
+    example_size_conflict,
+    example_size_message,
+    example_size_specializations,
+    inputs_named,
+    inputs_with_dims,
+    place_on_examples,
+)
+from .exceptions import exception_chain, is_kind, qualified_name
+from .fake_kernels import missing_fake_kernel
+from .findings import Finding, Location, located
+from .graph_breaks import graph_break_code, unsupported_message
+from .locations import exception_location, library_frames, user_stack_in_message
+from .pytree_types import unregistered_finding, unregistered_type
+from .spec import blamed_spec_keys, keys_past_rank, place_on_spec, raised_in_dynamic_shapes
+from .text import first_lines, first_sentence, trim
+from .workspace import Workspace
+
+
+def classify(exc: BaseException, target: Target, workspace: Workspace, definitions: dict[str, Location]) -> Finding:
+    """The finding `exc` stands for; `definitions` are where custom operators are defined."""
+    chain = exception_chain(exc)
+    guard = next((e for e in chain if is_kind(e, "GuardOnDataDependentSymNode")), None)
+    user_error = next((e for e in chain if is_kind(e, "UserError")), None)
+    error_type = getattr(getattr(user_error, "error_type", None), "name", None)
+    unsupported = next((e for e in chain if is_kind(e, "Unsupported")), None)
+    messages = "\n".join(str(e) for e in chain)
+    location = exception_location(chain, workspace)
+    library = library_frames(chain, workspace)
+
+    def finding(code: str, message: str, where: Location | None = location, **facts) -> Finding:
+        return located(code, where, message, exception=qualified_name(exc), related=list(library), **facts)
+
+    if guard is not None:
+        code = data_dependent_code(guard, chain, workspace, str(getattr(guard, "partial_fx_graph", "") or ""))
+        return finding(code, data_dependent_message(guard, code), collectable=True)
+    if user_error is not None and error_type == "CONSTRAINT_VIOLATION":
+        message, fixes, dims = parse_constraint_violation(str(user_error))
+        specialized = example_size_specializations(str(user_error))
+        if specialized:
+            # The example's size 0 or 1 is the cause, not the model: the static PT405 says the
+            # same on the same line, and the fix changes the example (the server's `dim_fix`).
+            out = finding(
+                "PT405", example_size_message(specialized), None, collectable=True, example_size=specialized, fixes=fixes
+            )
+            place_on_examples(out, target, inputs_with_dims(target, set(specialized)))
+            return out
+        return finding(
+            "PT401",
+            message,
+            location if user_stack_in_message(str(user_error)) else None,
+            collectable=True,
+            constraint=True,
+            dims=dims,
+            violation=str(user_error),
+            fixes=fixes,
+        )
+    if user_error is not None and error_type == "INVALID_INPUT":
+        out = finding("PT403", trim(str(user_error)), None)
+        place_on_spec(out, target, blamed_spec_keys(str(user_error)))
+        return out
+    example_size = example_size_conflict(messages)
+    if example_size is not None and (example_size[1] or any(is_kind(e, "ConstraintViolationError") for e in chain)):
+        message, key = example_size
+        out = finding("PT405", message, None)
+        place_on_examples(out, target, inputs_named(target, key) if key else inputs_with_dims(target, all_dims(target)))
+        return out
+    if raised_in_dynamic_shapes(chain, target, workspace):
+        out = finding("PT403", f"dynamic_shapes does not fit the inputs: {type(exc).__name__}: {trim(str(exc))}", None)
+        place_on_spec(out, target, keys_past_rank(target))
+        return out
+    fake = missing_fake_kernel(chain, messages)
+    if fake is not None:
+        where = definitions.get(fake) or location
+        op = fake.replace("::", ".")
+        return finding(
+            "PT301",
+            f"operator {op} has no fake (meta) kernel, so export cannot propagate shapes through it: "
+            f'register one with @torch.library.register_fake("{fake}")',
+            where,
+            collectable=True,
+            op=fake,
+        )
+    if unsupported is not None:
+        return finding(graph_break_code(unsupported), unsupported_message(unsupported))
+    if any(is_kind(e, "DataDependentOutputException") for e in chain):
+        op = first_lines(str(exc), 1)
+        return finding("PT101", f"the result of {op} depends on the tensor's values, which export cannot branch on")
+    if ".numpy() is not supported" in messages:
+        return finding(
+            "PT201", "`.numpy()` (or a NumPy call on a tensor) is not supported while exporting: " + first_lines(messages, 1)
+        )
+    if "Cannot access data pointer of Tensor" in messages:
+        return finding("PT202", "data_ptr() cannot be called while exporting: " + first_sentence(messages))
+    if any(is_kind(e, "MemoryError") for e in chain) or "can't allocate memory" in messages:
+        return finding("PT502", "the trace ran out of memory: " + first_lines(messages, 1))
+    unflattened = unregistered_type(messages)
+    if unflattened is not None:
+        side, name = unflattened
+        return unregistered_finding(finding, side, name, target, workspace)
+    return finding("PT501", f"{type(exc).__name__}: {trim(str(exc))}".rstrip(": "))

@@ -1,0 +1,102 @@
+"""Constraint violations: torch's `Constraints violated` message read into a sentence, the dims
+it names and its `Suggested fixes:` as data for the server's code actions."""
+
+from __future__ import annotations
+
+import re
+
+from .findings import SuggestedFix
+from .text import clip, first_lines
+
+_BULLET_DIM = re.compile(r"\b([A-Za-z_]\w*) = (L\[[^\]]+\](?:\.size\(\)\[\d+\])?)")
+
+
+def parse_suggested_fixes(text: str) -> list[SuggestedFix]:
+    """The `Suggested fixes:` block of a constraint violation, as data for a later code action."""
+    lines = text.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == "Suggested fixes:")
+    except StopIteration:
+        return []
+    fixes = []
+    for line in lines[start + 1 :]:
+        stripped = line.strip()
+        if not stripped or not line.startswith(" "):
+            break
+        match = re.match(r"^([A-Za-z_]\w*)\s*=\s*(.+)$", stripped)
+        if not match:
+            continue
+        dim, value = match.group(1), match.group(2).strip()
+        call = re.match(r"^Dim\(\s*['\"]([^'\"]+)['\"]\s*(?:,(.*))?\)$", value)
+        if call:
+            fix = SuggestedFix(dim, stripped, "range")
+            for key, number in re.findall(r"\b(min|max)\s*=\s*(-?\d+|oo|-oo|int_oo)", call.group(2) or ""):
+                if number.lstrip("-").isdigit():
+                    setattr(fix, key, int(number))
+        elif re.match(r"^-?\d+$", value):
+            fix = SuggestedFix(dim, stripped, "constant", value=int(value))
+        elif re.match(r"^[A-Za-z_]\w*$", value):
+            fix = SuggestedFix(dim, stripped, "equal", to=value)
+        else:
+            roots = sorted(set(re.findall(r"[A-Za-z_]\w*", value)))
+            fix = SuggestedFix(dim, stripped, "derived", expr=value, root=roots[0] if roots else None)
+        fixes.append(fix)
+    return fixes
+
+
+def parse_constraint_violation(text: str) -> tuple[str, list[SuggestedFix], dict[str, str]]:
+    """(message, suggested fixes, {source: dim name}) of a `Constraints violated` error."""
+    lines = [line for line in text.splitlines()]
+    header = next((line.strip() for line in lines if line.strip().startswith("Constraints violated")), None)
+    bullets = [line.strip()[2:] for line in lines if line.strip().startswith("- ")]
+    dims: dict[str, str] = {}
+    for bullet in bullets:
+        for name, source in _BULLET_DIM.findall(bullet):
+            dims.setdefault(source, name)
+        # "You marked b as dynamic but your code specialized it to be a constant (8)" names no
+        # source; the header's list of dims still says which dim it is.
+        for name in re.findall(r"You marked ([A-Za-z_]\w*) as dynamic", bullet):
+            dims.setdefault(f"?{name}", name)
+    fixes = parse_suggested_fixes(text)
+    if header:
+        header = re.sub(r"\s*For more information, run with TORCH_LOGS=\S+", "", header)
+    parts = [header or first_lines(text, 1)]
+    if bullets:
+        parts.append(bullets[0] + (f" (and {len(bullets) - 1} more)" if len(bullets) > 1 else ""))
+    if fixes:
+        parts.append("suggested fix: " + "; ".join(fix.text for fix in fixes))
+    return clip(" ".join(parts)), fixes, dims
+
+
+def capture_constraint_messages(messages: list[str]):
+    """draft_export retries a constraint violation with Dim.AUTO and forgets the message (and its
+    `Suggested fixes`); keep a copy by wrapping the `_export` it calls."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def patch():
+        try:
+            import torch.export._draft_export as draft
+        except Exception:
+            yield
+            return
+        original = getattr(draft, "_export", None)
+        if original is None:
+            yield
+            return
+
+        def wrapped(*args, **kwargs):
+            try:
+                return original(*args, **kwargs)
+            except Exception as exc:
+                if getattr(getattr(exc, "error_type", None), "name", None) == "CONSTRAINT_VIOLATION":
+                    messages.append(str(exc))
+                raise
+
+        draft._export = wrapped
+        try:
+            yield
+        finally:
+            draft._export = original
+
+    return patch()

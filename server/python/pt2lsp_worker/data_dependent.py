@@ -1,0 +1,119 @@
+"""Data-dependent errors: which rule a guard on an unbacked symbol is (PT101 branch, PT102
+scalar, PT103 shape), told apart by where the symbol came from."""
+
+from __future__ import annotations
+
+import os
+import re
+import traceback
+
+from .text import first_lines
+from .workspace import Workspace
+
+_ANNOTATED = re.compile(r'^\s*(\w+): "([^"]*)" = (.*)$')
+
+
+def symbol_origin(symbol: str, graph_text: str) -> str | None:
+    """How an unbacked symbol came to be, from the partial FX graph torch attaches to the error:
+    "size" (an output size of nonzero/unique/masked_select/...), "bool" (the value of a boolean
+    tensor: `if tensor:`), "scalar" (`.item()`, `int(t)`, `.tolist()`), or None."""
+    dtypes: dict[str, str] = {}
+    word = re.compile(rf"\b{re.escape(symbol)}\b")
+    for line in graph_text.splitlines():
+        match = _ANNOTATED.match(line)
+        if not match:
+            continue
+        name, annotation, rhs = match.groups()
+        dtype = annotation.split("[", 1)[0]
+        dtypes[name] = dtype
+        if not word.search(annotation):
+            continue
+        if annotation.startswith("Sym("):
+            if re.search(r"\bitem\b|_local_scalar_dense|tolist", rhs):
+                argument = re.search(r"\((\w+)", rhs)
+                if argument and dtypes.get(argument.group(1)) == "b8":
+                    return "bool"
+                return "scalar"
+            continue
+        return "size"
+    return None
+
+
+def data_dependent_code(guard: BaseException, chain, workspace: Workspace, graph_text: str) -> str:
+    condition = getattr(guard, "cond", None)
+    symbols = sorted(str(s) for s in getattr(condition, "free_symbols", ()) or ())
+    if not symbols:
+        symbols = re.findall(r"\b(?:zuf|zf|u)\d+\b", first_lines(str(guard), 1))
+    if any(s.startswith(("zuf", "zf")) for s in symbols):
+        return "PT102"
+    origins = {symbol_origin(s, graph_text) for s in symbols}
+    if "size" in origins:
+        return "PT103"
+    if "scalar" in origins:
+        return "PT102"
+    if "bool" in origins:
+        return "PT101"
+    # Strict export attaches no graph; the message still says which symbols are sizes.
+    size_like = re.search(r"\(Size-like symbols: ([^)]*)\)", str(guard))
+    if size_like and any(s in re.findall(r"\w+", size_like.group(1)) for s in symbols):
+        return "PT103"
+    # No graph to read: a guard evaluated by a Python number's dunder (SymInt/SymBool in
+    # torch/__init__.py) means the user turned data into a number first.
+    for exc in chain:
+        frames = traceback.extract_tb(exc.__traceback__)
+        for index, frame in enumerate(frames):
+            if workspace.contains(frame.filename) and index + 1 < len(frames):
+                following = frames[index + 1]
+                if following.filename.endswith(os.path.join("torch", "__init__.py")) and not any(
+                    workspace.contains(f.filename) for f in frames[index + 1 :]
+                ):
+                    return "PT102"
+    return "PT101"
+
+
+HINTS = {
+    "PT101": "export cannot branch on a tensor's value; use torch.cond or torch.where",
+    "PT102": "a Python number taken from a tensor's value drives control flow; use torch._check or keep it a tensor",
+    "PT103": "a data-dependent size is used as a Python number; bound it with torch._check",
+}
+
+
+def data_dependent_message(guard: BaseException, code: str) -> str:
+    head = first_lines(str(guard), 1).split(" (unhinted:")[0]
+    head = re.sub(r"\s*\(Size-like symbols: [^)]*\)", "", head).strip().rstrip(".")
+    return f"{head}: {HINTS[code]}"
+
+
+def draft_data_dependent_code(data, program, filenames, workspace: Workspace) -> str:
+    expr = str(data.get("expr") or "")
+    symbols = re.findall(r"\b(?:zuf|zf|u)\d+\b", expr)
+    if any(s.startswith(("zuf", "zf")) for s in symbols):
+        return "PT102"
+    origins = set()
+    try:
+        for node in program.graph.nodes:
+            bindings = node.meta.get("unbacked_bindings") or {}
+            if not any(str(symbol) in symbols for symbol in bindings):
+                continue
+            target = str(node.target)
+            if "item" in target or "_local_scalar_dense" in target:
+                argument = node.args[0] if node.args else None
+                value = getattr(argument, "meta", {}).get("val") if argument is not None else None
+                origins.add("bool" if str(getattr(value, "dtype", "")) == "torch.bool" else "scalar")
+            else:
+                origins.add("size")
+    except Exception:
+        pass
+    if "size" in origins:
+        return "PT103"
+    if "scalar" in origins:
+        return "PT102"
+    if "bool" in origins:
+        return "PT101"
+    stack = data.get("stack") or []
+    if stack:
+        name = stack[0].get("filename")
+        filename = filenames.get(name, name) if isinstance(name, int) else name
+        if isinstance(filename, str) and filename.replace("\\", "/").endswith("torch/__init__.py"):
+            return "PT102"
+    return "PT101"

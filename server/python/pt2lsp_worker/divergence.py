@@ -1,0 +1,432 @@
+"""PT601: an export that succeeded but computes something else than eager.
+
+torch.export runs `forward` once and keeps every Python value it met as a constant: a counter
+on the module, `random.random()`, the clock. After a successful export the program and the
+eager model run side by side on fresh inputs (the example inputs re-drawn at sizes across each
+dynamic dimension's range), eager twice to expose state that changes between calls. When they
+disagree, a second export of the same model is compared with the first, node by node: the
+constants that changed between the two exports are the frozen values, and their nodes'
+`stack_trace` names the user's line.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import re
+from collections.abc import Callable
+
+from .budget import DIVERGENCE_BUDGET_SECONDS, time_budget
+from .entrypoint import Target
+from .findings import Finding, Location, Related, binding_finding, located
+from .program_info import finite
+from .workspace import Workspace
+
+# Ops whose results are random by design: a program holding one is compared under one seed,
+# and a disagreement is not blamed on frozen state.
+RANDOM_OPS = frozenset(
+    {
+        "bernoulli",
+        "dropout",
+        "native_dropout",
+        "multinomial",
+        "normal",
+        "poisson",
+        "rand",
+        "rand_like",
+        "randint",
+        "randint_like",
+        "randn",
+        "randn_like",
+        "randperm",
+        "uniform",
+        "exponential",
+        "geometric",
+        "cauchy",
+        "log_normal",
+    }
+)
+
+
+# Tolerances by dtype: float16 and bfloat16 keep about three significant digits.
+TOLERANCES = {
+    "float16": (1e-2, 1e-3),
+    "bfloat16": (2e-2, 1e-2),
+    "float32": (1e-4, 1e-5),
+    "float64": (1e-7, 1e-9),
+}
+
+
+# The most sample sets tried, and the largest size a dynamic dimension is given (the check must
+# stay cheap beside the export).
+SAMPLES = 3
+
+
+SIZE_CAP = 64
+
+
+@dataclasses.dataclass
+class Divergence:
+    """The exported program disagrees with eager."""
+
+    message: str
+    place: Location | None
+    # The places a second export froze differently, after the first (the blamed one).
+    more: list[Location] = dataclasses.field(default_factory=list)
+
+
+def check_divergence(
+    model,
+    program,
+    args: tuple,
+    kwargs: dict,
+    export_again: Callable[[], object],
+    is_user_file: Callable[[str], bool],
+) -> Divergence | None:
+    """Runs `program` and `model` on fresh inputs; a disagreement is a Divergence placed on the
+    user's line that froze a value (`export_again` exports the model once more for that)."""
+    import torch
+
+    if _has_random_ops(program):
+        return None
+    # The program's module shares the model's buffer tensors: a copy of its own, so that each
+    # side's in-place updates stay its own.
+    module = copy.deepcopy(program.module())
+    _align_buffers(module, model)
+    for sample_args, sample_kwargs, sizes in sample_inputs(program, args, kwargs):
+        try:
+            with torch.no_grad():
+                # Program and eager in lockstep, twice: state both keep (a buffer updated in
+                # place) moves on both sides, while a Python value the export froze does not.
+                # Each run gets its own copy of the inputs: a model may mutate them.
+                runs = []
+                for _ in range(2):
+                    torch.manual_seed(0)
+                    exported = module(*_copied(sample_args), **_copied(sample_kwargs))
+                    torch.manual_seed(0)
+                    eager = model(*_copied(sample_args), **_copied(sample_kwargs))
+                    runs.append(difference(eager, exported))
+        except Exception:  # noqa: BLE001 - a sample outside what the model accepts proves nothing
+            continue
+        first, second = runs
+        if first is None and second is None:
+            continue
+        where = f" (input shapes {sizes})" if sizes else ""
+        if first is None:
+            what = f"on a second call{where} the exported program and eager disagree ({second})"
+        else:
+            what = f"on fresh inputs{where} the exported program and eager disagree ({first})"
+        places = frozen_places(program, _safely(export_again), is_user_file)
+        if places:
+            place, value = places[0]
+            message = (
+                f"the export succeeded but is wrong: {what}; torch.export ran `forward` once and kept "
+                f"{value} here as a constant. Keep changing state in a buffer (`register_buffer`) "
+                "updated in place, pass the value as an input, or draw it with a torch op (`torch.rand`)"
+            )
+            return Divergence(message, place, [more for more, _ in places[1:]])
+        message = (
+            f"the export succeeded but is wrong: {what}; torch.export ran `forward` once and kept the Python "
+            "values it read (a counter on the module, `random`, the clock, a global) as constants"
+        )
+        return Divergence(message, None)
+    return None
+
+
+def _align_buffers(module, model) -> None:
+    """Gives eager's buffers the program's values: exporting may have run `forward` on the
+    model's own buffers, and a buffer both sides update (a step count) must start equal."""
+    import torch
+
+    eager = dict(model.named_buffers())
+    with torch.no_grad():
+        for name, value in module.named_buffers():
+            target = eager.get(name)
+            if target is not None and target.shape == value.shape and target.dtype == value.dtype:
+                target.copy_(value)
+
+
+def _copied(value):
+    """`value` with every tensor in it cloned."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    return pytree.tree_map(lambda leaf: leaf.clone() if isinstance(leaf, torch.Tensor) else leaf, value)
+
+
+def _safely(export: Callable[[], object]):
+    try:
+        return export()
+    except Exception:  # noqa: BLE001 - the second export only helps to place the finding
+        return None
+
+
+def _has_random_ops(program) -> bool:
+    for node in program.graph.nodes:
+        if node.op == "call_function" and _op_name(node.target) in RANDOM_OPS:
+            return True
+    return False
+
+
+def _op_name(target) -> str:
+    """`aten.native_dropout.default` → `native_dropout`."""
+    name = getattr(target, "__name__", None) or str(target)
+    overload = getattr(target, "_overloadpacket", None)
+    if overload is not None:
+        name = getattr(overload, "__name__", name)
+    return name.split(".")[0].rstrip("_")
+
+
+def sample_inputs(program, args: tuple, kwargs: dict):
+    """Fresh inputs like the examples, at up to SAMPLES sets of sizes for the program's dynamic
+    dimensions (each symbol at the bottom of its range, one past its example, and near the top,
+    capped), and at the example sizes when nothing is dynamic: (args, kwargs, sizes) each."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
+    user_inputs = [
+        spec_.arg.name
+        for spec_ in program.graph_signature.input_specs
+        if spec_.kind.name == "USER_INPUT" and hasattr(spec_.arg, "name")
+    ]
+    by_name = {node.name: node for node in placeholders}
+    fake_shapes = [getattr(by_name[name].meta.get("val"), "shape", None) if name in by_name else None for name in user_inputs]
+    tensor_leaves = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+    if len(fake_shapes) != len(tensor_leaves):
+        # Inputs the program flattened differently (non-tensor leaves among them): only the
+        # example sizes, redrawn.
+        fake_shapes = [None] * len(tensor_leaves)
+    symbols = _symbol_examples(fake_shapes, tensor_leaves)
+    choices = _size_choices(program, symbols)
+    tried = set()
+    for values in choices:
+        sizes = tuple(sorted((str(symbol), size) for symbol, size in values.items()))
+        if sizes in tried:
+            continue
+        tried.add(sizes)
+        new_leaves = []
+        shapes = iter(fake_shapes)
+        for leaf in leaves:
+            if not isinstance(leaf, torch.Tensor):
+                new_leaves.append(leaf)
+                continue
+            shape = next(shapes)
+            size = list(leaf.shape) if shape is None else [_evaluate(dim, values) for dim in shape]
+            if any(s is None for s in size):
+                size = list(leaf.shape)
+            new_leaves.append(_redraw(leaf, size))
+        sample_args, sample_kwargs = pytree.tree_unflatten(new_leaves, spec)
+        shapes = [tuple(leaf.shape) for leaf in new_leaves if isinstance(leaf, torch.Tensor)]
+        described = ", ".join(str(list(shape)) for shape in shapes) if values else ""
+        yield tuple(sample_args), dict(sample_kwargs), described
+
+
+def _symbol_examples(fake_shapes, tensor_leaves) -> dict:
+    """Each plain symbol of the program's input shapes with its example size."""
+    found = {}
+    for shape, leaf in zip(fake_shapes, tensor_leaves, strict=False):
+        if shape is None:
+            continue
+        for dim, example in zip(shape, leaf.shape, strict=False):
+            node = getattr(dim, "node", None)
+            expr = getattr(node, "expr", None)
+            if expr is not None and getattr(expr, "is_Symbol", False):
+                found.setdefault(expr, int(example))
+    return found
+
+
+def _size_choices(program, symbols: dict) -> list[dict]:
+    if not symbols:
+        return [{}]
+    ranges = getattr(program, "range_constraints", {}) or {}
+    per_symbol = {}
+    for symbol, example in symbols.items():
+        bounds = ranges.get(symbol)
+        low = finite(getattr(bounds, "lower", None)) or 2
+        high = finite(getattr(bounds, "upper", None))
+        low = max(low, 2)
+        top = min(high if high is not None else max(example * 2, low + 2), max(SIZE_CAP, example))
+        middle = example + 1 if high is None or example + 1 <= high else example
+        per_symbol[symbol] = [low, middle, top]
+    return [{symbol: sizes[i] for symbol, sizes in per_symbol.items()} for i in range(SAMPLES)]
+
+
+def _evaluate(dim, values: dict) -> int | None:
+    node = getattr(dim, "node", None)
+    expr = getattr(node, "expr", None)
+    if expr is None:
+        return int(dim)
+    try:
+        return int(expr.subs(values))
+    except (TypeError, ValueError):
+        return None
+
+
+def _redraw(example, size: list[int]):
+    """A tensor of `size` drawn like `example`: floats uniform over its range, integers among its
+    values' range (indices stay valid), booleans at random."""
+    import torch
+
+    if example.dtype == torch.bool:
+        return torch.rand(size) > 0.5
+    if example.is_floating_point():
+        low, high = (float(example.min()), float(example.max())) if example.numel() else (-1.0, 1.0)
+        if low == high:
+            return torch.full(size, low, dtype=example.dtype)
+        return torch.empty(size, dtype=example.dtype).uniform_(low, high)
+    if example.is_complex():
+        return torch.randn(size, dtype=example.dtype)
+    low, high = (int(example.min()), int(example.max())) if example.numel() else (0, 1)
+    return torch.randint(low, high + 1, size, dtype=example.dtype)
+
+
+def difference(expected, actual) -> str | None:
+    """What differs between two output pytrees, with dtype-aware tolerances; None when they agree."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    want_leaves, _ = pytree.tree_flatten(expected)
+    got_leaves, _ = pytree.tree_flatten(actual)
+    if len(want_leaves) != len(got_leaves):
+        return f"{len(want_leaves)} outputs against {len(got_leaves)}"
+    for index, (want, got) in enumerate(zip(want_leaves, got_leaves, strict=False)):
+        if isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor):
+            if want.shape != got.shape:
+                return f"output {index}: shape {tuple(got.shape)} against {tuple(want.shape)}"
+            if want.is_floating_point() or want.is_complex():
+                rtol, atol = TOLERANCES.get(str(want.dtype).removeprefix("torch."), (1e-4, 1e-5))
+                if not torch.allclose(want, got.to(want.dtype), rtol=rtol, atol=atol, equal_nan=True):
+                    largest = float(torch.nan_to_num((want - got.to(want.dtype)).abs(), nan=0.0).max())
+                    return f"output {index} differs by up to {largest:.3g}"
+            elif not torch.equal(want, got):
+                return f"output {index} differs"
+        elif isinstance(want, torch.Tensor) != isinstance(got, torch.Tensor):
+            return f"output {index}: {type(got).__name__} against {type(want).__name__}"
+        else:
+            try:
+                same = bool(want == got)
+            except Exception:  # noqa: BLE001 - an output type without a usable ==
+                same = want is got
+            if not same:
+                return f"output {index}: {got!r} against {want!r}"[:200]
+    return None
+
+
+def frozen_places(first, second, is_user_file: Callable[[str], bool]) -> list[tuple[Location, str]]:
+    """The user lines whose frozen values differ between two exports of one model, each with the
+    value the first froze (in words), first node first."""
+    if second is None:
+        return []
+    import torch
+
+    found: list[tuple[Location, str]] = []
+    seen = set()
+
+    def add(node, what: str) -> None:
+        place = user_place(node, is_user_file)
+        if place is not None and (place.file, place.line) not in seen:
+            seen.add((place.file, place.line))
+            found.append((place, what))
+
+    nodes_a = [node for node in first.graph.nodes if node.op == "call_function"]
+    nodes_b = [node for node in second.graph.nodes if node.op == "call_function"]
+    for a, b in zip(nodes_a, nodes_b, strict=False):
+        if a.target != b.target:
+            # The graphs part ways: a branch on a frozen value went the other way.
+            add(a, "the branch it took")
+            break
+        literals_a, literals_b = _literals(a.args, a.kwargs), _literals(b.args, b.kwargs)
+        if literals_a != literals_b:
+            changed = [x for x, y in zip(literals_a, literals_b, strict=False) if x != y]
+            add(a, f"`{changed[0] if changed else literals_a}`")
+    constants_a = getattr(first, "constants", {}) or {}
+    constants_b = getattr(second, "constants", {}) or {}
+    for name, value in constants_a.items():
+        other = constants_b.get(name)
+        if isinstance(value, torch.Tensor) and isinstance(other, torch.Tensor):
+            if value.shape != other.shape or not torch.equal(value, other):
+                for node in first.graph.nodes:
+                    if node.op == "placeholder" and _lifted_name(first, node.name) == name:
+                        for user in node.users:
+                            add(user, f"the tensor `{name}`")
+                            break
+    return found
+
+
+def _lifted_name(program, placeholder: str) -> str | None:
+    for spec in program.graph_signature.input_specs:
+        if getattr(spec.arg, "name", None) == placeholder:
+            return spec.target
+    return None
+
+
+def _literals(args, kwargs) -> list:
+    """The Python numbers and booleans among a node's arguments, in order."""
+    out = []
+
+    def walk(value) -> None:
+        if isinstance(value, bool | int | float):
+            out.append(value)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+
+    walk(args)
+    walk(kwargs)
+    return out
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def user_place(node, is_user_file: Callable[[str], bool]) -> Location | None:
+    """The innermost user frame of a node's stack trace."""
+    trace = node.meta.get("stack_trace") or ""
+    found = None
+    for match in _FRAME.finditer(trace):
+        if is_user_file(match.group(1)):
+            found = Location(match.group(1), int(match.group(2)))
+    return found
+
+
+def divergence_findings(program, target: Target, workspace: Workspace) -> list[Finding]:
+    """PT601 when the exported program disagrees with eager on fresh inputs; none otherwise,
+    and none when the check cannot run (fake weights, a model that fails on the new inputs)."""
+    import torch
+
+    if target.fake_weights:
+        return []
+
+    def export_again():
+        return torch.export.export(
+            target.model, target.args, target.kwargs, dynamic_shapes=target.dynamic_shapes, strict=target.strict
+        )
+
+    try:
+        with time_budget(DIVERGENCE_BUDGET_SECONDS):
+            found = check_divergence(
+                target.model, program, tuple(target.args), dict(target.kwargs or {}), export_again, workspace.contains
+            )
+    except MemoryError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the check only adds to a successful export
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return []
+    if found is None:
+        return []
+    if found.place is not None:
+        finding = located("PT601", Location(os.path.abspath(found.place.file), found.place.line), found.message)
+    else:
+        file, name = target.model_binding or (workspace.entry_file, "model")
+        finding = binding_finding(file, name, "PT601", found.message)
+    finding.related = [
+        Related(os.path.abspath(place.file), place.line, None, "another value frozen by the export") for place in found.more
+    ]
+    return [finding]

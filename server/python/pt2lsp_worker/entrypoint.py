@@ -1,0 +1,247 @@
+"""The entrypoint of a job: the model, its example inputs and `dynamic_shapes`, from the file's
+module-level names or from `[[tool.pt2lsp.entrypoints]]` specs; PT503 where they cannot be built."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+
+from .findings import Finding, Location, binding_finding, frame_location, located
+from .locations import deepest_user_frame
+from .text import first_lines
+from .workspace import Workspace, binding_node
+
+
+class EntrypointError(Exception):
+    """The model or its example inputs could not be built; carries the finding that says why."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+class Target:
+    def __init__(self) -> None:
+        self.model = None
+        self.args: tuple = ()
+        self.kwargs: dict | None = None
+        self.dynamic_shapes = None
+        self.strict = False
+        # (file, name) of the module-level binding of dynamic_shapes, for PT403/PT401 locations.
+        self.spec_binding: tuple[str, str] | None = None
+        self.model_binding: tuple[str, str] | None = None
+        # (file, name) of example_args and example_kwargs, for PT404/PT405 locations.
+        self.args_binding: tuple[str, str] | None = None
+        self.kwargs_binding: tuple[str, str] | None = None
+        # Built under FakeTensorMode: parameters and inputs have shapes and no storage.
+        self.fake_weights = False
+
+
+def _fake_weights_requested(job: dict, workspace: Workspace) -> bool:
+    """`fake-weights = true` of the entrypoint (or the job), else, for the file convention, a
+    module-level `fake_weights = True` in the file, read from its syntax tree: the model is
+    built when the module is imported, so the mode must be chosen before that."""
+    entry = job.get("entrypoint") or {}
+    if entry.get("fake_weights") is not None:
+        return bool(entry["fake_weights"])
+    if job.get("fake_weights"):
+        return True
+    if job.get("entrypoint") is not None:
+        return False
+    node = binding_node(workspace.entry_file, "fake_weights")
+    value = getattr(node, "value", None)
+    return isinstance(value, ast.Constant) and value.value is True
+
+
+def load_entrypoint(job: dict, workspace: Workspace) -> Target:
+    """The model and its inputs; under FakeTensorMode when fake weights are asked for, so that
+    a model of any size is checked without allocating its parameters."""
+    if not _fake_weights_requested(job, workspace):
+        return _load_entrypoint(job, workspace)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    # Real tensors made before the mode (module-level constants of a library) stay usable.
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        target = _load_entrypoint(job, workspace)
+    target.fake_weights = True
+    return target
+
+
+def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
+    entry = job.get("entrypoint")
+    target = Target()
+    if entry is None:
+        path = workspace.entry_file
+        module = _import_file(path, workspace)
+        target.model_binding = (path, "model")
+        if not hasattr(module, "model"):
+            raise EntrypointError(binding_finding(path, None, "PT503", "the file defines no module-level `model` to export"))
+        if not hasattr(module, "example_args"):
+            raise EntrypointError(
+                binding_finding(
+                    path,
+                    "model",
+                    "PT503",
+                    "`model` is defined but `example_args` is not: define `example_args = (...)`, "
+                    "a tuple of example inputs for `model`",
+                )
+            )
+        target.model = module.model
+        target.args = _as_args(module.example_args, path, "example_args")
+        target.args_binding = (path, "example_args")
+        target.kwargs = getattr(module, "example_kwargs", None)
+        if hasattr(module, "example_kwargs"):
+            target.kwargs_binding = (path, "example_kwargs")
+        target.dynamic_shapes = getattr(module, "dynamic_shapes", None)
+        if hasattr(module, "dynamic_shapes"):
+            target.spec_binding = (path, "dynamic_shapes")
+        target.strict = bool(getattr(module, "strict", False)) or bool(job.get("strict"))
+    else:
+        target.model, where = _resolve(entry["model"], "model", workspace)
+        target.model_binding = where
+        args_spec = entry.get("example_args")
+        if not args_spec:
+            raise EntrypointError(
+                binding_finding(
+                    where[0], where[1], "PT503", f"the entrypoint {entry.get('name') or entry['model']!r} has no `example_args`"
+                )
+            )
+        args, args_where = _resolve(args_spec, "example_args", workspace)
+        target.args = _as_args(args, args_where[0], args_where[1])
+        target.args_binding = args_where
+        if entry.get("example_kwargs"):
+            target.kwargs, target.kwargs_binding = _resolve(entry["example_kwargs"], "example_kwargs", workspace)
+        if entry.get("dynamic_shapes"):
+            target.dynamic_shapes, target.spec_binding = _resolve(entry["dynamic_shapes"], "dynamic_shapes", workspace)
+        strict = entry.get("strict")
+        target.strict = bool(job.get("strict")) if strict is None else bool(strict)
+    import torch
+
+    if not isinstance(target.model, torch.nn.Module):
+        file, name = target.model_binding or (workspace.entry_file, "model")
+        raise EntrypointError(
+            binding_finding(
+                file, name, "PT503", f"`{name}` must be a torch.nn.Module to export, not {type(target.model).__name__}"
+            )
+        )
+    if target.kwargs is not None and not isinstance(target.kwargs, dict):
+        raise EntrypointError(binding_finding(workspace.entry_file, "example_kwargs", "PT503", "`example_kwargs` must be a dict"))
+    return target
+
+
+def _as_args(value, file: str, name: str) -> tuple:
+    if isinstance(value, (tuple, list)):
+        return tuple(value)
+    raise EntrypointError(
+        binding_finding(file, name, "PT503", f"`{name}` must be a tuple of example inputs, not {type(value).__name__}")
+    )
+
+
+def _module_name(path: str) -> tuple[str | None, str]:
+    """The dotted name `import` would know the file by, and the directory it is found from."""
+    directory, filename = os.path.split(path)
+    stem = os.path.splitext(filename)[0]
+    parts = [] if stem == "__init__" else [stem]
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        parent, name = os.path.split(directory)
+        parts.append(name)
+        if parent == directory:
+            break
+        directory = parent
+    if not parts or not all(part.isidentifier() for part in parts):
+        return None, os.path.dirname(path)
+    return ".".join(reversed(parts)), directory
+
+
+def _import_file(path: str, workspace: Workspace):
+    dotted, package_root = _module_name(path)
+    if package_root not in sys.path:
+        sys.path.insert(0, package_root)
+    try:
+        if dotted and dotted not in sys.modules and dotted not in sys.builtin_module_names:
+            module = importlib.import_module(dotted)
+            if os.path.realpath(getattr(module, "__file__", "") or "") == os.path.realpath(path):
+                return module
+            sys.modules.pop(dotted, None)
+        name = "__pt2lsp_entry__"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    except EntrypointError:
+        raise
+    except MemoryError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, even SystemExit
+        if _out_of_memory_error(exc):
+            raise MemoryError(str(exc)) from None
+        raise EntrypointError(_exception_finding(exc, workspace, path, None, "importing")) from None
+
+
+def _out_of_memory_error(exc: BaseException) -> bool:
+    """torch's allocator reports exhaustion as a RuntimeError."""
+    return isinstance(exc, MemoryError) or "can't allocate memory" in str(exc)
+
+
+def _resolve(spec: str, role: str, workspace: Workspace):
+    """`module:attr`, `module:attr.sub` or `module:function()`; returns (value, (file, name))."""
+    text = (spec or "").strip()
+    module_name, _, attribute = text.partition(":")
+    call = attribute.endswith("()")
+    if call:
+        attribute = attribute[:-2]
+    if not module_name or not attribute:
+        raise EntrypointError(
+            binding_finding(
+                workspace.entry_file,
+                None,
+                "PT503",
+                f"{role} = {spec!r} in [[tool.pt2lsp.entrypoints]] must read `module:attribute` or `module:function()`",
+            )
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException as exc:  # noqa: BLE001
+        if _out_of_memory_error(exc):
+            raise MemoryError(str(exc)) from None
+        raise EntrypointError(
+            _exception_finding(exc, workspace, workspace.entry_file, None, f"importing {module_name}")
+        ) from None
+    file = os.path.abspath(getattr(module, "__file__", "") or workspace.entry_file)
+    head = attribute.split(".")[0]
+    value = module
+    try:
+        for part in attribute.split("."):
+            value = getattr(value, part)
+    except AttributeError:
+        raise EntrypointError(
+            binding_finding(file, None, "PT503", f"{module_name} has no attribute `{attribute}` ({role} of the entrypoint)")
+        ) from None
+    if call:
+        try:
+            value = value()
+        except BaseException as exc:  # noqa: BLE001
+            if _out_of_memory_error(exc):
+                raise MemoryError(str(exc)) from None
+            raise EntrypointError(_exception_finding(exc, workspace, file, head, f"calling {attribute}()")) from None
+    return value, (file, head)
+
+
+def _exception_finding(exc: BaseException, workspace: Workspace, file: str, name: str | None, doing: str) -> Finding:
+    """PT503 at the deepest frame of the user's workspace in the exception's traceback."""
+    message = f"{type(exc).__name__} while {doing}: {first_lines(str(exc), 3)}".rstrip(": ")
+    if isinstance(exc, SyntaxError) and exc.filename and workspace.contains(exc.filename):
+        column = None
+        if exc.offset:
+            column = len((exc.text or "")[: exc.offset - 1].encode("utf-8"))
+        where = Location(os.path.abspath(exc.filename), exc.lineno or 1, column)
+        return located("PT503", where, f"SyntaxError while {doing}: {exc.msg}", origin="entrypoint")
+    frame = deepest_user_frame(traceback.extract_tb(exc.__traceback__), workspace)
+    if frame is None:
+        return binding_finding(file, name, "PT503", message)
+    return located("PT503", frame_location(frame), message, origin="entrypoint")

@@ -1,0 +1,163 @@
+"""Export jobs: the program written to a `.pt2` (saved beside the output, loaded back, run against
+the eager model on the example inputs, then renamed over the output) and its report."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from .entrypoint import Target
+from .findings import binding_finding
+from .program_info import describe_inputs, range_constraints
+from .protocol import MESSAGE_LIMIT
+from .text import trim
+from .trace import trace
+from .workspace import Workspace
+
+# Tolerances of the check of the saved program against the eager model (torch.allclose).
+VERIFY_RTOL = 1e-4
+
+
+VERIFY_ATOL = 1e-5
+
+
+def export_program(target: Target, workspace: Workspace, definitions: dict, request: dict, progress) -> dict:
+    """Exports the entrypoint, saves the program to the temporary path the caller chose (in the
+    output's directory), renames it over the output, loads it back and runs it on the example
+    inputs against the eager model. A model that does not export gets the trace's findings."""
+    import torch
+
+    output = os.path.abspath(request["output"])
+    temporary = os.path.abspath(request["temporary"])
+    started = time.monotonic()
+    progress("exporting", "running torch.export.export" + (" (strict)" if target.strict else ""))
+    if target.fake_weights:
+        file, name = target.model_binding or (workspace.entry_file, "model")
+        finding = binding_finding(
+            file,
+            name,
+            "PT503",
+            "the model is built with fake weights (fake-weights / fake_weights = True): its parameters have "
+            "shapes but no values, so a .pt2 of it would hold no weights and could not be checked against "
+            "eager; turn fake weights off to write the file",
+        )
+        return {"status": "entrypoint", "diagnostics": [finding.to_json()]}
+    programs: list = []
+    findings = trace(target, workspace, definitions, programs)
+    if findings or not programs:
+        status = "oom" if any(finding.code == "PT502" for finding in findings) else "failed"
+        return {"status": status, "diagnostics": [finding.to_json() for finding in findings]}
+    program = programs[0]
+
+    progress("saving", output)
+    # The program is saved to the temporary path, loaded back from there and checked; only a
+    # complete report renames it onto the output, so a job that fails or dies on the way leaves
+    # nothing at the output (the caller removes the temporary file whatever happened).
+    try:
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+        torch.export.save(program, temporary)
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an unpicklable constant, a full disk, ...
+        _unlink_quietly(temporary)
+        file, name = target.model_binding or (workspace.entry_file, "model")
+        finding = binding_finding(
+            file, name, "PT501", f"the model exported but could not be saved to {output}: {type(exc).__name__}: {trim(str(exc))}"
+        )
+        finding.origin = "export"
+        return {"status": "failed", "diagnostics": [finding.to_json()]}
+
+    progress("verifying", "loading the file back with torch.export.load and running it")
+    verification = _verify(temporary, target)
+    report = {
+        "path": output,
+        "size": os.path.getsize(temporary),
+        "nodes": len(program.graph.nodes),
+        "inputs": describe_inputs(program),
+        "range_constraints": range_constraints(program, target),
+        "verification": verification,
+        "strict": bool(target.strict),
+    }
+    os.replace(temporary, output)
+    return {"status": "ok", "diagnostics": [], "export": report, "trace_seconds": round(time.monotonic() - started, 3)}
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _verify(path: str, target: Target) -> dict:
+    import torch
+
+    out = {"matches": False, "max_abs_diff": None, "rtol": VERIFY_RTOL, "atol": VERIFY_ATOL, "detail": None}
+    kwargs = target.kwargs or {}
+    try:
+        module = torch.export.load(path).module()
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        out["detail"] = f"torch.export.load failed: {type(exc).__name__}: {trim(str(exc))}"
+        return out
+    try:
+        with torch.no_grad():
+            # The same seed for both runs, so random ops (dropout in training mode) agree.
+            torch.manual_seed(0)
+            actual = module(*target.args, **kwargs)
+            torch.manual_seed(0)
+            expected = target.model(*target.args, **kwargs)
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        out["detail"] = f"running the loaded program failed: {type(exc).__name__}: {trim(str(exc))}"
+        return out
+    out.update(_compare(expected, actual))
+    return out
+
+
+def _compare(expected, actual) -> dict:
+    """Whether two output pytrees agree: tensors with torch.allclose (exact for integers and
+    booleans), everything else with ==."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    expected_leaves, _ = pytree.tree_flatten(expected)
+    actual_leaves, _ = pytree.tree_flatten(actual)
+    if len(expected_leaves) != len(actual_leaves):
+        return {
+            "matches": False,
+            "detail": f"eager returns {len(expected_leaves)} values, the saved program {len(actual_leaves)}",
+        }
+    largest = None
+    for index, (want, got) in enumerate(zip(expected_leaves, actual_leaves, strict=False)):
+        if isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor):
+            if want.shape != got.shape:
+                return {"matches": False, "detail": f"output {index}: shape {tuple(got.shape)}, eager {tuple(want.shape)}"}
+            if want.dtype != got.dtype:
+                return {"matches": False, "detail": f"output {index}: dtype {got.dtype}, eager {want.dtype}"}
+            if want.is_floating_point() or want.is_complex():
+                if want.numel():
+                    # NaN where both are NaN counts as equal (equal_nan); JSON has no infinity.
+                    diff = float(torch.nan_to_num((want.detach() - got.detach()).abs(), nan=0.0).max())
+                    if diff == diff and diff != float("inf"):
+                        largest = diff if largest is None else max(largest, diff)
+                if not torch.allclose(want, got, rtol=VERIFY_RTOL, atol=VERIFY_ATOL, equal_nan=True):
+                    return {
+                        "matches": False,
+                        "max_abs_diff": largest,
+                        "detail": f"output {index} differs from eager (rtol {VERIFY_RTOL:g}, atol {VERIFY_ATOL:g})",
+                    }
+            elif not torch.equal(want, got):
+                return {"matches": False, "detail": f"output {index} differs from eager"}
+        elif isinstance(want, torch.Tensor) or isinstance(got, torch.Tensor):
+            return {"matches": False, "detail": f"output {index}: {type(got).__name__}, eager {type(want).__name__}"}
+        else:
+            try:
+                same = bool(want == got)
+            except Exception:  # noqa: BLE001 - an output type without a usable ==
+                same = want is got
+            if not same:
+                return {"matches": False, "detail": f"output {index}: {got!r}, eager {want!r}"[:MESSAGE_LIMIT]}
+    return {"matches": True, "max_abs_diff": largest if largest is not None else 0.0, "detail": None}

@@ -1,0 +1,78 @@
+"""One job in its forked process: the environment it runs in (temporary directory, memory limit,
+`sys.path`), its entrypoint, and the result message the zygote sends on."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+from .entrypoint import EntrypointError, load_entrypoint
+from .export import export_program
+from .fake_kernels import record_operator_definitions
+from .trace import trace
+from .workspace import Workspace
+
+
+def run_job(job: dict, job_dir: str, progress=None) -> dict:
+    """Runs one entrypoint; returns the result message (without id and output). A job with
+    `export` writes the exported program (see `export_program`)."""
+    _set_limits(job)
+    os.environ["TMPDIR"] = job_dir
+    # draft_export writes its structured trace under TORCH_DTRACE, else under the temp dir.
+    os.environ["TORCH_DTRACE"] = job_dir
+    tempfile.tempdir = job_dir
+    cwd = job.get("cwd")
+    if cwd and os.path.isdir(cwd):
+        os.chdir(cwd)
+    entry_file = os.path.abspath(job["file"])
+    roots = list(job.get("roots") or [])
+    workspace = Workspace(entry_file, roots + [os.path.dirname(entry_file)])
+    for path in reversed(roots + [os.path.dirname(entry_file)]):
+        if path in sys.path:
+            sys.path.remove(path)
+        sys.path.insert(0, path)
+    definitions = record_operator_definitions(workspace)
+    started = time.monotonic()
+    try:
+        try:
+            target = load_entrypoint(job, workspace)
+        except EntrypointError as exc:
+            return {"status": "entrypoint", "diagnostics": [exc.finding.to_json()]}
+        if job.get("export"):
+            return export_program(target, workspace, definitions, job["export"], progress or (lambda *_: None))
+        findings = trace(target, workspace, definitions)
+    except MemoryError:
+        return _out_of_memory(job)
+    except RecursionError as exc:
+        return {"status": "crashed", "detail": f"the trace recursed too deeply: {exc}"}
+    status = "failed" if findings else "ok"
+    if any(finding.code == "PT502" for finding in findings):
+        status = "oom"
+    diagnostics = [finding.to_json() for finding in findings]
+    return {"status": status, "diagnostics": diagnostics, "trace_seconds": round(time.monotonic() - started, 3)}
+
+
+def _set_limits(job: dict) -> None:
+    limit_mb = job.get("memory_limit_mb")
+    if not limit_mb:
+        return
+    try:
+        import resource
+
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[0])
+        current = pages * os.sysconf("SC_PAGE_SIZE")
+        limit = current + int(limit_mb) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except Exception:
+        pass
+
+
+def _out_of_memory(job: dict) -> dict:
+    limit = job.get("memory_limit_mb")
+    detail = "the trace ran out of memory"
+    if limit:
+        detail += f" (limit: {limit} MiB of address space beyond the worker's own; raise it with --memory-limit)"
+    return {"status": "oom", "detail": detail}

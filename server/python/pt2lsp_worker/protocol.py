@@ -1,0 +1,36 @@
+"""The protocol's version and the one list of rule codes the worker reports, with their limits."""
+
+from __future__ import annotations
+
+PROTOCOL = 1
+
+
+# Every rule code this worker reports, with the rule's name: the one list of them. A Rust test
+# (server/src/tracer/worker.rs) checks it against the analyzer's `Rule` table, and a Python test
+# (server/python/tests) checks that the worker names no code outside it.
+RULES = {
+    "PT101": "data-dependent-branch",
+    "PT102": "data-dependent-scalar",
+    "PT103": "data-dependent-shape",
+    "PT201": "tensor-to-numpy",
+    "PT202": "untraceable-call",
+    "PT203": "explicit-graph-break",
+    "PT301": "missing-fake-kernel",
+    "PT302": "mismatched-fake-kernel",
+    "PT401": "dynamic-dim-guard",
+    "PT403": "invalid-dynamic-shapes",
+    "PT404": "unregistered-input-type",
+    "PT405": "specializing-example-size",
+    "PT501": "export-failed",
+    "PT502": "worker-crash",
+    "PT503": "entrypoint-error",
+    "PT601": "baked-in-value",
+}
+
+
+# Captured output kept per job (stdout and stderr of the child, merged).
+OUTPUT_LIMIT = 64 * 1024
+
+
+# Characters of an exporter message kept in a diagnostic.
+MESSAGE_LIMIT = 600
