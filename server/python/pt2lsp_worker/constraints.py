@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from .findings import SuggestedFix
+from .patching import patched
 from .text import clip, first_lines
 
 _BULLET_DIM = re.compile(r"\b([A-Za-z_]\w*) = (L\[[^\]]+\](?:\.size\(\)\[\d+\])?)")
@@ -71,20 +72,8 @@ def parse_constraint_violation(text: str) -> tuple[str, list[SuggestedFix], dict
 def capture_constraint_messages(messages: list[str]):
     """draft_export retries a constraint violation with Dim.AUTO and forgets the message (and its
     `Suggested fixes`); keep a copy by wrapping the `_export` it calls."""
-    import contextlib
 
-    @contextlib.contextmanager
-    def patch():
-        try:
-            import torch.export._draft_export as draft
-        except Exception:
-            yield
-            return
-        original = getattr(draft, "_export", None)
-        if original is None:
-            yield
-            return
-
+    def wrap(original):
         def wrapped(*args, **kwargs):
             try:
                 return original(*args, **kwargs)
@@ -93,10 +82,6 @@ def capture_constraint_messages(messages: list[str]):
                     messages.append(str(exc))
                 raise
 
-        draft._export = wrapped
-        try:
-            yield
-        finally:
-            draft._export = original
+        return wrapped
 
-    return patch()
+    return patched("torch.export._draft_export", "_export", wrap)

@@ -39,20 +39,27 @@ def symbol_origin(symbol: str, graph_text: str) -> str | None:
     return None
 
 
+def _code_of(symbols: list[str], origins: set[str | None]) -> str | None:
+    """The rule of a guard on unbacked `symbols` whose origins are known: a float (`zf…`, `zuf…`)
+    or a value read with `.item()` is PT102, a data-dependent size PT103, a boolean's value PT101."""
+    if any(s.startswith(("zuf", "zf")) for s in symbols):
+        return "PT102"
+    for origin, code in (("size", "PT103"), ("scalar", "PT102"), ("bool", "PT101")):
+        if origin in origins:
+            return code
+    return None
+
+
 def data_dependent_code(guard: BaseException, chain, workspace: Workspace, graph_text: str) -> str:
+    """The rule of torch's GuardOnDataDependentSymNode `guard`, from its symbols' origins in the
+    partial graph torch attaches, else from its message and the frames that raised it."""
     condition = getattr(guard, "cond", None)
     symbols = sorted(str(s) for s in getattr(condition, "free_symbols", ()) or ())
     if not symbols:
         symbols = re.findall(r"\b(?:zuf|zf|u)\d+\b", first_lines(str(guard), 1))
-    if any(s.startswith(("zuf", "zf")) for s in symbols):
-        return "PT102"
-    origins = {symbol_origin(s, graph_text) for s in symbols}
-    if "size" in origins:
-        return "PT103"
-    if "scalar" in origins:
-        return "PT102"
-    if "bool" in origins:
-        return "PT101"
+    code = _code_of(symbols, {symbol_origin(s, graph_text) for s in symbols})
+    if code is not None:
+        return code
     # Strict export attaches no graph; the message still says which symbols are sizes.
     size_like = re.search(r"\(Size-like symbols: ([^)]*)\)", str(guard))
     if size_like and any(s in re.findall(r"\w+", size_like.group(1)) for s in symbols):
@@ -84,11 +91,11 @@ def data_dependent_message(guard: BaseException, code: str) -> str:
     return f"{head}: {HINTS[code]}"
 
 
-def draft_data_dependent_code(data, program, filenames, workspace: Workspace) -> str:
+def draft_data_dependent_code(data, program, filenames) -> str:
+    """The rule of one DATA_DEPENDENT_ERROR of draft_export's report, from the graph nodes that
+    bind its symbols, else from the frame that raised it."""
     expr = str(data.get("expr") or "")
     symbols = re.findall(r"\b(?:zuf|zf|u)\d+\b", expr)
-    if any(s.startswith(("zuf", "zf")) for s in symbols):
-        return "PT102"
     origins = set()
     try:
         for node in program.graph.nodes:
@@ -102,14 +109,11 @@ def draft_data_dependent_code(data, program, filenames, workspace: Workspace) ->
                 origins.add("bool" if str(getattr(value, "dtype", "")) == "torch.bool" else "scalar")
             else:
                 origins.add("size")
-    except Exception:
+    except Exception:  # noqa: BLE001 - a graph without the metadata tells no origin
         pass
-    if "size" in origins:
-        return "PT103"
-    if "scalar" in origins:
-        return "PT102"
-    if "bool" in origins:
-        return "PT101"
+    code = _code_of(symbols, origins)
+    if code is not None:
+        return code
     stack = data.get("stack") or []
     if stack:
         name = stack[0].get("filename")

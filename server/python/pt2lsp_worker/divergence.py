@@ -20,6 +20,7 @@ from collections.abc import Callable
 from .budget import DIVERGENCE_BUDGET_SECONDS, time_budget
 from .entrypoint import Target
 from .findings import Finding, Location, Related, binding_finding, located
+from .outputs import compare_outputs
 from .program_info import finite
 from .workspace import Workspace
 
@@ -47,15 +48,6 @@ RANDOM_OPS = frozenset(
         "log_normal",
     }
 )
-
-
-# Tolerances by dtype: float16 and bfloat16 keep about three significant digits.
-TOLERANCES = {
-    "float16": (1e-2, 1e-3),
-    "bfloat16": (2e-2, 1e-2),
-    "float32": (1e-4, 1e-5),
-    "float64": (1e-7, 1e-9),
-}
 
 
 # The most sample sets tried, and the largest size a dynamic dimension is given (the check must
@@ -106,7 +98,7 @@ def check_divergence(
                     exported = module(*_copied(sample_args), **_copied(sample_kwargs))
                     torch.manual_seed(0)
                     eager = model(*_copied(sample_args), **_copied(sample_kwargs))
-                    runs.append(difference(eager, exported))
+                    runs.append(compare_outputs(eager, exported).detail)
         except Exception:  # noqa: BLE001 - a sample outside what the model accepts proves nothing
             continue
         first, second = runs
@@ -283,38 +275,6 @@ def _redraw(example, size: list[int]):
     return torch.randint(low, high + 1, size, dtype=example.dtype)
 
 
-def difference(expected, actual) -> str | None:
-    """What differs between two output pytrees, with dtype-aware tolerances; None when they agree."""
-    import torch
-    from torch.utils import _pytree as pytree
-
-    want_leaves, _ = pytree.tree_flatten(expected)
-    got_leaves, _ = pytree.tree_flatten(actual)
-    if len(want_leaves) != len(got_leaves):
-        return f"{len(want_leaves)} outputs against {len(got_leaves)}"
-    for index, (want, got) in enumerate(zip(want_leaves, got_leaves, strict=False)):
-        if isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor):
-            if want.shape != got.shape:
-                return f"output {index}: shape {tuple(got.shape)} against {tuple(want.shape)}"
-            if want.is_floating_point() or want.is_complex():
-                rtol, atol = TOLERANCES.get(str(want.dtype).removeprefix("torch."), (1e-4, 1e-5))
-                if not torch.allclose(want, got.to(want.dtype), rtol=rtol, atol=atol, equal_nan=True):
-                    largest = float(torch.nan_to_num((want - got.to(want.dtype)).abs(), nan=0.0).max())
-                    return f"output {index} differs by up to {largest:.3g}"
-            elif not torch.equal(want, got):
-                return f"output {index} differs"
-        elif isinstance(want, torch.Tensor) != isinstance(got, torch.Tensor):
-            return f"output {index}: {type(got).__name__} against {type(want).__name__}"
-        else:
-            try:
-                same = bool(want == got)
-            except Exception:  # noqa: BLE001 - an output type without a usable ==
-                same = want is got
-            if not same:
-                return f"output {index}: {got!r} against {want!r}"[:200]
-    return None
-
-
 def frozen_places(first, second, is_user_file: Callable[[str], bool]) -> list[tuple[Location, str]]:
     """The user lines whose frozen values differ between two exports of one model, each with the
     value the first froze (in words), first node first."""
@@ -403,15 +363,15 @@ def divergence_findings(program, target: Target, workspace: Workspace) -> list[F
     if target.fake_weights:
         return []
 
-    def export_again():
-        return torch.export.export(
-            target.model, target.args, target.kwargs, dynamic_shapes=target.dynamic_shapes, strict=target.strict
-        )
-
     try:
         with time_budget(DIVERGENCE_BUDGET_SECONDS):
             found = check_divergence(
-                target.model, program, tuple(target.args), dict(target.kwargs or {}), export_again, workspace.contains
+                target.model,
+                program,
+                tuple(target.args),
+                dict(target.kwargs or {}),
+                lambda: target.export_with(torch.export.export),
+                workspace.contains,
             )
     except MemoryError:
         raise

@@ -51,7 +51,7 @@ def draft_findings(
             if broken_ops and _symbol_producers(program, str(data.get("expr") or "")) & broken_ops:
                 continue
             where = user_stack_location(data.get("user_stack"), filenames, workspace)
-            code = draft_data_dependent_code(data, program, filenames, workspace)
+            code = draft_data_dependent_code(data, program, filenames)
             expr = data.get("expr")
             message = f"Could not guard on data-dependent expression {expr}: {HINTS[code]}"
             findings.append(located(code, where, message, origin="draft_export"))

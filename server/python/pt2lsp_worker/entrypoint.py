@@ -25,6 +25,9 @@ class EntrypointError(Exception):
 
 
 class Target:
+    """What one job exports: the model, its example inputs and `dynamic_shapes`, and where the
+    user wrote each."""
+
     def __init__(self) -> None:
         self.model = None
         self.args: tuple = ()
@@ -39,6 +42,10 @@ class Target:
         self.kwargs_binding: tuple[str, str] | None = None
         # Built under FakeTensorMode: parameters and inputs have shapes and no storage.
         self.fake_weights = False
+
+    def export_with(self, exporter):
+        """`exporter` (torch.export.export or draft_export) run on the model as the user declared it."""
+        return exporter(self.model, self.args, self.kwargs, dynamic_shapes=self.dynamic_shapes, strict=self.strict)
 
 
 def _fake_weights_requested(job: dict, workspace: Workspace) -> bool:

@@ -9,9 +9,8 @@ import os
 import re
 
 from .entrypoint import Target
-from .findings import Finding, Location
+from .findings import Finding, Location, binding_statement
 from .text import clip
-from .workspace import binding_node
 
 _SPECIALIZED = re.compile(r"You marked ([A-Za-z_]\w*) as dynamic but your code specialized it to be a constant \((-?\d+)\)")
 
@@ -133,13 +132,10 @@ def place_on_examples(finding: Finding, target: Target, inputs: list[tuple[str, 
     without inputs, on `example_args`."""
     side, which = inputs[0] if inputs else ("arg", None)
     binding = target.kwargs_binding if side == "kwarg" and target.kwargs_binding else target.args_binding
-    if binding is None:
-        return
-    file, name = binding
-    node = binding_node(file, name)
+    node = binding_statement(finding, binding)
     if node is None:
-        finding.place(Location(os.path.abspath(file), 1))
         return
+    file = binding[0]
     value = getattr(node, "value", None)
     place = node
     if side == "arg" and isinstance(which, int) and isinstance(value, (ast.Tuple, ast.List)):

@@ -8,8 +8,8 @@ import time
 
 from .entrypoint import Target
 from .findings import binding_finding
+from .outputs import compare_outputs
 from .program_info import describe_inputs, range_constraints
-from .protocol import MESSAGE_LIMIT
 from .text import trim
 from .trace import trace
 from .workspace import Workspace
@@ -113,51 +113,6 @@ def _verify(path: str, target: Target) -> dict:
     except Exception as exc:  # noqa: BLE001
         out["detail"] = f"running the loaded program failed: {type(exc).__name__}: {trim(str(exc))}"
         return out
-    out.update(_compare(expected, actual))
+    comparison = compare_outputs(expected, actual, lambda _dtype: (VERIFY_RTOL, VERIFY_ATOL))
+    out.update(matches=comparison.matches, max_abs_diff=comparison.max_abs_diff, detail=comparison.detail)
     return out
-
-
-def _compare(expected, actual) -> dict:
-    """Whether two output pytrees agree: tensors with torch.allclose (exact for integers and
-    booleans), everything else with ==."""
-    import torch
-    from torch.utils import _pytree as pytree
-
-    expected_leaves, _ = pytree.tree_flatten(expected)
-    actual_leaves, _ = pytree.tree_flatten(actual)
-    if len(expected_leaves) != len(actual_leaves):
-        return {
-            "matches": False,
-            "detail": f"eager returns {len(expected_leaves)} values, the saved program {len(actual_leaves)}",
-        }
-    largest = None
-    for index, (want, got) in enumerate(zip(expected_leaves, actual_leaves, strict=False)):
-        if isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor):
-            if want.shape != got.shape:
-                return {"matches": False, "detail": f"output {index}: shape {tuple(got.shape)}, eager {tuple(want.shape)}"}
-            if want.dtype != got.dtype:
-                return {"matches": False, "detail": f"output {index}: dtype {got.dtype}, eager {want.dtype}"}
-            if want.is_floating_point() or want.is_complex():
-                if want.numel():
-                    # NaN where both are NaN counts as equal (equal_nan); JSON has no infinity.
-                    diff = float(torch.nan_to_num((want.detach() - got.detach()).abs(), nan=0.0).max())
-                    if diff == diff and diff != float("inf"):
-                        largest = diff if largest is None else max(largest, diff)
-                if not torch.allclose(want, got, rtol=VERIFY_RTOL, atol=VERIFY_ATOL, equal_nan=True):
-                    return {
-                        "matches": False,
-                        "max_abs_diff": largest,
-                        "detail": f"output {index} differs from eager (rtol {VERIFY_RTOL:g}, atol {VERIFY_ATOL:g})",
-                    }
-            elif not torch.equal(want, got):
-                return {"matches": False, "detail": f"output {index} differs from eager"}
-        elif isinstance(want, torch.Tensor) or isinstance(got, torch.Tensor):
-            return {"matches": False, "detail": f"output {index}: {type(got).__name__}, eager {type(want).__name__}"}
-        else:
-            try:
-                same = bool(want == got)
-            except Exception:  # noqa: BLE001 - an output type without a usable ==
-                same = want is got
-            if not same:
-                return {"matches": False, "detail": f"output {index}: {got!r}, eager {want!r}"[:MESSAGE_LIMIT]}
-    return {"matches": True, "max_abs_diff": largest if largest is not None else 0.0, "detail": None}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from .workspace import binding_line
+from .workspace import binding_line, binding_node
 
 
 @dataclasses.dataclass
@@ -142,3 +142,16 @@ def frame_location(frame) -> Location:
         getattr(frame, "end_lineno", None),
         getattr(frame, "end_colno", None),
     )
+
+
+def binding_statement(finding: Finding, binding: tuple[str, str] | None):
+    """The module-level statement of `binding` ((file, name)), for the caller to place `finding`
+    on it or on a part of it; None when there is none, and then the finding is on the file's
+    first line (or left where it was, without a binding)."""
+    if binding is None:
+        return None
+    file, name = binding
+    node = binding_node(file, name)
+    if node is None:
+        finding.place(Location(os.path.abspath(file), 1))
+    return node

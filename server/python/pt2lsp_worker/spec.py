@@ -10,8 +10,8 @@ import re
 import traceback
 
 from .entrypoint import Target
-from .findings import Finding, Location
-from .workspace import Workspace, binding_node
+from .findings import Finding, Location, binding_statement
+from .workspace import Workspace
 
 _SPEC_FUNCTIONS = ("fakify", "symbolic_context", "dynamic_shapes", "make_fake_inputs", "_process_constraints")
 
@@ -75,13 +75,10 @@ def place_on_spec(finding: Finding, target: Target, keys=()) -> None:
     if finding.placed:
         return
     binding = target.spec_binding or target.model_binding
-    if binding is None:
-        return
-    file, name = binding
-    node = binding_node(file, name)
+    node = binding_statement(finding, binding)
     if node is None:
-        finding.place(Location(os.path.abspath(file), 1))
         return
+    file = binding[0]
     value = getattr(node, "value", None)
     if not keys and finding.dims:
         keys = [match.group(1) for match in (re.match(r"L\['([^']+)'\]", source) for source in finding.dims) if match]

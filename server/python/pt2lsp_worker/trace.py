@@ -15,6 +15,7 @@ from .draft import draft_findings
 from .entrypoint import Target
 from .findings import Finding, Location, Related
 from .locations import user_stack_location
+from .patching import patched
 from .spec import place_on_spec
 from .text import clip
 from .workspace import Workspace, binding_line
@@ -28,13 +29,7 @@ def trace(target: Target, workspace: Workspace, definitions: dict[str, Location]
     guards: list[dict] = []
     try:
         with _capture_guards(guards):
-            program = torch.export.export(
-                target.model,
-                target.args,
-                target.kwargs,
-                dynamic_shapes=target.dynamic_shapes,
-                strict=target.strict,
-            )
+            program = target.export_with(torch.export.export)
         if programs is not None:
             programs.append(program)
     except MemoryError:
@@ -52,13 +47,7 @@ def trace(target: Target, workspace: Workspace, definitions: dict[str, Location]
         try:
             _skip_expression_provenance()
             with capture_constraint_messages(draft_messages), time_budget(DRAFT_BUDGET_SECONDS):
-                program = torch.export.draft_export(
-                    target.model,
-                    target.args,
-                    target.kwargs,
-                    dynamic_shapes=target.dynamic_shapes,
-                    strict=target.strict,
-                )
+                program = target.export_with(torch.export.draft_export)
             drafted = draft_findings(program, target, workspace, definitions, first, draft_messages)
         except MemoryError:
             raise
@@ -76,20 +65,8 @@ def _capture_guards(events: list[dict]):
     """Records the export's own `guard_added` structured-trace events (expression, user frames,
     symbol sources). draft_export cannot always say where a guard comes from (a `torch._check`
     in a `torch.cond` branch, pytorch #147991); the export that failed saw the guard being added."""
-    import contextlib
 
-    @contextlib.contextmanager
-    def patch():
-        try:
-            import torch.fx.experimental.symbolic_shapes as symbolic_shapes
-        except Exception:
-            yield
-            return
-        original = getattr(symbolic_shapes, "dtrace_structured", None)
-        if original is None:
-            yield
-            return
-
+    def wrap(original):
         def dtrace_structured(name, *args, **kwargs):
             if name == "guard_added":
                 metadata_fn = kwargs.get("metadata_fn") or (args[0] if args else None)
@@ -101,13 +78,9 @@ def _capture_guards(events: list[dict]):
                     events.append({key: metadata.get(key) for key in ("expr", "user_stack", "symbol_to_sources")})
             return original(name, *args, **kwargs)
 
-        symbolic_shapes.dtrace_structured = dtrace_structured
-        try:
-            yield
-        finally:
-            symbolic_shapes.dtrace_structured = original
+        return dtrace_structured
 
-    return patch()
+    return patched("torch.fx.experimental.symbolic_shapes", "dtrace_structured", wrap)
 
 
 def _place_on_guard(finding: Finding, workspace: Workspace) -> None:
