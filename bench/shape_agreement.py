@@ -12,6 +12,7 @@ agreements, unknowns and disagreements; exits 1 on a disagreement.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import subprocess
@@ -19,42 +20,65 @@ import sys
 from pathlib import Path
 
 EXPORT = r'''
-import json, runpy, sys, re, torch
-path = sys.argv[1]
-ns = runpy.run_path(path)
-args = ns["example_args"]; kwargs = ns.get("example_kwargs") or {}
-ep = torch.export.export(ns["model"], tuple(args), kwargs, dynamic_shapes=ns.get("dynamic_shapes"), strict=bool(ns.get("strict", False)))
-def concrete(size):
-    try:
-        return int(size)
-    except Exception:
-        return int(size.node.hint)
-by_line = {}
-for node in ep.graph.nodes:
-    val = node.meta.get("val")
-    trace = node.meta.get("stack_trace") or ""
-    if not isinstance(val, torch.Tensor) or node.op != "call_function":
-        continue
-    lines = [int(m.group(1)) for m in re.finditer(r'File "%s", line (\d+)' % re.escape(path), trace)]
-    if lines:
-        by_line[lines[-1]] = [concrete(s) for s in val.shape]
-# The example's size of each Dim, by name.
-dims = {}
-spec = ns.get("dynamic_shapes") or {}
-import inspect
-names = list(inspect.signature(ns["model"].forward).parameters)
-values = dict(zip(names, args)); values.update(kwargs)
-items = spec.items() if isinstance(spec, dict) else zip(names, spec)
-for name, entry in items:
-    tensor = values.get(name)
-    if not isinstance(tensor, torch.Tensor) or entry is None:
-        continue
-    pairs = entry.items() if isinstance(entry, dict) else enumerate(entry)
-    for index, dim in pairs:
-        dim_name = getattr(dim, "__name__", None)
-        if dim_name:
-            dims[dim_name] = tensor.shape[index]
-print(json.dumps({"lines": by_line, "dims": dims}))
+import inspect, json, os, re, runpy, sys, torch
+
+def shapes(path):
+    sys.path.insert(0, os.path.dirname(path))
+    ns = runpy.run_path(path)
+    args = ns["example_args"]; kwargs = ns.get("example_kwargs") or {}
+    ep = torch.export.export(ns["model"], tuple(args), kwargs, dynamic_shapes=ns.get("dynamic_shapes"), strict=bool(ns.get("strict", False)))
+    def concrete(size):
+        try:
+            return int(size)
+        except Exception:
+            return int(size.node.hint)
+    by_line = {}
+    for node in ep.graph.nodes:
+        val = node.meta.get("val")
+        trace = node.meta.get("stack_trace") or ""
+        if not isinstance(val, torch.Tensor) or node.op != "call_function":
+            continue
+        lines = [int(m.group(1)) for m in re.finditer(r'File "%s", line (\d+)' % re.escape(path), trace)]
+        if lines:
+            by_line.setdefault(lines[-1], []).append([concrete(s) for s in val.shape])
+    # The example's size of each Dim, by name.
+    dims = {}
+    spec = ns.get("dynamic_shapes") or {}
+    names = list(inspect.signature(ns["model"].forward).parameters)
+    values = dict(zip(names, args)); values.update(kwargs)
+    items = spec.items() if isinstance(spec, dict) else zip(names, spec)
+    for name, entry in items:
+        tensor = values.get(name)
+        if not isinstance(tensor, torch.Tensor) or entry is None:
+            continue
+        pairs = entry.items() if isinstance(entry, dict) else enumerate(entry)
+        for index, dim in pairs:
+            dim_name = getattr(dim, "__name__", None)
+            if dim_name:
+                dims[dim_name] = tensor.shape[index]
+    return {"lines": by_line, "dims": dims}
+
+# torch is imported once and the exporter warmed up by one tiny export (its lazy imports cost
+# more than most fixtures' exports); each file is exported in a forked child, so that nothing
+# one file registers (custom ops, dynamo caches) reaches the next. The model may print: results
+# are the lines with the marker.
+class _Tiny(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) + x.shape[0]
+
+torch.export.export(_Tiny(), (torch.randn(3, 4),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
+for path in sys.argv[1:]:
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            result = {"path": path, **shapes(path)}
+        except BaseException as exc:
+            result = {"path": path, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        sys.stdout.write("PT2LSP-SHAPES " + json.dumps(result) + "\n")
+        sys.stdout.flush()
+        os._exit(0)
+    os.waitpid(pid, 0)
 '''
 
 
@@ -104,39 +128,80 @@ def evaluate(shape: str, dims: dict[str, int]) -> list[int | None]:
     return sizes
 
 
+@dataclasses.dataclass
+class Agreement:
+    agree: int = 0
+    unknown: int = 0
+    # `file:line: inferred ..., exported ...`, one per disagreeing hint.
+    disagreements: list[str] = dataclasses.field(default_factory=list)
+    # How many files exported (the others have nothing to compare with).
+    exported: int = 0
+
+
+def exported_shapes(python: str, paths: list[Path]) -> dict[str, dict]:
+    """{path: {"lines": {line: sizes}, "dims": {Dim name: example size}}} of the files that export."""
+    run = subprocess.run([python, "-c", EXPORT, *(str(path.resolve()) for path in paths)], capture_output=True, text=True)
+    found = {}
+    for line in run.stdout.splitlines():
+        if line.startswith("PT2LSP-SHAPES "):
+            result = json.loads(line.removeprefix("PT2LSP-SHAPES "))
+            if "error" not in result:
+                found[result["path"]] = result
+    return found
+
+
+def agreement(binary: str, python: str, paths: list[Path]) -> Agreement:
+    """The editor's inferred shapes against the exported programs', dimension by dimension."""
+    counts = Agreement()
+    exported = exported_shapes(python, paths)
+    for path in paths:
+        result = exported.get(str(path.resolve()))
+        if result is None:
+            continue
+        counts.exported += 1
+        lines, dims = result["lines"], result["dims"]
+        hints = lsp_hints(binary, path)
+        for line in sorted({line for line, _ in hints}):
+            tensors = lines.get(str(line))
+            if not tensors:
+                continue  # a parameter, or a line the graph does not name
+            # `q, k, v = x.chunk(3)`: one hint per name, the line's last tensors in order.
+            shown = [shape for hint_line, shape in hints if hint_line == line]
+            for shape, actual in zip(reversed(shown), reversed(tensors)):
+                compare(counts, f"{path}:{line}", shape, actual, dims)
+    return counts
+
+
+def compare(counts: Agreement, where: str, shape: str, actual: list[int], dims: dict[str, int]) -> None:
+    """Counts one hint's dimensions against the exported tensor's."""
+    inferred = evaluate(shape, dims)
+    if len(inferred) != len(actual):
+        counts.disagreements.append(f"{where}: inferred {shape}, exported {actual}")
+        return
+    for mine, theirs in zip(inferred, actual):
+        if mine is None:
+            counts.unknown += 1
+        elif mine == theirs:
+            counts.agree += 1
+        else:
+            counts.disagreements.append(f"{where}: inferred {shape} = {inferred}, exported {actual}")
+            return
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", required=True)
     parser.add_argument("--python", required=True)
     parser.add_argument("files", nargs="+", type=Path)
     options = parser.parse_args()
-    agree = unknown = disagree = 0
-    for path in options.files:
-        run = subprocess.run([options.python, "-c", EXPORT, str(path.resolve())], capture_output=True, text=True)
-        if run.returncode != 0:
-            continue
-        exported = json.loads(run.stdout.strip().splitlines()[-1])
-        lines, dims = exported["lines"], exported["dims"]
-        for line, shape in lsp_hints(options.binary, path):
-            actual = lines.get(str(line))
-            if actual is None:
-                continue  # a parameter, or a line the graph does not name
-            inferred = evaluate(shape, dims)
-            if len(inferred) != len(actual):
-                disagree += 1
-                print(f"{path}:{line}: inferred {shape}, exported {actual}")
-                continue
-            for mine, theirs in zip(inferred, actual):
-                if mine is None:
-                    unknown += 1
-                elif mine == theirs:
-                    agree += 1
-                else:
-                    disagree += 1
-                    print(f"{path}:{line}: inferred {shape} = {inferred}, exported {actual}")
-                    break
-    print(f"dimensions: {agree} agree, {unknown} unknown, {disagree} disagree")
-    return 1 if disagree else 0
+    counts = agreement(options.binary, options.python, options.files)
+    for disagreement in counts.disagreements:
+        print(disagreement)
+    print(
+        f"{counts.exported} files exported; dimensions: {counts.agree} agree, {counts.unknown} unknown, "
+        f"{len(counts.disagreements)} disagree"
+    )
+    return 1 if counts.disagreements else 0
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ non-strict), in a fresh forked process:
   PT102 is not, ...).
 
 Run: `PT2LSP_PYTHON=/work/main/.venv/bin/python python -m pytest -q tests/python/test_repros.py`.
-The file is also its own fork server (`python test_repros.py --serve`): it imports torch once
-and forks a child per case, so torch.library namespaces and dynamo caches never leak between
+The file is also its own fork server (`python test_repros.py --serve`): it imports torch and
+warms the exporter up once (`export_fixture.warm_up`) and forks a child per case, so torch.library namespaces and dynamo caches never leak between
 cases, and the whole set takes well under a minute.
 """
 
@@ -245,9 +245,9 @@ def run_one(case: str, out: str) -> None:
 def serve() -> int:
     import signal
 
-    import torch  # noqa: F401  (the shared, expensive part)
-    import torch._dynamo  # noqa: F401
-    import torch.export  # noqa: F401
+    from export_fixture import warm_up
+
+    warm_up()  # the shared, expensive part, as in export_fixture.py
 
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # nothing but protocol lines reach the pipe

@@ -28,7 +28,8 @@ arguments), concatenation, views, transposes, slices with steps and reductions, 
 the code forces far from any `if` are found too: `torch.cat([x, y], 1)` fed to `nn.Linear(32, ...)`
 requires `dx + dy == 32`; `torch.cat([x, x], 1) + y` relates `dy = 2*dx`; `nn.Linear(32, ...)`
 on a dimension declared dynamic fixes it to 32; broadcasting `z[:, ::2]`, of size `(dz + 1)//2`,
-guards it `!= 1`, which `Dim("dz")` allows at dz = 2. A relation torch checks at run time
+guards it `!= 1`, which `Dim("dz")` allows at dz = 2 (non-strict export guards every slice with a
+step that way, where it slices). A relation torch checks at run time
 instead (`dx + dy == dz`) is not reported. `Dim.AUTO` and `Dim.DYNAMIC` let the
 exporter refine the range itself and are not checked.
 
@@ -98,6 +99,17 @@ pub(crate) fn check(checker: &mut Checker) {
     let strict = checker.strict();
     // Guards on one dim ask for the same constraint again and again; each fix reads the file.
     let mut fixes: HashMap<Vec<DimConstraint>, Option<Fix>> = HashMap::new();
+    // Non-strict export guards a strided slice's size `!= 1` where it slices: a broadcast of
+    // that size later is the same guard, reported once, at the slice.
+    let strided: Vec<&SymSize> = checker
+        .model
+        .events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::StridedSlice { size } if !strict => Some(size),
+            _ => None,
+        })
+        .collect();
     for event in &checker.model.events {
         let text = checker.model.text(event.range);
         let (message, constraints) = match &event.kind {
@@ -194,7 +206,27 @@ pub(crate) fn check(checker: &mut Checker) {
                 };
                 size_equality(&text, left, right, by, &relation)
             }
+            EventKind::StridedSlice { size } if !strict => {
+                let Some((dim, min)) = min_above_one(size) else {
+                    continue;
+                };
+                let declared_low = dim.min.unwrap_or(2).max(2);
+                (
+                    format!(
+                        "`{text}` takes a slice with a step of dynamic dimension `{}`, of size `{size}`; the range of `{}` allows it to be 1 (at {} = {declared_low}), so non-strict export guards `{size} != 1`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={min})`",
+                        dim.name, dim.name, dim.name, dim.name, dim.name
+                    ),
+                    Some(vec![DimConstraint::Range {
+                        name: dim.name.clone(),
+                        min: Some(min),
+                        max: None,
+                    }]),
+                )
+            }
             EventKind::MaybeOne { size, other } => {
+                if strided.contains(&size) {
+                    continue;
+                }
                 let Some((dim, min)) = min_above_one(size) else {
                     continue;
                 };

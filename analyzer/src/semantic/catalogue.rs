@@ -486,6 +486,10 @@ pub(crate) enum LayerShape {
     /// channel dimension must be `in_channels`, each spatial size
     /// `(L + 2·padding − dilation·(kernel − 1) − 1) // stride + 1`.
     Conv { spatial: usize },
+    /// `ConvTranspose{n}d(in_channels, out_channels, kernel_size, stride, padding,
+    /// output_padding, groups, bias, dilation)`: each spatial size
+    /// `(L − 1)·stride − 2·padding + dilation·(kernel − 1) + output_padding + 1`.
+    ConvTranspose { spatial: usize },
     /// `MaxPool{n}d(kernel_size, stride=kernel_size, padding, dilation)`, `AvgPool{n}d`.
     Pool { spatial: usize },
     /// `AdaptiveAvgPool{n}d(output_size)`: each spatial size becomes `output_size`.
@@ -522,6 +526,8 @@ pub(crate) fn layer_shape(qualified: &str) -> Option<LayerShape> {
         _ => {
             if let Some(spatial) = spatial("Conv") {
                 LayerShape::Conv { spatial }
+            } else if let Some(spatial) = spatial("ConvTranspose") {
+                LayerShape::ConvTranspose { spatial }
             } else if let Some(spatial) = spatial("MaxPool").or_else(|| spatial("AvgPool")) {
                 LayerShape::Pool { spatial }
             } else if let Some(spatial) =
@@ -546,6 +552,17 @@ pub(crate) fn layer_parameters(shape: LayerShape) -> &'static [&'static str] {
             "kernel_size",
             "stride",
             "padding",
+            "dilation",
+        ],
+        LayerShape::ConvTranspose { .. } => &[
+            "in_channels",
+            "out_channels",
+            "kernel_size",
+            "stride",
+            "padding",
+            "output_padding",
+            "groups",
+            "bias",
             "dilation",
         ],
         LayerShape::Pool { .. } => &["kernel_size", "stride", "padding", "dilation"],

@@ -127,6 +127,9 @@ pub(crate) enum EventKind {
     /// A size that the declared ranges allow to be 1 (`(dz + 1)//2` for `dz = 2`) is
     /// broadcast against `other`: the exporter guards it `!= 1`, narrowing the `Dim`.
     MaybeOne { size: SymSize, other: SymSize },
+    /// A slice with a step of a dynamic dimension (`x[:, ::2]`) whose size the declared
+    /// ranges allow to be 1: non-strict export guards the size `!= 1`.
+    StridedSlice { size: SymSize },
     /// A parameter or buffer sliced up to a dynamic size with no declared maximum.
     BufferSlice { dim: Rc<DimDecl> },
     /// An `if` on a tensor's value (the event's range is its condition): the local names

@@ -342,17 +342,32 @@ pub(crate) struct TensorInfo {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LayerInfo {
     pub(crate) qualified: Rc<str>,
-    /// The literal integer arguments, by the names of [`super::catalogue::layer_parameters`]; a
-    /// tuple argument (`kernel_size=(3, 3)`) counts when its items are equal.
-    pub(crate) sizes: Vec<(&'static str, i64)>,
+    /// The arguments given, by the names of [`super::catalogue::layer_parameters`]: their
+    /// literal integer, or `None` for one the analysis cannot read (`padding="same"`,
+    /// `stride=(2, 1)`, a constructor's own parameter). A tuple argument (`kernel_size=(3, 3)`)
+    /// counts when its items are equal.
+    pub(crate) sizes: Vec<(&'static str, Option<i64>)>,
+    /// `padding="same"`: a convolution that keeps each spatial size.
+    pub(crate) same_padding: bool,
 }
 
 impl LayerInfo {
+    /// The literal size given for `name`; `None` when it was not given or cannot be read.
     pub(crate) fn size(&self, name: &str) -> Option<i64> {
-        self.sizes
-            .iter()
-            .find(|(parameter, _)| *parameter == name)
-            .map(|(_, size)| *size)
+        self.argument(name).and_then(|(_, size)| *size)
+    }
+
+    /// The size of `name`, or `default` when the constructor does not give it; `None` when it
+    /// is given and cannot be read.
+    pub(crate) fn size_or(&self, name: &str, default: i64) -> Option<i64> {
+        match self.argument(name) {
+            None => Some(default),
+            Some((_, size)) => *size,
+        }
+    }
+
+    fn argument(&self, name: &str) -> Option<&(&'static str, Option<i64>)> {
+        self.sizes.iter().find(|(parameter, _)| *parameter == name)
     }
 }
 

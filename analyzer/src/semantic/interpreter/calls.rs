@@ -239,6 +239,11 @@ impl Interpreter<'_, '_> {
                     });
                 }
             }
+            "chunk" | "split" | "unbind" => {
+                if let Some(parts) = split_into_tuple(info, name, call, &call.arguments.args) {
+                    return parts;
+                }
+            }
             "data_ptr" | "storage" | "untyped_storage" => {
                 self.record(
                     EventKind::UntraceableMethod {
@@ -1033,6 +1038,63 @@ impl Interpreter<'_, '_> {
                     ..TensorInfo::default()
                 }))
             }
+            "chunk" | "split" | "unbind" => {
+                let Some(Value::Tensor(info)) = args.first() else {
+                    return None;
+                };
+                split_into_tuple(info, name, call, call.arguments.args.get(1..)?)
+            }
+            "einsum" => {
+                let equation = names::string_literal(call.arguments.args.first()?)?;
+                let operands: Vec<&Value> = match args.get(1..)? {
+                    [Value::Tuple(items)] => items.iter().collect(),
+                    rest => rest.iter().collect(),
+                };
+                let operands: Option<Vec<&TensorInfo>> = operands
+                    .into_iter()
+                    .map(|operand| match operand {
+                        Value::Tensor(info) if !info.data_dependent_shape => Some(info),
+                        _ => None,
+                    })
+                    .collect();
+                let operands = operands?;
+                let shapes: Option<Vec<&TensorDims>> =
+                    operands.iter().map(|info| info.dims.as_deref()).collect();
+                let dims = shapes.and_then(|shapes| shape_ops::einsum(equation, &shapes));
+                Some(Value::Tensor(TensorInfo {
+                    dims: dims.map(Rc::new),
+                    assumed: operands.iter().all(|info| info.assumed),
+                    ..TensorInfo::default()
+                }))
+            }
+            "interpolate" | "pad" => {
+                let Some(Value::Tensor(info)) = args.first() else {
+                    return None;
+                };
+                let exprs = call.arguments.args.get(1..).unwrap_or_default();
+                let dims = info
+                    .dims
+                    .as_deref()
+                    .filter(|_| !info.data_dependent_shape)
+                    .and_then(|dims| {
+                        if name == "pad" {
+                            shape_ops::pad(dims, call, exprs)
+                        } else {
+                            shape_ops::interpolate(
+                                dims,
+                                call,
+                                args.get(1..).unwrap_or_default(),
+                                exprs,
+                            )
+                        }
+                    });
+                Some(Value::Tensor(TensorInfo {
+                    dims: dims.map(Rc::new),
+                    assumed: assumed || info.assumed,
+                    data_dependent_shape: info.data_dependent_shape,
+                    ..TensorInfo::default()
+                }))
+            }
             "matmul" | "mm" | "bmm" => {
                 let (Some(Value::Tensor(a)), Some(Value::Tensor(b))) = (args.first(), args.get(1))
                 else {
@@ -1091,6 +1153,32 @@ fn shaped_method(
         opaque: false,
         ..info.clone()
     }))
+}
+
+/// The parts of `chunk`, `split` or `unbind` as a tuple of tensors of known shapes, when their
+/// number and sizes are known (`exprs`: the arguments after the tensor).
+fn split_into_tuple(
+    info: &TensorInfo,
+    name: &str,
+    call: &ast::ExprCall,
+    exprs: &[Expr],
+) -> Option<Value> {
+    if info.data_dependent_shape {
+        return None;
+    }
+    let parts = shape_ops::split_parts(info.dims.as_deref()?, name, call, exprs)?;
+    Some(Value::Tuple(
+        parts
+            .into_iter()
+            .map(|dims| {
+                Value::Tensor(TensorInfo {
+                    dims: Some(Rc::new(dims)),
+                    assumed: info.assumed,
+                    ..TensorInfo::default()
+                })
+            })
+            .collect(),
+    ))
 }
 
 /// Whether `shape_ops::method_shape` may compute what op `name` does to shapes.

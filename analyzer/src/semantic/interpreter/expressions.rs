@@ -236,7 +236,7 @@ impl Interpreter<'_, '_> {
                     info.opaque && names::int_literal(&subscript.slice).is_some();
                 let dims = match &info.dims {
                     Some(dims) if !masked && !info.opaque => {
-                        self.index_dims(dims, &subscript.slice, env)
+                        self.index_dims(dims, &subscript.slice, subscript.range(), env)
                     }
                     _ => None,
                 };

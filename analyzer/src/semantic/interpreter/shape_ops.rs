@@ -5,6 +5,7 @@
 
 use std::rc::Rc;
 
+use crate::semantic::EventKind;
 use crate::semantic::catalogue::{self, LayerShape};
 use crate::semantic::names;
 use crate::semantic::symbolic::SymSize;
@@ -156,7 +157,7 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                 forced: None,
             }
         }
-        LayerShape::Conv { spatial } => {
+        LayerShape::Conv { spatial } | LayerShape::ConvTranspose { spatial } => {
             let channel = input
                 .rank
                 .filter(|rank| *rank == spatial + 2)
@@ -167,9 +168,19 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                     return None;
                 }
                 sizes[1] = Some(DimSize::Sym(SymSize::constant(layer.size("out_channels")?)));
+                let transposed = matches!(shape, LayerShape::ConvTranspose { .. });
+                if layer.same_padding && !transposed {
+                    return Some(TensorDims::from_sizes(sizes));
+                }
                 let window = Window::of(layer, layer.size("kernel_size")?, 1);
                 for size in &mut sizes[2..] {
-                    *size = window.output(size.take());
+                    *size = if transposed {
+                        let output_padding = layer.size_or("output_padding", 0);
+                        let window = window.as_ref().zip(output_padding);
+                        Window::transposed_output_of(window, size.take())
+                    } else {
+                        Window::output_of(window.as_ref(), size.take())
+                    };
                 }
                 Some(TensorDims::from_sizes(sizes))
             });
@@ -183,7 +194,7 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
             let pooled = |size: Option<DimSize>| match shape {
                 LayerShape::Pool { .. } => {
                     let kernel = layer.size("kernel_size")?;
-                    Window::of(layer, kernel, kernel).output(size)
+                    Window::output_of(Window::of(layer, kernel, kernel).as_ref(), size)
                 }
                 _ => Some(DimSize::Sym(SymSize::constant(layer.size("output_size")?))),
             };
@@ -224,12 +235,49 @@ struct Window {
 }
 
 impl Window {
-    fn of(layer: &LayerInfo, kernel: i64, default_stride: i64) -> Window {
-        Window {
+    /// The window of `layer`; `None` when one of its sizes is given and cannot be read
+    /// (`padding="same"`): then the output's size is not known.
+    fn of(layer: &LayerInfo, kernel: i64, default_stride: i64) -> Option<Window> {
+        Some(Window {
             kernel,
-            stride: layer.size("stride").unwrap_or(default_stride),
-            padding: layer.size("padding").unwrap_or(0),
-            dilation: layer.size("dilation").unwrap_or(1),
+            stride: layer.size_or("stride", default_stride)?,
+            padding: layer.size_or("padding", 0)?,
+            dilation: layer.size_or("dilation", 1)?,
+        })
+    }
+
+    /// The output size of `window` for an input of `size`; through a window whose sizes are
+    /// not known, a size that depends on the same `Dim`s (or a static one) all the same.
+    fn output_of(window: Option<&Window>, size: Option<DimSize>) -> Option<DimSize> {
+        match (window, size?) {
+            (Some(window), size) => window.output(Some(size)),
+            (None, DimSize::Sym(sym)) => unknown_like(&sym),
+            (None, derived @ DimSize::Derived(_)) => Some(derived),
+        }
+    }
+
+    /// The output size of a transposed convolution's `window` (with its output padding) for
+    /// an input of `size`: `(L − 1)·stride − 2·padding + dilation·(kernel − 1) + output_padding
+    /// + 1`, linear in `L`.
+    fn transposed_output_of(
+        window: Option<(&Window, i64)>,
+        size: Option<DimSize>,
+    ) -> Option<DimSize> {
+        let sym = match size? {
+            DimSize::Sym(sym) => sym,
+            derived @ DimSize::Derived(_) => return Some(derived),
+        };
+        let computed = window.and_then(|(window, output_padding)| {
+            let offset = -window.stride - 2 * window.padding
+                + window.dilation * (window.kernel - 1)
+                + output_padding
+                + 1;
+            sym.mul(&SymSize::constant(window.stride))?
+                .add(&SymSize::constant(offset))
+        });
+        match computed {
+            Some(sym) => Some(DimSize::Sym(sym)),
+            None => unknown_like(&sym),
         }
     }
 
@@ -278,13 +326,35 @@ pub(super) fn layer_info(qualified: &str, call: &ast::ExprCall, args: &[Value]) 
                     .find_keyword(parameter)
                     .map(|keyword| (&keyword.value, None))
             });
-        if let Some(size) = expr.and_then(|(expr, value)| literal(expr, value)) {
-            sizes.push((*parameter, size));
+        if let Some((expr, value)) = expr {
+            sizes.push((*parameter, literal(expr, value)));
+        }
+    }
+    // `padding="valid"` is no padding; `padding="same"` keeps the sizes (stride 1 only).
+    let mut same_padding = false;
+    if let Some(position) = sizes
+        .iter()
+        .position(|(parameter, _)| *parameter == "padding")
+    {
+        let given = parameters
+            .iter()
+            .position(|parameter| *parameter == "padding")
+            .and_then(|position| call.arguments.args.get(position))
+            .or_else(|| {
+                call.arguments
+                    .find_keyword("padding")
+                    .map(|keyword| &keyword.value)
+            });
+        match given.and_then(names::string_literal) {
+            Some("valid") => sizes[position].1 = Some(0),
+            Some("same") => same_padding = true,
+            _ => {}
         }
     }
     LayerInfo {
         qualified: Rc::from(qualified),
         sizes,
+        same_padding,
     }
 }
 
@@ -705,10 +775,12 @@ pub(super) fn matmul(
 
 /// `x[...]` with integers, slices, `None` and `...`: the shape of the view. `None` for an index
 /// by a tensor (a gather or a mask), which the caller handles.
+/// The shape of `input[slice]`; the dynamic sizes a slice with a step makes go to `strided`.
 pub(super) fn index_shape(
     input: &TensorDims,
     slice: &Expr,
     bound: &mut dyn FnMut(&Expr) -> Option<SymSize>,
+    strided: &mut Vec<SymSize>,
 ) -> Option<TensorDims> {
     let sizes = input.all_sizes()?;
     let items: Vec<&Expr> = match slice {
@@ -734,7 +806,13 @@ pub(super) fn index_shape(
             }
             Expr::Slice(range) => {
                 let size = sizes.get(position)?.clone();
-                result.push(slice_size(size, range, bound)?.0);
+                let sliced = slice_size(size, range, bound)?.0;
+                if let (Some(DimSize::Sym(sym)), Some(_)) = (&sliced, &range.step) {
+                    if sym.is_dynamic() && sym.linear().2 > 1 {
+                        strided.push(sym.clone());
+                    }
+                }
+                result.push(sliced);
                 position += 1;
             }
             item if names::int_literal(item).is_some() => position += 1,
@@ -815,6 +893,252 @@ fn slice_size(
     Some(Sliced(Some(DimSize::Sym(length))))
 }
 
+/// The positional argument at `position` or the keyword `keyword` of a call (arguments after
+/// the tensor itself, as the method form passes them).
+fn argument<'e>(
+    exprs: &'e [Expr],
+    call: &'e ast::ExprCall,
+    position: usize,
+    keywords: &[&str],
+) -> Option<&'e Expr> {
+    exprs.get(position).or_else(|| {
+        keywords
+            .iter()
+            .find_map(|keyword| call.arguments.find_keyword(keyword))
+            .map(|keyword| &keyword.value)
+    })
+}
+
+/// The parts `chunk`, `split` and `unbind` cut `input` into, each with its shape, when their
+/// number and sizes are known: the dimension cut has a literal size, the counts are literal.
+/// `exprs` are the call's arguments after the tensor.
+pub(super) fn split_parts(
+    input: &TensorDims,
+    name: &str,
+    call: &ast::ExprCall,
+    exprs: &[Expr],
+) -> Option<Vec<TensorDims>> {
+    // The most parts followed: beyond that the parts are one unknown tensor each.
+    const MOST_PARTS: i64 = 64;
+    let sizes = input.all_sizes()?;
+    let dim_position = usize::from(name != "unbind");
+    let dim = argument(exprs, call, dim_position, &["dim"]).map_or(Some(0), names::int_literal)?;
+    let index = input.index(dim)?;
+    let length = input.literal(index)?;
+    let parts: Vec<Option<i64>> = match name {
+        "unbind" => {
+            if length > MOST_PARTS {
+                return None;
+            }
+            let mut rest = sizes;
+            rest.remove(index);
+            return Some(
+                (0..length)
+                    .map(|_| TensorDims::from_sizes(rest.clone()))
+                    .collect(),
+            );
+        }
+        "chunk" => {
+            let chunks = names::int_literal(argument(exprs, call, 0, &["chunks"])?)?;
+            if chunks <= 0 || length == 0 {
+                return None;
+            }
+            let each = (length + chunks - 1) / chunks;
+            let count = (length + each - 1) / each;
+            (0..count)
+                .map(|part| Some(each.min(length - part * each)))
+                .collect()
+        }
+        "split" => match argument(exprs, call, 0, &["split_size_or_sections", "split_size"])? {
+            Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. }) => {
+                let sections: Option<Vec<i64>> = elts.iter().map(names::int_literal).collect();
+                let sections = sections?;
+                if sections.iter().sum::<i64>() != length {
+                    return None;
+                }
+                sections.into_iter().map(Some).collect()
+            }
+            expr => {
+                let each = names::int_literal(expr)?;
+                if each <= 0 || length == 0 {
+                    return None;
+                }
+                let count = (length + each - 1) / each;
+                (0..count)
+                    .map(|part| Some(each.min(length - part * each)))
+                    .collect()
+            }
+        },
+        _ => return None,
+    };
+    if parts.len() as i64 > MOST_PARTS {
+        return None;
+    }
+    Some(
+        parts
+            .into_iter()
+            .map(|part| {
+                let mut sizes = sizes.clone();
+                sizes[index] = part.map(|size| DimSize::Sym(SymSize::constant(size)));
+                TensorDims::from_sizes(sizes)
+            })
+            .collect(),
+    )
+}
+
+/// `torch.einsum("bqd,bkd->bqk", q, k)`: each output letter takes its size from the first
+/// operand that has it. Equations with `...` are not followed.
+pub(super) fn einsum(equation: &str, operands: &[&TensorDims]) -> Option<TensorDims> {
+    let equation: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
+    if equation.contains("...") {
+        return None;
+    }
+    let (inputs, output) = match equation.split_once("->") {
+        Some((inputs, output)) => (inputs, Some(output.to_owned())),
+        None => (equation.as_str(), None),
+    };
+    let terms: Vec<&str> = inputs.split(',').collect();
+    if terms.len() != operands.len() {
+        return None;
+    }
+    let mut letters: Vec<(char, Option<DimSize>, usize)> = Vec::new();
+    for (term, operand) in terms.iter().zip(operands) {
+        let sizes = operand.all_sizes()?;
+        if sizes.len() != term.chars().count() {
+            return None;
+        }
+        for (letter, size) in term.chars().zip(sizes) {
+            match letters.iter_mut().find(|(known, ..)| *known == letter) {
+                Some((_, _, count)) => *count += 1,
+                None => letters.push((letter, size, 1)),
+            }
+        }
+    }
+    // Without `->`, the output is the letters that appear once, in alphabetical order.
+    let output = output.unwrap_or_else(|| {
+        let mut once: Vec<char> = letters
+            .iter()
+            .filter(|(_, _, count)| *count == 1)
+            .map(|(letter, ..)| *letter)
+            .collect();
+        once.sort_unstable();
+        once.into_iter().collect()
+    });
+    let sizes: Option<Vec<Option<DimSize>>> = output
+        .chars()
+        .map(|letter| {
+            letters
+                .iter()
+                .find(|(known, ..)| *known == letter)
+                .map(|(_, size, _)| size.clone())
+        })
+        .collect();
+    Some(TensorDims::from_sizes(sizes?))
+}
+
+/// `F.interpolate(x, size=..., scale_factor=...)`: the first two dimensions kept, each spatial
+/// one the given size, or scaled by an integer factor.
+pub(super) fn interpolate(
+    input: &TensorDims,
+    call: &ast::ExprCall,
+    args: &[Value],
+    exprs: &[Expr],
+) -> Option<TensorDims> {
+    let mut sizes = input.all_sizes()?;
+    let spatial = sizes.len().checked_sub(2).filter(|spatial| *spatial >= 1)?;
+    let size_value = |expr: &Expr, value: Option<&Value>| -> Option<Option<DimSize>> {
+        match names::int_literal(expr) {
+            Some(size) => Some(Some(DimSize::Sym(SymSize::constant(size)))),
+            None => value?.as_sym().map(|sym| Some(DimSize::Sym(sym))),
+        }
+    };
+    if let Some(expr) =
+        argument(exprs, call, 0, &["size"]).filter(|expr| !expr.is_none_literal_expr())
+    {
+        let value = exprs.first().and_then(|_| args.first());
+        let targets: Vec<Option<DimSize>> = match expr {
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let items: Option<Vec<&Value>> = match value {
+                    Some(Value::Tuple(items)) => Some(items.iter().collect()),
+                    _ => None,
+                };
+                let sizes: Option<Vec<Option<DimSize>>> = elts
+                    .iter()
+                    .enumerate()
+                    .map(|(position, elt)| {
+                        size_value(
+                            elt,
+                            items
+                                .as_ref()
+                                .and_then(|items| items.get(position).copied()),
+                        )
+                    })
+                    .collect();
+                sizes?
+            }
+            expr => vec![size_value(expr, value)?; spatial],
+        };
+        if targets.len() != spatial {
+            return None;
+        }
+        for (size, target) in sizes[2..].iter_mut().zip(targets) {
+            *size = target;
+        }
+        return Some(TensorDims::from_sizes(sizes));
+    }
+    let factor = argument(exprs, call, 1, &["scale_factor"])?;
+    let factor = names::int_literal(factor).or_else(|| match factor {
+        Expr::NumberLiteral(ast::ExprNumberLiteral {
+            value: ast::Number::Float(value),
+            ..
+        }) if value.fract() == 0.0 && *value >= 1.0 && *value <= 1024.0 => {
+            // An integral float: `L * 2.0` floors to `2 * L`.
+            #[allow(clippy::cast_possible_truncation)]
+            Some(*value as i64)
+        }
+        _ => None,
+    });
+    for size in &mut sizes[2..] {
+        *size = match (size.take(), factor) {
+            (Some(DimSize::Sym(sym)), Some(factor)) => {
+                sym.mul(&SymSize::constant(factor)).map(DimSize::Sym)
+            }
+            (Some(DimSize::Sym(sym)), None) => unknown_like(&sym),
+            (Some(derived @ DimSize::Derived(_)), _) => Some(derived),
+            (None, _) => None,
+        };
+    }
+    Some(TensorDims::from_sizes(sizes))
+}
+
+/// `F.pad(x, (left, right, top, bottom, ...))`: the last dimensions grow by their literal
+/// padding, pairs from the last dimension backwards.
+pub(super) fn pad(input: &TensorDims, call: &ast::ExprCall, exprs: &[Expr]) -> Option<TensorDims> {
+    let mut sizes = input.all_sizes()?;
+    let (Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })) =
+        argument(exprs, call, 0, &["pad"])?
+    else {
+        return None;
+    };
+    let amounts: Option<Vec<i64>> = elts.iter().map(names::int_literal).collect();
+    let amounts = amounts?;
+    if amounts.len() % 2 != 0 || amounts.len() / 2 > sizes.len() {
+        return None;
+    }
+    for (pair, amount) in amounts.chunks(2).enumerate() {
+        let index = sizes.len() - 1 - pair;
+        let grown = amount[0] + amount[1];
+        sizes[index] = match sizes[index].take() {
+            Some(DimSize::Sym(sym)) => match sym.add(&SymSize::constant(grown)) {
+                Some(sum) => Some(DimSize::Sym(sum)),
+                None => unknown_like(&sym),
+            },
+            other => other,
+        };
+    }
+    Some(TensorDims::from_sizes(sizes))
+}
+
 /// A size computed from `sym` that the expressions cannot write: static if `sym` is.
 fn unknown_like(sym: &SymSize) -> Option<DimSize> {
     sym.dims().next().map(|dim| DimSize::Derived(dim.clone()))
@@ -859,16 +1183,30 @@ impl super::Interpreter<'_, '_> {
     }
 
     /// The shape of `tensor[slice]`, following slice bounds that are sizes (`:x.shape[1]`).
+    /// The shape of a subscript at `range` of a tensor of shape `dims`; a step slice whose
+    /// size the declared ranges allow to be 1 is an event (non-strict export guards it).
     pub(super) fn index_dims(
         &mut self,
         dims: &TensorDims,
         slice: &Expr,
+        range: ruff_text_size::TextRange,
         env: &mut super::Env,
     ) -> Option<TensorDims> {
         // The bounds were evaluated already, with their events: read them again silently.
         let emit = std::mem::replace(&mut self.emit, false);
-        let dims = index_shape(dims, slice, &mut |bound| self.eval(bound, env).as_sym());
+        let mut strided = Vec::new();
+        let dims = index_shape(
+            dims,
+            slice,
+            &mut |bound| self.eval(bound, env).as_sym(),
+            &mut strided,
+        );
         self.emit = emit;
+        for size in strided {
+            if size.range().0.is_some_and(|low| low <= 1) && !size.is_automatic() {
+                self.record(EventKind::StridedSlice { size }, range);
+            }
+        }
         dims
     }
 
