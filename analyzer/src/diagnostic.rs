@@ -94,6 +94,10 @@ pub struct Report {
     pub shapes: Vec<ShapeHint>,
 }
 
+/// The shape of a tensor whose rank the analysis does not know: the editor shows it only once
+/// a trace has replaced it with the exported program's.
+pub const UNKNOWN_SHAPE: &str = "?";
+
 /// The shape the analysis infers for a tensor named in traced code: what an editor shows on
 /// hover, and as an inlay hint after an assignment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +105,7 @@ pub struct ShapeHint {
     /// The name: a binding (`h = ...`, a parameter) or a use.
     pub range: TextRange,
     /// `[batch, dx + dy, 64]` in the user's `Dim` names; `_` is a static size the analysis does
-    /// not know, `?` a dynamic one it cannot write.
+    /// not know, `?` a dynamic one it cannot write; [`UNKNOWN_SHAPE`] when the rank is unknown.
     pub shape: String,
     /// A binding (an assignment or a parameter), not a use.
     pub binding: bool,
@@ -109,6 +113,9 @@ pub struct ShapeHint {
     pub changed: bool,
     /// Each `Dim` the shape names, and where it is made.
     pub dims: Vec<(String, TextRange)>,
+    /// The exported program's shape, from the last trace, in place of the inferred one (the
+    /// analysis never sets it; the editor does).
+    pub traced: bool,
 }
 
 impl Report {

@@ -20,7 +20,9 @@ mod suppression;
 mod syntax;
 mod workspace;
 
-pub use diagnostic::{Applicability, Diagnostic, Edit, Fix, Related, Report, Severity, ShapeHint};
+pub use diagnostic::{
+    Applicability, Diagnostic, Edit, Fix, Related, Report, Severity, ShapeHint, UNKNOWN_SHAPE,
+};
 pub use fix::{FixMode, MAX_FIX_ROUNDS, apply_fixes, compatible_fixes, fix_round, fix_to_fixpoint};
 pub use fixes::dims::DimConstraint;
 pub use line_index::{LineColumn, LineIndex};

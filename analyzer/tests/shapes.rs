@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use pt2lsp_analyzer::{LineIndex, Settings, check};
+use pt2lsp_analyzer::{LineIndex, Settings, UNKNOWN_SHAPE, check};
 
 /// The shapes the inlay hints show, by one-based line, in the order of the names.
 fn shown(source: &str) -> BTreeMap<u32, Vec<String>> {
@@ -17,7 +17,7 @@ fn shown(source: &str) -> BTreeMap<u32, Vec<String>> {
     let mut hints: Vec<_> = report
         .shapes
         .iter()
-        .filter(|hint| hint.binding && hint.changed)
+        .filter(|hint| hint.binding && hint.changed && hint.shape != UNKNOWN_SHAPE)
         .collect();
     hints.sort_by_key(|hint| hint.range.start());
     for hint in hints {

@@ -885,6 +885,110 @@ async fn a_file_with_an_entrypoint_is_traced_on_open_and_retraced_on_command() {
     client.shutdown_and_exit().await;
 }
 
+/// A model whose convolution's kernel size comes from the constructor's parameter: the
+/// analysis knows `y` is a tensor but not its rank.
+const KERNEL_FROM_PARAMETER: &str = "\
+import torch
+import torch.nn as nn
+from torch.export import Dim
+
+
+class Net(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, k, padding=k // 2)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y.relu()
+
+
+model = Net(3)
+example_args = (torch.randn(2, 3, 16, 16),)
+dynamic_shapes = {\"x\": {0: Dim(\"batch\")}}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_trace_hints_and_hover_show_the_exported_programs_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kernel.py");
+    std::fs::write(&path, KERNEL_FROM_PARAMETER).unwrap();
+    let uri = file_uri(&path);
+    let mut client = started(
+        Some(dir.path()),
+        json!({"python": torch_python(), "timeout": 120, "trace": "on-open-and-save"}),
+    )
+    .await;
+    client.open(&uri, 1, KERNEL_FROM_PARAMETER).await;
+    let whole = json!({"start": {"line": 0, "character": 0}, "end": {"line": 30, "character": 0}});
+    let hints = |response: &Value| -> Vec<(u64, String)> {
+        response["result"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a list of hints: {response}"))
+            .iter()
+            .map(|hint| {
+                (
+                    hint["position"]["line"].as_u64().unwrap(),
+                    hint["label"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let end = client
+        .wait_for(|message| is_trace_progress(message, "end"))
+        .await;
+    assert_eq!(end["params"]["value"]["message"], "no problems", "{end}");
+    let response = client
+        .request(
+            "textDocument/inlayHint",
+            json!({"textDocument": {"uri": uri}, "range": whole}),
+        )
+        .await;
+    // The parameter's shape is the analysis's; `y`'s, which it did not know, the program's.
+    assert_eq!(
+        hints(&response),
+        [
+            (10, ": [batch, 3, 16, 16]".to_owned()),
+            (11, ": [batch, 8, 16, 16]".to_owned()),
+        ],
+        "{response:#}"
+    );
+    let hover = client
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": uri}, "position": {"line": 12, "character": 16}}),
+        )
+        .await;
+    let text = hover["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("y: Tensor[batch, 8, 16, 16]"), "{hover:#}");
+    assert!(text.contains("last trace"), "{hover:#}");
+
+    // An edit makes a new version: until it is traced, the analysis's shapes alone.
+    client
+        .notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": {"uri": uri, "version": 2},
+                "contentChanges": [{"text": KERNEL_FROM_PARAMETER.replace("y.relu()", "y.tanh()")}]
+            }),
+        )
+        .await;
+    let response = client
+        .request(
+            "textDocument/inlayHint",
+            json!({"textDocument": {"uri": uri}, "range": whole}),
+        )
+        .await;
+    assert_eq!(
+        hints(&response),
+        [(10, ": [batch, 3, 16, 16]".to_owned())],
+        "{response:#}"
+    );
+    client.shutdown_and_exit().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_interpreter_warns_once_and_keeps_static_diagnostics() {
     let (dir, uri, text) = traced_workspace();

@@ -1,5 +1,7 @@
 //! Headless Neovim as the client: `tests/nvim/diagnostics.lua` opens a broken file, sees its
-//! diagnostic, fixes the line and sees it go. Fails, never skips, without nvim when `CI` is set.
+//! diagnostic, fixes the line and sees it go; `tests/nvim/inlay_hints.lua` loads the plugin
+//! (`editors/nvim`) and sees a tensor's shape as an inlay hint. Fails, never skips, without nvim
+//! when `CI` is set.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -31,23 +33,72 @@ fn neovim_shows_and_clears_a_data_dependent_branch() {
     // right line only if the server's positions are right, and it goes away only if Neovim's
     // incremental edits are applied right.
     std::fs::write(&file, MODEL).unwrap();
-    let mut child = Command::new(nvim)
+    run(
+        &nvim,
+        &script,
+        dir.path(),
+        &[
+            ("PT2LSP_FILE", file.as_os_str()),
+            ("PT2LSP_CODE", "PT101".as_ref()),
+            ("PT2LSP_LINE", "6".as_ref()),
+            ("PT2LSP_FIXED_LINE", "        if True:".as_ref()),
+        ],
+    );
+}
+
+#[test]
+fn neovim_shows_a_tensors_shape_as_an_inlay_hint() {
+    let Some(nvim) = find_nvim() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "nvim is not installed (Debian: apt-get install -y neovim) and CI is set"
+        );
+        eprintln!("nvim not found: skipping the Neovim test outside CI");
+        return;
+    };
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let script = repository.join("tests/nvim/inlay_hints.lua");
+    let plugin = repository.join("editors/nvim");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("views.py");
+    std::fs::copy(repository.join("fixtures/ok/shapes/views_ok.py"), &file).unwrap();
+    // The hint after `heads = x.view(b, t, 4, c // 4)`.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let line = text
+        .lines()
+        .position(|line| line.contains("heads = x.view("))
+        .unwrap();
+    run(
+        &nvim,
+        &script,
+        dir.path(),
+        &[
+            ("PT2LSP_PLUGIN", plugin.as_os_str()),
+            ("PT2LSP_FILE", file.as_os_str()),
+            ("PT2LSP_LINE", line.to_string().as_ref()),
+            ("PT2LSP_HINT", "[batch, seq, 4, 4]".as_ref()),
+        ],
+    );
+}
+
+/// Runs `script` in headless Neovim with `env`, its state kept in `state`; fails on its failure.
+fn run(nvim: &Path, script: &Path, state: &Path, env: &[(&str, &std::ffi::OsStr)]) {
+    let mut command = Command::new(nvim);
+    command
         .args(["--headless", "--clean", "-n", "-c"])
         .arg(format!("luafile {}", script.display()))
         .env("PT2LSP_BIN", env!("CARGO_BIN_EXE_pt2lsp"))
-        .env("PT2LSP_FILE", &file)
-        .env("PT2LSP_CODE", "PT101")
-        .env("PT2LSP_LINE", "6")
-        .env("PT2LSP_FIXED_LINE", "        if True:")
         // Keep Neovim's log and state out of the user's home.
-        .env("XDG_STATE_HOME", dir.path())
-        .env("XDG_CACHE_HOME", dir.path())
-        .env("XDG_DATA_HOME", dir.path())
+        .env("XDG_STATE_HOME", state)
+        .env("XDG_CACHE_HOME", state)
+        .env("XDG_DATA_HOME", state)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nvim starts");
+        .stderr(Stdio::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("nvim starts");
     let deadline = Instant::now() + Duration::from_secs(90);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {

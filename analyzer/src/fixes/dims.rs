@@ -35,6 +35,9 @@ pub enum DimConstraint {
     Derived { name: String, expr: String },
     /// The code fixes the dim to one size: it must be static.
     Constant { name: String, value: i64 },
+    /// The dim is `Dim.AUTO`: the exporter derives its range and its relations to other dims
+    /// (`y = 32 - x`, which no `Dim` expression can declare).
+    Automatic { name: String },
 }
 
 impl DimConstraint {
@@ -43,7 +46,8 @@ impl DimConstraint {
             DimConstraint::Range { name, .. }
             | DimConstraint::Equal { name, .. }
             | DimConstraint::Derived { name, .. }
-            | DimConstraint::Constant { name, .. } => name,
+            | DimConstraint::Constant { name, .. }
+            | DimConstraint::Automatic { name } => name,
         }
     }
 
@@ -58,6 +62,7 @@ impl DimConstraint {
             DimConstraint::Constant { name, value } => format!(
                 "{name} = {value}, which removes the `Dim` you declared: the exported program accepts size {value} only"
             ),
+            DimConstraint::Automatic { name } => format!("{name} = Dim.AUTO"),
         }
     }
 }
@@ -104,6 +109,12 @@ pub(crate) fn constraint_fix(
         .any(|constraint| matches!(constraint, DimConstraint::Constant { .. }))
     {
         "Make a dynamic dimension static"
+    } else if constraints
+        .iter()
+        .any(|constraint| matches!(constraint, DimConstraint::Automatic { .. }))
+    {
+        // The user's bounds go: the exporter decides the ranges the code allows.
+        "Let the exporter derive the dimensions, dropping their declared bounds"
     } else {
         "Constrain `dynamic_shapes`"
     };
@@ -409,6 +420,7 @@ enum Plan {
     /// An expression over other dims' names (`a`, `2*_l`).
     Alias(String),
     Static,
+    Automatic,
 }
 
 struct Planner<'p, 'g, 'a> {
@@ -499,6 +511,7 @@ impl<'p, 'g, 'a> Planner<'p, 'g, 'a> {
                 DimConstraint::Equal { to, .. } => Plan::Alias(to.clone()),
                 DimConstraint::Derived { expr, .. } => Plan::Alias(expr.clone()),
                 DimConstraint::Constant { .. } => Plan::Static,
+                DimConstraint::Automatic { .. } => Plan::Automatic,
             };
             self.plans.insert(constraint.name().to_owned(), plan);
         }
@@ -562,6 +575,7 @@ impl<'p, 'g, 'a> Planner<'p, 'g, 'a> {
                 Plan::Range { min, max } => self.range(name, sites, *min, *max)?,
                 Plan::Alias(expr) => self.alias(name, sites, expr)?,
                 Plan::Static => self.make_static(name, sites)?,
+                Plan::Automatic => self.make_automatic(sites)?,
             }
         }
         self.finish()
@@ -735,6 +749,27 @@ impl<'p, 'g, 'a> Planner<'p, 'g, 'a> {
     /// Every spec entry that depends on the dim goes: a dictionary entry is removed, a tuple
     /// element becomes `Dim.STATIC` (`None` for a dimension is deprecated in torch 2.15). A
     /// variable left unused goes too.
+    /// Every `Dim(...)` call that makes the dim becomes `Dim.AUTO` (spelled as the call's
+    /// callee is: `torch.export.Dim.AUTO`).
+    fn make_automatic(&mut self, sites: &DimSites<'a>) -> Option<()> {
+        let calls: Vec<&ast::ExprCall> = sites
+            .variable
+            .map(|(_, _, call)| call)
+            .into_iter()
+            .chain(sites.inline.iter().copied())
+            .collect();
+        if calls.is_empty() {
+            return None;
+        }
+        for call in calls {
+            self.edits.push(Edit {
+                range: call.range(),
+                content: format!("{}.AUTO", self.spec.slice(&*call.func)),
+            });
+        }
+        Some(())
+    }
+
     fn make_static(&mut self, name: &str, sites: &DimSites<'a>) -> Option<()> {
         let mut removed: Vec<TextRange> = Vec::new();
         let slots: Vec<(&'a Expr, SlotContext<'a>)> = self

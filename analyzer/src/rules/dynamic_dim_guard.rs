@@ -63,8 +63,9 @@ The fix edits `dynamic_shapes` and the `Dim`s it uses, wherever they are written
 - two dimensions compared equal or broadcast together become one (`b = a`);
 - a relation an operation forces becomes a derived dim (`dy = 2*dx`), with the narrower range
   its root needs; a sum of dims equal to a number narrows each (`Dim("da", max=28)`); a
-  decreasing relation (`y_dim = 32 - x_dim`), which `Dim` arithmetic cannot state, gets no fix:
-  the message says to declare both `Dim.AUTO`;
+  decreasing relation (`y_dim = 32 - x_dim`), which `Dim` arithmetic cannot state, makes both
+  `Dim.AUTO`: both stay dynamic and the exporter derives the relation, but their declared
+  bounds go, which the fix's title says;
 - a strided size that may be 1 raises the `Dim`'s minimum (`Dim("dz", min=3)`);
 - a reshape that needs a multiple becomes a derived dim (`_batch = Dim("_batch", min=2)`,
   `batch = 2*_batch`);
@@ -341,7 +342,14 @@ fn size_equality(
                         "`{text}` {requirement}: the exporter relates the dimensions as `{} = {expr}`, so export fails with \"Constraints violated ({}, {})\"; torch cannot declare a decreasing relation (\"Attempted to negate {}\"), so declare both dimensions `Dim.AUTO` and let the exporter derive it, or make one of them static",
                         dim.name, root.name, dim.name, root.name
                     ),
-                    None,
+                    Some(vec![
+                        DimConstraint::Automatic {
+                            name: root.name.clone(),
+                        },
+                        DimConstraint::Automatic {
+                            name: dim.name.clone(),
+                        },
+                    ]),
                 );
             }
             let mut constraints = vec![DimConstraint::Derived {

@@ -14,12 +14,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import re
 from collections.abc import Callable
 
 from .budget import DIVERGENCE_BUDGET_SECONDS, time_budget
 from .entrypoint import Target
 from .findings import Finding, Location, Related, binding_finding, located
+from .locations import user_place
 from .outputs import compare_outputs
 from .program_info import finite
 from .workspace import Workspace
@@ -340,19 +340,6 @@ def _literals(args, kwargs) -> list:
     walk(args)
     walk(kwargs)
     return out
-
-
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
-
-
-def user_place(node, is_user_file: Callable[[str], bool]) -> Location | None:
-    """The innermost user frame of a node's stack trace."""
-    trace = node.meta.get("stack_trace") or ""
-    found = None
-    for match in _FRAME.finditer(trace):
-        if is_user_file(match.group(1)):
-            found = Location(match.group(1), int(match.group(2)))
-    return found
 
 
 def divergence_findings(program, target: Target, workspace: Workspace) -> list[Finding]:

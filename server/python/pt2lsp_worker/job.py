@@ -11,6 +11,7 @@ import time
 from .entrypoint import EntrypointError, load_entrypoint
 from .export import export_program
 from .fake_kernels import record_operator_definitions
+from .shapes import traced_shapes
 from .trace import trace
 from .workspace import Workspace
 
@@ -42,7 +43,8 @@ def run_job(job: dict, job_dir: str, progress=None) -> dict:
             return {"status": "entrypoint", "diagnostics": [exc.finding.to_json()]}
         if job.get("export"):
             return export_program(target, workspace, definitions, job["export"], progress or (lambda *_: None))
-        findings = trace(target, workspace, definitions)
+        programs: list = []
+        findings = trace(target, workspace, definitions, programs)
     except MemoryError:
         return _out_of_memory(job)
     except RecursionError as exc:
@@ -51,7 +53,13 @@ def run_job(job: dict, job_dir: str, progress=None) -> dict:
     if any(finding.code == "PT502" for finding in findings):
         status = "oom"
     diagnostics = [finding.to_json() for finding in findings]
-    return {"status": status, "diagnostics": diagnostics, "trace_seconds": round(time.monotonic() - started, 3)}
+    result = {"status": status, "diagnostics": diagnostics, "trace_seconds": round(time.monotonic() - started, 3)}
+    if programs:
+        try:
+            result["shapes"] = traced_shapes(programs[0], target, workspace)
+        except Exception:  # noqa: BLE001 - the shapes are a courtesy of a trace that worked
+            pass
+    return result
 
 
 def _set_limits(job: dict) -> None:

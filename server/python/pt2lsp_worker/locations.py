@@ -7,6 +7,7 @@ import linecache
 import os
 import re
 import traceback
+from collections.abc import Callable
 
 from .findings import Location, Related, frame_location
 from .workspace import Workspace
@@ -161,3 +162,16 @@ def graph_node_location(program, op: str, workspace: Workspace) -> Location | No
     except Exception:
         pass
     return None
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def user_place(node, is_user_file: Callable[[str], bool]) -> Location | None:
+    """The innermost user frame of a graph node's stack trace."""
+    trace = node.meta.get("stack_trace") or ""
+    found = None
+    for match in _FRAME.finditer(trace):
+        if is_user_file(match.group(1)):
+            found = Location(match.group(1), int(match.group(2)))
+    return found

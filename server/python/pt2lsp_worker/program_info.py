@@ -42,7 +42,7 @@ def describe_inputs(program) -> list[str]:
 
 
 def range_constraints(program, target: Target) -> list[dict]:
-    names = _dim_names(program, target)
+    names = dim_names(program, target)
     constraints = []
     for symbol, bounds in (getattr(program, "range_constraints", None) or {}).items():
         constraints.append(
@@ -73,7 +73,7 @@ def finite(value) -> int | None:
     return number if abs(number) < 2**62 else None
 
 
-def _dim_names(program, target: Target) -> dict[str, str]:
+def dim_names(program, target: Target) -> dict[str, str]:
     """{symbol: the user's Dim name} for the dims the program's inputs were declared with."""
     spec = target.dynamic_shapes
     names: dict[str, str] = {}

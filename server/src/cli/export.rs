@@ -122,6 +122,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
             output_truncated: false,
             elapsed: None,
             export: None,
+            shapes: Vec::new(),
         },
         |done| done.result,
     );

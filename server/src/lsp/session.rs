@@ -16,6 +16,7 @@ use tower_lsp_server::ls_types::{ClientCapabilities, MessageType, Uri};
 mod documents;
 mod export;
 mod index;
+mod traced_shapes;
 mod traces;
 
 pub use documents::{MAX_ANALYSED_BYTES, OpenDocument};
@@ -44,6 +45,9 @@ pub struct ClientFlags {
     /// `workspace.diagnostics.refreshSupport`: a client that pulls diagnostics is told to pull
     /// again when trace results arrive.
     pub diagnostic_refresh: bool,
+    /// `workspace.inlayHint.refreshSupport`: the client is told to ask for inlay hints again
+    /// when a trace brings the exported program's shapes.
+    pub inlay_hint_refresh: bool,
 }
 
 impl ClientFlags {
@@ -73,6 +77,10 @@ impl ClientFlags {
             diagnostic_refresh: workspace
                 .and_then(|w| w.diagnostics.as_ref())
                 .and_then(|d| d.refresh_support)
+                .unwrap_or(false),
+            inlay_hint_refresh: workspace
+                .and_then(|w| w.inlay_hint.as_ref())
+                .and_then(|i| i.refresh_support)
                 .unwrap_or(false),
         }
     }

@@ -489,6 +489,7 @@ mod tests {
             output_truncated: false,
             elapsed: None,
             export: None,
+            shapes: Vec::new(),
         };
         let diagnostics = from_result(&result, &anchor);
         assert_eq!(diagnostics.len(), 1);

@@ -487,6 +487,7 @@ impl Scheduler {
                 output_truncated: false,
                 elapsed: None,
                 export: None,
+                shapes: Vec::new(),
             },
         });
     }

@@ -150,6 +150,20 @@ pub struct JobResult {
     /// What an export job wrote, when it wrote it (boxed: most results are traces').
     #[serde(default)]
     pub export: Option<Box<ExportReport>>,
+    /// The exported program's tensor shapes on the user's lines, when the export succeeded.
+    #[serde(default)]
+    pub shapes: Vec<TracedShapes>,
+}
+
+/// The shapes of the tensors the exported graph made on one line of the user's files, in graph
+/// order, written in the user's `Dim` names (`[batch, 8, (height + 1)//2]`; `?` for a size
+/// the worker cannot name).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct TracedShapes {
+    pub file: PathBuf,
+    /// 1-based.
+    pub line: u32,
+    pub shapes: Vec<String>,
 }
 
 /// What an export job wrote and how its check went.

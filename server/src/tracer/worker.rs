@@ -57,6 +57,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/patching.py"),
     worker_file!("pt2lsp_worker/program_info.py"),
     worker_file!("pt2lsp_worker/protocol.py"),
+    worker_file!("pt2lsp_worker/shapes.py"),
     worker_file!("pt2lsp_worker/pytree_types.py"),
     worker_file!("pt2lsp_worker/spec.py"),
     worker_file!("pt2lsp_worker/text.py"),

@@ -134,17 +134,28 @@ impl Env {
 
 /// The shape of a tensor a name held while tracing, for the editor.
 struct NamedShape {
-    dims: Rc<TensorDims>,
+    /// `None`: a tensor whose rank the analysis does not know.
+    dims: Option<Rc<TensorDims>>,
     binding: bool,
     changed: bool,
 }
 
 impl NamedShape {
-    /// The hint for the name at `range`, when the shape can be written.
-    fn hint(self, range: TextRange) -> Option<crate::ShapeHint> {
-        let shape = self.dims.render()?;
+    /// The hint for the name at `range`.
+    fn hint(self, range: TextRange) -> crate::ShapeHint {
+        let shape = match &self.dims {
+            Some(dims) => dims
+                .render()
+                .unwrap_or_else(|| crate::UNKNOWN_SHAPE.to_owned()),
+            None => crate::UNKNOWN_SHAPE.to_owned(),
+        };
         let mut dims: Vec<(String, TextRange)> = Vec::new();
-        for (_, size) in &self.dims.sizes {
+        let sizes = self
+            .dims
+            .as_ref()
+            .map(|dims| dims.sizes.as_slice())
+            .unwrap_or_default();
+        for (_, size) in sizes {
             let declared: Vec<&Rc<DimDecl>> = match size {
                 super::value::DimSize::Sym(sym) => sym.dims().collect(),
                 super::value::DimSize::Derived(dim) => vec![dim],
@@ -155,13 +166,14 @@ impl NamedShape {
                 }
             }
         }
-        Some(crate::ShapeHint {
+        crate::ShapeHint {
             range,
             shape,
             binding: self.binding,
             changed: self.changed,
             dims,
-        })
+            traced: false,
+        }
     }
 }
 
@@ -304,7 +316,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         let mut shapes: Vec<crate::ShapeHint> = interpreter
             .shapes
             .into_iter()
-            .filter_map(|(range, seen)| seen?.hint(range))
+            .filter_map(|(range, seen)| Some(seen?.hint(range)))
             .collect();
         shapes.sort_by_key(|hint| hint.range.start());
         (interpreter.events, interpreter.reached, shapes)
@@ -323,25 +335,28 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             return;
         }
         let Value::Tensor(TensorInfo {
-            dims: Some(dims),
+            dims,
             assumed: false,
+            opaque: false,
             ..
         }) = value
         else {
             return;
         };
+        // A shape of unknown rank is kept too: a trace may tell it (`UNKNOWN_SHAPE`).
+        let dims = dims.as_ref().filter(|dims| dims.rank.is_some());
         let changed = binding
-            && !matches!(previous, Some(Value::Tensor(TensorInfo { dims: Some(before), .. })) if before == dims);
+            && !matches!(previous, Some(Value::Tensor(TensorInfo { dims: before, .. })) if before.as_ref().filter(|before| before.rank.is_some()) == dims);
         self.shapes
             .entry(range)
             .and_modify(|seen| {
-                if seen.as_ref().is_some_and(|seen| seen.dims != *dims) {
+                if seen.as_ref().is_some_and(|seen| seen.dims.as_ref() != dims) {
                     *seen = None;
                 }
             })
             .or_insert_with(|| {
                 Some(NamedShape {
-                    dims: Rc::clone(dims),
+                    dims: dims.cloned(),
                     binding,
                     changed,
                 })

@@ -34,6 +34,9 @@ M.defaults = {
   -- Prefix each diagnostic's virtual text and float with its rule code ("PT101: ..."), unless
   -- the user's vim.diagnostic.config() already formats them.
   show_codes = true,
+  -- Tensor shapes as inlay hints after assignments (`h = self.proj(x)  : [batch, seq, 64]`):
+  -- Neovim's own inlay hints on 0.10 and later, end-of-line virtual text before.
+  inlay_hints = true,
   -- Passed on to the client as they are.
   on_attach = nil,
   capabilities = nil,
@@ -178,9 +181,116 @@ local function show_codes(client_id)
   end
 end
 
+-- Neovim 0.11 made client methods take `self`; earlier versions are called with a dot.
+local function client_request(client, method, params, handler, bufnr)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
+end
+
+-- Inlay hints drawn as end-of-line virtual text, for Neovim before 0.10 (no inlay hint API).
+local hints_namespace = vim.api.nvim_create_namespace("pt2lsp_inlay_hints")
+local hints_pending = {}
+
+--- Asks the server for a buffer's inlay hints and draws them at the ends of their lines.
+function M.refresh_inlay_hints(bufnr)
+  local client = M.client(bufnr)
+  if not client or not vim.api.nvim_buf_is_loaded(bufnr) then
+    return
+  end
+  local last = vim.api.nvim_buf_line_count(bufnr)
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+    range = { start = { line = 0, character = 0 }, ["end"] = { line = last, character = 0 } },
+  }
+  client_request(client, "textDocument/inlayHint", params, function(err, result)
+    if err or not vim.api.nvim_buf_is_loaded(bufnr) then
+      return
+    end
+    vim.api.nvim_buf_clear_namespace(bufnr, hints_namespace, 0, -1)
+    local by_line = {}
+    for _, hint in ipairs(result or {}) do
+      local label = type(hint.label) == "string" and hint.label or ""
+      if type(hint.label) == "table" then
+        for _, part in ipairs(hint.label) do
+          label = label .. (part.value or "")
+        end
+      end
+      local line = hint.position.line
+      by_line[line] = by_line[line] and (by_line[line] .. " " .. label) or label
+    end
+    for line, text in pairs(by_line) do
+      if line < vim.api.nvim_buf_line_count(bufnr) then
+        vim.api.nvim_buf_set_extmark(bufnr, hints_namespace, line, 0, {
+          virt_text = { { text, "Comment" } },
+          virt_text_pos = "eol",
+        })
+      end
+    end
+  end, bufnr)
+end
+
+--- The inlay hints drawn in a buffer (before Neovim 0.10): { {line, text}, ... }.
+function M.drawn_inlay_hints(bufnr)
+  local drawn = {}
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(bufnr, hints_namespace, 0, -1, { details = true })) do
+    local text = ""
+    for _, chunk in ipairs(mark[4].virt_text or {}) do
+      text = text .. chunk[1]
+    end
+    table.insert(drawn, { mark[2], text })
+  end
+  return drawn
+end
+
+-- After edits settle (and on save, when a trace may bring the exported program's shapes).
+local function schedule_inlay_hints(bufnr, delay)
+  if hints_pending[bufnr] then
+    return
+  end
+  hints_pending[bufnr] = true
+  vim.defer_fn(function()
+    hints_pending[bufnr] = nil
+    M.refresh_inlay_hints(bufnr)
+  end, delay)
+end
+
+local function enable_inlay_hints(client, bufnr)
+  if vim.lsp.inlay_hint and vim.lsp.inlay_hint.enable then
+    pcall(vim.lsp.inlay_hint.enable, true, { bufnr = bufnr })
+    return
+  end
+  local group = vim.api.nvim_create_augroup("pt2lsp_inlay_hints_" .. bufnr, { clear = true })
+  vim.api.nvim_create_autocmd({ "TextChanged", "InsertLeave", "BufWritePost" }, {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      schedule_inlay_hints(bufnr, 300)
+    end,
+  })
+  schedule_inlay_hints(bufnr, 100)
+end
+
+-- The server asks for hints again when a trace brings the exported program's shapes.
+local function on_inlay_hint_refresh(err, result, ctx)
+  if not (vim.lsp.inlay_hint and vim.lsp.inlay_hint.enable) then
+    for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+      local client = M.client(bufnr)
+      if client and client.id == ctx.client_id then
+        schedule_inlay_hints(bufnr, 0)
+      end
+    end
+  end
+  return vim.NIL
+end
+
 local function on_attach(client, bufnr)
   if config.show_codes then
     show_codes(client.id)
+  end
+  if config.inlay_hints then
+    enable_inlay_hints(client, bufnr)
   end
   if config.on_attach then
     config.on_attach(client, bufnr)
@@ -200,7 +310,7 @@ function M.client_config(root)
     settings = { pt2lsp = settings },
     capabilities = config.capabilities,
     on_attach = on_attach,
-    handlers = { ["$/progress"] = on_progress },
+    handlers = { ["$/progress"] = on_progress, ["workspace/inlayHint/refresh"] = on_inlay_hint_refresh },
   }
 end
 
@@ -251,14 +361,6 @@ function M.client(bufnr)
     end
   end
   return nil
-end
-
--- Neovim 0.11 made client methods take `self`; earlier versions are called with a dot.
-local function client_request(client, method, params, handler, bufnr)
-  if vim.fn.has("nvim-0.11") == 1 then
-    return client:request(method, params, handler, bufnr)
-  end
-  return client.request(method, params, handler, bufnr)
 end
 
 --- True when the server's error means it has no such command (yet).

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use pt2lsp_analyzer::{Applicability, Rule};
+use pt2lsp_analyzer::{Applicability, Rule, UNKNOWN_SHAPE};
 use tower_lsp_server::ls_types::{
     Hover, HoverContents, HoverParams, MarkupContent, MarkupKind, NumberOrString, Position, Range,
     Uri,
@@ -107,10 +107,13 @@ fn shape_at(session: &Session, uri: &Uri, position: Position) -> Option<(String,
     let positions = TextPositions::new(&text);
     let hint = shapes.iter().find(|hint| {
         let range = positions.range(hint.range);
-        range.start <= position && position <= range.end
+        range.start <= position && position <= range.end && hint.shape != UNKNOWN_SHAPE
     })?;
     let name = text.get(std::ops::Range::<usize>::from(hint.range))?;
     let mut value = format!("```python\n{name}: Tensor{}\n```", hint.shape);
+    if hint.traced {
+        value.push_str("\n\nThe shape in the program `torch.export` produced on the last trace.");
+    }
     for (dim, declared) in &hint.dims {
         let line = positions.range(*declared).start.line + 1;
         let _ = write!(value, "\n\n`{dim}`: dynamic, declared on line {line}");

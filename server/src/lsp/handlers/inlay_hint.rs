@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use pt2lsp_analyzer::UNKNOWN_SHAPE;
+
 use tower_lsp_server::ls_types::{
     InlayHint, InlayHintKind, InlayHintLabel, InlayHintParams, InlayHintTooltip,
 };
@@ -23,7 +25,7 @@ pub async fn inlay_hint(session: Arc<Session>, params: InlayHintParams) -> Optio
     let positions = TextPositions::new(&text);
     let hints = shapes
         .iter()
-        .filter(|hint| hint.binding && hint.changed)
+        .filter(|hint| hint.binding && hint.changed && hint.shape != UNKNOWN_SHAPE)
         .filter_map(|hint| {
             let at = positions.range(hint.range).end;
             (range.start <= at && at <= range.end).then(|| InlayHint {
@@ -31,16 +33,23 @@ pub async fn inlay_hint(session: Arc<Session>, params: InlayHintParams) -> Optio
                 label: InlayHintLabel::String(format!(": {}", hint.shape)),
                 kind: Some(InlayHintKind::TYPE),
                 text_edits: None,
-                tooltip: (!hint.dims.is_empty()).then(|| {
-                    InlayHintTooltip::String(format!(
-                        "Tensor shape inferred by pt2lsp; {} from `dynamic_shapes`",
-                        hint.dims
-                            .iter()
-                            .map(|(name, _)| format!("`{name}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                tooltip: if hint.traced {
+                    Some(InlayHintTooltip::String(
+                        "Tensor shape in the program torch.export produced on the last trace"
+                            .to_owned(),
                     ))
-                }),
+                } else {
+                    (!hint.dims.is_empty()).then(|| {
+                        InlayHintTooltip::String(format!(
+                            "Tensor shape inferred by pt2lsp; {} from `dynamic_shapes`",
+                            hint.dims
+                                .iter()
+                                .map(|(name, _)| format!("`{name}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    })
+                },
                 padding_left: None,
                 padding_right: None,
                 data: None,

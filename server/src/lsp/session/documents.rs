@@ -23,6 +23,7 @@ use ropey::Rope;
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
 
 use super::Session;
+use super::traced_shapes;
 use crate::lsp::diagnostics;
 use crate::lsp::document::{Document, TextPositions};
 use crate::lsp::settings::Resolved;
@@ -412,12 +413,19 @@ impl Session {
     /// document is not open or too large.
     pub fn shapes(&self, uri: &Uri) -> Option<(String, Arc<Vec<ShapeHint>>, Resolved)> {
         // Text and shapes are read together: an edit between two reads would pair them wrongly.
-        let (text, path, published) = self.documents.get(uri).map(|open| {
+        let (text, path, file, version, published) = self.documents.get(uri).map(|open| {
+            let version = open.document.version();
             let published = open
                 .shapes
                 .clone()
-                .filter(|(version, _)| *version == open.document.version());
-            (open.document.text(), open.path.clone(), published)
+                .filter(|(published, _)| *published == version);
+            (
+                open.document.text(),
+                open.path.clone(),
+                open.normalized.clone(),
+                version,
+                published,
+            )
         })?;
         if text.len() > MAX_ANALYSED_BYTES {
             return None;
@@ -426,6 +434,14 @@ impl Session {
         let shapes = match published {
             Some((_, shapes)) => shapes,
             None => Arc::new(self.check(&text, path.as_deref(), &settings).shapes),
+        };
+        // After a trace of this version, the exported program's shapes replace the inferred.
+        let traced = file.map(|file| self.traced_shapes(&file, Some(version)));
+        let shapes = match traced {
+            Some(traced) if !traced.is_empty() => {
+                Arc::new(traced_shapes::overlay(&text, &shapes, &traced))
+            }
+            _ => shapes,
         };
         Some((text, shapes, settings))
     }
@@ -473,6 +489,20 @@ impl Session {
 
     /// Tells a client that pulls diagnostics to pull them again (new trace results). Returns
     /// at once; the client's answer is not waited for.
+    /// Asks a client that supports it to request inlay hints again: a trace brought the
+    /// exported program's shapes.
+    pub fn refresh_inlay_hints(&self) {
+        if !self.flags().inlay_hint_refresh {
+            return;
+        }
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            if let Err(error) = client.inlay_hint_refresh().await {
+                crate::lsp::log_stderr(&format!("workspace/inlayHint/refresh failed: {error}"));
+            }
+        });
+    }
+
     pub fn refresh_pulled_diagnostics(&self) {
         if !self.flags().diagnostic_refresh {
             return;

@@ -106,6 +106,8 @@ pub struct FileTrace {
     /// The open document's version they were read against; `None` when read from disk.
     pub version: Option<i32>,
     pub diagnostics: Vec<lsp::Diagnostic>,
+    /// The exported program's tensor shapes by 1-based line (see [`TracedShapes`]).
+    pub shapes: HashMap<u32, Vec<String>>,
 }
 
 /// What one save traces, and the problems of the configured entrypoints' strings.
@@ -252,6 +254,15 @@ impl Session {
                 .or_default()
                 .push(diagnostic);
         }
+        let mut shapes_by_file: HashMap<PathBuf, HashMap<u32, Vec<String>>> = HashMap::new();
+        for traced in &result.shapes {
+            let file = normalized(&traced.file);
+            by_file.entry(file.clone()).or_default();
+            shapes_by_file
+                .entry(file)
+                .or_default()
+                .insert(traced.line, traced.shapes.clone());
+        }
         let root = planned.spec.roots.first().map(PathBuf::as_path);
         let mut files = HashMap::new();
         let mut places: Vec<(String, u32)> = Vec::new();
@@ -293,13 +304,15 @@ impl Session {
                     )
                 })
                 .collect();
-            if !diagnostics.is_empty() {
+            let shapes = shapes_by_file.remove(&file).unwrap_or_default();
+            if !diagnostics.is_empty() || !shapes.is_empty() {
                 files.insert(
                     file,
                     FileTrace {
                         uri,
                         version,
                         diagnostics,
+                        shapes,
                     },
                 );
             }
@@ -339,6 +352,34 @@ impl Session {
             self.republish(&file, uri).await;
         }
         self.refresh_pulled_diagnostics();
+        self.refresh_inlay_hints();
+    }
+
+    /// The exported program's shapes in a file for a version (`None`: the file as it is on
+    /// disk), by 1-based line, from every entrypoint (the first, in key order, per line).
+    pub(super) fn traced_shapes(
+        &self,
+        file: &Path,
+        version: Option<i32>,
+    ) -> HashMap<u32, Vec<String>> {
+        let Ok(traces) = self.traces.lock() else {
+            return HashMap::new();
+        };
+        let mut keys: Vec<&EntryKey> = traces.keys().collect();
+        keys.sort();
+        let mut out = HashMap::new();
+        for key in keys {
+            let Some(trace) = traces[key].files.get(file) else {
+                continue;
+            };
+            if trace.version != version {
+                continue;
+            }
+            for (line, shapes) in &trace.shapes {
+                out.entry(*line).or_insert_with(|| shapes.clone());
+            }
+        }
+        out
     }
 
     /// Publishes one file again with the trace diagnostics it has now. The caller holds
