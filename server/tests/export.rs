@@ -469,3 +469,38 @@ dynamic_shapes = {"x": {0: Dim("batch")}}
     );
     project.assert_clean(project.dir.path(), &["big.py", "pyproject.toml"]);
 }
+
+#[test]
+fn a_program_that_disagrees_with_eager_is_written_only_with_allow_divergence() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let counter = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/rules/PT601/counter_on_module.py"),
+    )
+    .unwrap();
+    let project = Project::new("", &[("counter.py", &counter)]);
+    let result = project.export(python, &["counter.py"]);
+    assert_eq!(result.code, 1, "{result:#?}");
+    assert!(
+        result.stdout.starts_with("counter.py:16:9: PT601 "),
+        "{}",
+        result.stdout
+    );
+    assert!(
+        result.stderr.contains("pass --allow-divergence"),
+        "{}",
+        result.stderr
+    );
+    project.assert_clean(project.dir.path(), &["counter.py", "pyproject.toml"]);
+
+    let result = project.export(python, &["counter.py", "--allow-divergence"]);
+    assert_eq!(result.code, 0, "{result:#?}");
+    assert!(project.path("counter.pt2").is_file(), "{result:#?}");
+    assert!(
+        result
+            .stderr
+            .contains("counter.py:16: PT601 (written anyway: --allow-divergence)"),
+        "{}",
+        result.stderr
+    );
+}

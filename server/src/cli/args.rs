@@ -124,6 +124,12 @@ pub struct ExportArgs {
     #[arg(long, overrides_with = "strict")]
     pub no_strict: bool,
 
+    /// Write the .pt2 even when the exported program disagrees with the eager model (PT601: a
+    /// Python value frozen by the export, or the check of the written file); the disagreement
+    /// is still reported, and the exit status is 0.
+    #[arg(long)]
+    pub allow_divergence: bool,
+
     /// text for people; json prints one object (the report, or the diagnostics).
     #[arg(long = "output-format", visible_alias = "format", value_enum, default_value_t = ExportFormat::Text)]
     pub format: ExportFormat,

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
-use pt2lsp_analyzer::FixMode;
+use pt2lsp_analyzer::{FixMode, Rule};
 use serde::Serialize;
 use serde_json::json;
 
@@ -107,6 +107,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
         ExportJob {
             output: output.clone(),
             temporary: temporary.clone(),
+            allow_divergence: args.allow_divergence,
         },
         Box::new(move |progress: Progress| {
             say(&describe_stage(&progress, &stage_label));
@@ -131,6 +132,20 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
     plan::remove_temporary(&temporary);
 
     if let (Status::Ok, Some(report)) = (&result.status, &result.export) {
+        // Written under --allow-divergence: the divergence is still said.
+        let mut divergent = diagnostics::from_result(&result, &chosen.job.anchor);
+        diagnostics::dedup(&mut divergent);
+        if !args.quiet {
+            for found in &divergent {
+                warn(&format!(
+                    "{}:{}: {} (written anyway: --allow-divergence): {}",
+                    walk::display_path(&found.file, &cwd).display(),
+                    found.line,
+                    found.rule.code(),
+                    found.message
+                ));
+            }
+        }
         let matches = report.verification.matches;
         if !matches && !args.quiet {
             warn(&format!(
@@ -141,7 +156,8 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
             ));
         }
         print_report(args.format, &file, &chosen, report, &label, &cwd)?;
-        Ok(if matches {
+        // --allow-divergence accepts a program that computes something else than eager.
+        Ok(if matches || args.allow_divergence {
             ExitStatus::Success
         } else {
             ExitStatus::Failure
@@ -166,6 +182,12 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
                 found.len(),
                 if found.len() == 1 { "" } else { "s" }
             ));
+            if found.iter().all(|found| found.rule == Rule::BakedInValue) {
+                warn(
+                    "the program exported but computes something else than eager; \
+                     pass --allow-divergence to write it anyway",
+                );
+            }
         }
         print_failure(args.format, &file, &chosen, &reports)?;
         Ok(ExitStatus::Failure)

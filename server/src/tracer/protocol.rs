@@ -55,6 +55,10 @@ pub struct ExportJob {
     pub output: PathBuf,
     /// Chosen by the caller, so that it can remove the file whatever happens to the job.
     pub temporary: PathBuf,
+    /// Write the program even when it disagrees with eager (PT601, its only findings); the
+    /// findings come back with the report.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub allow_divergence: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -330,6 +334,7 @@ mod tests {
         let export = ExportJob {
             output: PathBuf::from("/p/m.pt2"),
             temporary: PathBuf::from("/p/.m.pt2.1.tmp"),
+            allow_divergence: false,
         };
         let trace = serde_json::to_value(Request::Job {
             id: 1,

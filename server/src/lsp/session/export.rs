@@ -119,6 +119,7 @@ impl Session {
             ExportJob {
                 output: planned.output.clone(),
                 temporary: temporary.clone(),
+                allow_divergence: false,
             },
             stages,
         );
