@@ -13,8 +13,11 @@ pub(crate) const META: RuleMeta = RuleMeta {
     is_static: true,
     doc: r#"## What it does
 Statically, on `self.<name> += …` in traced code where `<name>` is a Python number the module
-sets (`self.steps = 0` in `__init__`): state that changes from call to call. Buffers and
-parameters are tensors and are not reported.
+sets (`self.steps = 0` in `__init__`): state that changes from call to call; and on each read,
+in traced code, of a module-level list, dict or set that a function of its file changes
+(`SCALES.extend(...)` in `set_scales`, `TABLE[key] = ...`, `global COUNT; COUNT = ...`). A
+container filled only by module-level statements (once, on import) is a constant and is not
+reported; buffers and parameters are tensors and are not reported.
 
 The tracer reports it after an export that succeeded: the exported program and the eager model
 run side by side on fresh inputs (the example inputs drawn again, at sizes across each dynamic
@@ -47,12 +50,19 @@ use crate::semantic::EventKind;
 
 pub(crate) fn check(checker: &mut Checker) {
     for event in &checker.model.events {
-        let EventKind::ModuleStateChanged { attribute } = &event.kind else {
-            continue;
+        let message = match &event.kind {
+            EventKind::ModuleStateChanged { attribute } => format!(
+                "`self.{attribute}` is a Python number that `forward` changes on every call; the exported program keeps the value it had while exporting. Keep it in a buffer (`register_buffer`) updated in place, or pass it in as an input"
+            ),
+            EventKind::MutatedGlobalRead {
+                name,
+                kind,
+                function,
+            } => format!(
+                "`{name}` is a module-level {kind} that `{function}` changes; traced code reads it here, so the exported program keeps the value it had while exporting and never sees a change. Hold it in a buffer (`register_buffer`) the model updates, or pass it in as an input"
+            ),
+            _ => continue,
         };
-        let message = format!(
-            "`self.{attribute}` is a Python number that `forward` changes on every call; the exported program keeps the value it had while exporting. Keep it in a buffer (`register_buffer`) updated in place, or pass it in as an input"
-        );
         checker.report(Rule::BakedInValue, Severity::Warning, event.range, message);
     }
 }

@@ -103,6 +103,13 @@ pub(crate) enum EventKind {
     /// `self.<attribute> += …` on a Python value in traced code: state that changes from call to
     /// call, which the exported program freezes at its value while exporting.
     ModuleStateChanged { attribute: String },
+    /// Traced code reads a module-level container that a function of its file changes
+    /// (`SCALES` of `set_scales`): the exported program keeps the value it had while exporting.
+    MutatedGlobalRead {
+        name: String,
+        kind: &'static str,
+        function: String,
+    },
     /// An elementwise operation lines up two different dynamic dimensions, which broadcasting
     /// requires to be equal.
     DimMismatch {

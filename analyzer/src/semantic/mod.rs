@@ -11,6 +11,7 @@ pub(crate) mod catalogue;
 mod custom_ops;
 mod events;
 mod interpreter;
+pub(crate) mod mutated_globals;
 pub(crate) mod names;
 mod shapes;
 pub(crate) mod symbolic;
@@ -53,6 +54,8 @@ pub(crate) struct ForeignFile<'a> {
     pub(crate) file: SourceFile<'a>,
     pub(crate) path: &'a Path,
     pub(crate) globals: HashMap<String, Value>,
+    /// Its module-level containers that a function of it changes.
+    pub(crate) mutated: HashMap<String, mutated_globals::MutatedGlobal>,
 }
 
 /// One workspace file loaded for whole-program analysis, owned by the caller of
@@ -87,6 +90,9 @@ pub(crate) struct SemanticModel<'a> {
     /// The file exports with `strict=True` (module-level `strict = True` or an export call).
     pub(crate) strict: bool,
     pub(crate) globals: HashMap<String, Value>,
+    /// The module-level containers that a function of the file changes (PT601 when read in
+    /// traced code).
+    pub(crate) mutated: HashMap<String, mutated_globals::MutatedGlobal>,
     pub(crate) functions: Vec<FunctionInfo<'a>>,
     function_by_start: HashMap<(u32, TextSize), usize>,
     /// Other workspace files the analysis may enter (empty unless this file is an entrypoint
@@ -132,6 +138,7 @@ impl<'a> SemanticModel<'a> {
             workspace,
             strict: false,
             globals: HashMap::new(),
+            mutated: mutated_globals::collect(body),
             functions: Vec::new(),
             function_by_start: HashMap::new(),
             foreign: Vec::new(),
@@ -160,6 +167,7 @@ impl<'a> SemanticModel<'a> {
                 },
                 path: &loaded.source.path,
                 globals: HashMap::new(),
+                mutated: mutated_globals::collect(&loaded.parsed.module.body),
             });
         }
         model.collect_functions(body, None, 0);
@@ -346,6 +354,14 @@ impl<'a> SemanticModel<'a> {
         match file.checked_sub(1) {
             Some(index) => &self.foreign[index as usize].globals,
             None => &self.globals,
+        }
+    }
+
+    /// The module-level containers a function of file `file` changes.
+    pub(crate) fn mutated_in(&self, file: u32) -> &HashMap<String, mutated_globals::MutatedGlobal> {
+        match file.checked_sub(1) {
+            Some(index) => &self.foreign[index as usize].mutated,
+            None => &self.mutated,
         }
     }
 

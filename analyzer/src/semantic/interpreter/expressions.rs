@@ -40,8 +40,24 @@ impl Interpreter<'_, '_> {
     pub(super) fn eval(&mut self, expr: &Expr, env: &mut Env) -> Value {
         match expr {
             Expr::Name(name) => {
-                let value = self.lookup(name.id.as_str(), env);
+                let id = name.id.as_str();
+                let value = self.lookup(id, env);
                 self.note_shape(name.range(), &value, None, false);
+                let local = env.locals.contains_key(id)
+                    || env
+                        .outer
+                        .as_ref()
+                        .is_some_and(|outer| outer.contains_key(id));
+                if !local {
+                    if let Some(mutated) = self.model.mutated_in(self.file).get(id) {
+                        let kind = EventKind::MutatedGlobalRead {
+                            name: id.to_owned(),
+                            kind: mutated.kind,
+                            function: mutated.function.clone(),
+                        };
+                        self.record(kind, name.range());
+                    }
+                }
                 value
             }
             Expr::NoneLiteral(_) => Value::None,
