@@ -155,7 +155,7 @@ impl<'a> Visitor<'a> for Mutations<'_> {
         match stmt {
             Stmt::FunctionDef(def) => {
                 let mut scope = Scope::default();
-                for parameter in def.parameters.iter() {
+                for parameter in &*def.parameters {
                     scope.locals.insert(parameter.name().to_string());
                 }
                 for inner in &def.body {
