@@ -64,6 +64,7 @@ fn command_status(args: Vec<OsString>) -> u8 {
         Command::Check(args) => cli::check::run(args),
         Command::Rule(args) => cli::rule::run(args),
         Command::Export(args) => cli::export::run(args),
+        Command::Merge(args) => cli::merge::run(args),
         Command::Serve => {
             // LSP asks for exit status 1 when the client exits without `shutdown`; that is
             // the only way `run` fails once the server started, so it is not a usage error.

@@ -1,5 +1,6 @@
 //! `check --trace --shard K/N` through the real binary: the shards of a project trace its
-//! entrypoints exactly once between them, and a bad shard is a usage error.
+//! entrypoints exactly once between them, `pt2lsp merge` makes their JSON and SARIF reports the
+//! unsharded ones, and a bad shard is a usage error.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -103,4 +104,45 @@ fn shards_trace_every_entrypoint_exactly_once() {
         !first.is_empty() && !second.is_empty(),
         "{first:?} {second:?}"
     );
+
+    // The shards' reports, merged, are the unsharded report, in JSON and in SARIF.
+    for format in ["json", "sarif"] {
+        let report = |shard: Option<&str>| {
+            let mut args = vec!["check", "--trace", "--python", python, "--format", format];
+            if let Some(shard) = shard {
+                args.extend(["--shard", shard]);
+            }
+            let run = pt2lsp(dir.path(), &args);
+            assert_eq!(run.code, 1, "{run:?}");
+            run.stdout
+        };
+        let whole: Value = serde_json::from_str(&report(None)).unwrap();
+        let mut paths = Vec::new();
+        for shard in ["1/2", "2/2"] {
+            let path = dir.path().join(format!("shard-{}.{format}", &shard[..1]));
+            std::fs::write(&path, report(Some(shard))).unwrap();
+            paths.push(path);
+        }
+        let mut args = vec!["merge"];
+        args.extend(paths.iter().map(|path| path.to_str().unwrap()));
+        let merged = pt2lsp(dir.path(), &args);
+        assert_eq!(merged.code, 1, "{merged:?}");
+        let merged: Value = serde_json::from_str(&merged.stdout).unwrap();
+        assert_eq!(merged, whole, "{format}");
+        for path in paths {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+#[test]
+fn merging_reports_of_different_formats_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.json"), "[]").unwrap();
+    std::fs::write(dir.path().join("b.sarif"), r#"{"runs": [{"results": []}]}"#).unwrap();
+    let run = pt2lsp(dir.path(), &["merge", "a.json", "b.sarif"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("different formats"), "{run:?}");
+    let run = pt2lsp(dir.path(), &["merge", "a.json"]);
+    assert_eq!((run.code, run.stdout.trim()), (0, "[]"), "{run:?}");
 }

@@ -64,6 +64,31 @@ pub enum Command {
     /// the eager model.
     #[command(after_help = EXPORT_AFTER_HELP)]
     Export(ExportArgs),
+    /// Merge the JSON or SARIF reports of `check --shard K/N` into the one report the unsharded
+    /// check would print.
+    #[command(after_help = MERGE_AFTER_HELP)]
+    Merge(MergeArgs),
+}
+
+const MERGE_AFTER_HELP: &str = "\
+Each shard analyses every file and traces its own entrypoints: a static finding is in every \
+shard's report, a traced one in one. The merged report keeps each finding once (the traced one \
+where a shard has it), ordered as `check` orders them, in the inputs' format, on stdout.
+
+Examples:
+  pt2lsp check --trace --shard 1/2 --format sarif > shard-1.sarif
+  pt2lsp check --trace --shard 2/2 --format sarif > shard-2.sarif
+  pt2lsp merge shard-1.sarif shard-2.sarif > pt2lsp.sarif
+
+Exit status: 0 when the merged report holds no error, 1 when it does, 2 when a report cannot be \
+read or the formats differ.";
+
+/// Options of `pt2lsp merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' reports, all JSON (`--format json`) or all SARIF (`--format sarif`).
+    #[arg(value_name = "REPORT", required = true)]
+    pub reports: Vec<PathBuf>,
 }
 
 const EXPORT_AFTER_HELP: &str = "\

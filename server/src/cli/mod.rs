@@ -9,6 +9,7 @@ pub mod args;
 pub mod check;
 pub mod export;
 pub mod fix;
+pub mod merge;
 pub mod output;
 pub mod rule;
 pub mod shard;
