@@ -59,6 +59,28 @@ impl<'a> SourceFile<'a> {
     }
 }
 
+/// Only the syntax errors of a file (PT001), without the semantic pass: what an editor shows
+/// for a file too large to analyse as you type.
+pub fn check_syntax(source: &str) -> Report {
+    let parsed = syntax::parse(source);
+    let diagnostics = parsed
+        .errors
+        .iter()
+        .map(|error| Diagnostic {
+            rule: Rule::SyntaxError,
+            severity: Severity::Error,
+            message: format!("Syntax error: {}", error.message),
+            range: error.range,
+            fix: None,
+            related: Vec::new(),
+        })
+        .collect();
+    Report {
+        diagnostics,
+        shapes: Vec::new(),
+    }
+}
+
 /// Analyses one file on its own, with no workspace facts.
 pub fn check(source: &str, settings: &Settings) -> Report {
     check_file(

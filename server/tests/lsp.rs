@@ -494,6 +494,49 @@ async fn initialization_options_are_settings() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_over_max_file_size_gets_its_syntax_checked_and_says_why() {
+    let mut client = started(None, json!({"maxFileSize": 1, "trace": "off"})).await;
+    let model = "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n            return x\n        return -x\n";
+    // Over 1 KiB: a data-dependent branch, and a syntax error at the end.
+    let large = format!("{model}{}\ndef broken(:\n", "# padding\n".repeat(120));
+    client.open(URI, 1, &large).await;
+    let diagnostics = client.diagnostics(URI, 1).await;
+    let found: Vec<(Option<&str>, u64, u64)> = diagnostics
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str(),
+                d["severity"].as_u64().unwrap(),
+                d["range"]["start"]["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The information on the first line, then the syntax error: no PT101.
+    assert_eq!(found[0], (None, 3, 0), "{diagnostics:#?}");
+    assert!(
+        diagnostics[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over `max-file-size` (1 KiB)"),
+        "{diagnostics:#?}"
+    );
+    assert!(
+        found.len() > 1
+            && found[1..]
+                .iter()
+                .all(
+                    |(code, severity, line)| (*code, *severity) == (Some("PT001"), 1)
+                        && *line >= 129
+                ),
+        "{diagnostics:#?}"
+    );
+    // Below the limit, the same model is analysed.
+    let small = "file:///tmp/pt2lsp-test/small.py";
+    client.open(small, 1, model).await;
+    assert_eq!(codes(&client.diagnostics(small, 1).await), ["PT101"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workspace_scan_reports_progress_and_registers_watchers() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("pkg")).unwrap();

@@ -107,6 +107,9 @@ fn to_toml(value: &Value) -> Option<toml::Value> {
     })
 }
 
+/// `max-file-size` when nothing sets it: 2 MiB, far beyond any hand-written model file.
+pub const DEFAULT_MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
+
 /// The settings one file is analysed with.
 #[derive(Debug, Clone)]
 pub struct Resolved {
@@ -120,6 +123,9 @@ pub struct Resolved {
     pub unsafe_fixes: bool,
     /// Inferred tensor shapes are shown as inlay hints (`inlay-hints`, on by default).
     pub inlay_hints: bool,
+    /// An open document larger than this (`max-file-size`, in KiB; 2 MiB by default) gets only
+    /// its syntax checked as you type: the analysis of a huge generated file would lag.
+    pub max_file_bytes: usize,
     /// MiB a trace job may take (`memory-limit`); `None` means the machine's memory.
     pub memory_limit_mb: Option<u64>,
     /// Selectors that match no rule, to report.
@@ -165,6 +171,10 @@ impl Resolved {
             timeout_seconds: options.timeout.unwrap_or(60.0),
             unsafe_fixes: options.unsafe_fixes.unwrap_or(false),
             inlay_hints: options.inlay_hints.unwrap_or(true),
+            max_file_bytes: options
+                .max_file_size_kib
+                .and_then(|kib| usize::try_from(kib.saturating_mul(1024)).ok())
+                .unwrap_or(DEFAULT_MAX_FILE_BYTES),
             memory_limit_mb: options.memory_limit,
             unknown_selectors,
             project: None,

@@ -23,7 +23,7 @@ use anyhow::{Context, Result, bail};
 use toml::{Table, Value};
 
 /// Every documented key of `[tool.pt2lsp]`.
-pub const KEYS: [&str; 13] = [
+pub const KEYS: [&str; 14] = [
     "python",
     "trace",
     "timeout",
@@ -37,6 +37,7 @@ pub const KEYS: [&str; 13] = [
     "fix",
     "unsafe-fixes",
     "inlay-hints",
+    "max-file-size",
 ];
 
 /// The keys of one `[[tool.pt2lsp.entrypoints]]` table.
@@ -112,6 +113,8 @@ pub struct Config {
     pub unsafe_fixes: Option<bool>,
     /// The editor shows inferred tensor shapes as inlay hints (on unless `false`).
     pub inlay_hints: Option<bool>,
+    /// KiB: an open document larger than this gets only its syntax checked as you type.
+    pub max_file_size_kib: Option<u64>,
     /// Problems worth telling the user that do not stop the run (unknown keys).
     pub warnings: Vec<String>,
     /// Keys spelled the old way (`memory_limit` for `memory-limit`): read, and to be shown
@@ -163,6 +166,7 @@ impl Config {
             fix: self.fix.or(fallback.fix),
             unsafe_fixes: self.unsafe_fixes.or(fallback.unsafe_fixes),
             inlay_hints: self.inlay_hints.or(fallback.inlay_hints),
+            max_file_size_kib: self.max_file_size_kib.or(fallback.max_file_size_kib),
             warnings: self.warnings.clone(),
             deprecations: self.deprecations.clone(),
             errors: self.errors.clone(),
@@ -281,6 +285,7 @@ pub fn from_table(table: &Table, path: Option<&Path>) -> Config {
             "inlay-hints" => boolean(value).map(|inlay_hints| {
                 config.inlay_hints = Some(inlay_hints);
             }),
+            "max-file-size" => kibibytes(value).map(|size| config.max_file_size_kib = Some(size)),
             "entrypoints" => {
                 let mut unknown = Vec::new();
                 let mut old = Vec::new();
@@ -365,6 +370,16 @@ fn seconds(value: &Value) -> Result<f64, String> {
 }
 
 /// A positive whole number of MiB.
+fn kibibytes(value: &Value) -> Result<u64, String> {
+    match value {
+        Value::Integer(number) if *number > 0 => Ok(number.unsigned_abs()),
+        _ => Err(format!(
+            ": must be a positive whole number of KiB, not {}",
+            describe(value)
+        )),
+    }
+}
+
 fn mebibytes(value: &Value) -> Result<u64, String> {
     match value {
         Value::Integer(number) if *number > 0 => Ok(number.unsigned_abs()),

@@ -304,6 +304,20 @@ impl Session {
             };
         }
         let settings = self.resolve_settings(path);
+        if text.len() > settings.max_file_bytes {
+            // A huge (generated) file: its syntax only, and a line saying why.
+            let positions = TextPositions::new(text);
+            let mut diagnostics: Vec<lsp::Diagnostic> = pt2lsp_analyzer::check_syntax(text)
+                .diagnostics
+                .iter()
+                .map(|d| diagnostics::to_lsp(d, &positions, version))
+                .collect();
+            diagnostics.insert(0, too_large_to_analyse(text.len(), settings.max_file_bytes));
+            return Analysed {
+                diagnostics,
+                shapes: Vec::new(),
+            };
+        }
         let report = match path {
             Some(path) if track => self.check_tracked(text, path, &settings),
             _ => self.check(text, path, &settings),
@@ -433,6 +447,7 @@ impl Session {
         let settings = self.resolve_settings(path.as_deref());
         let shapes = match published {
             Some((_, shapes)) => shapes,
+            None if text.len() > settings.max_file_bytes => Arc::new(Vec::new()),
             None => Arc::new(self.check(&text, path.as_deref(), &settings).shapes),
         };
         // After a trace of this version, the exported program's shapes replace the inferred.
@@ -543,5 +558,20 @@ impl Session {
                 .unwrap_or_default();
             self.publish(uri, traced, None).await;
         }
+    }
+}
+
+/// The information a document over `max-file-size` shows on its first line.
+fn too_large_to_analyse(bytes: usize, limit: usize) -> lsp::Diagnostic {
+    #[allow(clippy::cast_precision_loss)]
+    let (size, limit) = (bytes as f64 / 1_048_576.0, limit / 1024);
+    lsp::Diagnostic {
+        range: lsp::Range::default(),
+        severity: Some(lsp::DiagnosticSeverity::INFORMATION),
+        source: Some("pt2lsp".to_owned()),
+        message: format!(
+            "pt2lsp checks only the syntax of this file as you type: it is {size:.1} MiB, over `max-file-size` ({limit} KiB). `pt2lsp check` analyses it in full; raise `max-file-size` in [tool.pt2lsp] to do so here"
+        ),
+        ..lsp::Diagnostic::default()
     }
 }
