@@ -37,6 +37,23 @@ impl Interpreter<'_, '_> {
         Value::Qualified(Rc::from(format!("builtins.{name}")))
     }
 
+    /// Records a read in traced code of a module-level container a function changes.
+    fn note_mutated_read(
+        &mut self,
+        name: &str,
+        mutated: Option<&crate::semantic::mutated_globals::MutatedGlobal>,
+        range: ruff_text_size::TextRange,
+    ) {
+        if let Some(mutated) = mutated {
+            let kind = EventKind::MutatedGlobalRead {
+                name: name.to_owned(),
+                kind: mutated.kind,
+                function: mutated.function.clone(),
+            };
+            self.record(kind, range);
+        }
+    }
+
     pub(super) fn eval(&mut self, expr: &Expr, env: &mut Env) -> Value {
         match expr {
             Expr::Name(name) => {
@@ -49,20 +66,28 @@ impl Interpreter<'_, '_> {
                         .as_ref()
                         .is_some_and(|outer| outer.contains_key(id));
                 if !local {
-                    if let Some(mutated) = self.model.mutated_in(self.file).get(id) {
-                        let kind = EventKind::MutatedGlobalRead {
-                            name: id.to_owned(),
-                            kind: mutated.kind,
-                            function: mutated.function.clone(),
-                        };
-                        self.record(kind, name.range());
-                    }
+                    // The file's own container, or another file's imported by name.
+                    let mutated = self.model.mutated_in(self.file).get(id).or_else(|| {
+                        match self.model.globals_in(self.file).get(id) {
+                            Some(Value::Qualified(qualified)) => {
+                                self.model.mutated_global(qualified)
+                            }
+                            _ => None,
+                        }
+                    });
+                    self.note_mutated_read(id, mutated, name.range());
                 }
                 value
             }
             Expr::NoneLiteral(_) => Value::None,
             Expr::Attribute(attribute) => {
                 let receiver = self.eval(&attribute.value, env);
+                // `config.SCALES`: another file's container, through its module.
+                if let Value::Qualified(module) = &receiver {
+                    let qualified = format!("{module}.{}", attribute.attr);
+                    let mutated = self.model.mutated_global(&qualified);
+                    self.note_mutated_read(attribute.attr.as_str(), mutated, attribute.range());
+                }
                 self.attribute(&receiver, attribute.attr.as_str())
             }
             Expr::Call(call) => self.call(call, env),
