@@ -17,7 +17,9 @@ sets (`self.steps = 0` in `__init__`): state that changes from call to call; and
 in traced code, of a module-level list, dict or set that a function of its file changes
 (`SCALES.extend(...)` in `set_scales`, `TABLE[key] = ...`, `global COUNT; COUNT = ...`). A
 container filled only by module-level statements (once, on import) is a constant and is not
-reported; buffers and parameters are tensors and are not reported.
+reported; buffers and parameters are tensors and are not reported. And on `next(...)` of an
+iterator that outlives the call (`self.batches`, a module-level generator): each eager call
+takes the next element.
 
 The tracer reports it after an export that succeeded: the exported program and the eager model
 run side by side on fresh inputs (the example inputs drawn again, at sizes across each dynamic
@@ -60,6 +62,9 @@ pub(crate) fn check(checker: &mut Checker) {
                 function,
             } => format!(
                 "`{name}` is a module-level {kind} that `{function}` changes; traced code reads it here, so the exported program keeps the value it had while exporting and never sees a change. Hold it in a buffer (`register_buffer`) the model updates, or pass it in as an input"
+            ),
+            EventKind::IteratorAdvanced { iterator } => format!(
+                "`next({iterator})` advances an iterator kept across calls: each eager call takes the next element, but the exported program keeps the one it took while exporting. Pass the value in as an input"
             ),
             _ => continue,
         };

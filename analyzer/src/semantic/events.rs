@@ -103,6 +103,9 @@ pub(crate) enum EventKind {
     /// `self.<attribute> += …` on a Python value in traced code: state that changes from call to
     /// call, which the exported program freezes at its value while exporting.
     ModuleStateChanged { attribute: String },
+    /// `next(self.batches)` in traced code: an iterator kept across calls, advanced by each
+    /// eager call; the exported program keeps the element it took while exporting.
+    IteratorAdvanced { iterator: String },
     /// Traced code reads a module-level container that a function of its file changes
     /// (`SCALES` of `set_scales`): the exported program keeps the value it had while exporting.
     MutatedGlobalRead {

@@ -588,6 +588,25 @@ impl Interpreter<'_, '_> {
         env: &mut Env,
     ) -> Value {
         let first = args.first().cloned().unwrap_or(Value::Unknown);
+        if name == "next" && !matches!(first, Value::Tensor(_) | Value::Tensors(_)) {
+            // An iterator that outlives the call (on the module, or module-level): each eager
+            // call takes the next element, the exported program the one it took while exporting.
+            let kept = call.arguments.args.first().and_then(|expr| match expr {
+                Expr::Name(name)
+                    if !env.locals.contains_key(name.id.as_str())
+                        && self
+                            .model
+                            .globals_in(self.file)
+                            .contains_key(name.id.as_str()) =>
+                {
+                    Some(name.id.to_string())
+                }
+                expr => super::self_attribute(expr).map(|attribute| format!("self.{attribute}")),
+            });
+            if let Some(iterator) = kept {
+                self.record(EventKind::IteratorAdvanced { iterator }, call.range());
+            }
+        }
         match name {
             "int" | "float" => match first {
                 Value::Tensor(info) if info.assumed => Value::Unknown,
