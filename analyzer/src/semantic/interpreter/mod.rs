@@ -184,6 +184,9 @@ pub(crate) struct Interpreter<'m, 'a> {
     emit: bool,
     stack: Vec<usize>,
     returns: Vec<Value>,
+    /// `self.<name>` attributes traced code sets outright (`self.pooling_mult = 1`): state reset
+    /// on every call, which a later `self.<name> *= 2` changes within the call only.
+    reset_in_trace: HashSet<String>,
     memo: HashMap<String, Value>,
     budget: usize,
     /// Above zero while interpreting operands that run only if an earlier `and`/`or` operand,
@@ -213,6 +216,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             emit,
             stack: Vec::new(),
             returns: Vec::new(),
+            reset_in_trace: HashSet::new(),
             memo: HashMap::new(),
             budget: INLINE_BUDGET,
             untracked: SizeOrigin::Static,

@@ -36,6 +36,9 @@ impl Interpreter<'_, '_> {
             Stmt::Assign(assign) => {
                 let value = self.eval(&assign.value, env);
                 for target in &assign.targets {
+                    if let (Some(attribute), true) = (self_attribute(target), self.emit) {
+                        self.reset_in_trace.insert(attribute.to_owned());
+                    }
                     self.bind(target, value.clone(), env);
                 }
             }
@@ -55,7 +58,10 @@ impl Interpreter<'_, '_> {
                         left,
                         Value::Size { .. } | Value::DataScalar(_) | Value::Unknown
                     ) && !matches!(right, Value::Tensor(_) | Value::Tensors(_));
-                    if python_value && self.starts_as_number(attribute, env) {
+                    if python_value
+                        && !self.reset_in_trace.contains(attribute)
+                        && self.starts_as_number(attribute, env)
+                    {
                         self.record(
                             EventKind::ModuleStateChanged {
                                 attribute: attribute.to_owned(),
