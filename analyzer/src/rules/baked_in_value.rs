@@ -17,9 +17,12 @@ sets (`self.steps = 0` in `__init__`): state that changes from call to call; and
 in traced code, of a module-level list, dict or set that a function of its file changes
 (`SCALES.extend(...)` in `set_scales`, `TABLE[key] = ...`, `global COUNT; COUNT = ...`). A
 container filled only by module-level statements (once, on import) is a constant and is not
-reported; buffers and parameters are tensors and are not reported. And on `next(...)` of an
+reported; buffers and parameters are tensors and are not reported. On `next(...)` of an
 iterator that outlives the call (`self.batches`, a module-level generator): each eager call
-takes the next element.
+takes the next element. And where a value read from the clock, `random` or the environment
+(`time.time()`, `random.uniform(...)`, `os.getenv(...)`, `uuid`, `secrets`), or computed from
+one, reaches a tensor (`x * scale`, `torch.full(..., t)`): a value used only for logging is not
+reported, and under strict export a call Dynamo rejects is PT202's error instead.
 
 The tracer reports it after an export that succeeded: the exported program and the eager model
 run side by side on fresh inputs (the example inputs drawn again, at sizes across each dynamic
@@ -48,6 +51,7 @@ place, pass the value in as an input, or compute it with torch operations (`torc
 
 use crate::registry::Rule;
 use crate::rules::Checker;
+use crate::rules::untraceable_call::is_strict_failure;
 use crate::semantic::EventKind;
 
 pub(crate) fn check(checker: &mut Checker) {
@@ -62,6 +66,15 @@ pub(crate) fn check(checker: &mut Checker) {
                 function,
             } => format!(
                 "`{name}` is a module-level {kind} that `{function}` changes; traced code reads it here, so the exported program keeps the value it had while exporting and never sees a change. Hold it in a buffer (`register_buffer`) the model updates, or pass it in as an input"
+            ),
+            // Strict export fails on the call itself (PT202 says so): nothing is frozen.
+            EventKind::BakedIntoTensor { source, .. }
+                if checker.strict() && is_strict_failure(source) =>
+            {
+                continue;
+            }
+            EventKind::BakedIntoTensor { source, .. } => format!(
+                "a value `{source}` read while exporting reaches the tensors here: the exported program keeps that one value as a constant on every call. Draw it with a torch op (`torch.rand`, `torch.randn`) or pass it in as an input"
             ),
             EventKind::IteratorAdvanced { iterator } => format!(
                 "`next({iterator})` advances an iterator kept across calls: each eager call takes the next element, but the exported program keeps the one it took while exporting. Pass the value in as an input"

@@ -15,7 +15,9 @@ Finds calls from traced code that the exporter cannot trace or freezes:
   `socket`, most of `os`, `scipy`, `pandas`, `cv2`, `PIL`) and I/O builtins (`open`, `input`, `eval`): a warning, an
   error under `strict = true`;
 - reads of the environment (`os.getenv`, `os.environ`, `sys`): a warning in both modes, since
-  the value read at trace time becomes a constant;
+  the value read at trace time becomes a constant (where the value of a clock, `random` or
+  environment call reaches a tensor, PT601 reports it there instead, unless strict export
+  rejects the call);
 - a tensor passed to a library that reads its data (`scipy`, `sklearn`, `pandas`, `cv2`), and
   `Tensor.data_ptr()`: an error in both modes.
 
@@ -50,7 +52,7 @@ fn is_side_effect(qualified: &str) -> bool {
 }
 
 /// Calls into C code that Dynamo skips, and builtins that do I/O: strict export fails.
-fn is_strict_failure(qualified: &str) -> bool {
+pub(crate) fn is_strict_failure(qualified: &str) -> bool {
     let top = qualified.split('.').next().unwrap_or_default();
     // Most of `os` is C (`posix.getcwd`, `os.path.exists`), but its environment helpers are
     // Python that Dynamo runs, baking the result in (measured: `os.getenv` exports in strict).
@@ -62,12 +64,27 @@ fn is_strict_failure(qualified: &str) -> bool {
 
 pub(crate) fn check(checker: &mut Checker) {
     let strict_only = checker.strict_only();
+    let strict = checker.strict();
+    // Calls whose value reaches a tensor: PT601 says so where it does, unless strict export
+    // fails on the call itself.
+    let frozen: Vec<ruff_text_size::TextRange> = checker
+        .model
+        .events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::BakedIntoTensor { read_at, .. } => Some(*read_at),
+            _ => None,
+        })
+        .collect();
     for event in &checker.model.events {
         let (severity, message) = match &event.kind {
             EventKind::Call {
                 qualified,
                 tensor_argument,
-            } if !is_side_effect(qualified) => {
+            } if !is_side_effect(qualified)
+                && !(frozen.contains(&event.range)
+                    && !(strict && is_strict_failure(qualified))) =>
+            {
                 if *tensor_argument {
                     (
                         Severity::Error,

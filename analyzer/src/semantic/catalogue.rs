@@ -415,6 +415,12 @@ pub(crate) const BAKED_IN_MODULES: &[&str] = &[
     "urllib", "http",
 ];
 
+/// Top-level modules whose calls read a value at trace time that changes from run to run (the
+/// clock, `random`, the environment): where it reaches a tensor, the exported program keeps the
+/// value the export read (PT601).
+pub(crate) const READ_AT_TRACE_TIME: &[&str] =
+    &["random", "time", "datetime", "os", "uuid", "secrets"];
+
 /// Builtins that do I/O or run code; Dynamo refuses them.
 pub(crate) const UNTRACEABLE_BUILTINS: &[&str] =
     &["open", "input", "eval", "exec", "compile", "breakpoint"];

@@ -103,6 +103,9 @@ pub(crate) enum EventKind {
     /// `self.<attribute> += …` on a Python value in traced code: state that changes from call to
     /// call, which the exported program freezes at its value while exporting.
     ModuleStateChanged { attribute: String },
+    /// A value read at trace time from the clock, `random` or the environment (`source`, the
+    /// call) reaches a tensor here: the exported program keeps it as a constant.
+    BakedIntoTensor { source: String, read_at: TextRange },
     /// `next(self.batches)` in traced code: an iterator kept across calls, advanced by each
     /// eager call; the exported program keeps the element it took while exporting.
     IteratorAdvanced { iterator: String },

@@ -415,6 +415,16 @@ pub(crate) enum Value {
     Tuple(Rc<[Value]>),
     /// Something iterable whose elements are the inner value (`zip`, `enumerate`, `range`).
     Iter(Rc<Value>),
+    /// A Python value read at trace time from the clock, `random`, the environment (`time.time`,
+    /// `random.uniform`, `os.getenv`), or computed from one: the export keeps it as a constant.
+    Baked(Rc<BakedRead>),
+}
+
+/// Where a value read at trace time comes from: the call, as written, and its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BakedRead {
+    pub(crate) call: String,
+    pub(crate) range: TextRange,
 }
 
 impl Value {

@@ -19,7 +19,7 @@ use super::{
 };
 use crate::semantic::events::Forcing;
 use crate::semantic::symbolic::SymSize;
-use crate::semantic::value::{DimSize, TensorDims};
+use crate::semantic::value::{BakedRead, DimSize, TensorDims};
 
 impl Interpreter<'_, '_> {
     // ---------------------------------------------------------------------------------------
@@ -30,6 +30,38 @@ impl Interpreter<'_, '_> {
         let value = self.call_site(call, env);
         self.sites.pop();
         value
+    }
+
+    /// A call that passes a value read at trace time (`source`) to torch: a torch function, or
+    /// a method of a tensor. The value becomes a constant of the exported program.
+    fn note_baked_call(&mut self, call: &ast::ExprCall, source: &BakedRead, env: &mut Env) {
+        let to_torch = match &*call.func {
+            Expr::Attribute(attribute) => {
+                // The receiver is evaluated again silently: its events are the call's own.
+                let emit = std::mem::replace(&mut self.emit, false);
+                let receiver = self.eval(&attribute.value, env);
+                self.emit = emit;
+                match receiver {
+                    Value::Tensor(info) => !info.assumed,
+                    Value::Qualified(module) => module.starts_with("torch"),
+                    _ => false,
+                }
+            }
+            Expr::Name(name) => matches!(
+                self.lookup(name.id.as_str(), env),
+                Value::Qualified(qualified) if qualified.starts_with("torch.")
+            ),
+            _ => false,
+        };
+        if to_torch {
+            self.record(
+                EventKind::BakedIntoTensor {
+                    source: source.call.clone(),
+                    read_at: source.range,
+                },
+                call.range(),
+            );
+        }
     }
 
     pub(super) fn call_site(&mut self, call: &ast::ExprCall, env: &mut Env) -> Value {
@@ -62,6 +94,20 @@ impl Interpreter<'_, '_> {
                 matches!(value, Value::Tensor(_) | Value::Tensors(_))
                     || matches!(value, Value::Tuple(items) if items.iter().any(Value::is_tensor))
             });
+        let baked = args
+            .iter()
+            .chain(kwargs.iter().map(|(_, value)| value))
+            .find_map(|value| match value {
+                Value::Baked(source) => Some(source.clone()),
+                Value::Tuple(items) => items.iter().find_map(|item| match item {
+                    Value::Baked(source) => Some(source.clone()),
+                    _ => None,
+                }),
+                _ => None,
+            });
+        if let Some(source) = baked {
+            self.note_baked_call(call, &source, env);
+        }
         if let Expr::Attribute(attribute) = &*call.func {
             let name = attribute.attr.as_str();
             if let Expr::Call(inner) = &*attribute.value {
@@ -493,6 +539,12 @@ impl Interpreter<'_, '_> {
                 },
                 call.range(),
             );
+            if catalogue::READ_AT_TRACE_TIME.contains(&top) && !tensor_argument {
+                return Value::Baked(Rc::new(BakedRead {
+                    call: qualified.to_owned(),
+                    range: call.range(),
+                }));
+            }
             return Value::Unknown;
         }
         if let Some(constructed) = catalogue::constructed(qualified) {
@@ -588,6 +640,15 @@ impl Interpreter<'_, '_> {
         env: &mut Env,
     ) -> Value {
         let first = args.first().cloned().unwrap_or(Value::Unknown);
+        // A number made from a value read at trace time is read at trace time too.
+        if let Value::Baked(_) = first {
+            if matches!(
+                name,
+                "int" | "float" | "round" | "abs" | "min" | "max" | "bool"
+            ) {
+                return first;
+            }
+        }
         if name == "next" && !matches!(first, Value::Tensor(_) | Value::Tensors(_)) {
             // An iterator that outlives the call (on the module, or module-level): each eager
             // call takes the next element, the exported program the one it took while exporting.

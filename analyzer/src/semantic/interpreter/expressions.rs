@@ -96,6 +96,17 @@ impl Interpreter<'_, '_> {
                 let left = self.eval(&operation.left, env);
                 let right = self.eval(&operation.right, env);
                 let mut result = binary(&left, operation.op, &right, number_of(&operation.right));
+                if let (Value::Baked(source), Value::Tensor(info))
+                | (Value::Tensor(info), Value::Baked(source)) = (&left, &right)
+                {
+                    if !info.assumed {
+                        let kind = EventKind::BakedIntoTensor {
+                            source: source.call.clone(),
+                            read_at: source.range,
+                        };
+                        self.record(kind, expr.range());
+                    }
+                }
                 match (&left, &right, &mut result) {
                     (Value::Tensor(a), Value::Tensor(b), Value::Tensor(info)) => {
                         info.dims = self.combine_shapes(a, b, operation.op, expr.range());

@@ -637,6 +637,8 @@ fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f
             opaque: false,
         }),
         (Value::Tensors(_), _) | (_, Value::Tensors(_)) => Value::Unknown,
+        // Arithmetic on a value read at trace time is read at trace time too.
+        (Value::Baked(source), _) | (_, Value::Baked(source)) => Value::Baked(source.clone()),
         (Value::DataScalar(_), _) | (_, Value::DataScalar(_)) => {
             Value::DataScalar(Interval::default())
         }
