@@ -963,38 +963,17 @@ async fn after_a_trace_hints_and_hover_show_the_exported_programs_shapes() {
     )
     .await;
     client.open(&uri, 1, KERNEL_FROM_PARAMETER).await;
-    let whole = json!({"start": {"line": 0, "character": 0}, "end": {"line": 30, "character": 0}});
-    let hints = |response: &Value| -> Vec<(u64, String)> {
-        response["result"]
-            .as_array()
-            .unwrap_or_else(|| panic!("a list of hints: {response}"))
-            .iter()
-            .map(|hint| {
-                (
-                    hint["position"]["line"].as_u64().unwrap(),
-                    hint["label"].as_str().unwrap().to_owned(),
-                )
-            })
-            .collect()
-    };
     let end = client
         .wait_for(|message| is_trace_progress(message, "end"))
         .await;
     assert_eq!(end["params"]["value"]["message"], "no problems", "{end}");
-    let response = client
-        .request(
-            "textDocument/inlayHint",
-            json!({"textDocument": {"uri": uri}, "range": whole}),
-        )
-        .await;
     // The parameter's shape is the analysis's; `y`'s, which it did not know, the program's.
     assert_eq!(
-        hints(&response),
+        client.inlay_hints(&uri).await,
         [
             (10, ": [batch, 3, 16, 16]".to_owned()),
             (11, ": [batch, 8, 16, 16]".to_owned()),
-        ],
-        "{response:#}"
+        ]
     );
     let hover = client
         .request(
@@ -1018,16 +997,9 @@ async fn after_a_trace_hints_and_hover_show_the_exported_programs_shapes() {
             }),
         )
         .await;
-    let response = client
-        .request(
-            "textDocument/inlayHint",
-            json!({"textDocument": {"uri": uri}, "range": whole}),
-        )
-        .await;
     assert_eq!(
-        hints(&response),
-        [(10, ": [batch, 3, 16, 16]".to_owned())],
-        "{response:#}"
+        client.inlay_hints(&uri).await,
+        [(10, ": [batch, 3, 16, 16]".to_owned())]
     );
     client.shutdown_and_exit().await;
 }

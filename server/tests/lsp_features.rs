@@ -303,23 +303,7 @@ async fn hover_and_inlay_hints_show_shapes_in_the_users_dim_names() {
         "{response}"
     );
     client.open(URI, 1, SHAPED).await;
-    let response = client
-        .request(
-            "textDocument/inlayHint",
-            json!({"textDocument": {"uri": URI}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 30, "character": 0}}}),
-        )
-        .await;
-    let hints: Vec<(u64, String)> = response["result"]
-        .as_array()
-        .unwrap_or_else(|| panic!("a list of hints: {response}"))
-        .iter()
-        .map(|hint| {
-            (
-                hint["position"]["line"].as_u64().unwrap(),
-                hint["label"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let hints = client.inlay_hints(URI).await;
     // `y = q.relu()` keeps `q`'s shape, a change only for a new name: every binding here is new.
     assert_eq!(
         hints,
@@ -330,8 +314,7 @@ async fn hover_and_inlay_hints_show_shapes_in_the_users_dim_names() {
             (13, ": [batch, 4, seq, 16]".to_owned()),
             (14, ": [batch, 4, seq, 16]".to_owned()),
             (15, ": [batch, extra_len + seq, 64]".to_owned()),
-        ],
-        "{response:#}"
+        ]
     );
     // Hover on a use of `both`'s operand `extra`, and on `q`'s binding.
     let hover = client

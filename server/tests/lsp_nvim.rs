@@ -9,6 +9,19 @@ use std::time::{Duration, Instant};
 
 const MODEL: &str = "import torch\n\n\nclass M(torch.nn.Module):  # 😀 漢字\n    def forward(self, x):\n        s = '😀漢字'\n        if x.sum() > 0:\n            return x\n        return -x\n";
 
+/// Neovim on `PATH`; without it, a failure when `CI` is set and a note otherwise.
+fn nvim() -> Option<PathBuf> {
+    let found = find_nvim();
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "nvim is not installed (Debian: apt-get install -y neovim) and CI is set"
+        );
+        eprintln!("nvim not found: skipping the Neovim test outside CI");
+    }
+    found
+}
+
 fn find_nvim() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -18,14 +31,7 @@ fn find_nvim() -> Option<PathBuf> {
 
 #[test]
 fn neovim_shows_and_clears_a_data_dependent_branch() {
-    let Some(nvim) = find_nvim() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "nvim is not installed (Debian: apt-get install -y neovim) and CI is set"
-        );
-        eprintln!("nvim not found: skipping the Neovim test outside CI");
-        return;
-    };
+    let Some(nvim) = nvim() else { return };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/nvim/diagnostics.lua");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("model.py");
@@ -48,14 +54,7 @@ fn neovim_shows_and_clears_a_data_dependent_branch() {
 
 #[test]
 fn neovim_shows_a_tensors_shape_as_an_inlay_hint() {
-    let Some(nvim) = find_nvim() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "nvim is not installed (Debian: apt-get install -y neovim) and CI is set"
-        );
-        eprintln!("nvim not found: skipping the Neovim test outside CI");
-        return;
-    };
+    let Some(nvim) = nvim() else { return };
     let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let script = repository.join("tests/nvim/inlay_hints.lua");
     let plugin = repository.join("editors/nvim");

@@ -369,22 +369,21 @@ fn seconds(value: &Value) -> Result<f64, String> {
     }
 }
 
-/// A positive whole number of MiB.
+/// A positive whole number of KiB.
 fn kibibytes(value: &Value) -> Result<u64, String> {
-    match value {
-        Value::Integer(number) if *number > 0 => Ok(number.unsigned_abs()),
-        _ => Err(format!(
-            ": must be a positive whole number of KiB, not {}",
-            describe(value)
-        )),
-    }
+    positive_whole(value, "KiB")
 }
 
+/// A positive whole number of MiB.
 fn mebibytes(value: &Value) -> Result<u64, String> {
+    positive_whole(value, "MiB")
+}
+
+fn positive_whole(value: &Value, unit: &str) -> Result<u64, String> {
     match value {
         Value::Integer(number) if *number > 0 => Ok(number.unsigned_abs()),
         _ => Err(format!(
-            ": must be a positive whole number of MiB, not {}",
+            ": must be a positive whole number of {unit}, not {}",
             describe(value)
         )),
     }

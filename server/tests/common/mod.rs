@@ -265,6 +265,29 @@ impl TestClient {
         panic!("{uri} v{version} never settled to {expected:?}; saw {seen:?}");
     }
 
+    /// The inlay hints of lines 0 to 100 of `uri`, as (0-based line, label).
+    pub async fn inlay_hints(&mut self, uri: &str) -> Vec<(u64, String)> {
+        let whole =
+            json!({"start": {"line": 0, "character": 0}, "end": {"line": 100, "character": 0}});
+        let response = self
+            .request(
+                "textDocument/inlayHint",
+                json!({"textDocument": {"uri": uri}, "range": whole}),
+            )
+            .await;
+        response["result"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a list of hints: {response}"))
+            .iter()
+            .map(|hint| {
+                (
+                    hint["position"]["line"].as_u64().unwrap(),
+                    hint["label"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+
     pub async fn shutdown_and_exit(&mut self) {
         let response = self.request("shutdown", Value::Null).await;
         assert_eq!(response["result"], Value::Null, "{response}");

@@ -362,23 +362,12 @@ impl Session {
         file: &Path,
         version: Option<i32>,
     ) -> HashMap<u32, Vec<String>> {
-        let Ok(traces) = self.traces.lock() else {
-            return HashMap::new();
-        };
-        let mut keys: Vec<&EntryKey> = traces.keys().collect();
-        keys.sort();
         let mut out = HashMap::new();
-        for key in keys {
-            let Some(trace) = traces[key].files.get(file) else {
-                continue;
-            };
-            if trace.version != version {
-                continue;
-            }
+        self.each_trace_of(file, version, |trace| {
             for (line, shapes) in &trace.shapes {
                 out.entry(*line).or_insert_with(|| shapes.clone());
             }
-        }
+        });
         out
     }
 
@@ -411,20 +400,9 @@ impl Session {
     /// The trace diagnostics of a file for a version (`None`: the file as it is on disk), from
     /// every entrypoint, one per (code, line).
     pub(super) fn traced_for(&self, file: &Path, version: Option<i32>) -> Vec<lsp::Diagnostic> {
-        let Ok(traces) = self.traces.lock() else {
-            return Vec::new();
-        };
-        let mut keys: Vec<&EntryKey> = traces.keys().collect();
-        keys.sort();
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        for key in keys {
-            let Some(trace) = traces[key].files.get(file) else {
-                continue;
-            };
-            if trace.version != version {
-                continue;
-            }
+        self.each_trace_of(file, version, |trace| {
             for diagnostic in &trace.diagnostics {
                 let code = match &diagnostic.code {
                     Some(NumberOrString::String(code)) => code.clone(),
@@ -435,8 +413,25 @@ impl Session {
                     out.push(diagnostic.clone());
                 }
             }
-        }
+        });
         out
+    }
+
+    /// Calls `visit` with each entrypoint's trace of `file` read against `version` (`None`: the
+    /// file on disk), in entrypoint key order.
+    fn each_trace_of(&self, file: &Path, version: Option<i32>, mut visit: impl FnMut(&FileTrace)) {
+        let Ok(traces) = self.traces.lock() else {
+            return;
+        };
+        let mut keys: Vec<&EntryKey> = traces.keys().collect();
+        keys.sort();
+        for key in keys {
+            if let Some(trace) = traces[key].files.get(file) {
+                if trace.version == version {
+                    visit(trace);
+                }
+            }
+        }
     }
 
     /// A file was opened: trace diagnostics read from its text on disk are now those of this
