@@ -674,15 +674,15 @@ async fn bad_input_gets_answers_not_a_crash() {
         .notify("textDocument/didChange", change(2, (90, 4), (3, 200), "z"))
         .await;
     client.diagnostics(URI, 2).await;
-    // A 5 MB document is analysed like any other.
+    // A 5 MB document, over the default `max-file-size`, gets its syntax checked: no error,
+    // and the one information that says why it is not analysed.
     let big = "x = torch.zeros(3)  # 😀 漢字\n".repeat(5 * 1024 * 1024 / 33);
     client.open("file:///tmp/pt2lsp-test/big.py", 1, &big).await;
-    assert!(
-        client
-            .diagnostics("file:///tmp/pt2lsp-test/big.py", 1)
-            .await
-            .is_empty()
-    );
+    let diagnostics = client
+        .diagnostics("file:///tmp/pt2lsp-test/big.py", 1)
+        .await;
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:#?}");
+    assert_eq!(diagnostics[0]["severity"], 3, "{diagnostics:#?}");
     client.shutdown_and_exit().await;
     assert!(client.closed().await);
 }
