@@ -45,6 +45,41 @@ def parse_suggested_fixes(text: str) -> list[SuggestedFix]:
     return fixes
 
 
+_NOT_ALL_VALUES = re.compile(
+    r"^Not all values of ([A-Za-z_]\w*) = \S+ in the specified range (.*?)satisfy the generated guard (.*?)\.?$"
+)
+
+
+def in_user_terms(text: str, names: dict[str, str]) -> str:
+    """`text` with each of `names`' keys, a source (`L['x'].size()[0]`) or a symbol (`s27`),
+    replaced by the user's `Dim` name."""
+    for key in sorted(names, key=len, reverse=True):
+        if re.fullmatch(r"[su]\d+", key):
+            text = re.sub(rf"\b{key}\b", names[key], text)
+        else:
+            text = text.replace(key, names[key])
+    return text
+
+
+def _bullet_in_user_terms(bullet: str, dims: dict[str, str]) -> str:
+    """torch's `Not all values of batch = L['x'].size()[0] in the specified range satisfy the
+    generated guard ((4*L['x'].size()[0]) % 8) == 0` as `batch` and its guard in `batch`."""
+    # torch's advice for `mark_dynamic` and `Dim.DYNAMIC`, which the user did not write.
+    bullet = re.sub(r"\s*If you're using (?:mark_dynamic|Dim\.DYNAMIC)[^.]*\.", "", bullet).strip()
+    match = _NOT_ALL_VALUES.match(bullet)
+    if match is None:
+        return in_user_terms(bullet, dims)
+    name, bounds, guard = match.groups()
+    return f"not every value of `{name}` in its declared range {bounds}satisfies the guard {in_user_terms(guard, dims)}"
+
+
+def _described(fix: SuggestedFix) -> str:
+    """A suggested fix as the message shows it: a constant says that it makes the dim static."""
+    if fix.kind == "constant":
+        return f"{fix.text} (which makes `{fix.dim}` static)"
+    return fix.text
+
+
 def parse_constraint_violation(text: str) -> tuple[str, list[SuggestedFix], dict[str, str]]:
     """(message, suggested fixes, {source: dim name}) of a `Constraints violated` error."""
     lines = [line for line in text.splitlines()]
@@ -63,9 +98,10 @@ def parse_constraint_violation(text: str) -> tuple[str, list[SuggestedFix], dict
         header = re.sub(r"\s*For more information, run with TORCH_LOGS=\S+", "", header)
     parts = [header or first_lines(text, 1)]
     if bullets:
-        parts.append(bullets[0] + (f" (and {len(bullets) - 1} more)" if len(bullets) > 1 else ""))
+        first = _bullet_in_user_terms(bullets[0], dims)
+        parts.append(first + (f" (and {len(bullets) - 1} more)" if len(bullets) > 1 else ""))
     if fixes:
-        parts.append("suggested fix: " + "; ".join(fix.text for fix in fixes))
+        parts.append("suggested fix: " + "; ".join(_described(fix) for fix in fixes))
     return clip(" ".join(parts)), fixes, dims
 
 

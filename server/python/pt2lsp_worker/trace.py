@@ -9,7 +9,7 @@ import re
 
 from .budget import DRAFT_BUDGET_SECONDS, time_budget
 from .classify import classify
-from .constraints import capture_constraint_messages
+from .constraints import capture_constraint_messages, in_user_terms
 from .divergence import divergence_findings
 from .draft import draft_findings
 from .entrypoint import Target
@@ -117,8 +117,15 @@ def _place_on_guard(finding: Finding, workspace: Workspace) -> None:
             continue
         finding.place(Location(where.file, where.line))
         named = ", ".join(f"`{name}`" for name in sorted(names)) or ", ".join(sorted(on))
-        finding.message = clip(f"this code adds the guard {event.get('expr')} on dynamic dimension {named}: " + finding.message)
+        symbols = {symbol: finding.dims[source] for symbol, source in on_sources(event).items() if source in finding.dims}
+        guard = in_user_terms(str(event.get("expr")), symbols)
+        finding.message = clip(f"this code adds the guard {guard} on dynamic dimension {named}: " + finding.message)
         return
+
+
+def on_sources(event: dict) -> dict[str, str]:
+    """{symbol: source} of a recorded `guard_added` event."""
+    return event.get("symbol_to_sources") or {}
 
 
 def _skip_expression_provenance() -> None:

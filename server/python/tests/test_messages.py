@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from pt2lsp_worker.classify import classify
-from pt2lsp_worker.constraints import parse_constraint_violation, parse_suggested_fixes
+from pt2lsp_worker.constraints import in_user_terms, parse_constraint_violation, parse_suggested_fixes
 from pt2lsp_worker.data_dependent import data_dependent_code, data_dependent_message, symbol_origin
 from pt2lsp_worker.entrypoint import Target
 from pt2lsp_worker.examples import example_size_conflict, example_size_specializations
@@ -41,13 +41,17 @@ def test_a_dim_specialized_to_a_constant_suggests_the_constant_and_names_the_dim
     assert dims == {"?batch": "batch"}
     assert message.startswith("Constraints violated (batch)!")
     assert "TORCH_LOGS" not in message
-    assert "suggested fix: batch = 8" in message
+    assert "mark_dynamic" not in message and "Dim.DYNAMIC" not in message
+    assert "suggested fix: batch = 8 (which makes `batch` static)" in message
 
 
 def test_a_guard_the_range_does_not_satisfy_names_the_input_dimension():
     message, fixes, dims = parse_constraint_violation(text("constraint_mul"))
     assert dims == {"L['x'].size()[0]": "batch"}
     assert "(and " in message and "more)" in message
+    # In the user's names: the guard on `batch`, not on `L['x'].size()[0]`.
+    assert "satisfies the guard ((4*batch) % 8) == 0" in message
+    assert "L['x']" not in message.split("suggested fix")[0]
     assert len(message) <= MESSAGE_LIMIT
 
 
@@ -239,3 +243,11 @@ def test_an_example_size_the_dim_rejects_is_a_conflict_of_the_example():
     message, key = example_size_conflict(hint)
     assert key == "x" and "size 1" in message
     assert example_size_conflict(text("constraint_mul")) is None
+
+
+def test_a_guard_is_written_in_the_users_names():
+    names = {"s27": "seq", "s3": "batch", "L['x'].size()[1]": "seq"}
+    assert in_user_terms("Ne(16*s27, 32)", names) == "Ne(16*seq, 32)"
+    assert in_user_terms("Eq(Mod(960*s3, 32*s27), 0)", names) == "Eq(Mod(960*batch, 32*seq), 0)"
+    assert in_user_terms("s270 + s2", names) == "s270 + s2"
+    assert in_user_terms("(L['x'].size()[1] // 2) != 1", names) == "(seq // 2) != 1"
