@@ -41,8 +41,9 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
         return located(code, where, message, exception=qualified_name(exc), related=list(library), **facts)
 
     if guard is not None:
-        code = data_dependent_code(guard, chain, workspace, str(getattr(guard, "partial_fx_graph", "") or ""))
-        return finding(code, data_dependent_message(guard, code), collectable=True)
+        graph_text = str(getattr(guard, "partial_fx_graph", "") or "")
+        code = data_dependent_code(guard, chain, workspace, graph_text)
+        return finding(code, data_dependent_message(guard, code, graph_text), collectable=True)
     if user_error is not None and error_type == "CONSTRAINT_VIOLATION":
         message, fixes, dims = parse_constraint_violation(str(user_error))
         specialized = example_size_specializations(str(user_error))

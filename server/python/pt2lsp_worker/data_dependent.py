@@ -85,10 +85,40 @@ HINTS = {
 }
 
 
-def data_dependent_message(guard: BaseException, code: str) -> str:
+def symbol_producer(symbol: str, graph_text: str) -> str | None:
+    """The op whose result binds an unbacked symbol in the partial FX graph (`nonzero` for `u0`
+    in `nonzero: "i64[u0, 1]" = torch.ops.aten.nonzero.default(x)`), or None."""
+    word = re.compile(rf"\b{re.escape(symbol)}\b")
+    for line in graph_text.splitlines():
+        match = _ANNOTATED.match(line)
+        if match and word.search(match.group(2)):
+            op = re.search(r"torch\.ops\.\w+\.(\w+)", match.group(3))
+            return op.group(1) if op else None
+    return None
+
+
+def _named_symbols(symbols: list[str], graph_text: str) -> str:
+    """`, where u0 is the size of what `nonzero` returns` for the symbols the graph says made."""
+    said = []
+    for symbol in symbols:
+        op = symbol_producer(symbol, graph_text)
+        if op is None:
+            continue
+        origin = symbol_origin(symbol, graph_text)
+        if origin == "size":
+            said.append(f"{symbol} is a size of what `{op}` returns, which depends on the data")
+        elif origin == "scalar":
+            said.append(f"{symbol} is a number read from a tensor's data")
+        elif origin == "bool":
+            said.append(f"{symbol} is the truth value of a tensor")
+    return f", where {'; '.join(said)}" if said else ""
+
+
+def data_dependent_message(guard: BaseException, code: str, graph_text: str = "") -> str:
     head = first_lines(str(guard), 1).split(" (unhinted:")[0]
     head = re.sub(r"\s*\(Size-like symbols: [^)]*\)", "", head).strip().rstrip(".")
-    return f"{head}: {HINTS[code]}"
+    symbols = sorted(set(re.findall(r"\b(?:zuf|zf|u)\d+\b", head)))
+    return f"{head}{_named_symbols(symbols, graph_text)}: {HINTS[code]}"
 
 
 def draft_data_dependent_code(data, program, filenames) -> str:
