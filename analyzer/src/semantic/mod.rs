@@ -415,14 +415,15 @@ impl<'a> SemanticModel<'a> {
 
     /// The program file a qualified name lies in, with the rest of the name; `None` when no
     /// proper prefix of it is a module of the program.
-    /// The module-level container a qualified name (`config.SCALES`, through an import) names,
+    /// The module-level container `member` of workspace module `module` (`config`, `SCALES`),
     /// when a function of its file changes it.
     pub(crate) fn mutated_global(
         &self,
-        qualified: &str,
+        module: &str,
+        member: &str,
     ) -> Option<&mutated_globals::MutatedGlobal> {
-        let (file, name) = self.split_module(qualified)?;
-        self.mutated_in(file).get(name)
+        let file = *self.modules.get(module)?;
+        self.mutated_in(file).get(member)
     }
 
     fn split_module<'n>(&self, name: &'n str) -> Option<(u32, &'n str)> {

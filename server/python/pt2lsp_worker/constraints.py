@@ -61,6 +61,12 @@ def in_user_terms(text: str, names: dict[str, str]) -> str:
     return text
 
 
+def symbol_names(symbol_to_sources: dict[str, str], dims: dict[str, str]) -> dict[str, str]:
+    """{symbol: Dim name} of a guard's symbols whose source (`L['x'].size()[0]`) a violated
+    dimension names."""
+    return {symbol: dims[source] for symbol, source in symbol_to_sources.items() if source in dims}
+
+
 def _bullet_in_user_terms(bullet: str, dims: dict[str, str]) -> str:
     """torch's `Not all values of batch = L['x'].size()[0] in the specified range satisfy the
     generated guard ((4*L['x'].size()[0]) % 8) == 0` as `batch` and its guard in `batch`."""

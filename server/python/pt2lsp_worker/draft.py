@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .constraints import in_user_terms, parse_constraint_violation
+from .constraints import in_user_terms, parse_constraint_violation, symbol_names
 from .data_dependent import HINTS, draft_data_dependent_code
 from .entrypoint import Target
 from .fake_kernels import normalize_op
@@ -66,8 +66,7 @@ def draft_findings(
                 continue  # a guard on a dimension the violation is not about (Dim.AUTO)
             named = ", ".join(f"`{name}`" for name in names) or ", ".join(sorted(set(sources.values())))
             # The guard in the user's `Dim` names (`Ne(16*seq, 32)`, not `Ne(16*s27, 32)`).
-            symbols = {symbol: dims[source] for symbol, source in sources.items() if source in dims}
-            guard = in_user_terms(str(data.get("expr")), symbols)
+            guard = in_user_terms(str(data.get("expr")), symbol_names(sources, dims))
             message = f"Constraints violated: this code adds the guard {guard} on dynamic dimension {named}"
             relevant = [fix for fix in fixes if fix.dim in names or fix.root in names or not names]
             # A derived fix (`b = 2*_b`) comes with its root's definition (`_b = Dim(...)`).

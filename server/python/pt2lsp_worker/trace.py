@@ -9,7 +9,7 @@ import re
 
 from .budget import DRAFT_BUDGET_SECONDS, time_budget
 from .classify import classify
-from .constraints import capture_constraint_messages, in_user_terms
+from .constraints import capture_constraint_messages, in_user_terms, symbol_names
 from .divergence import divergence_findings
 from .draft import draft_findings
 from .entrypoint import Target
@@ -103,13 +103,11 @@ def _place_on_guard(finding: Finding, workspace: Workspace) -> None:
 
     # A guard in a `torch.cond` branch is on the branch's own inputs (L['args'][3][0]): when no
     # guard names the violated source, one on the same dimension of a branch input stands in.
-    exact = [e for e in finding.guards if not sources or set((e.get("symbol_to_sources") or {}).values()) & sources]
+    exact = [e for e in finding.guards if not sources or set(_sources_of(e).values()) & sources]
     dims = {dimension(source) for source in sources} - {None}
-    near = [
-        e for e in finding.guards if e not in exact and {dimension(v) for v in (e.get("symbol_to_sources") or {}).values()} & dims
-    ]
+    near = [e for e in finding.guards if e not in exact and {dimension(v) for v in _sources_of(e).values()} & dims]
     for event in exact + near:
-        on = set((event.get("symbol_to_sources") or {}).values())
+        on = set(_sources_of(event).values())
         if not on:
             continue
         where = user_stack_location(event.get("user_stack"), filenames, workspace)
@@ -117,13 +115,12 @@ def _place_on_guard(finding: Finding, workspace: Workspace) -> None:
             continue
         finding.place(Location(where.file, where.line))
         named = ", ".join(f"`{name}`" for name in sorted(names)) or ", ".join(sorted(on))
-        symbols = {symbol: finding.dims[source] for symbol, source in on_sources(event).items() if source in finding.dims}
-        guard = in_user_terms(str(event.get("expr")), symbols)
+        guard = in_user_terms(str(event.get("expr")), symbol_names(_sources_of(event), finding.dims))
         finding.message = clip(f"this code adds the guard {guard} on dynamic dimension {named}: " + finding.message)
         return
 
 
-def on_sources(event: dict) -> dict[str, str]:
+def _sources_of(event: dict) -> dict[str, str]:
     """{symbol: source} of a recorded `guard_added` event."""
     return event.get("symbol_to_sources") or {}
 

@@ -7,7 +7,8 @@
 //! the traced one where a shard has it, in the order `check` prints: files by path, findings by
 //! position, then code.
 
-use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -149,20 +150,20 @@ fn traced(finding: &Value) -> bool {
 
 /// One finding per key, the traced one where there is one, in key order.
 fn unique(findings: impl Iterator<Item = Value>, key: fn(&Value) -> Key) -> Vec<Value> {
-    let mut kept: Vec<(Key, Value)> = Vec::new();
+    let mut kept: BTreeMap<Key, Value> = BTreeMap::new();
     for finding in findings {
-        let finding_key = key(&finding);
-        match kept.iter_mut().find(|(known, _)| *known == finding_key) {
-            Some((_, known)) => {
-                if traced(&finding) && !traced(known) {
-                    *known = finding;
+        match kept.entry(key(&finding)) {
+            Entry::Occupied(mut known) => {
+                if traced(&finding) && !traced(known.get()) {
+                    known.insert(finding);
                 }
             }
-            None => kept.push((finding_key, finding)),
+            Entry::Vacant(slot) => {
+                slot.insert(finding);
+            }
         }
     }
-    kept.sort_by(|(a, _), (b, _)| a.cmp(b).then(Ordering::Equal));
-    kept.into_iter().map(|(_, finding)| finding).collect()
+    kept.into_values().collect()
 }
 
 /// Whether the merged report holds an error, which makes `merge` exit 1 as `check` would.

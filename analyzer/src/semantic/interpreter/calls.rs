@@ -32,25 +32,20 @@ impl Interpreter<'_, '_> {
         value
     }
 
-    /// A call that passes a value read at trace time (`source`) to torch: a torch function, or
-    /// a method of a tensor. The value becomes a constant of the exported program.
-    fn note_baked_call(&mut self, call: &ast::ExprCall, source: &BakedRead, env: &mut Env) {
-        let to_torch = match &*call.func {
-            Expr::Attribute(attribute) => {
-                // The receiver is evaluated again silently: its events are the call's own.
-                let emit = std::mem::replace(&mut self.emit, false);
-                let receiver = self.eval(&attribute.value, env);
-                self.emit = emit;
-                match receiver {
-                    Value::Tensor(info) => !info.assumed,
-                    Value::Qualified(module) => module.starts_with("torch"),
-                    _ => false,
-                }
+    /// A call of `callee` (a torch function, or a method of `receiver`) that passes a value read
+    /// at trace time (`baked`) to torch: the value becomes a constant of the exported program.
+    fn note_baked_call(
+        &mut self,
+        call: &ast::ExprCall,
+        baked: Option<&BakedRead>,
+        receiver: &Value,
+    ) {
+        let Some(source) = baked else { return };
+        let to_torch = match receiver {
+            Value::Tensor(info) => !info.assumed,
+            Value::Qualified(qualified) => {
+                qualified.as_ref() == "torch" || qualified.starts_with("torch.")
             }
-            Expr::Name(name) => matches!(
-                self.lookup(name.id.as_str(), env),
-                Value::Qualified(qualified) if qualified.starts_with("torch.")
-            ),
             _ => false,
         };
         if to_torch {
@@ -105,9 +100,6 @@ impl Interpreter<'_, '_> {
                 }),
                 _ => None,
             });
-        if let Some(source) = baked {
-            self.note_baked_call(call, &source, env);
-        }
         if let Expr::Attribute(attribute) = &*call.func {
             let name = attribute.attr.as_str();
             if let Expr::Call(inner) = &*attribute.value {
@@ -116,6 +108,7 @@ impl Interpreter<'_, '_> {
                 }
             }
             let receiver = self.eval(&attribute.value, env);
+            self.note_baked_call(call, baked.as_deref(), &receiver);
             return match receiver {
                 Value::Tensor(info) | Value::Tensors(info) => {
                     self.tensor_method(&info, name, call, &args, &kwargs)
@@ -142,6 +135,7 @@ impl Interpreter<'_, '_> {
             };
         }
         let callee = self.eval(&call.func, env);
+        self.note_baked_call(call, baked.as_deref(), &callee);
         self.call_value(&callee, call, &args, &kwargs, any_tensor, env)
     }
 
@@ -654,7 +648,7 @@ impl Interpreter<'_, '_> {
             // call takes the next element, the exported program the one it took while exporting.
             let kept = call.arguments.args.first().and_then(|expr| match expr {
                 Expr::Name(name)
-                    if !env.locals.contains_key(name.id.as_str())
+                    if !env.binds(name.id.as_str())
                         && self
                             .model
                             .globals_in(self.file)
@@ -1094,16 +1088,7 @@ impl Interpreter<'_, '_> {
                         _ => None,
                     })
                     .collect();
-                let dim = call
-                    .arguments
-                    .args
-                    .get(1)
-                    .or_else(|| {
-                        ["dim", "axis"]
-                            .iter()
-                            .find_map(|keyword| call.arguments.find_keyword(keyword))
-                            .map(|keyword| &keyword.value)
-                    })
+                let dim = shape_ops::argument(&call.arguments.args, call, 1, &["dim", "axis"])
                     .map_or(Some(0), names::int_literal);
                 let mut forced = Vec::new();
                 let dims = parts.zip(dim).and_then(|(parts, dim)| {

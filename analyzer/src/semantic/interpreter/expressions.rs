@@ -60,17 +60,13 @@ impl Interpreter<'_, '_> {
                 let id = name.id.as_str();
                 let value = self.lookup(id, env);
                 self.note_shape(name.range(), &value, None, false);
-                let local = env.locals.contains_key(id)
-                    || env
-                        .outer
-                        .as_ref()
-                        .is_some_and(|outer| outer.contains_key(id));
-                if !local {
+                if !env.binds(id) {
                     // The file's own container, or another file's imported by name.
                     let mutated = self.model.mutated_in(self.file).get(id).or_else(|| {
                         match self.model.globals_in(self.file).get(id) {
                             Some(Value::Qualified(qualified)) => {
-                                self.model.mutated_global(qualified)
+                                let (module, member) = qualified.rsplit_once('.')?;
+                                self.model.mutated_global(module, member)
                             }
                             _ => None,
                         }
@@ -84,8 +80,7 @@ impl Interpreter<'_, '_> {
                 let receiver = self.eval(&attribute.value, env);
                 // `config.SCALES`: another file's container, through its module.
                 if let Value::Qualified(module) = &receiver {
-                    let qualified = format!("{module}.{}", attribute.attr);
-                    let mutated = self.model.mutated_global(&qualified);
+                    let mutated = self.model.mutated_global(module, attribute.attr.as_str());
                     self.note_mutated_read(attribute.attr.as_str(), mutated, attribute.range());
                 }
                 self.attribute(&receiver, attribute.attr.as_str())

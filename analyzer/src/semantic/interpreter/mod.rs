@@ -113,6 +113,15 @@ fn collect_names(expr: &Expr, names: &mut Vec<String>) {
 }
 
 impl Env {
+    /// Whether `name` is a local of the running function or of an enclosing one (not a global).
+    fn binds(&self, name: &str) -> bool {
+        self.locals.contains_key(name)
+            || self
+                .outer
+                .as_ref()
+                .is_some_and(|outer| outer.contains_key(name))
+    }
+
     fn join(branches: Vec<Env>) -> Env {
         let mut iter = branches.into_iter();
         let Some(mut joined) = iter.next() else {

@@ -339,12 +339,7 @@ pub(super) fn layer_info(qualified: &str, call: &ast::ExprCall, args: &[Value]) 
         let given = parameters
             .iter()
             .position(|parameter| *parameter == "padding")
-            .and_then(|position| call.arguments.args.get(position))
-            .or_else(|| {
-                call.arguments
-                    .find_keyword("padding")
-                    .map(|keyword| &keyword.value)
-            });
+            .and_then(|position| argument(&call.arguments.args, call, position, &["padding"]));
         match given.and_then(names::string_literal) {
             Some("valid") => sizes[position].1 = Some(0),
             Some("same") => same_padding = true,
@@ -489,14 +484,7 @@ pub(super) fn method_shape(
     exprs: &[Expr],
 ) -> Option<TensorDims> {
     let int_arg = |position: usize, keyword: &str| {
-        exprs
-            .get(position)
-            .or_else(|| {
-                call.arguments
-                    .find_keyword(keyword)
-                    .map(|keyword| &keyword.value)
-            })
-            .and_then(names::int_literal)
+        argument(exprs, call, position, &[keyword]).and_then(names::int_literal)
     };
     let sizes = || input.all_sizes();
     match name {
@@ -895,7 +883,7 @@ fn slice_size(
 
 /// The positional argument at `position` or the keyword `keyword` of a call (arguments after
 /// the tensor itself, as the method form passes them).
-fn argument<'e>(
+pub(super) fn argument<'e>(
     exprs: &'e [Expr],
     call: &'e ast::ExprCall,
     position: usize,
