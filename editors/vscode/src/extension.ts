@@ -353,6 +353,8 @@ function readUserSettings(): UserSettings {
     strict: explicit("strict"),
     unsafeFixes: explicit("unsafeFixes"),
     timeout: explicit("timeout"),
+    inlayHints: explicit("inlayHints"),
+    maxFileSize: explicit("maxFileSize"),
     select: explicit("select"),
     ignore: explicit("ignore"),
   };

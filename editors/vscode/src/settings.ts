@@ -15,6 +15,8 @@ export interface UserSettings {
   strict?: unknown;
   unsafeFixes?: unknown;
   timeout?: unknown;
+  inlayHints?: unknown;
+  maxFileSize?: unknown;
   select?: unknown;
   ignore?: unknown;
 }
@@ -26,6 +28,8 @@ export interface ServerSettings {
   strict?: boolean;
   unsafeFixes?: boolean;
   timeout?: number;
+  inlayHints?: boolean;
+  maxFileSize?: number;
   select?: string[];
   ignore?: string[];
 }
@@ -140,6 +144,16 @@ export function resolveSettings(user: UserSettings, context: Context): Resolved 
     settings.timeout = user.timeout;
   } else if (user.timeout !== undefined) {
     warnings.push("ignoring pt2lsp.timeout: expected a positive number of seconds");
+  }
+  if (typeof user.inlayHints === "boolean") {
+    settings.inlayHints = user.inlayHints;
+  } else if (user.inlayHints !== undefined) {
+    warnings.push("ignoring pt2lsp.inlayHints: expected true or false");
+  }
+  if (typeof user.maxFileSize === "number" && Number.isInteger(user.maxFileSize) && user.maxFileSize > 0) {
+    settings.maxFileSize = user.maxFileSize;
+  } else if (user.maxFileSize !== undefined) {
+    warnings.push("ignoring pt2lsp.maxFileSize: expected a positive whole number of KiB");
   }
   const select = codes("select", user.select, warnings);
   if (select !== undefined) {

@@ -18,6 +18,8 @@ test("settings the user set are sent under the pt2lsp key", () => {
       strict: true,
       unsafeFixes: true,
       timeout: 30,
+      inlayHints: false,
+      maxFileSize: 4096,
       select: ["PT1", " PT4 "],
       ignore: ["PT402"],
       python: "~/venv/bin/python",
@@ -31,6 +33,8 @@ test("settings the user set are sent under the pt2lsp key", () => {
       strict: true,
       unsafeFixes: true,
       timeout: 30,
+      inlayHints: false,
+      maxFileSize: 4096,
       select: ["PT1", "PT4"],
       ignore: ["PT402"],
       python: "/home/ada/venv/bin/python",
@@ -55,11 +59,20 @@ test("the Python extension's interpreter is used unless pt2lsp.python is set", (
 
 test("bad values are reported and dropped, the others still sent", () => {
   const { settings, warnings } = resolveSettings(
-    { trace: "always", strict: "yes", unsafeFixes: 1, timeout: -1, select: "PT1", ignore: ["PT2"] },
+    {
+      trace: "always",
+      strict: "yes",
+      unsafeFixes: 1,
+      timeout: -1,
+      inlayHints: "no",
+      maxFileSize: 1.5,
+      select: "PT1",
+      ignore: ["PT2"],
+    },
     trusted,
   );
   assert.deepEqual(settings, { ignore: ["PT2"] });
-  assert.equal(warnings.length, 5);
+  assert.equal(warnings.length, 7);
   assert.match(warnings[0], /pt2lsp\.trace/);
 });
 
