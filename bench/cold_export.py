@@ -98,6 +98,8 @@ def trace(binary: Path, python: Path, files: list[Path]) -> tuple[float, list[di
         str(python),
         "--isolated",
         "--exit-zero",
+        # Every run traces: the runs are of the same files, which the cache would replay.
+        "--no-cache",
         "--format",
         "json",
         *(str(path) for path in files),

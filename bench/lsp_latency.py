@@ -72,10 +72,10 @@ def utf16_len(text: str) -> int:
 class Client:
     """Talks to one server process; a reader thread timestamps every message on arrival."""
 
-    def __init__(self, command: list[str], stderr_path: Path):
+    def __init__(self, command: list[str], stderr_path: Path, env: dict[str, str] | None = None):
         self.stderr = stderr_path.open("wb")
         self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, bufsize=0
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, bufsize=0, env=env
         )
         self.write_lock = threading.Lock()
         self.incoming: queue.Queue[tuple[float, dict]] = queue.Queue()

@@ -10,6 +10,8 @@ files, ruff and TorchFix, each from PyPI into bench/.cache), then runs the stage
   lsp        didChange -> publishDiagnostics p50/p99, peak memory       (lsp_latency.py)
   trace      warm save -> trace diagnostics in the language server     (trace_latency.py)
   cold       cold `python` export per file against pt2lsp check --trace (cold_export.py)
+  cache      check --trace with a warm trace cache against an empty one  (trace_cache.py)
+  load       the server under save bursts: 500 files, 100 entrypoints      (lsp_load.py)
 
 RESULTS.md gets the machine, the date, every version, a summary against the targets, and each
 stage's section with when it was measured and the load average then. The tracer stages need .venv/bin/python with torch (made by
@@ -42,10 +44,12 @@ import corpus as corpus_stage
 import criterion
 import harness
 import lsp_latency
+import lsp_load
+import trace_cache
 import trace_latency
 from harness import RESULTS, ROOT, RUFF, TORCHFIX, VENV_PYTHON, WHEELS, Section
 
-STAGES = ("corpus", "torchfix", "criterion", "lsp", "trace", "cold")
+STAGES = ("corpus", "torchfix", "criterion", "lsp", "trace", "cold", "cache", "load")
 STAGE_HEADINGS = {
     corpus_stage.CORPUS_HEADING: "corpus",
     corpus_stage.TORCHFIX_HEADING: "torchfix",
@@ -53,6 +57,8 @@ STAGE_HEADINGS = {
     lsp_latency.HEADING: "lsp",
     trace_latency.HEADING: "trace",
     cold_export.HEADING: "cold",
+    trace_cache.HEADING: "cache",
+    lsp_load.HEADING: "load",
 }
 
 
@@ -70,6 +76,10 @@ def stage(name: str, binary: Path, python: Path, fast: bool) -> Section:
         return trace_latency.measure(binary, python, models, 2 if fast else 10)
     if name == "cold":
         return cold_export.measure(binary, python, 1 if fast else 3, fast)
+    if name == "cache":
+        return trace_cache.measure(binary, python, fast)
+    if name == "load":
+        return lsp_load.measure(binary, python, fast)
     raise ValueError(name)
 
 
@@ -116,6 +126,13 @@ def summary(sections: dict[str, Section]) -> str:
     if "cold" in numbers:
         ratio = numbers["cold"]["trace seconds"] / numbers["cold"]["cold seconds"]
         add("cold", "tracer, `check --trace` / cold `python` exports of the same files", "–", f"{ratio:.2f}")
+    if "cache" in numbers:
+        ratio = numbers["cache"]["warm seconds"] / numbers["cache"]["cold seconds"]
+        add("cache", "tracer, `check --trace` of the fixtures, warm cache / empty cache", "≤ 0.10", f"{ratio:.3f}")
+    if "load" in numbers:
+        load = numbers["load"]
+        add("load", "server under save bursts (100 entrypoints): last save → open files' traces", "–", f"{load['open seconds']:.2f} s")
+        add("load", "server under save bursts: peak RSS of the server / of the worker (PSS)", "–", f"{load['server peak MB']:.0f} MB / {load['worker peak MB']:.0f} MB")
     return "\n".join(["| measure | target | this run |", "|---|---|---|", *rows])
 
 

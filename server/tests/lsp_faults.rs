@@ -105,6 +105,9 @@ async fn serve(python: &Path) -> Served {
         .arg("serve")
         .env("TMPDIR", tmp.path())
         .env_remove("VIRTUAL_ENV")
+        // Every save must reach the worker: the fixed file after each fault is the same text,
+        // which the trace cache would otherwise replay.
+        .env("PT2LSP_NO_CACHE", "1")
         .current_dir(workspace.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

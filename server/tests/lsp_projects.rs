@@ -262,3 +262,74 @@ async fn a_configured_entrypoint_is_traced_when_a_file_it_imports_is_saved() {
     client.shutdown_and_exit().await;
     let _ = child.wait().await;
 }
+
+/// An interpreter that leaves a mark in `marker` each time it starts, so a test can tell
+/// whether the worker was started.
+fn marking_python(dir: &Path, marker: &Path) -> String {
+    let wrapper = dir.join("python-that-marks");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho started >> '{}'\nexec '{}' \"$@\"\n",
+            marker.display(),
+            torch_python()
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&wrapper).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&wrapper, permissions).unwrap();
+    wrapper.to_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_replays_a_trace_the_command_line_ran_while_its_files_are_unchanged() {
+    let (dir, root) = package();
+    let marker = dir.path().join("python-started");
+    let python = marking_python(dir.path(), &marker);
+    let checked = std::process::Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+        .args(["check", "--trace", "--python", &python, "--timeout", "120"])
+        .current_dir(&root)
+        .env_remove("PT2LSP_NO_CACHE")
+        .output()
+        .unwrap();
+    assert_eq!(checked.status.code(), Some(1), "{checked:?}");
+    assert!(marker.exists(), "the command line traced");
+    std::fs::remove_file(&marker).unwrap();
+
+    let (mut child, mut client) = spawn();
+    let response = client
+        .initialize(Some(&root), json!({"python": python, "timeout": 120}))
+        .await;
+    assert!(response.get("result").is_some(), "{response}");
+    let entry = root.join("export_net.py");
+    let entry_uri = file_uri(&entry);
+    let helpers = root.join("mymodels/helpers.py");
+    let helpers_uri = file_uri(&helpers);
+    client
+        .open(&entry_uri, 1, &std::fs::read_to_string(&entry).unwrap())
+        .await;
+    save(&client, &entry_uri).await;
+    assert_eq!(
+        trace_end(&mut client).await,
+        "2 problems: mymodels/heads.py:11, mymodels/helpers.py:5 (replayed: its files are \
+         unchanged since the last trace)"
+    );
+    let published = latest(&mut client, &helpers_uri).await;
+    assert!(traced(&published, "PT101", 5), "{published:#}");
+    assert!(!marker.exists(), "replayed without starting Python");
+
+    // A helper changed on disk and saved: traced for real, and the problem is gone.
+    let broken = std::fs::read_to_string(&helpers).unwrap();
+    let fixed = broken.replace("    if h.mean() > 0:  # error[PT101]\n        return h / h.norm(dim=-1, keepdim=True)\n    return h\n", "    return h / h.norm(dim=-1, keepdim=True)\n");
+    assert_ne!(fixed, broken);
+    std::fs::write(&helpers, &fixed).unwrap();
+    save(&client, &helpers_uri).await;
+    assert_eq!(
+        trace_end(&mut client).await,
+        "1 problem: mymodels/heads.py:11"
+    );
+    assert!(marker.exists(), "a changed helper is traced");
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+}

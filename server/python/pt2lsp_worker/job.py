@@ -8,6 +8,7 @@ import sys
 import tempfile
 import time
 
+from .dependencies import DependencyRecorder, environment_files
 from .entrypoint import EntrypointError, load_entrypoint
 from .export import export_program
 from .fake_kernels import record_operator_definitions
@@ -18,7 +19,16 @@ from .workspace import Workspace
 
 def run_job(job: dict, job_dir: str, progress=None) -> dict:
     """Runs one entrypoint; returns the result message (without id and output). A job with
-    `export` writes the exported program (see `export_program`)."""
+    `export` writes the exported program (see `export_program`). A trace's result lists the files
+    it depended on (`dependencies`, for the binary's trace cache)."""
+    recorder = DependencyRecorder(job_dir)
+    result = _run(job, job_dir, progress)
+    if not job.get("export"):
+        result["dependencies"] = recorder.files(job["file"]) + environment_files()
+    return result
+
+
+def _run(job: dict, job_dir: str, progress) -> dict:
     _set_limits(job)
     os.environ["TMPDIR"] = job_dir
     # draft_export writes its structured trace under TORCH_DTRACE, else under the temp dir.

@@ -196,7 +196,7 @@ impl ExportArgs {
 const CHECK_AFTER_HELP: &str = "\
 Configuration comes from the nearest pyproject.toml with a [tool.pt2lsp] table, searched \
 upward from the first PATH (keys, in kebab-case: select, ignore, strict, exclude, fix, unsafe-fixes, trace, python, \
-timeout, memory-limit, out-dir, entrypoints). \
+timeout, memory-limit, cache-dir, out-dir, entrypoints). \
 Command-line flags override it.
 
 Fixes: a diagnostic marked [*] has a fix that --fix applies. Safe fixes keep the model's \
@@ -208,7 +208,8 @@ first (a branch rewritten as torch.cond) and are applied only with --unsafe-fixe
   pt2lsp check --fix --trace models/      Also apply the exporter's suggested Dim ranges
 
 Tracing in a CI matrix of N machines: each runs `pt2lsp check --trace --shard K/N .` with its
-own K (1..N); together they trace every entrypoint once.
+own K (1..N); together they trace every entrypoint once. A second `--trace` replays the results \
+of entrypoints whose files did not change from .pt2lsp_cache (--no-cache traces everything).
 
 Exit status: 0 when no error-severity diagnostic was found, 1 when one was, 2 on a usage or \
 I/O problem (a missing path, an unreadable file, a bad pyproject.toml, an unknown rule).";
@@ -305,6 +306,23 @@ pub struct CheckArgs {
     /// machine's memory].
     #[arg(long, value_name = "MIB", requires = "trace")]
     pub memory_limit: Option<u64>,
+
+    /// Trace every entrypoint again, ignoring (and not updating) the trace cache. By default a
+    /// trace's result is kept in the cache directory and replayed, without starting Python,
+    /// while none of the files it imported or read has changed.
+    #[arg(long, requires = "trace")]
+    pub no_cache: bool,
+
+    /// Where --trace keeps its results [default: `cache-dir` from pyproject.toml, else
+    /// .pt2lsp_cache in the project root]. Safe to delete; restore it between CI runs
+    /// (actions/cache) to re-trace only what changed.
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "trace",
+        conflicts_with = "no_cache"
+    )]
+    pub cache_dir: Option<PathBuf>,
 
     /// Apply the safe fixes (those marked [*]) to the files, then report what remains. Fixes
     /// are applied in rounds until none is left (at most 10); a file is rewritten only when it

@@ -124,6 +124,8 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
             elapsed: None,
             export: None,
             shapes: Vec::new(),
+            dependencies: Vec::new(),
+            replayed: false,
         },
         |done| done.result,
     );

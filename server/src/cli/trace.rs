@@ -119,7 +119,25 @@ impl<'a> Tracing<'a> {
             jobs: std::thread::available_parallelism().map_or(2, usize::from),
             startup_timeout: tracer::DEFAULT_STARTUP_TIMEOUT,
         };
-        let traced = batch::run(&plan.jobs, tracer_options, !args.quiet)?;
+        let cache = (!args.no_cache && !tracer::cache::disabled_by_environment()).then(|| {
+            match &args.cache_dir {
+                Some(dir) => tracer::cache::TraceCache::new(cwd.join(dir)),
+                None => tracer::cache::TraceCache::in_project(
+                    &options.root,
+                    config.cache_dir.as_deref(),
+                ),
+            }
+        });
+        let traced = batch::run(&plan.jobs, tracer_options, cache.as_ref(), !args.quiet)?;
+        if let (Some(cache), true) = (&cache, traced.replayed > 0 && !args.quiet) {
+            // Not a warning: said so that a result nobody re-ran is never a surprise.
+            eprintln!(
+                "Replayed {} of {} traces from {} (their files are unchanged; --no-cache runs them again).",
+                traced.replayed,
+                plan.jobs.len(),
+                walk::display_path(cache.dir(), cwd).display()
+            );
+        }
 
         let checked: HashMap<PathBuf, usize> = project
             .files

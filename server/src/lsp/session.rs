@@ -93,6 +93,10 @@ pub struct PlannedTrace {
     anchor: Anchor,
     python: PathBuf,
     path: PathBuf,
+    /// Where its result is replayed from and kept (`None` with `PT2LSP_NO_CACHE`).
+    cache: Option<crate::lsp::trace::Caching>,
+    /// Foreground when its entry file is open: the user is looking at it.
+    priority: crate::tracer::manager::Priority,
 }
 
 /// Shared by every handler through an `Arc`.

@@ -128,6 +128,8 @@ pub struct Resolved {
     pub max_file_bytes: usize,
     /// MiB a trace job may take (`memory-limit`); `None` means the machine's memory.
     pub memory_limit_mb: Option<u64>,
+    /// The trace cache's directory relative to the project root (`cache-dir`).
+    pub cache_dir: Option<String>,
     /// Selectors that match no rule, to report.
     pub unknown_selectors: Vec<String>,
     /// The `pyproject.toml` whose `[tool.pt2lsp]` applied, if any.
@@ -176,6 +178,7 @@ impl Resolved {
                 .and_then(|kib| usize::try_from(kib.saturating_mul(1024)).ok())
                 .unwrap_or(DEFAULT_MAX_FILE_BYTES),
             memory_limit_mb: options.memory_limit,
+            cache_dir: options.cache_dir.clone(),
             unknown_selectors,
             project: None,
             entrypoints: options.entrypoints.clone().unwrap_or_default(),

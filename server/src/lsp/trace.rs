@@ -11,6 +11,11 @@
 //! interpreter changes, the old worker is shut down and a new one started. A worker that cannot
 //! be started (no interpreter, no torch in it) answers the job with the reason; it is tried
 //! again at the next trace, since the user may have installed torch meanwhile.
+//!
+//! A trace submitted with a [`TraceCache`] is answered from it when none of the files its last
+//! result followed from has changed (no worker is started for it), unless it asks for a fresh
+//! run (`pt2lsp.retrace`); a result that ran is kept there: the CLI's `check --trace` and the
+//! editor replay each other's traces.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -21,7 +26,8 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tower_lsp_server::ls_types::Uri;
 
-use crate::tracer::manager::Progress;
+use crate::tracer::cache::TraceCache;
+use crate::tracer::manager::{Priority, Progress};
 use crate::tracer::protocol::{ExportJob, JobResult};
 use crate::tracer::{Completed, JobId, JobSpec, Tracer, TracerOptions};
 
@@ -38,8 +44,20 @@ enum Message {
         spec: Box<JobSpec>,
         /// For an export: where the file goes, and where its stages go.
         export: Option<(ExportJob, tokio::sync::mpsc::UnboundedSender<Progress>)>,
+        /// A trace's cache (exports are never cached).
+        cache: Option<Caching>,
+        priority: Priority,
         reply: oneshot::Sender<Outcome>,
     },
+}
+
+/// How a trace uses the trace cache.
+#[derive(Debug, Clone)]
+pub struct Caching {
+    pub cache: TraceCache,
+    /// Answer from the cache when it holds a result whose files are unchanged; `false` runs
+    /// the trace whatever the cache holds (the user asked to trace again), and keeps its result.
+    pub replay: bool,
 }
 
 /// The handle the session keeps; the thread starts with the first job.
@@ -49,14 +67,25 @@ pub struct TraceThread {
 }
 
 impl TraceThread {
-    /// Queues a trace of `uri`; a job still running for `uri` is cancelled first.
-    pub fn submit(&self, uri: Uri, python: PathBuf, spec: JobSpec) -> oneshot::Receiver<Outcome> {
+    /// Queues a trace of `uri` (ahead of background ones when `priority` says so); a job still
+    /// running for `uri` is cancelled first. With a `cache`, an unchanged project's result is
+    /// replayed from it and a new one kept there.
+    pub fn submit(
+        &self,
+        uri: Uri,
+        python: PathBuf,
+        spec: JobSpec,
+        cache: Option<Caching>,
+        priority: Priority,
+    ) -> oneshot::Receiver<Outcome> {
         let (reply, outcome) = oneshot::channel();
         self.send(Message::Submit {
             uri,
             python,
             spec: Box::new(spec),
             export: None,
+            cache,
+            priority,
             reply,
         });
         outcome
@@ -77,6 +106,8 @@ impl TraceThread {
             python,
             spec: Box::new(spec),
             export: Some((export, progress)),
+            cache: None,
+            priority: Priority::Foreground,
             reply,
         });
         outcome
@@ -115,6 +146,8 @@ struct Job {
     reply: oneshot::Sender<Outcome>,
     /// An export, which a new trace of the document leaves running.
     export: bool,
+    /// Where a trace's result is kept, with what it was asked and when.
+    cache: Option<(TraceCache, PathBuf, Box<JobSpec>, std::time::SystemTime)>,
 }
 
 /// The thread: ends when the session drops its sender.
@@ -140,11 +173,29 @@ fn run(receiver: &Receiver<Message>) {
                 python,
                 spec,
                 export,
+                cache,
+                priority,
                 reply,
             }) => {
                 if let (Some(running), None) = (&running, &export) {
                     cancel_traces(running, &jobs, &uri);
                 }
+                if let Some(result) = cache
+                    .as_ref()
+                    .filter(|caching| caching.replay)
+                    .and_then(|caching| caching.cache.lookup(&python, &spec))
+                {
+                    let _ = reply.send(Ok(result));
+                    continue;
+                }
+                let cache = cache.map(|caching| {
+                    (
+                        caching.cache,
+                        python.clone(),
+                        spec.clone(),
+                        std::time::SystemTime::now(),
+                    )
+                });
                 if running.as_ref().is_some_and(|r| r.python != python) {
                     // A new interpreter: the old worker's jobs end with it.
                     running = None;
@@ -184,7 +235,7 @@ fn run(receiver: &Receiver<Message>) {
                                 let _ = progress.send(stage);
                             }),
                         ),
-                        None => running.tracer.submit(*spec),
+                        None => running.tracer.submit_with_priority(*spec, priority),
                     };
                     jobs.insert(
                         id,
@@ -192,6 +243,7 @@ fn run(receiver: &Receiver<Message>) {
                             uri,
                             reply,
                             export: is_export,
+                            cache,
                         },
                     );
                 }
@@ -204,6 +256,16 @@ fn run(receiver: &Receiver<Message>) {
                 match current.completed.try_recv() {
                     Ok(done) => {
                         if let Some(job) = jobs.remove(&done.id) {
+                            if let Some((cache, python, spec, submitted)) = &job.cache {
+                                if let Err(error) =
+                                    cache.store(python, spec, &done.result, *submitted)
+                                {
+                                    crate::lsp::log_stderr(&format!(
+                                        "cannot write the trace cache in {}: {error}",
+                                        cache.dir().display()
+                                    ));
+                                }
+                            }
                             let _ = job.reply.send(Ok(done.result));
                         }
                     }

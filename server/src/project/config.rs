@@ -23,11 +23,12 @@ use anyhow::{Context, Result, bail};
 use toml::{Table, Value};
 
 /// Every documented key of `[tool.pt2lsp]`.
-pub const KEYS: [&str; 14] = [
+pub const KEYS: [&str; 15] = [
     "python",
     "trace",
     "timeout",
     "memory-limit",
+    "cache-dir",
     "strict",
     "select",
     "ignore",
@@ -100,6 +101,9 @@ pub struct Config {
     pub timeout: Option<f64>,
     /// MiB of address space a trace job may take beyond the worker's own.
     pub memory_limit: Option<u64>,
+    /// Where trace results are cached, relative to the configuration's directory
+    /// (`.pt2lsp_cache` unless set; see `tracer::cache`).
+    pub cache_dir: Option<String>,
     pub strict: Option<bool>,
     pub select: Option<Vec<String>>,
     pub ignore: Option<Vec<String>>,
@@ -150,6 +154,10 @@ impl Config {
             trace: self.trace.or(fallback.trace),
             timeout: self.timeout.or(fallback.timeout),
             memory_limit: self.memory_limit.or(fallback.memory_limit),
+            cache_dir: self
+                .cache_dir
+                .clone()
+                .or_else(|| fallback.cache_dir.clone()),
             strict: self.strict.or(fallback.strict),
             select: self.select.clone().or_else(|| fallback.select.clone()),
             ignore: self.ignore.clone().or_else(|| fallback.ignore.clone()),
@@ -273,6 +281,7 @@ pub fn from_table(table: &Table, path: Option<&Path>) -> Config {
             "trace" => trace(value).map(|trace| config.trace = Some(trace)),
             "timeout" => seconds(value).map(|timeout| config.timeout = Some(timeout)),
             "memory-limit" => mebibytes(value).map(|limit| config.memory_limit = Some(limit)),
+            "cache-dir" => text(value).map(|dir| config.cache_dir = Some(dir)),
             "strict" => boolean(value).map(|strict| config.strict = Some(strict)),
             "select" => strings(value).map(|select| config.select = Some(select)),
             "ignore" => strings(value).map(|ignore| config.ignore = Some(ignore)),

@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::cache::TraceCache;
 use super::diagnostics::{self, Anchor, TraceDiagnostic};
 use super::entrypoint;
 use super::manager::{JobId, Tracer, TracerOptions};
@@ -114,23 +115,43 @@ pub fn plan(files: &[Candidate<'_>], options: &BatchOptions) -> Plan {
 #[derive(Debug, Default)]
 pub struct BatchReport {
     pub diagnostics: Vec<TraceDiagnostic>,
-    /// Seconds each job took in its process, by label.
+    /// Seconds each job took in its process, by label (jobs that ran, not replayed ones).
     pub timings: Vec<(String, f64)>,
+    /// Jobs whose result came from the trace cache.
+    pub replayed: usize,
 }
 
 /// Runs every job on one worker and returns the diagnostics, deduplicated by (code, file,
-/// line). Fails only when no worker can be started at all.
+/// line). A job whose result `cache` holds for files that have not changed is replayed; the
+/// worker starts only if some job is not. Fails only when no worker can be started at all.
 pub fn run(
     jobs: &[PlannedJob],
     options: TracerOptions,
+    cache: Option<&TraceCache>,
     progress: bool,
 ) -> Result<BatchReport, StartError> {
     let mut report = BatchReport::default();
-    if jobs.is_empty() {
+    let mut to_run = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        match cache.and_then(|cache| cache.lookup(&options.python, &job.spec)) {
+            Some(result) => {
+                report.replayed += 1;
+                report
+                    .diagnostics
+                    .extend(diagnostics::from_result(&result, &job.anchor));
+            }
+            None => to_run.push(job),
+        }
+    }
+    if to_run.is_empty() {
+        diagnostics::dedup(&mut report.diagnostics);
         return Ok(report);
     }
-    let mut progress = Progress::new(progress && std::io::stderr().is_terminal(), jobs.len());
+    let mut progress = Progress::new(progress && std::io::stderr().is_terminal(), to_run.len());
     progress.show("starting the tracer");
+    let python = options.python.clone();
+    let submitted = std::time::SystemTime::now();
+    let mut cache_failed = false;
     let (tracer, completed) = match Tracer::start(options) {
         Ok(started) => started,
         Err(error) => {
@@ -138,8 +159,8 @@ pub fn run(
             return Err(error);
         }
     };
-    let mut pending: HashMap<JobId, &PlannedJob> = jobs
-        .iter()
+    let mut pending: HashMap<JobId, &PlannedJob> = to_run
+        .into_iter()
         .map(|job| (tracer.submit(job.spec.clone()), job))
         .collect();
     while !pending.is_empty() {
@@ -150,6 +171,17 @@ pub fn run(
         progress.advance(&job.label);
         if let Some(elapsed) = done.result.elapsed {
             report.timings.push((job.label.clone(), elapsed));
+        }
+        if let Some(cache) = cache {
+            let stored = cache.store(&python, &job.spec, &done.result, submitted);
+            if let (Err(error), false) = (stored, cache_failed) {
+                // The result stands; only the next run pays for it. Said once per run.
+                cache_failed = true;
+                eprintln!(
+                    "pt2lsp: cannot write the trace cache in {}: {error}",
+                    cache.dir().display()
+                );
+            }
         }
         report
             .diagnostics

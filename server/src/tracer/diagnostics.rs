@@ -490,6 +490,8 @@ mod tests {
             elapsed: None,
             export: None,
             shapes: Vec::new(),
+            dependencies: Vec::new(),
+            replayed: false,
         };
         let diagnostics = from_result(&result, &anchor);
         assert_eq!(diagnostics.len(), 1);

@@ -65,6 +65,18 @@ struct Submission {
     spec: JobSpec,
     export: Option<ExportJob>,
     progress: Option<ProgressSink>,
+    priority: Priority,
+}
+
+/// Where a submitted job joins the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Priority {
+    /// Behind every queued job.
+    #[default]
+    Background,
+    /// Ahead of the background jobs, behind the foreground ones queued before it: in the
+    /// editor, the entrypoints of open documents, whose results the user is waiting for.
+    Foreground,
 }
 
 enum Command {
@@ -142,20 +154,28 @@ impl Tracer {
     }
 
     pub fn submit(&self, job: JobSpec) -> JobId {
+        self.submit_with_priority(job, Priority::Background)
+    }
+
+    /// Submits a trace that runs before the queued jobs of a lower `priority`.
+    pub fn submit_with_priority(&self, job: JobSpec, priority: Priority) -> JobId {
         self.send_submission(Submission {
             spec: job,
             export: None,
             progress: None,
+            priority,
         })
     }
 
     /// Submits an export job: the entrypoint of `job` is exported and written to
     /// `export.output`; `progress` hears of each stage while it runs.
     pub fn submit_export(&self, job: JobSpec, export: ExportJob, progress: ProgressSink) -> JobId {
+        // The user asked for this file and watches its progress.
         self.send_submission(Submission {
             spec: job,
             export: Some(export),
             progress: Some(progress),
+            priority: Priority::Foreground,
         })
     }
 
@@ -204,6 +224,7 @@ struct Queued {
     id: JobId,
     spec: JobSpec,
     export: Option<ExportJob>,
+    priority: Priority,
     /// Times a worker died while this job was running.
     crashes: u32,
 }
@@ -295,14 +316,16 @@ impl Scheduler {
                         spec,
                         export,
                         progress,
+                        priority,
                     } = *submission;
                     if let Some(progress) = progress {
                         self.progress.insert(id, progress);
                     }
-                    self.queue.push_back(Queued {
+                    self.enqueue(Queued {
                         id,
                         spec,
                         export,
+                        priority,
                         crashes: 0,
                     });
                 }
@@ -315,6 +338,19 @@ impl Scheduler {
         }
         // Dropping the worker shuts it down and removes its directory.
         self.worker = None;
+    }
+
+    /// Queues `job` behind every job of its priority or a higher one.
+    fn enqueue(&mut self, job: Queued) {
+        let position = match job.priority {
+            Priority::Background => self.queue.len(),
+            Priority::Foreground => self
+                .queue
+                .iter()
+                .position(|queued| queued.priority == Priority::Background)
+                .unwrap_or(self.queue.len()),
+        };
+        self.queue.insert(position, job);
     }
 
     /// Starts queued jobs while there is room. A job that was running when a worker died runs
@@ -488,6 +524,8 @@ impl Scheduler {
                 elapsed: None,
                 export: None,
                 shapes: Vec::new(),
+                dependencies: Vec::new(),
+                replayed: false,
             },
         });
     }
@@ -538,6 +576,46 @@ mod tests {
             timeout: 120.0,
             memory_limit_mb: None,
         }
+    }
+
+    #[test]
+    fn foreground_jobs_run_before_queued_background_ones() {
+        let Some(python) = torch_python() else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let (tracer, done) = Tracer::start(TracerOptions {
+            python,
+            jobs: 1,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+        })
+        .unwrap();
+        let busy = tracer.submit(job(
+            dir.path(),
+            "busy.py",
+            "        time.sleep(1)\n        return x",
+        ));
+        let background: Vec<JobId> = (0..3)
+            .map(|index| {
+                tracer.submit(job(dir.path(), &format!("b{index}.py"), "        return x"))
+            })
+            .collect();
+        let first = tracer.submit_with_priority(
+            job(dir.path(), "open.py", "        return x"),
+            Priority::Foreground,
+        );
+        let second = tracer.submit_with_priority(
+            job(dir.path(), "open2.py", "        return x"),
+            Priority::Foreground,
+        );
+        let order: Vec<JobId> = (0..6)
+            .map(|_| {
+                let completed = done.recv_timeout(Duration::from_secs(120)).unwrap();
+                assert_eq!(completed.result.status, Status::Ok, "{completed:?}");
+                completed.id
+            })
+            .collect();
+        let mut expected = vec![busy, first, second];
+        expected.extend(background);
+        assert_eq!(order, expected);
     }
 
     #[test]

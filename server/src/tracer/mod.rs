@@ -16,6 +16,8 @@
 //! - `diagnostics` — findings and job failures (PT502) as [`TraceDiagnostic`]s, which become the
 //!   analyzer's `Diagnostic`s once matched to a file's text.
 //! - `batch` — `pt2lsp check --trace`: plan the jobs of a set of files and run them.
+//! - `cache` — results kept by the contents of the files they followed from, replayed without
+//!   starting Python (the CLI's batch and the language server's trace thread).
 //! - `export` — `pt2lsp export` and `pt2lsp.exportPt2`: choose the entrypoint and the output of
 //!   an export job, which writes the `.pt2` file and checks it against the eager model.
 
@@ -24,6 +26,7 @@
 #![allow(dead_code)]
 
 pub mod batch;
+pub mod cache;
 pub mod diagnostics;
 pub mod entrypoint;
 pub mod export;

@@ -137,7 +137,7 @@ pub enum Status {
     Unavailable,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JobResult {
     pub id: u64,
     pub status: Status,
@@ -157,12 +157,20 @@ pub struct JobResult {
     /// The exported program's tensor shapes on the user's lines, when the export succeeded.
     #[serde(default)]
     pub shapes: Vec<TracedShapes>,
+    /// A trace's: the files its result follows from (the entry file, the modules it imported
+    /// beyond the warm worker's, the files it read, the interpreter and torch's version file),
+    /// absolute, for the trace cache (`tracer::cache`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<PathBuf>,
+    /// Replayed from the trace cache rather than run; never on the wire.
+    #[serde(skip)]
+    pub replayed: bool,
 }
 
 /// The shapes of the tensors the exported graph made on one line of the user's files, in graph
 /// order, written in the user's `Dim` names (`[batch, 8, (height + 1)//2]`; `?` for a size
 /// the worker cannot name).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TracedShapes {
     pub file: PathBuf,
     /// 1-based.
@@ -236,7 +244,7 @@ pub struct Verification {
 }
 
 /// One problem the exporter found, in a file of the user's workspace.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// A rule code (`PT101`).
     pub code: String,
@@ -263,7 +271,7 @@ pub struct Finding {
 
 /// A place related to a finding: a file (often outside the workspace, in site-packages) and a
 /// 1-based line and column (in characters; `None` for the line's start), and what happens there.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RelatedLocation {
     pub file: PathBuf,
     pub line: u32,

@@ -41,6 +41,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/classify.py"),
     worker_file!("pt2lsp_worker/constraints.py"),
     worker_file!("pt2lsp_worker/data_dependent.py"),
+    worker_file!("pt2lsp_worker/dependencies.py"),
     worker_file!("pt2lsp_worker/divergence.py"),
     worker_file!("pt2lsp_worker/draft.py"),
     worker_file!("pt2lsp_worker/entrypoint.py"),
@@ -65,6 +66,21 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/workspace.py"),
     worker_file!("pt2lsp_worker/zygote.py"),
 ];
+
+/// A hash of the embedded worker: a trace cached by another build of it is not replayed.
+pub(crate) fn worker_digest() -> u128 {
+    static DIGEST: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+    *DIGEST.get_or_init(|| {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        for (path, source) in WORKER_FILES {
+            hasher.update(path.as_bytes());
+            hasher.update(&[0]);
+            hasher.update(source.as_bytes());
+            hasher.update(&[0]);
+        }
+        hasher.digest128()
+    })
+}
 
 /// The launcher, among `WORKER_FILES`: the script the interpreter runs.
 const WORKER_LAUNCHER: &str = "worker.py";

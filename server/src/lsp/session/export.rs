@@ -318,6 +318,9 @@ impl Session {
                 anchor: chosen.job.anchor,
                 python,
                 path,
+                // An export writes a file: it always runs.
+                cache: None,
+                priority: crate::tracer::manager::Priority::Foreground,
             },
         })
     }

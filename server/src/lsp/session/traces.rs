@@ -29,6 +29,7 @@ use crate::lsp::document::TextPositions;
 use crate::lsp::workspace;
 use crate::project::config::{self, TraceMode};
 use crate::tracer::diagnostics::{dedup, from_result, is_suppressed, normalized};
+use crate::tracer::manager::Priority;
 use crate::tracer::protocol::JobResult;
 use crate::tracer::{Status, batch, entrypoint, python};
 
@@ -168,12 +169,19 @@ impl Session {
         let progress = self.begin_trace_progress(&planned, ticket).await;
         let outcome = self
             .tracing
-            .submit(job_uri, planned.python.clone(), planned.spec.clone())
+            .submit(
+                job_uri,
+                planned.python.clone(),
+                planned.spec.clone(),
+                planned.cache.clone(),
+                planned.priority,
+            )
             .await;
         let message = match outcome {
             Ok(Ok(result)) if result.status == Status::Cancelled => "cancelled".to_owned(),
             Ok(Ok(result)) => {
                 let session = Arc::clone(&self);
+                let replayed = result.replayed;
                 let converted = tokio::task::spawn_blocking(move || {
                     session.traced_files(&planned, &result, &submitted)
                 })
@@ -181,7 +189,13 @@ impl Session {
                 match converted {
                     Ok((files, message)) => {
                         self.install_trace(key, ticket, files).await;
-                        message
+                        if replayed {
+                            format!(
+                                "{message} (replayed: its files are unchanged since the last trace)"
+                            )
+                        } else {
+                            message
+                        }
                     }
                     Err(error) => format!("failed: {error}"),
                 }
@@ -537,6 +551,16 @@ impl Session {
                 .or_else(crate::tracer::default_memory_limit_mb),
             entrypoints: settings.entrypoint_specs(),
         };
+        let cache = (!crate::tracer::cache::disabled_by_environment()).then(|| {
+            crate::lsp::trace::Caching {
+                cache: crate::tracer::cache::TraceCache::in_project(
+                    &options.root,
+                    settings.cache_dir.as_deref(),
+                ),
+                // "Trace again" means run it, whatever the cache holds.
+                replay: reason != TraceReason::Retrace,
+            }
+        });
         let planned = batch::plan(&candidates, &options);
         let python = python::interpreter(
             None,
@@ -545,11 +569,18 @@ impl Session {
             std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
         );
         for job in planned.jobs {
+            let priority = if self.open_document(&normalized(&job.spec.file)).is_some() {
+                Priority::Foreground
+            } else {
+                Priority::Background
+            };
             plan.traces.push(PlannedTrace {
                 path: job.spec.file.clone(),
                 spec: job.spec,
                 anchor: job.anchor,
                 python: python.clone(),
+                cache: cache.clone(),
+                priority,
             });
         }
         plan
