@@ -75,7 +75,7 @@ struct Cell {
     code: Option<CodeLines>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct CodeLines {
     first: usize,
     masked: Vec<bool>,
@@ -95,6 +95,67 @@ struct RawCell<'a> {
     source: &'a RawValue,
 }
 
+/// Code cells appended one after another as one module, each masked (see the module's doc).
+#[derive(Default)]
+struct Joiner {
+    python: String,
+    next_line: usize,
+}
+
+impl Joiner {
+    fn push(&mut self, cell: &str) -> CodeLines {
+        let (masked_text, masked) = mask(cell);
+        self.python.push_str(&masked_text);
+        if !masked_text.is_empty() && !masked_text.ends_with('\n') {
+            self.python.push('\n');
+        }
+        let lines = CodeLines {
+            first: self.next_line,
+            masked,
+        };
+        self.next_line += lines.masked.len();
+        lines
+    }
+}
+
+/// The cells of a notebook an editor holds open, joined as [`Notebook::python`] joins a file's:
+/// for the language server, which gets cells, not the notebook's JSON.
+#[derive(Debug)]
+pub struct JoinedCells {
+    pub python: String,
+    /// By cell index: the first line in `python` (0-based) and whether each line is masked;
+    /// `None` for a markup cell.
+    lines: Vec<Option<CodeLines>>,
+}
+
+impl JoinedCells {
+    /// `cells` in order: whether each is a code cell, and its text.
+    pub fn new<'t>(cells: impl IntoIterator<Item = (bool, &'t str)>) -> Self {
+        let mut joiner = Joiner::default();
+        let lines = cells
+            .into_iter()
+            .map(|(code, text)| code.then(|| joiner.push(text)))
+            .collect();
+        Self {
+            python: joiner.python,
+            lines,
+        }
+    }
+
+    /// The cell index and the line in it (both from 0) of a line of `python` (from 0), and
+    /// whether that line is masked IPython syntax.
+    pub fn locate(&self, module_line: usize) -> Option<(usize, usize, bool)> {
+        self.lines.iter().enumerate().find_map(|(index, lines)| {
+            let lines = lines.as_ref()?;
+            let within = module_line.checked_sub(lines.first)?;
+            lines
+                .masked
+                .get(within)
+                .map(|masked| (index, within, *masked))
+        })
+    }
+}
+
 impl<'a> Notebook<'a> {
     /// Reads a notebook (nbformat 4); the error says what is wrong with it.
     pub fn parse(text: &'a str) -> Result<Self, String> {
@@ -109,26 +170,13 @@ impl<'a> Notebook<'a> {
             });
         };
         let mut cells = Vec::with_capacity(raw_cells.len());
-        let mut python = String::new();
-        let mut next_line = 0;
+        let mut joiner = Joiner::default();
         for (index, raw) in raw_cells.into_iter().enumerate() {
             let source = raw.source.get();
             let start = source.as_ptr() as usize - text.as_ptr() as usize;
             let text_of_cell = decode_source(source)
                 .map_err(|error| format!("cell {}: its source {error}", index + 1))?;
-            let code = (raw.cell_type == "code").then(|| {
-                let (masked_text, masked) = mask(&text_of_cell);
-                python.push_str(&masked_text);
-                if !masked_text.is_empty() && !masked_text.ends_with('\n') {
-                    python.push('\n');
-                }
-                let lines = CodeLines {
-                    first: next_line,
-                    masked,
-                };
-                next_line += lines.masked.len();
-                lines
-            });
+            let code = (raw.cell_type == "code").then(|| joiner.push(&text_of_cell));
             cells.push(Cell {
                 number: u32::try_from(index + 1).unwrap_or(u32::MAX),
                 source_span: start..start + source.len(),
@@ -139,7 +187,7 @@ impl<'a> Notebook<'a> {
         Ok(Self {
             text,
             cells,
-            python,
+            python: joiner.python,
         })
     }
 

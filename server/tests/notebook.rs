@@ -162,3 +162,99 @@ fn a_broken_notebook_is_an_error_that_says_why() {
         found.stderr
     );
 }
+
+#[path = "support/torch.rs"]
+mod torch_support;
+
+/// A notebook whose gate the static analysis cannot see through (a lambda in a dict), in a
+/// directory of its own beside a module it imports, as Jupyter runs it.
+fn opaque_gate_notebook(dir: &Path) {
+    let notebooks = dir.join("nbs");
+    fs::create_dir_all(&notebooks).unwrap();
+    fs::write(notebooks.join("scale.py"), "FACTOR = 2\n").unwrap();
+    let code = |source: &str| {
+        serde_json::json!({"cell_type": "code", "metadata": {}, "execution_count": null,
+            "outputs": [], "source": source})
+    };
+    let notebook = serde_json::json!({
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": "# A gate\n"},
+            code("%load_ext autoreload\nimport torch\nfrom scale import FACTOR\n\nGATES = {\"positive\": lambda t: t.sum() > 0}\n"),
+            code("class Gate(torch.nn.Module):\n    def forward(self, x):\n        if GATES[\"positive\"](x):\n            return x * FACTOR\n        return x\n"),
+            code("model = Gate()\nexample_args = (torch.randn(3),)\n"),
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5
+    });
+    fs::write(
+        notebooks.join("demo.ipynb"),
+        serde_json::to_string_pretty(&notebook).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_notebook_is_traced_in_its_directory_and_its_failures_land_in_their_cells() {
+    let Some(python) = torch_support::torch_python("notebook trace") else {
+        return;
+    };
+    let _turn = torch_support::turn();
+    let dir = tempfile::tempdir().unwrap();
+    opaque_gate_notebook(dir.path());
+    let statically = pt2lsp(dir.path(), &["check", "--isolated", "nbs/demo.ipynb"]);
+    assert_eq!(
+        statically.code, 0,
+        "nothing seen statically: {statically:?}"
+    );
+
+    let python = python.to_str().unwrap();
+    let args = [
+        "check",
+        "--isolated",
+        "--trace",
+        "--python",
+        python,
+        "--format",
+        "json",
+        "nbs/demo.ipynb",
+    ];
+    let traced = pt2lsp(dir.path(), &args);
+    assert_eq!(traced.code, 1, "{traced:?}");
+    let report: Value = serde_json::from_str(&traced.stdout).unwrap();
+    let found: Vec<(String, u64, u64, String)> = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["file"].as_str().unwrap().to_owned(),
+                d["cell"].as_u64().unwrap(),
+                d["line"].as_u64().unwrap(),
+                d["code"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    // The `if` is line 3 of cell 3 (the markdown cell counts); `from scale import FACTOR`
+    // worked, so the notebook ran in its own directory.
+    assert_eq!(
+        found,
+        [("nbs/demo.ipynb".to_owned(), 3, 3, "PT101".to_owned())],
+        "{traced:?}"
+    );
+    let text = pt2lsp(
+        dir.path(),
+        &[
+            "check",
+            "--isolated",
+            "--trace",
+            "--python",
+            python,
+            "nbs/demo.ipynb",
+        ],
+    );
+    assert!(
+        text.stdout.starts_with("nbs/demo.ipynb:cell 3:3:"),
+        "{text:?}"
+    );
+}

@@ -95,6 +95,8 @@ class Controller implements vscode.Disposable {
       options: { cwd: folder },
     };
     const clientOptions: LanguageClientOptions = {
+      // Python files. Notebooks' Python cells are synced as notebooks (`notebookDocument/*`),
+      // which the client does by itself for the server's `notebookDocumentSync` capability.
       documentSelector: [
         { scheme: "file", language: "python" },
         { scheme: "untitled", language: "python" },

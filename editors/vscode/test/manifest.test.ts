@@ -27,6 +27,10 @@ test("the settings are declared with the server's values", () => {
   assert.equal(properties["pt2lsp.timeout"].type, "number");
 });
 
+test("the extension starts for Python files and for Jupyter notebooks", () => {
+  assert.deepEqual(manifest.activationEvents, ["onLanguage:python", "onNotebook:jupyter-notebook"]);
+});
+
 test("untrusted workspaces are supported in a limited way, without choosing binaries", () => {
   const untrusted = manifest.capabilities.untrustedWorkspaces;
   assert.equal(untrusted.supported, "limited");

@@ -14,6 +14,89 @@ use crate::project::report::FileReport;
 use crate::project::walk;
 use crate::project::warn;
 
+/// The module files of the notebooks among the checked files, by the notebook's index in
+/// `Project::files`: `notebooks/<hash of the notebook's path>_<name>.py` in the cache directory
+/// (a stable path, so the trace cache can replay them; written even with `--no-cache`), the
+/// notebook's code cells joined as the report's text has them.
+struct NotebookModules {
+    modules: Vec<(usize, PathBuf)>,
+    /// Each notebook's directory: Jupyter runs a notebook there, with it on `sys.path`.
+    directories: Vec<(PathBuf, PathBuf)>,
+}
+
+impl NotebookModules {
+    fn write(project: &Project<'_>, cache: &crate::tracer::cache::TraceCache) -> Result<Self> {
+        let mut found = Self {
+            modules: Vec::new(),
+            directories: Vec::new(),
+        };
+        let notebooks: Vec<(usize, &crate::project::check::Checked)> = project
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(_, file)| file.notebook_json.is_some() && file.decodable)
+            .collect();
+        if notebooks.is_empty() {
+            return Ok(found);
+        }
+        let dir = cache.notebooks_dir().map_err(|error| {
+            anyhow::anyhow!(
+                "cannot write notebook modules in {}: {error}",
+                cache.dir().display()
+            )
+        })?;
+        for (index, file) in notebooks {
+            let absolute = std::path::absolute(&file.path).unwrap_or_else(|_| file.path.clone());
+            let name = format!(
+                "{:016x}_{}.py",
+                xxhash_rust::xxh3::xxh3_64(absolute.as_os_str().as_encoded_bytes()),
+                absolute
+                    .file_stem()
+                    .and_then(|stem| stem.to_str())
+                    .unwrap_or("notebook")
+                    .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+            );
+            let module = dir.join(name);
+            // Rewritten only when it changed, so the trace cache sees an unchanged file.
+            if std::fs::read_to_string(&module).ok().as_deref() != Some(&file.report.text) {
+                std::fs::write(&module, &file.report.text).map_err(|error| {
+                    anyhow::anyhow!("cannot write {}: {error}", module.display())
+                })?;
+            }
+            if let Some(parent) = absolute.parent() {
+                found
+                    .directories
+                    .push((module.clone(), parent.to_path_buf()));
+            }
+            found.modules.push((index, module));
+        }
+        Ok(found)
+    }
+
+    fn module_of(&self, index: usize) -> Option<&PathBuf> {
+        self.modules
+            .iter()
+            .find(|(found, _)| *found == index)
+            .map(|(_, module)| module)
+    }
+
+    /// A notebook's job runs in the notebook's directory, which is on `sys.path` and the user's.
+    fn run_beside_their_notebooks(&self, jobs: &mut [crate::tracer::batch::PlannedJob]) {
+        for job in jobs {
+            if let Some((_, directory)) = self
+                .directories
+                .iter()
+                .find(|(module, _)| *module == job.spec.file)
+            {
+                job.spec.cwd.clone_from(directory);
+                if !job.spec.roots.contains(directory) {
+                    job.spec.roots.insert(0, directory.clone());
+                }
+            }
+        }
+    }
+}
+
 /// What `--trace` needs besides the files: the flags and the configuration.
 pub(crate) struct Tracing<'a> {
     args: &'a CheckArgs,
@@ -80,26 +163,42 @@ impl<'a> Tracing<'a> {
                 }
             }
         }
+        // A notebook runs as its code cells joined into one module (magics masked), written to
+        // a file of its own; its findings come back on that file's lines, which are the
+        // report's, shown by cell.
+        let cache_dir = match &args.cache_dir {
+            Some(dir) => tracer::cache::TraceCache::new(cwd.join(dir)),
+            None => {
+                tracer::cache::TraceCache::in_project(&options.root, config.cache_dir.as_deref())
+            }
+        };
+        let notebook_modules = NotebookModules::write(project, &cache_dir)?;
         let candidates: Vec<batch::Candidate<'_>> = project
             .files
             .iter()
-            .filter(|file| {
-                // A file that does not parse cannot be imported; its PT001 already says why. A
-                // notebook is not importable either: its entrypoints are checked statically.
+            .enumerate()
+            .filter(|(_, file)| {
+                // A file that does not parse cannot be imported; its PT001 already says why.
                 file.decodable
-                    && file.notebook_json.is_none()
                     && !file
                         .report
                         .diagnostics
                         .iter()
                         .any(|diagnostic| diagnostic.rule == Rule::SyntaxError)
             })
-            .map(|file| batch::Candidate {
-                path: &file.path,
-                text: &file.report.text,
+            .filter_map(|(index, file)| {
+                let path = match file.notebook_json {
+                    Some(_) => notebook_modules.module_of(index)?,
+                    None => &file.path,
+                };
+                Some(batch::Candidate {
+                    path,
+                    text: &file.report.text,
+                })
             })
             .collect();
         let mut plan = batch::plan(&candidates, &options);
+        notebook_modules.run_beside_their_notebooks(&mut plan.jobs);
         if let Some(shard) = args.shard {
             plan.jobs = shard.select(plan.jobs, &options.root);
         }
@@ -119,15 +218,8 @@ impl<'a> Tracing<'a> {
             jobs: std::thread::available_parallelism().map_or(2, usize::from),
             startup_timeout: tracer::DEFAULT_STARTUP_TIMEOUT,
         };
-        let cache = (!args.no_cache && !tracer::cache::disabled_by_environment()).then(|| {
-            match &args.cache_dir {
-                Some(dir) => tracer::cache::TraceCache::new(cwd.join(dir)),
-                None => tracer::cache::TraceCache::in_project(
-                    &options.root,
-                    config.cache_dir.as_deref(),
-                ),
-            }
-        });
+        let cache =
+            (!args.no_cache && !tracer::cache::disabled_by_environment()).then_some(cache_dir);
         let traced = batch::run(&plan.jobs, tracer_options, cache.as_ref(), !args.quiet)?;
         if let (Some(cache), true) = (&cache, traced.replayed > 0 && !args.quiet) {
             // Not a warning: said so that a result nobody re-ran is never a surprise.
@@ -139,12 +231,18 @@ impl<'a> Tracing<'a> {
             );
         }
 
-        let checked: HashMap<PathBuf, usize> = project
+        let mut checked: HashMap<PathBuf, usize> = project
             .files
             .iter()
             .enumerate()
             .map(|(index, file)| (normalized(&file.path), index))
             .collect();
+        checked.extend(
+            notebook_modules
+                .modules
+                .iter()
+                .map(|(index, module)| (normalized(module), *index)),
+        );
         let mut others: HashMap<PathBuf, usize> = HashMap::new();
         for found in traced.diagnostics {
             if !settings.is_enabled(found.rule) {

@@ -38,6 +38,17 @@ pub struct DiagnosticData {
     /// The exporter's structured suggested fixes, for trace diagnostics that have them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggested_fixes: Option<serde_json::Value>,
+    /// In a notebook cell: `fix`'s edits, each in the cell it falls in (`edits` is empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cell_edits: Vec<CellEdit>,
+}
+
+/// An edit of one notebook cell, at the cell's version when the diagnostic was published.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellEdit {
+    pub uri: Uri,
+    pub version: i32,
+    pub edit: TextEdit,
 }
 
 impl DiagnosticData {
@@ -64,6 +75,7 @@ pub fn to_lsp(
         edits,
         source: None,
         suggested_fixes: None,
+        cell_edits: Vec::new(),
     };
     lsp::Diagnostic {
         range: positions.range(diagnostic.range),

@@ -10,6 +10,7 @@
 pub mod diagnostics;
 pub mod document;
 pub mod handlers;
+pub mod notebooks;
 pub mod server;
 pub mod session;
 pub mod settings;
@@ -24,7 +25,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::ls_types::{
     CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CodeLensOptions,
     DiagnosticOptions, DiagnosticServerCapabilities, ExecuteCommandOptions,
-    HoverProviderCapability, OneOf, PositionEncodingKind, SaveOptions, ServerCapabilities,
+    HoverProviderCapability, Notebook, NotebookCellSelector, NotebookDocumentSyncOptions,
+    NotebookSelector, OneOf, PositionEncodingKind, SaveOptions, ServerCapabilities,
     TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
     TextDocumentSyncSaveOptions, WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
 };
@@ -119,6 +121,16 @@ pub fn capabilities() -> ServerCapabilities {
             inter_file_dependencies: true,
             workspace_diagnostics: false,
             ..DiagnosticOptions::default()
+        })),
+        // Jupyter notebooks: their Python cells, analysed as one module.
+        notebook_document_sync: Some(OneOf::Left(NotebookDocumentSyncOptions {
+            notebook_selector: vec![NotebookSelector::ByCells {
+                notebook: Some(Notebook::String("jupyter-notebook".to_owned())),
+                cells: vec![NotebookCellSelector {
+                    language: "python".to_owned(),
+                }],
+            }],
+            save: Some(false),
         })),
         execute_command_provider: Some(ExecuteCommandOptions {
             commands: vec![

@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{
     CodeActionParams, CodeActionResponse, CodeLens, CodeLensParams, DidChangeConfigurationParams,
-    DidChangeTextDocumentParams, DidChangeWatchedFilesParams, DidChangeWorkspaceFoldersParams,
-    DidCloseTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
+    DidChangeNotebookDocumentParams, DidChangeTextDocumentParams, DidChangeWatchedFilesParams,
+    DidChangeWorkspaceFoldersParams, DidCloseNotebookDocumentParams, DidCloseTextDocumentParams,
+    DidOpenNotebookDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
     DocumentDiagnosticParams, DocumentDiagnosticReportResult, DocumentSymbolParams,
     DocumentSymbolResponse, ExecuteCommandParams, Hover, HoverParams, InitializeParams,
     InitializeResult, InitializedParams, InlayHint, InlayHintParams, LSPAny,
@@ -108,6 +109,31 @@ impl LanguageServer for Server {
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         guarded_notification("textDocument/didClose", || {
             handlers::did_close::did_close(&self.session, params);
+        });
+    }
+
+    async fn notebook_did_open(&self, params: DidOpenNotebookDocumentParams) {
+        guarded_notification("notebookDocument/didOpen", || {
+            handlers::notebook::did_open(&self.session, params);
+        });
+    }
+
+    async fn notebook_did_change(&self, params: DidChangeNotebookDocumentParams) {
+        guarded_notification("notebookDocument/didChange", || {
+            handlers::notebook::did_change(&self.session, params);
+        });
+    }
+
+    async fn notebook_did_save(
+        &self,
+        _: tower_lsp_server::ls_types::DidSaveNotebookDocumentParams,
+    ) {
+        // The cells are the editor's, already analysed as they changed.
+    }
+
+    async fn notebook_did_close(&self, params: DidCloseNotebookDocumentParams) {
+        guarded_notification("notebookDocument/didClose", || {
+            handlers::notebook::did_close(&self.session, &params);
         });
     }
 

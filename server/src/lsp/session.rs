@@ -16,6 +16,7 @@ use tower_lsp_server::ls_types::{ClientCapabilities, MessageType, Uri};
 mod documents;
 mod export;
 mod index;
+mod notebooks;
 mod traced_shapes;
 mod traces;
 
@@ -134,6 +135,8 @@ pub struct Session {
     parses: Arc<ParseCache>,
     /// Each entrypoint's last trace, by file. Never held while waiting for `documents`.
     traces: Mutex<HashMap<traces::EntryKey, traces::EntryTrace>>,
+    /// Open notebooks and their cells (`notebookDocument/*`).
+    pub notebooks: super::notebooks::Notebooks,
 }
 
 impl Session {
@@ -159,6 +162,7 @@ impl Session {
             summaries_changed: AtomicBool::new(false),
             parses: Arc::default(),
             traces: Mutex::new(HashMap::new()),
+            notebooks: super::notebooks::Notebooks::default(),
         }
     }
 

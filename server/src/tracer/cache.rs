@@ -163,6 +163,15 @@ impl TraceCache {
         renamed.map(|()| true)
     }
 
+    /// Where `check --trace` writes each notebook's joined code cells as a module to run
+    /// (created, inside the ignored directory).
+    pub fn notebooks_dir(&self) -> io::Result<PathBuf> {
+        self.prepare()?;
+        let notebooks = self.dir.join("notebooks");
+        fs::create_dir_all(&notebooks)?;
+        Ok(notebooks)
+    }
+
     /// The directory, with the files that keep git and backups out of it, and its traces'.
     fn prepare(&self) -> io::Result<PathBuf> {
         let traces = self.dir.join(TRACES);

@@ -33,7 +33,12 @@ pub async fn code_action(
     session: Arc<Session>,
     params: CodeActionParams,
 ) -> Result<Option<CodeActionResponse>> {
-    let uri = params.text_document.uri;
+    let uri = params.text_document.uri.clone();
+    if !session.documents.contains_key(&uri) {
+        if let Some((_, cell)) = session.notebooks.cell(&uri) {
+            return Ok(Some(cell_actions(&session, &uri, &cell, &params)));
+        }
+    }
     let Some((document, path)) = session
         .documents
         .get(&uri)
@@ -148,6 +153,63 @@ pub async fn code_action(
     Ok(Some(actions))
 }
 
+/// The quick fixes of a notebook cell's diagnostics: each fix with its edits in the cells they
+/// fall in (see `lsp::notebooks`), and "ignore on this line" in the cell. "Fix all" is the
+/// CLI's for notebooks (`pt2lsp check --fix nb.ipynb`).
+fn cell_actions(
+    session: &Session,
+    uri: &Uri,
+    cell: &Document,
+    params: &CodeActionParams,
+) -> Vec<CodeActionOrCommand> {
+    let mut actions = Vec::new();
+    if !wants(params.context.only.as_deref(), &CodeActionKind::QUICKFIX) {
+        return actions;
+    }
+    for diagnostic in &params.context.diagnostics {
+        if diagnostic.source.as_deref() != Some(SOURCE) {
+            continue;
+        }
+        let Some(data) = DiagnosticData::from_lsp(diagnostic) else {
+            continue;
+        };
+        if let Some(fix) = &data.fix {
+            if !data.cell_edits.is_empty() && fix.applicability != Applicability::DisplayOnly {
+                let mut documents: Vec<(Uri, i32, Vec<TextEdit>)> = Vec::new();
+                for edit in &data.cell_edits {
+                    match documents.iter_mut().find(|(uri, ..)| *uri == edit.uri) {
+                        Some(entry) => entry.2.push(edit.edit.clone()),
+                        None => documents.push((
+                            edit.uri.clone(),
+                            edit.version,
+                            vec![edit.edit.clone()],
+                        )),
+                    }
+                }
+                actions.push(action_over(
+                    session,
+                    fix.title.clone(),
+                    CodeActionKind::QUICKFIX,
+                    documents,
+                    Some(diagnostic),
+                    fix.applicability == Applicability::Safe,
+                ));
+            }
+        }
+        if let Some(edit) = ignore_edit(cell, diagnostic.range.start.line, &data.code) {
+            actions.push(action(
+                session,
+                format!("Ignore {} on this line", data.code),
+                CodeActionKind::QUICKFIX,
+                (uri, cell.version(), vec![edit]),
+                Some(diagnostic),
+                false,
+            ));
+        }
+    }
+    actions
+}
+
 /// True when the client asked for no kinds or for a kind that `kind` falls under.
 fn wants(only: Option<&[CodeActionKind]>, kind: &CodeActionKind) -> bool {
     only.is_none_or(|only| {
@@ -166,21 +228,51 @@ fn action(
     diagnostic: Option<&Diagnostic>,
     is_preferred: bool,
 ) -> CodeActionOrCommand {
+    action_over(
+        session,
+        title,
+        kind,
+        vec![(uri.clone(), version, edits)],
+        diagnostic,
+        is_preferred,
+    )
+}
+
+/// An action whose edits may change several documents (a fix across notebook cells), each at
+/// the version they were computed for.
+fn action_over(
+    session: &Session,
+    title: String,
+    kind: CodeActionKind,
+    documents: Vec<(Uri, i32, Vec<TextEdit>)>,
+    diagnostic: Option<&Diagnostic>,
+    is_preferred: bool,
+) -> CodeActionOrCommand {
     // With versioned edits the client refuses a fix computed for a text it no longer has.
     let edit = if session.flags().document_changes {
         WorkspaceEdit {
-            document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
-                text_document: OptionalVersionedTextDocumentIdentifier {
-                    uri: uri.clone(),
-                    version: Some(version),
-                },
-                edits: edits.into_iter().map(OneOf::Left).collect(),
-            }])),
+            document_changes: Some(DocumentChanges::Edits(
+                documents
+                    .into_iter()
+                    .map(|(uri, version, edits)| TextDocumentEdit {
+                        text_document: OptionalVersionedTextDocumentIdentifier {
+                            uri,
+                            version: Some(version),
+                        },
+                        edits: edits.into_iter().map(OneOf::Left).collect(),
+                    })
+                    .collect(),
+            )),
             ..WorkspaceEdit::default()
         }
     } else {
         WorkspaceEdit {
-            changes: Some(HashMap::from([(uri.clone(), edits)])),
+            changes: Some(
+                documents
+                    .into_iter()
+                    .map(|(uri, _, edits)| (uri, edits))
+                    .collect::<HashMap<_, _>>(),
+            ),
             ..WorkspaceEdit::default()
         }
     };

@@ -15,3 +15,4 @@ pub mod execute_command;
 pub mod hover;
 pub mod initialize;
 pub mod inlay_hint;
+pub mod notebook;
