@@ -210,6 +210,34 @@ fn exclude_from_pyproject_and_flag() {
 }
 
 #[test]
+fn extend_include_adds_files_a_walk_checks_and_exclude_still_wins() {
+    let dir = tree(&[
+        (
+            "pyproject.toml",
+            b"[tool.pt2lsp]\nextend-include = [\"*.pyw\", \"bin/*\"]\nexclude = [\"bin/old\"]\n",
+        ),
+        ("gui.pyw", BROKEN),
+        ("bin/serve", BROKEN),
+        ("bin/old", BROKEN),
+        ("notes.txt", BROKEN),
+        (
+            "nbs/empty.ipynb",
+            br#"{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#,
+        ),
+        ("model.py", BROKEN),
+    ]);
+    let run = pt2lsp(dir.path(), &["check"]);
+    assert_eq!(
+        reported_files(&run),
+        ["bin/serve", "gui.pyw", "model.py"],
+        "{run:?}"
+    );
+    let without = tree(&[("gui.pyw", BROKEN), ("model.py", BROKEN)]);
+    let run = pt2lsp(without.path(), &["check"]);
+    assert_eq!(reported_files(&run), ["model.py"], "{run:?}");
+}
+
+#[test]
 fn select_and_ignore_from_flags_and_pyproject() {
     let dir = tree(&[("broken.py", BROKEN)]);
     let codes = |args: &[&str]| pt2lsp(dir.path(), args).code;

@@ -28,6 +28,7 @@ const RULE_DOCS: &str = "Each rule file documents What it does / Why export fail
 const RULE_FIXTURES: &str =
     "Each rule the static pass reports has fixtures in `fixtures/rules/<CODE>/`.";
 const NO_SKIPPED_TESTS: &str = "No `#[ignore]`, no `#[should_panic]`.";
+const PORTABLE: &str = "The static analysis, the CLI and the server have no Unix-only code: `std::os::unix` only under `#[cfg(unix)]` (the tracer's transport and worker).";
 
 const MAX_LINES: usize = 1500;
 
@@ -136,11 +137,43 @@ fn check_tree(root: &Path) -> BTreeSet<Violation> {
         if names("#[ignore") || names("#[should_panic") {
             add(&file, NO_SKIPPED_TESTS);
         }
+        if (file.starts_with("server/src/") || file.starts_with("analyzer/src/"))
+            && !unix_only_code_is_gated(&code)
+        {
+            add(&file, PORTABLE);
+        }
         if file.starts_with("analyzer/src/rules/") && !file.ends_with("/mod.rs") {
             check_rule_file(root, &file, &text, &mut add);
         }
     }
     violations
+}
+
+/// Every line naming `std::os::unix` (or `std::os::fd`) directly follows a `#[cfg(unix)]`
+/// line, or sits in a block that one opens (`#[cfg(unix)]` on a `mod` or `fn`).
+fn unix_only_code_is_gated(code: &[&str]) -> bool {
+    let mut gated_depth: Option<usize> = None;
+    let mut depth = 0_usize;
+    let mut previous = "";
+    for line in code {
+        let trimmed = line.trim();
+        if gated_depth.is_none() && previous == "#[cfg(unix)]" && trimmed.ends_with('{') {
+            gated_depth = Some(depth);
+        }
+        let names_unix = trimmed.contains("std::os::unix") || trimmed.contains("std::os::fd");
+        if names_unix && gated_depth.is_none() && previous != "#[cfg(unix)]" {
+            return false;
+        }
+        depth += trimmed.matches('{').count();
+        depth = depth.saturating_sub(trimmed.matches('}').count());
+        if gated_depth.is_some_and(|gated| depth <= gated) && trimmed.contains('}') {
+            gated_depth = None;
+        }
+        if !trimmed.is_empty() {
+            previous = trimmed;
+        }
+    }
+    true
 }
 
 /// A rule file declares its code as `code: "PT101"` (or the like) and carries its page in its
@@ -249,6 +282,10 @@ fn a_clean_tree_has_no_violation() {
             "server/tests/support.rs",
             "#[path = \"support/run.rs\"]\nmod run;\n",
         ),
+        (
+            "server/src/tracer/a.rs",
+            "#[cfg(unix)]\nuse std::os::unix::net::UnixStream;\n#[cfg(unix)]\nmod unix {\n    use std::os::unix::fs::PermissionsExt;\n}\n",
+        ),
     ]);
     assert_eq!(check_tree(dir.path()), BTreeSet::new());
 }
@@ -256,7 +293,7 @@ fn a_clean_tree_has_no_violation() {
 #[test]
 fn each_check_fires_on_a_tree_that_breaks_it() {
     let long = "x = 1\n".repeat(MAX_LINES + 1);
-    let cases: [(&str, &str, &str); 9] = [
+    let cases: [(&str, &str, &str); 10] = [
         (
             "analyzer/src/semantic/a.rs",
             "use ruff_python_ast::visitor;\n",
@@ -301,6 +338,11 @@ fn each_check_fires_on_a_tree_that_breaks_it() {
             "analyzer/tests/a.rs",
             "#[test]\n#[ignore]\nfn t() {}\n",
             NO_SKIPPED_TESTS,
+        ),
+        (
+            "server/src/lsp/a.rs",
+            "#[cfg(unix)]\nuse std::os::unix::fs::PermissionsExt;\nuse std::os::unix::net::UnixStream;\n",
+            PORTABLE,
         ),
     ];
     for (path, text, invariant) in cases {

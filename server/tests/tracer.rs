@@ -42,12 +42,14 @@ impl Run {
     }
 }
 
-/// Runs the binary in `dir` with `TMPDIR` set to `tmp`.
+/// Runs the binary in `dir` with `TMPDIR` set to `tmp`, and no trace cache: every test here
+/// is about running the exporter.
 fn pt2lsp(dir: &Path, tmp: &Path, args: &[&str]) -> Run {
     run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
         .args(args)
         .current_dir(dir)
         .env("TMPDIR", tmp)
+        .env("PT2LSP_NO_CACHE", "1")
         .env_remove("VIRTUAL_ENV"))
 }
 
@@ -191,6 +193,17 @@ fn traced(report: &[Value]) -> Vec<(String, u32, String, String)> {
 
 #[test]
 fn every_fixture_fails_where_its_marks_say_and_only_there() {
+    every_fixture_fails_where_marked("fork");
+}
+
+/// The same suite with each job in a process of its own started fresh (spawn mode, the default
+/// on macOS and Windows, over loopback TCP): the same findings on the same lines.
+#[test]
+fn every_fixture_fails_where_its_marks_say_in_spawn_mode_too() {
+    every_fixture_fails_where_marked("spawn");
+}
+
+fn every_fixture_fails_where_marked(start_method: &str) {
     let Some(python) = torch_python() else { return };
     let _turn = turn();
     let tmp = tempfile::tempdir().unwrap();
@@ -201,6 +214,8 @@ fn every_fixture_fails_where_its_marks_say_and_only_there() {
         &[
             "check",
             "--trace",
+            "--start-method",
+            start_method,
             "--python",
             python.to_str().unwrap(),
             "--format",
@@ -487,6 +502,15 @@ fn troubled_project() -> TempDir {
 
 #[test]
 fn hangs_crashes_and_broken_entrypoints_are_diagnostics_not_a_dead_checker() {
+    troubles_are_diagnostics("fork");
+}
+
+#[test]
+fn hangs_crashes_and_broken_entrypoints_are_diagnostics_in_spawn_mode_too() {
+    troubles_are_diagnostics("spawn");
+}
+
+fn troubles_are_diagnostics(start_method: &str) {
     let Some(python) = torch_python() else { return };
     let _turn = turn();
     let tmp = tempfile::tempdir().unwrap();
@@ -497,6 +521,8 @@ fn hangs_crashes_and_broken_entrypoints_are_diagnostics_not_a_dead_checker() {
         &[
             "check",
             "--trace",
+            "--start-method",
+            start_method,
             "--python",
             python.to_str().unwrap(),
             "--timeout",

@@ -1,4 +1,5 @@
-"""The dedicated protocol channel: JSON lines over the Unix socket the manager listens on."""
+"""The dedicated protocol channel: JSON lines over the socket the manager listens on (a Unix
+socket, or a loopback TCP one in spawn mode and where Unix sockets are missing)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import socket
 
 
 class Channel:
-    """JSON lines over the connected Unix socket."""
+    """JSON lines over the connected socket."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock

@@ -12,6 +12,7 @@ import tempfile
 
 from .channel import Channel
 from .protocol import PROTOCOL
+from .spawn import SpawnPool
 from .zygote import Zygote, set_parent_death_signal
 
 
@@ -37,17 +38,27 @@ def _warm_up(directory: str) -> None:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="pt2lsp-worker")
-    parser.add_argument("--socket", required=True)
+    address = parser.add_mutually_exclusive_group(required=True)
+    address.add_argument("--socket", help="the manager's Unix socket")
+    address.add_argument("--tcp", help="the manager's loopback address, HOST:PORT")
     parser.add_argument("--token", required=True)
     parser.add_argument("--dir", required=True)
+    parser.add_argument("--start-method", choices=("fork", "spawn"), default="fork")
+    parser.add_argument("--pool", type=int, default=2, help="spawn: processes kept warm")
     options = parser.parse_args(argv)
     run_dir = os.path.abspath(options.dir)
 
     set_parent_death_signal(signal.SIGTERM)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if options.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        target = options.socket
+    else:
+        host, _, port = options.tcp.rpartition(":")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        target = (host, int(port))
     try:
-        sock.connect(options.socket)
+        sock.connect(target)
         channel = Channel(sock)
         hello = {
             "hello": "pt2lsp-worker",
@@ -61,7 +72,8 @@ def main(argv: list[str]) -> int:
             import torch
 
             tempfile.tempdir = run_dir
-            _warm_up(run_dir)
+            if options.start_method == "fork":
+                _warm_up(run_dir)  # forked jobs inherit it; spawned ones warm up themselves
         except BaseException as exc:  # noqa: BLE001 - any failure is reported, then we exit
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
@@ -71,7 +83,10 @@ def main(argv: list[str]) -> int:
             return 3
         hello["torch"] = torch.__version__.split("+")[0]
         channel.send(hello)
-        Zygote(channel, run_dir).serve()
+        if options.start_method == "spawn":
+            SpawnPool(channel, run_dir, options.pool).serve()
+        else:
+            Zygote(channel, run_dir).serve()
         return 0
     finally:
         # The server's exit sends SIGTERM (the parent-death signal), often while this clean-up

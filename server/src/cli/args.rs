@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cli::output::OutputFormat;
 use crate::cli::shard::Shard;
+use crate::tracer::worker::StartMethod;
 
 const ABOUT: &str = "Tell whether torch.export will accept your PyTorch model, and why not.";
 
@@ -141,6 +142,12 @@ pub struct ExportArgs {
     #[arg(long, value_name = "MIB")]
     pub memory_limit: Option<u64>,
 
+    /// How the tracer starts the process that exports: `fork` (a warm process forked, the
+    /// default on Linux) or `spawn` (a fresh process, the default on macOS and Windows, where
+    /// forking after importing torch is unsafe) [default: `start-method` from pyproject.toml].
+    #[arg(long, value_name = "METHOD", value_parser = start_method)]
+    pub start_method: Option<StartMethod>,
+
     /// Export with strict=True (TorchDynamo), whatever pyproject.toml says.
     #[arg(long, overrides_with = "no_strict")]
     pub strict: bool,
@@ -196,7 +203,7 @@ impl ExportArgs {
 const CHECK_AFTER_HELP: &str = "\
 Configuration comes from the nearest pyproject.toml with a [tool.pt2lsp] table, searched \
 upward from the first PATH (keys, in kebab-case: select, ignore, strict, exclude, fix, unsafe-fixes, trace, python, \
-timeout, memory-limit, cache-dir, out-dir, entrypoints). \
+timeout, memory-limit, start-method, cache-dir, out-dir, entrypoints). \
 Command-line flags override it.
 
 Fixes: a diagnostic marked [*] has a fix that --fix applies. Safe fixes keep the model's \
@@ -307,6 +314,13 @@ pub struct CheckArgs {
     #[arg(long, value_name = "MIB", requires = "trace")]
     pub memory_limit: Option<u64>,
 
+    /// How the tracer starts each entrypoint's process: `fork` (a warm process forked per job,
+    /// the default on Linux) or `spawn` (a pool of warm fresh processes, one job each: the
+    /// default on macOS and Windows) [default: `start-method` from pyproject.toml, else
+    /// $PT2LSP_START_METHOD, else the platform's].
+    #[arg(long, value_name = "METHOD", requires = "trace", value_parser = start_method)]
+    pub start_method: Option<StartMethod>,
+
     /// Trace every entrypoint again, ignoring (and not updating) the trace cache. By default a
     /// trace's result is kept in the cache directory and replayed, without starting Python,
     /// while none of the files it imported or read has changed.
@@ -356,6 +370,10 @@ pub struct CheckArgs {
 }
 
 const FIX_HEADING: &str = "Fixing";
+
+fn start_method(text: &str) -> Result<StartMethod, String> {
+    StartMethod::parse(text).ok_or_else(|| format!("`{text}` is not `fork` or `spawn`"))
+}
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {

@@ -98,6 +98,10 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
         python,
         jobs: 1,
         startup_timeout: tracer::DEFAULT_STARTUP_TIMEOUT,
+        start_method: args
+            .start_method
+            .or(config.start_method)
+            .unwrap_or_else(tracer::worker::StartMethod::from_environment),
     })
     .map_err(|error| anyhow!(error.message))?;
     let temporary = plan::temporary_path(&output);

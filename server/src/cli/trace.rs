@@ -217,6 +217,10 @@ impl<'a> Tracing<'a> {
             python,
             jobs: std::thread::available_parallelism().map_or(2, usize::from),
             startup_timeout: tracer::DEFAULT_STARTUP_TIMEOUT,
+            start_method: args
+                .start_method
+                .or(config.start_method)
+                .unwrap_or_else(tracer::worker::StartMethod::from_environment),
         };
         let cache =
             (!args.no_cache && !tracer::cache::disabled_by_environment()).then_some(cache_dir);

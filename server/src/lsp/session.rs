@@ -98,6 +98,8 @@ pub struct PlannedTrace {
     cache: Option<crate::lsp::trace::Caching>,
     /// Foreground when its entry file is open: the user is looking at it.
     priority: crate::tracer::manager::Priority,
+    /// How the worker starts job processes (`start-method`).
+    start_method: crate::tracer::worker::StartMethod,
 }
 
 /// Shared by every handler through an `Arc`.

@@ -130,6 +130,8 @@ pub struct Resolved {
     pub memory_limit_mb: Option<u64>,
     /// The trace cache's directory relative to the project root (`cache-dir`).
     pub cache_dir: Option<String>,
+    /// `start-method`; `None` for `PT2LSP_START_METHOD` or the platform's.
+    pub start_method: Option<crate::tracer::worker::StartMethod>,
     /// Selectors that match no rule, to report.
     pub unknown_selectors: Vec<String>,
     /// The `pyproject.toml` whose `[tool.pt2lsp]` applied, if any.
@@ -179,6 +181,7 @@ impl Resolved {
                 .unwrap_or(DEFAULT_MAX_FILE_BYTES),
             memory_limit_mb: options.memory_limit,
             cache_dir: options.cache_dir.clone(),
+            start_method: options.start_method,
             unknown_selectors,
             project: None,
             entrypoints: options.entrypoints.clone().unwrap_or_default(),

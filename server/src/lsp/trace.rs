@@ -29,6 +29,7 @@ use tower_lsp_server::ls_types::Uri;
 use crate::tracer::cache::TraceCache;
 use crate::tracer::manager::{Priority, Progress};
 use crate::tracer::protocol::{ExportJob, JobResult};
+use crate::tracer::worker::StartMethod;
 use crate::tracer::{Completed, JobId, JobSpec, Tracer, TracerOptions};
 
 /// How often the thread looks for finished jobs while some are running.
@@ -41,6 +42,7 @@ enum Message {
     Submit {
         uri: Uri,
         python: PathBuf,
+        start_method: StartMethod,
         spec: Box<JobSpec>,
         /// For an export: where the file goes, and where its stages go.
         export: Option<(ExportJob, tokio::sync::mpsc::UnboundedSender<Progress>)>,
@@ -73,7 +75,7 @@ impl TraceThread {
     pub fn submit(
         &self,
         uri: Uri,
-        python: PathBuf,
+        (python, start_method): (PathBuf, StartMethod),
         spec: JobSpec,
         cache: Option<Caching>,
         priority: Priority,
@@ -82,6 +84,7 @@ impl TraceThread {
         self.send(Message::Submit {
             uri,
             python,
+            start_method,
             spec: Box::new(spec),
             export: None,
             cache,
@@ -95,7 +98,7 @@ impl TraceThread {
     pub fn submit_export(
         &self,
         uri: Uri,
-        python: PathBuf,
+        (python, start_method): (PathBuf, StartMethod),
         spec: JobSpec,
         export: ExportJob,
         progress: tokio::sync::mpsc::UnboundedSender<Progress>,
@@ -104,6 +107,7 @@ impl TraceThread {
         self.send(Message::Submit {
             uri,
             python,
+            start_method,
             spec: Box::new(spec),
             export: Some((export, progress)),
             cache: None,
@@ -139,6 +143,7 @@ struct Running {
     tracer: Tracer,
     completed: Receiver<Completed>,
     python: PathBuf,
+    start_method: StartMethod,
 }
 
 struct Job {
@@ -171,6 +176,7 @@ fn run(receiver: &Receiver<Message>) {
             Some(Message::Submit {
                 uri,
                 python,
+                start_method,
                 spec,
                 export,
                 cache,
@@ -196,8 +202,11 @@ fn run(receiver: &Receiver<Message>) {
                         std::time::SystemTime::now(),
                     )
                 });
-                if running.as_ref().is_some_and(|r| r.python != python) {
-                    // A new interpreter: the old worker's jobs end with it.
+                if running
+                    .as_ref()
+                    .is_some_and(|r| r.python != python || r.start_method != start_method)
+                {
+                    // A new interpreter or start method: the old worker's jobs end with it.
                     running = None;
                     for (_, job) in jobs.drain() {
                         let _ = job
@@ -210,6 +219,7 @@ fn run(receiver: &Receiver<Message>) {
                         python: python.clone(),
                         jobs: std::thread::available_parallelism().map_or(2, usize::from),
                         startup_timeout: crate::tracer::DEFAULT_STARTUP_TIMEOUT,
+                        start_method,
                     };
                     match Tracer::start(options) {
                         Ok((tracer, completed)) => {
@@ -217,6 +227,7 @@ fn run(receiver: &Receiver<Message>) {
                                 tracer,
                                 completed,
                                 python,
+                                start_method,
                             });
                         }
                         Err(error) => {

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use super::config::{self, Config};
 use super::report::FileReport;
-use super::walk::{self, Exclude};
+use super::walk::{self, Exclude, Include};
 use super::warn;
 use crate::notebook::Notebook;
 
@@ -105,8 +105,9 @@ pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
         .chain(options.exclude.iter().cloned())
         .collect();
     let exclude = Exclude::new(&patterns, config.root().unwrap_or(&cwd))?;
+    let include = Include::new(&config.extend_include, config.root().unwrap_or(&cwd))?;
 
-    let discovery = walk::discover(&roots, &exclude);
+    let discovery = walk::discover(&roots, &exclude, &include);
     if !options.quiet {
         for warning in &discovery.warnings {
             warn(warning);
@@ -116,7 +117,7 @@ pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
         }
     }
     let io_errors = discovery.errors;
-    let context = project_context(&roots, &config, &exclude, &discovery.files);
+    let context = project_context(&roots, &config, (&exclude, &include), &discovery.files);
     // Every file is analysed on the pool's threads (rayon runs an unsplit job on the calling
     // thread otherwise), so each gets the large stack.
     let pool = rayon::ThreadPoolBuilder::new()
@@ -140,7 +141,7 @@ pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
 fn project_context(
     roots: &[PathBuf],
     config: &Config,
-    exclude: &Exclude,
+    (exclude, include): (&Exclude, &Include),
     files: &[PathBuf],
 ) -> Vec<PathBuf> {
     let Some(first_file) = roots.iter().find(|root| root.is_file()) else {
@@ -172,7 +173,7 @@ fn project_context(
         return Vec::new();
     };
     let given: HashSet<&PathBuf> = files.iter().collect();
-    walk::discover(&[root], exclude)
+    walk::discover(&[root], exclude, include)
         .files
         .into_iter()
         .filter(|path| !given.contains(path))

@@ -22,17 +22,21 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use toml::{Table, Value};
 
+use crate::tracer::worker::StartMethod;
+
 /// Every documented key of `[tool.pt2lsp]`.
-pub const KEYS: [&str; 15] = [
+pub const KEYS: [&str; 17] = [
     "python",
     "trace",
     "timeout",
     "memory-limit",
+    "start-method",
     "cache-dir",
     "strict",
     "select",
     "ignore",
     "exclude",
+    "extend-include",
     "entrypoints",
     "out-dir",
     "fix",
@@ -101,6 +105,8 @@ pub struct Config {
     pub timeout: Option<f64>,
     /// MiB of address space a trace job may take beyond the worker's own.
     pub memory_limit: Option<u64>,
+    /// How the tracer starts job processes (`fork` or `spawn`; the platform's when unset).
+    pub start_method: Option<StartMethod>,
     /// Where trace results are cached, relative to the configuration's directory
     /// (`.pt2lsp_cache` unless set; see `tracer::cache`).
     pub cache_dir: Option<String>,
@@ -108,6 +114,8 @@ pub struct Config {
     pub select: Option<Vec<String>>,
     pub ignore: Option<Vec<String>>,
     pub exclude: Vec<String>,
+    /// More files a directory walk checks as Python (see `walk::Include`).
+    pub extend_include: Vec<String>,
     pub entrypoints: Option<Vec<Entrypoint>>,
     /// Where `.pt2` files are written.
     pub out_dir: Option<String>,
@@ -158,6 +166,7 @@ impl Config {
                 .cache_dir
                 .clone()
                 .or_else(|| fallback.cache_dir.clone()),
+            start_method: self.start_method.or(fallback.start_method),
             strict: self.strict.or(fallback.strict),
             select: self.select.clone().or_else(|| fallback.select.clone()),
             ignore: self.ignore.clone().or_else(|| fallback.ignore.clone()),
@@ -165,6 +174,11 @@ impl Config {
                 fallback.exclude.clone()
             } else {
                 self.exclude.clone()
+            },
+            extend_include: if self.extend_include.is_empty() {
+                fallback.extend_include.clone()
+            } else {
+                self.extend_include.clone()
             },
             entrypoints: self
                 .entrypoints
@@ -282,10 +296,21 @@ pub fn from_table(table: &Table, path: Option<&Path>) -> Config {
             "timeout" => seconds(value).map(|timeout| config.timeout = Some(timeout)),
             "memory-limit" => mebibytes(value).map(|limit| config.memory_limit = Some(limit)),
             "cache-dir" => text(value).map(|dir| config.cache_dir = Some(dir)),
+            "start-method" => match value.as_str().and_then(StartMethod::parse) {
+                Some(method) => {
+                    config.start_method = Some(method);
+                    Ok(())
+                }
+                None => Err(format!(
+                    ": must be \"fork\" or \"spawn\", not {}",
+                    describe(value)
+                )),
+            },
             "strict" => boolean(value).map(|strict| config.strict = Some(strict)),
             "select" => strings(value).map(|select| config.select = Some(select)),
             "ignore" => strings(value).map(|ignore| config.ignore = Some(ignore)),
             "exclude" => strings(value).map(|exclude| config.exclude = exclude),
+            "extend-include" => strings(value).map(|include| config.extend_include = include),
             "out-dir" => text(value).map(|out_dir| config.out_dir = Some(out_dir)),
             "fix" => boolean(value).map(|fix| config.fix = Some(fix)),
             "unsafe-fixes" => boolean(value).map(|unsafe_fixes| {

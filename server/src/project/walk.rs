@@ -36,28 +36,61 @@ pub struct Exclude {
 
 impl Exclude {
     pub fn new(patterns: &[String], root: &Path) -> Result<Self> {
-        let mut builder = GlobSetBuilder::new();
-        let root = globset::escape(&root.to_string_lossy());
-        for pattern in patterns {
-            let trimmed = pattern.trim_start_matches("./").trim_end_matches('/');
-            let glob = |text: &str| {
-                Glob::new(text).with_context(|| format!("invalid exclude pattern {pattern:?}"))
-            };
-            builder.add(glob(trimmed)?);
-            if !Path::new(trimmed).is_absolute() {
-                builder.add(glob(&format!("{}/{trimmed}", root.trim_end_matches('/')))?);
-            }
-        }
-        let set = builder
-            .build()
-            .context("cannot compile the exclude patterns")?;
-        Ok(Self { set })
+        Ok(Self {
+            set: compile(patterns, root, "exclude")?,
+        })
     }
 
     /// Whether an absolute, normalised path is excluded.
     pub fn is_excluded(&self, path: &Path) -> bool {
-        self.set.is_match(path) || path.file_name().is_some_and(|name| self.set.is_match(name))
+        matches(&self.set, path)
     }
+}
+
+/// `extend-include` patterns: more files a directory walk checks as Python, beside `*.py`,
+/// `*.pyi` and `*.ipynb` (`*.pyw`, scripts without an extension), matched as `exclude`
+/// patterns are. `exclude` still wins.
+#[derive(Debug, Clone, Default)]
+pub struct Include {
+    set: Option<GlobSet>,
+}
+
+impl Include {
+    pub fn new(patterns: &[String], root: &Path) -> Result<Self> {
+        Ok(Self {
+            set: (!patterns.is_empty())
+                .then(|| compile(patterns, root, "extend-include"))
+                .transpose()?,
+        })
+    }
+
+    /// Whether an absolute, normalised path is included by a pattern.
+    pub fn is_included(&self, path: &Path) -> bool {
+        self.set.as_ref().is_some_and(|set| matches(set, path))
+    }
+}
+
+/// Patterns matched by a file's name, or by its path relative to `root` (or absolute).
+fn compile(patterns: &[String], root: &Path, key: &str) -> Result<GlobSet> {
+    let mut builder = GlobSetBuilder::new();
+    let root = globset::escape(&root.to_string_lossy());
+    for pattern in patterns {
+        let trimmed = pattern.trim_start_matches("./").trim_end_matches('/');
+        let glob = |text: &str| {
+            Glob::new(text).with_context(|| format!("invalid {key} pattern {pattern:?}"))
+        };
+        builder.add(glob(trimmed)?);
+        if !Path::new(trimmed).is_absolute() {
+            builder.add(glob(&format!("{}/{trimmed}", root.trim_end_matches('/')))?);
+        }
+    }
+    builder
+        .build()
+        .with_context(|| format!("cannot compile the {key} patterns"))
+}
+
+fn matches(set: &GlobSet, path: &Path) -> bool {
+    set.is_match(path) || path.file_name().is_some_and(|name| set.is_match(name))
 }
 
 /// What the walk found.
@@ -72,7 +105,7 @@ pub struct Discovery {
 }
 
 /// Collects the files to check under `roots` (absolute, existing paths).
-pub fn discover(roots: &[PathBuf], exclude: &Exclude) -> Discovery {
+pub fn discover(roots: &[PathBuf], exclude: &Exclude, include: &Include) -> Discovery {
     let (directories, files): (Vec<&PathBuf>, Vec<&PathBuf>) =
         roots.iter().partition(|root| root.is_dir());
     let found = Mutex::new(Discovery {
@@ -85,6 +118,7 @@ pub fn discover(roots: &[PathBuf], exclude: &Exclude) -> Discovery {
             builder.add(root);
         }
         let exclude = Arc::new(exclude.clone());
+        let include = Arc::new(include.clone());
         builder
             .standard_filters(true)
             // A fresh checkout, an sdist or a CI cache may lack `.git`; its `.gitignore` still
@@ -93,6 +127,7 @@ pub fn discover(roots: &[PathBuf], exclude: &Exclude) -> Discovery {
             .filter_entry(move |entry| !exclude.is_excluded(entry.path()));
         builder.build_parallel().run(|| {
             let found = &found;
+            let include = Arc::clone(&include);
             Box::new(move |entry| {
                 let mut found = found
                     .lock()
@@ -100,7 +135,8 @@ pub fn discover(roots: &[PathBuf], exclude: &Exclude) -> Discovery {
                 match entry {
                     Ok(entry) => {
                         let is_file = entry.file_type().is_some_and(|kind| kind.is_file());
-                        if is_file && is_python(entry.path()) {
+                        if is_file && (is_python(entry.path()) || include.is_included(entry.path()))
+                        {
                             found.files.push(entry.into_path());
                         }
                     }

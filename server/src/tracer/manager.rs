@@ -17,7 +17,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::protocol::{Event, ExportJob, JobResult, JobSpec, Request, Status};
-use super::worker::{StartError, Worker, WorkerInfo, WorkerMessage};
+use super::worker::{StartError, StartMethod, Worker, WorkerInfo, WorkerMessage};
 
 /// Extra time past a job's own timeout before the manager stops trusting the worker to enforce
 /// it and kills the worker itself.
@@ -35,6 +35,8 @@ pub struct TracerOptions {
     /// Jobs running at once (children of the one worker).
     pub jobs: usize,
     pub startup_timeout: Duration,
+    /// Forked or spawned job processes (`StartMethod::from_environment` unless configured).
+    pub start_method: StartMethod,
 }
 
 /// Identifies a submitted job in [`Completed`].
@@ -274,6 +276,7 @@ impl Scheduler {
             self.generation,
             self.worker_events.clone(),
             self.options.startup_timeout,
+            (self.options.start_method, self.options.jobs),
         )?;
         let info = worker.info.clone();
         self.worker = Some(worker);
@@ -390,7 +393,10 @@ impl Scheduler {
                 job: &job.spec,
                 export: job.export.as_ref(),
             });
+            // Until the worker says the job started, it may wait for a process to run it (spawn
+            // mode warms one up): as long as a worker's start may take. Then the job's own time.
             let backstop = Instant::now()
+                + self.options.startup_timeout
                 + Duration::from_secs_f64(job.spec.timeout.max(0.0))
                 + BACKSTOP_GRACE;
             let id = job.id;
@@ -415,7 +421,13 @@ impl Scheduler {
 
     fn on_event(&mut self, event: Event) {
         match event {
-            Event::Started { .. } => {}
+            Event::Started { id, .. } => {
+                if let Some(running) = self.running.get_mut(&JobId(id)) {
+                    running.backstop = Instant::now()
+                        + Duration::from_secs_f64(running.job.spec.timeout.max(0.0))
+                        + BACKSTOP_GRACE;
+                }
+            }
             Event::Progress { id, stage, message } => {
                 if let Some(progress) = self.progress.get_mut(&JobId(id)) {
                     progress(Progress { stage, message });
@@ -586,6 +598,7 @@ mod tests {
             python,
             jobs: 1,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            start_method: StartMethod::from_environment(),
         })
         .unwrap();
         let busy = tracer.submit(job(
@@ -626,6 +639,7 @@ mod tests {
             python,
             jobs: 2,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            start_method: StartMethod::from_environment(),
         })
         .unwrap();
         let wait = || done.recv_timeout(Duration::from_secs(120)).unwrap();
@@ -691,6 +705,7 @@ mod tests {
             python,
             jobs: 1,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            start_method: StartMethod::from_environment(),
         })
         .unwrap();
         tracer.submit(JobSpec {

@@ -8,7 +8,9 @@
 //!
 //! - `python` — which interpreter runs the worker.
 //! - `protocol` — the JSON lines spoken over the worker's socket (serde types).
-//! - `worker` — one worker process: private directory, spawn, handshake, clean end.
+//! - `worker` — one worker process: private directory, spawn, handshake, clean end; its
+//!   [`StartMethod`](worker::StartMethod) (a forking zygote, or a pool of spawned processes).
+//! - `transport` — the protocol channel: a Unix socket, or loopback TCP (spawn mode, Windows).
 //! - `manager` — [`Tracer`], a thread that schedules jobs on the worker, enforces timeouts,
 //!   cancels, and restarts the worker when it dies. Plain threads and channels, no tokio, so
 //!   the CLI waits on it directly and the language server can drive it from a thread of its own.
@@ -33,6 +35,7 @@ pub mod export;
 pub mod manager;
 pub mod protocol;
 pub mod python;
+pub mod transport;
 pub mod worker;
 
 #[allow(

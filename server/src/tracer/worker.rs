@@ -11,8 +11,8 @@ use std::fmt::Write as _;
 use std::fs;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, BufRead, BufReader, Read, Write};
+#[cfg(unix)]
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +22,53 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::protocol::{Event, Hello, PROTOCOL, Request};
+use super::transport::{Listener, Stream};
+
+/// How the worker runs each job in a process of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartMethod {
+    /// A warm zygote forks a child per job: the fastest start, on Linux.
+    Fork,
+    /// A pool of warm processes started fresh (multiprocessing's `spawn`), one job each: for
+    /// macOS, where forking after importing torch is unsafe, and Windows, which cannot fork.
+    Spawn,
+}
+
+impl StartMethod {
+    /// Fork on Linux, spawn elsewhere: what is safe where pt2lsp runs.
+    pub fn platform_default() -> Self {
+        if cfg!(target_os = "linux") {
+            Self::Fork
+        } else {
+            Self::Spawn
+        }
+    }
+
+    /// The setting's value, as written in `start-method` and `--start-method`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "fork" => Some(Self::Fork),
+            "spawn" => Some(Self::Spawn),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fork => "fork",
+            Self::Spawn => "spawn",
+        }
+    }
+
+    /// `PT2LSP_START_METHOD` when it names one (tests run the suites both ways with it), else
+    /// the platform's default.
+    pub fn from_environment() -> Self {
+        std::env::var("PT2LSP_START_METHOD")
+            .ok()
+            .and_then(|value| Self::parse(value.trim()))
+            .unwrap_or_else(Self::platform_default)
+    }
+}
 
 /// Embeds one file of `server/python/` under its path there.
 macro_rules! worker_file {
@@ -59,6 +106,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/program_info.py"),
     worker_file!("pt2lsp_worker/protocol.py"),
     worker_file!("pt2lsp_worker/shapes.py"),
+    worker_file!("pt2lsp_worker/spawn.py"),
     worker_file!("pt2lsp_worker/pytree_types.py"),
     worker_file!("pt2lsp_worker/spec.py"),
     worker_file!("pt2lsp_worker/text.py"),
@@ -129,7 +177,7 @@ const CHOOSE_PYTHON: &str = "choose the interpreter of the environment that has 
 
 pub struct Worker {
     child: Child,
-    stream: UnixStream,
+    stream: Stream,
     dir: PathBuf,
     pub info: WorkerInfo,
     tail: Arc<Mutex<Tail>>,
@@ -146,17 +194,26 @@ impl std::fmt::Debug for Worker {
 
 impl Worker {
     /// Starts a worker with `python` and waits for its hello (torch imported, exporter warm).
-    /// Events are sent to `events` as `(generation, message)` by a reader thread.
+    /// Events are sent to `events` as `(generation, message)` by a reader thread. `jobs` is
+    /// how many run at once (spawn mode keeps that many processes warm).
     pub fn spawn(
         python: &Path,
         generation: u64,
         events: Sender<(u64, WorkerMessage)>,
         startup_timeout: Duration,
+        (method, jobs): (StartMethod, usize),
     ) -> Result<Worker, StartError> {
         let dir = private_dir().map_err(|error| StartError {
             message: format!("cannot create the tracer's temporary directory: {error}"),
         })?;
-        let result = Self::spawn_in(&dir, python, generation, events, startup_timeout);
+        let result = Self::spawn_in(
+            &dir,
+            python,
+            generation,
+            events,
+            startup_timeout,
+            (method, jobs),
+        );
         if result.is_err() {
             let _ = fs::remove_dir_all(&dir);
         }
@@ -169,6 +226,7 @@ impl Worker {
         generation: u64,
         events: Sender<(u64, WorkerMessage)>,
         startup_timeout: Duration,
+        (method, jobs): (StartMethod, usize),
     ) -> Result<Worker, StartError> {
         let io_error = |what: &str, error: io::Error| StartError {
             message: format!("cannot start the tracer: {what}: {error}"),
@@ -181,22 +239,26 @@ impl Worker {
             fs::write(&file, source).map_err(|e| io_error(&format!("writing {path}"), e))?;
         }
         let script = dir.join(WORKER_LAUNCHER);
-        let socket = dir.join("s");
-        let listener =
-            UnixListener::bind(&socket).map_err(|e| io_error("binding its socket", e))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| io_error("configuring its socket", e))?;
+        // Spawn mode talks over loopback TCP everywhere, so that its channel is the one tested
+        // on Linux too.
+        let listener = Listener::bind(dir, method == StartMethod::Fork)
+            .map_err(|e| io_error("binding its socket", e))?;
+        let address = listener
+            .worker_args()
+            .map_err(|e| io_error("reading its socket's address", e))?;
         let token = random_token();
 
         let mut child = Command::new(python)
             .arg(&script)
-            .arg("--socket")
-            .arg(&socket)
+            .args(address)
             .arg("--token")
             .arg(&token)
             .arg("--dir")
             .arg(dir)
+            .arg("--start-method")
+            .arg(method.as_str())
+            .arg("--pool")
+            .arg(jobs.max(1).to_string())
             // Importing the user's modules must not leave __pycache__ in their project.
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .stdin(Stdio::null())
@@ -233,10 +295,10 @@ impl Worker {
             StartError { message }
         };
         let deadline = Instant::now() + startup_timeout;
-        let stream = loop {
+        let mut stream = loop {
             match listener.accept() {
-                Ok((stream, _)) => break stream,
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+                Ok(Some(stream)) => break stream,
+                Ok(None) => {}
                 Err(error) => return Err(fail(&mut child, format!("tracer socket: {error}"))),
             }
             if let Ok(Some(status)) = child.try_wait() {
@@ -269,9 +331,8 @@ impl Worker {
             thread::sleep(Duration::from_millis(10));
         };
         drop(listener);
-        let _ = fs::remove_file(&socket);
 
-        let hello = match read_hello(&stream, deadline) {
+        let hello = match read_hello(&mut stream, deadline) {
             Ok(hello) => hello,
             Err(error) => {
                 let output = tail_text(&tail);
@@ -368,7 +429,7 @@ impl Drop for Worker {
     /// then kills it and removes the directory itself.
     fn drop(&mut self) {
         let _ = self.send(&Request::Shutdown);
-        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        let _ = self.stream.shutdown();
         let deadline = Instant::now() + Duration::from_secs(3);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -380,7 +441,7 @@ impl Drop for Worker {
     }
 }
 
-fn read_hello(stream: &UnixStream, deadline: Instant) -> io::Result<Hello> {
+fn read_hello(stream: &mut Stream, deadline: Instant) -> io::Result<Hello> {
     let remaining = deadline.saturating_duration_since(Instant::now());
     stream.set_read_timeout(Some(remaining.max(Duration::from_millis(1))))?;
     let mut line = String::new();
@@ -400,7 +461,7 @@ fn read_hello(stream: &UnixStream, deadline: Instant) -> io::Result<Hello> {
     }
 }
 
-fn read_events(stream: UnixStream, generation: u64, events: &Sender<(u64, WorkerMessage)>) {
+fn read_events(stream: Stream, generation: u64, events: &Sender<(u64, WorkerMessage)>) {
     let reader = BufReader::new(stream);
     for line in reader.lines() {
         let Ok(line) = line else { break };
@@ -455,7 +516,7 @@ fn tail_text(tail: &Mutex<Tail>) -> String {
 fn private_dir() -> io::Result<PathBuf> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut base = std::env::temp_dir();
-    if base.as_os_str().len() + 32 > SOCKET_PATH_LIMIT {
+    if cfg!(unix) && base.as_os_str().len() + 32 > SOCKET_PATH_LIMIT {
         base = PathBuf::from("/tmp");
     }
     loop {
@@ -466,9 +527,14 @@ fn private_dir() -> io::Result<PathBuf> {
             &random_token()[..8]
         );
         let path = base.join(name);
-        match fs::DirBuilder::new().mode(0o700).create(&path) {
+        #[cfg_attr(not(unix), allow(unused_mut))]
+        let mut builder = fs::DirBuilder::new();
+        #[cfg(unix)]
+        builder.mode(0o700);
+        match builder.create(&path) {
             Ok(()) => {
                 // The mode passed to mkdir is masked by the umask; make sure of it.
+                #[cfg(unix)]
                 fs::set_permissions(&path, fs::Permissions::from_mode(0o700))?;
                 return Ok(path);
             }
@@ -498,6 +564,7 @@ fn random_token() -> String {
 mod tests {
     use super::*;
 
+    #[cfg(unix)]
     #[test]
     fn private_dirs_are_private_and_tokens_differ() {
         let dir = private_dir().unwrap();
@@ -578,6 +645,7 @@ mod tests {
             0,
             sender,
             Duration::from_secs(5),
+            (StartMethod::Fork, 1),
         )
         .unwrap_err();
         assert!(error.message.contains("/nonexistent/python3"), "{error}");

@@ -114,7 +114,7 @@ impl Session {
         let (stages, mut stage) = tokio::sync::mpsc::unbounded_channel();
         let outcome = self.tracing.submit_export(
             request.uri.clone(),
-            planned.trace.python.clone(),
+            (planned.trace.python.clone(), planned.trace.start_method),
             planned.trace.spec.clone(),
             ExportJob {
                 output: planned.output.clone(),
@@ -320,6 +320,9 @@ impl Session {
                 path,
                 // An export writes a file: it always runs.
                 cache: None,
+                start_method: settings
+                    .start_method
+                    .unwrap_or_else(crate::tracer::worker::StartMethod::from_environment),
                 priority: crate::tracer::manager::Priority::Foreground,
             },
         })

@@ -171,7 +171,7 @@ impl Session {
             .tracing
             .submit(
                 job_uri,
-                planned.python.clone(),
+                (planned.python.clone(), planned.start_method),
                 planned.spec.clone(),
                 planned.cache.clone(),
                 planned.priority,
@@ -561,6 +561,9 @@ impl Session {
                 replay: reason != TraceReason::Retrace,
             }
         });
+        let start_method = settings
+            .start_method
+            .unwrap_or_else(crate::tracer::worker::StartMethod::from_environment);
         let planned = batch::plan(&candidates, &options);
         let python = python::interpreter(
             None,
@@ -581,6 +584,7 @@ impl Session {
                 python: python.clone(),
                 cache: cache.clone(),
                 priority,
+                start_method,
             });
         }
         plan
