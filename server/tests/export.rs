@@ -449,7 +449,7 @@ dynamic_shapes = {"x": {0: Dim("batch")}}
 "#;
     let project = Project::new("memory_limit = 4096\n", &[("big.py", big)]);
     let check = run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
-        .args(["check", "--trace", "--format", "json", "--python"])
+        .args(["check", "--trace", "--no-cache", "--format", "json", "--python"])
         .arg(python)
         .arg("big.py")
         .current_dir(project.dir.path())
@@ -464,6 +464,85 @@ dynamic_shapes = {"x": {0: Dim("batch")}}
         result.stdout.contains("big.py:16:1: PT503")
             && result.stdout.contains("fake weights")
             && result.stdout.contains("no weights"),
+        "{}",
+        result.stdout
+    );
+    project.assert_clean(project.dir.path(), &["big.py", "pyproject.toml"]);
+}
+
+/// The same 43 GB model without `fake_weights`: its real build stops once its parameters pass
+/// half the memory the job may use (here `memory_limit = 4096`), and it is built again with fake
+/// weights, so the trace reports what the exporter finds instead of running out of memory;
+/// `export` refuses and says the parameters would not fit.
+#[test]
+fn a_model_too_large_for_memory_is_traced_with_fake_weights_without_being_asked() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let big = r#"import torch
+from torch.export import Dim
+
+
+class Big(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.Sequential(*[torch.nn.Linear(8192, 8192) for _ in range(160)])
+
+    def forward(self, x):
+        y = self.layers(x).relu()
+        if x.shape[0] > 8:
+            return y
+        return -y
+
+
+model = Big().eval()
+example_args = (torch.randn(4, 8192),)
+dynamic_shapes = {"x": {0: Dim("batch")}}
+"#;
+    let project = Project::new("memory_limit = 4096\n", &[("big.py", big)]);
+    let check = run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+        .args([
+            "check",
+            "--trace",
+            "--no-cache",
+            "--format",
+            "json",
+            "--python",
+        ])
+        .arg(python)
+        .arg("big.py")
+        .current_dir(project.dir.path())
+        .env("TMPDIR", project.tmp.path())
+        .env_remove("VIRTUAL_ENV"));
+    assert_eq!(check.code, 1, "{check:#?}");
+    let report: serde_json::Value = serde_json::from_str(&check.stdout).unwrap();
+    let found: Vec<(u64, &str, &str)> = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["line"].as_u64().unwrap(),
+                d["code"].as_str().unwrap(),
+                d["source"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    // The exporter's verdict on the guard of the dynamic batch, not an out-of-memory PT502.
+    assert!(
+        found
+            .iter()
+            .any(|(_, code, source)| *code == "PT401" && source.ends_with("trace")),
+        "{check:#?}"
+    );
+    assert!(
+        !found.iter().any(|(_, code, _)| *code == "PT502"),
+        "{check:#?}"
+    );
+
+    let result = project.export(python, &["big.py"]);
+    assert_eq!(result.code, 1, "{result:#?}");
+    assert!(
+        result.stdout.contains("fake weights") && result.stdout.contains("would not fit in memory"),
         "{}",
         result.stdout
     );

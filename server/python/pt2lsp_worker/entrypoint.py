@@ -4,6 +4,7 @@ module-level names or from `[[tool.pt2lsp.entrypoints]]` specs; PT503 where they
 from __future__ import annotations
 
 import ast
+import gc
 import importlib
 import importlib.util
 import os
@@ -13,6 +14,7 @@ import traceback
 from .findings import Finding, Location, binding_finding, frame_location, located
 from .locations import deepest_user_frame
 from .text import first_lines
+from .weights import ParametersTooLarge, forget_modules_since, parameter_budget, parameters_within
 from .workspace import Workspace, binding_node
 
 
@@ -40,8 +42,9 @@ class Target:
         # (file, name) of example_args and example_kwargs, for PT404/PT405 locations.
         self.args_binding: tuple[str, str] | None = None
         self.kwargs_binding: tuple[str, str] | None = None
-        # Built under FakeTensorMode: parameters and inputs have shapes and no storage.
+        # Built under FakeTensorMode: parameters and inputs have shapes and no storage; why.
         self.fake_weights = False
+        self.fake_reason = ""
 
     def export_with(self, exporter):
         """`exporter` (torch.export.export or draft_export) run on the model as the user declared it."""
@@ -65,16 +68,28 @@ def _fake_weights_requested(job: dict, workspace: Workspace) -> bool:
 
 
 def load_entrypoint(job: dict, workspace: Workspace) -> Target:
-    """The model and its inputs; under FakeTensorMode when fake weights are asked for, so that
-    a model of any size is checked without allocating its parameters."""
+    """The model and its inputs; under FakeTensorMode when fake weights are asked for, or when
+    the parameters of a real build would not fit in memory (see `weights`), so that a model of
+    any size is checked without allocating its parameters."""
     if not _fake_weights_requested(job, workspace):
-        return _load_entrypoint(job, workspace)
+        before = set(sys.modules)
+        try:
+            with parameters_within(parameter_budget(job.get("memory_limit_mb"))):
+                return _load_entrypoint(job, workspace)
+        except ParametersTooLarge as too_large:
+            reason = too_large.reason()
+        # What the abandoned build made goes before the fake one starts.
+        forget_modules_since(before)
+        gc.collect()
+    else:
+        reason = "fake-weights = true (or fake_weights = True in the file) asks for it"
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     # Real tensors made before the mode (module-level constants of a library) stay usable.
     with FakeTensorMode(allow_non_fake_inputs=True):
         target = _load_entrypoint(job, workspace)
     target.fake_weights = True
+    target.fake_reason = reason
     return target
 
 
@@ -213,6 +228,8 @@ def _resolve(spec: str, role: str, workspace: Workspace):
         )
     try:
         module = importlib.import_module(module_name)
+    except MemoryError:
+        raise
     except BaseException as exc:  # noqa: BLE001
         if _out_of_memory_error(exc):
             raise MemoryError(str(exc)) from None
@@ -232,6 +249,8 @@ def _resolve(spec: str, role: str, workspace: Workspace):
     if call:
         try:
             value = value()
+        except MemoryError:
+            raise
         except BaseException as exc:  # noqa: BLE001
             if _out_of_memory_error(exc):
                 raise MemoryError(str(exc)) from None

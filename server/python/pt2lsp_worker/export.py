@@ -37,9 +37,9 @@ def export_program(target: Target, workspace: Workspace, definitions: dict, requ
             file,
             name,
             "PT503",
-            "the model is built with fake weights (fake-weights / fake_weights = True): its parameters have "
-            "shapes but no values, so a .pt2 of it would hold no weights and could not be checked against "
-            "eager; turn fake weights off to write the file",
+            f"the model is built with fake weights ({target.fake_reason}): its parameters have shapes but "
+            "no values, so a .pt2 of it would hold no weights and could not be checked against eager; build "
+            "it with real weights (fake weights off, on a machine with the memory) to write the file",
         )
         return {"status": "entrypoint", "diagnostics": [finding.to_json()]}
     programs: list = []

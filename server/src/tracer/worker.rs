@@ -111,6 +111,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/spec.py"),
     worker_file!("pt2lsp_worker/text.py"),
     worker_file!("pt2lsp_worker/trace.py"),
+    worker_file!("pt2lsp_worker/weights.py"),
     worker_file!("pt2lsp_worker/workspace.py"),
     worker_file!("pt2lsp_worker/zygote.py"),
 ];

@@ -1,0 +1,98 @@
+"""Automatic fake weights: a model whose parameters would not fit in memory is built again under
+FakeTensorMode instead of filling the machine (or dying of the memory limit) first.
+
+While the entrypoint is built for real, every `nn.Parameter` made is counted; once their bytes
+pass the budget (half the memory available to the job: the machine's available memory, or the
+job's `memory-limit` when smaller), building stops with `ParametersTooLarge`, and the caller
+builds the entrypoint again with fake weights. A model under the budget pays one addition per
+parameter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+
+class ParametersTooLarge(MemoryError):
+    """Raised from inside the user's model construction; a MemoryError, so every handler that
+    lets an out-of-memory through lets this through too."""
+
+    def __init__(self, parameter_bytes: int, budget: int) -> None:
+        super().__init__(f"the model's parameters pass {_gib(parameter_bytes)} of a {_gib(budget)} budget")
+        self.parameter_bytes = parameter_bytes
+        self.budget = budget
+
+    def reason(self) -> str:
+        return (
+            f"its parameters would not fit in memory: more than {_gib(self.parameter_bytes)} of them, "
+            f"with {_gib(self.budget * 2)} available"
+        )
+
+
+def parameter_budget(memory_limit_mb: int | None) -> int | None:
+    """Bytes of parameters a real build may make; `None` when the memory cannot be read."""
+    available = _available_bytes()
+    if memory_limit_mb:
+        limit = int(memory_limit_mb) * 1024 * 1024
+        available = limit if available is None else min(available, limit)
+    return None if available is None else available // 2
+
+
+@contextlib.contextmanager
+def parameters_within(budget: int | None):
+    """Counts the bytes of every real parameter made in the block; raises `ParametersTooLarge`
+    from the construction that passes `budget`."""
+    if budget is None:
+        yield
+        return
+    import torch
+
+    original = torch.nn.Parameter.__new__
+    made = [0]
+
+    def counted(cls, data=None, requires_grad=True):
+        parameter = original(cls, data, requires_grad)
+        if data is not None and not _is_storageless(data):
+            made[0] += data.numel() * data.element_size()
+            if made[0] > budget:
+                raise ParametersTooLarge(made[0], budget)
+        return parameter
+
+    torch.nn.Parameter.__new__ = staticmethod(counted)
+    try:
+        yield
+    finally:
+        torch.nn.Parameter.__new__ = staticmethod(original)
+
+
+def forget_modules_since(before: set[str]) -> None:
+    """Drops the modules imported by a build that was given up: importing them again must run
+    their module-level code (which builds the model) again."""
+    for name in set(sys.modules) - before:
+        sys.modules.pop(name, None)
+
+
+def _is_storageless(data) -> bool:
+    if getattr(data, "is_meta", False):
+        return True
+    return type(data).__name__ == "FakeTensor"
+
+
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gib(count: int) -> str:
+    return f"{count / 2**30:.1f} GiB"
