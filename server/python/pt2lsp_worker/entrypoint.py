@@ -14,7 +14,14 @@ import traceback
 from .findings import Finding, Location, binding_finding, frame_location, located
 from .locations import deepest_user_frame
 from .text import first_lines
-from .weights import ParametersTooLarge, forget_modules_since, parameter_budget, parameters_within
+from .weights import (
+    PROBE_BYTES,
+    ParametersTooLarge,
+    counting_parameters,
+    forget_modules_since,
+    meta_parameter_bytes,
+    parameter_budget,
+)
 from .workspace import Workspace, binding_node
 
 
@@ -71,18 +78,34 @@ def load_entrypoint(job: dict, workspace: Workspace) -> Target:
     """The model and its inputs; under FakeTensorMode when fake weights are asked for, or when
     the parameters of a real build would not fit in memory (see `weights`), so that a model of
     any size is checked without allocating its parameters."""
-    if not _fake_weights_requested(job, workspace):
+    if _fake_weights_requested(job, workspace):
+        reason = "fake-weights = true (or fake_weights = True in the file) asks for it"
+    else:
+        budget = parameter_budget(job.get("memory_limit_mb"))
+        if budget is None:
+            return _load_entrypoint(job, workspace)
         before = set(sys.modules)
         try:
-            with parameters_within(parameter_budget(job.get("memory_limit_mb"))):
+            with counting_parameters(min(PROBE_BYTES, budget)):
                 return _load_entrypoint(job, workspace)
-        except ParametersTooLarge as too_large:
-            reason = too_large.reason()
-        # What the abandoned build made goes before the fake one starts.
+        except ParametersTooLarge:
+            pass
+        # A large model: what the stopped build made goes, and its size is counted on meta.
         forget_modules_since(before)
         gc.collect()
-    else:
-        reason = "fake-weights = true (or fake_weights = True in the file) asks for it"
+        total = meta_parameter_bytes(lambda: _load_entrypoint(job, workspace))
+        forget_modules_since(before)
+        if total is not None and total <= budget:
+            return _load_entrypoint(job, workspace)
+        if total is None:
+            try:
+                with counting_parameters(budget):
+                    return _load_entrypoint(job, workspace)
+            except ParametersTooLarge as too_large:
+                total = too_large.parameter_bytes
+            forget_modules_since(before)
+            gc.collect()
+        reason = ParametersTooLarge(total, budget).reason()
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     # Real tensors made before the mode (module-level constants of a library) stay usable.

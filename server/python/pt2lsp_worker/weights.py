@@ -1,11 +1,13 @@
-"""Automatic fake weights: a model whose parameters would not fit in memory is built again under
+"""Automatic fake weights: a model whose parameters would not fit in memory is built under
 FakeTensorMode instead of filling the machine (or dying of the memory limit) first.
 
-While the entrypoint is built for real, every `nn.Parameter` made is counted; once their bytes
-pass the budget (half the memory available to the job: the machine's available memory, or the
-job's `memory-limit` when smaller), building stops with `ParametersTooLarge`, and the caller
-builds the entrypoint again with fake weights. A model under the budget pays one addition per
-parameter.
+The entrypoint is built for real while every `nn.Parameter` made is counted. A model with under
+`PROBE_BYTES` of parameters (nearly all) pays one addition per parameter and nothing else. Past
+that, the build stops (`ParametersTooLarge`) and is run again on the meta device, which allocates
+nothing, to count all its parameters: if they pass the budget (half the memory the job may use:
+the machine's available memory, or the job's `memory-limit` when smaller) the model is built with
+fake weights, else for real. A build that cannot run on the meta device is built for real with
+the budget as its limit instead.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ class ParametersTooLarge(MemoryError):
 
     def reason(self) -> str:
         return (
-            f"its parameters would not fit in memory: more than {_gib(self.parameter_bytes)} of them, "
+            f"its parameters would not fit in memory: {_gib(self.parameter_bytes)} of them, "
             f"with {_gib(self.budget * 2)} available"
         )
 
@@ -40,13 +42,15 @@ def parameter_budget(memory_limit_mb: int | None) -> int | None:
     return None if available is None else available // 2
 
 
+# Parameters a real build makes before its total is counted on the meta device.
+PROBE_BYTES = 1 << 30
+
+
 @contextlib.contextmanager
-def parameters_within(budget: int | None):
-    """Counts the bytes of every real parameter made in the block; raises `ParametersTooLarge`
-    from the construction that passes `budget`."""
-    if budget is None:
-        yield
-        return
+def counting_parameters(limit: int | None = None, *, storageless: bool = False):
+    """Counts the bytes of the parameters made in the block (real ones; meta and fake ones too
+    when `storageless`); yields a one-item list holding the running total. Raises
+    `ParametersTooLarge` from the construction that passes `limit`."""
     import torch
 
     original = torch.nn.Parameter.__new__
@@ -54,17 +58,30 @@ def parameters_within(budget: int | None):
 
     def counted(cls, data=None, requires_grad=True):
         parameter = original(cls, data, requires_grad)
-        if data is not None and not _is_storageless(data):
+        if data is not None and (storageless or not _is_storageless(data)):
             made[0] += data.numel() * data.element_size()
-            if made[0] > budget:
-                raise ParametersTooLarge(made[0], budget)
+            if limit is not None and made[0] > limit:
+                raise ParametersTooLarge(made[0], limit)
         return parameter
 
     torch.nn.Parameter.__new__ = staticmethod(counted)
     try:
-        yield
+        yield made
     finally:
         torch.nn.Parameter.__new__ = staticmethod(original)
+
+
+def meta_parameter_bytes(build) -> int | None:
+    """The bytes of parameters `build()` makes, run on the meta device (nothing allocated);
+    `None` when the build cannot run there (it reads a tensor's values, say)."""
+    import torch
+
+    try:
+        with torch.device("meta"), counting_parameters(storageless=True) as made:
+            build()
+    except Exception:  # noqa: BLE001 - any failure means the count is unknown
+        return None
+    return made[0]
 
 
 def forget_modules_since(before: set[str]) -> None:
