@@ -5,8 +5,8 @@ transformers' `LlamaForCausalLM` with a Llama-70B-shaped config (80 layers, hidd
 8 KV heads, 70.6 B parameters: 282 GB in float32) cannot be built for real on this machine. The
 plain script builds it under `FakeTensorMode` and exports it (`use_cache=False`), as a user would
 by hand; pt2lsp traces an entry file that says `fake_weights = True`, and, as a second row, one
-that says nothing (the automatic switch: a real build that stops once its parameters pass half
-the available memory, then a fake one). Wall time and peak memory of each, the worker's measured
+that says nothing (the automatic switch: a real build that stops at 1 GiB of parameters, a count
+of them all on the meta device, then a fake build). Wall time and peak memory of each, the worker's measured
 as the proportional set sizes of pt2lsp's process tree, sampled.
 
     python3 bench/big_model.py            # replaces its section of RESULTS.md
@@ -125,7 +125,8 @@ def measure(binary: Path, python: Path, fast: bool) -> Section:
         f"{automatic['peak_mb']:.0f} MB |\n\n"
         f"**pt2lsp / plain script wall time: {ratio:.2f}** (goal ≤ 1.5; memory goal < 1.5 GB). The pt2lsp runs "
         "include starting the worker (importing torch, one warm-up export) and the check against eager that a "
-        "fake model skips; the automatic row also builds real parameters up to half the available memory first."
+        "fake model skips; the automatic row also builds 1 GiB of real parameters, then counts them all on the "
+        "meta device, before the fake build."
     )
     return Section(
         HEADING,

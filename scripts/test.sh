@@ -9,14 +9,16 @@ root=$(pwd)
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-step "Python environment (.venv: torch, torchvision, numpy, pytest)"
+step "Python environment (.venv: torch, torchvision, transformers, numpy, pytest)"
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-if ! .venv/bin/python -c 'import torch, torchvision, numpy, pytest' 2>/dev/null; then
+# transformers is pinned: the real-model tests and the 70B benchmark build its models.
+if ! .venv/bin/python -c 'import torch, torchvision, numpy, pytest, transformers' 2>/dev/null \
+  || ! .venv/bin/python -c 'import transformers, sys; sys.exit(transformers.__version__ != "5.23.0")' 2>/dev/null; then
   .venv/bin/pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/pip install --quiet --disable-pip-version-check torch torchvision numpy pytest
+  .venv/bin/pip install --quiet --disable-pip-version-check torch torchvision numpy pytest 'transformers==5.23.0'
 fi
 .venv/bin/python -c 'import torch; print("torch", torch.__version__)' >&2
 

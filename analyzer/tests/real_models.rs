@@ -5,7 +5,8 @@
 //! exporting, and an error on widely exported torchvision code would be a false alarm. Nor a
 //! PT601 (a warning): their exports compute what eager computes.
 //!
-//! The test environment (`scripts/test.sh`) installs torch and torchvision into `.venv`.
+//! The test environment (`scripts/test.sh`) installs torch, torchvision and transformers into
+//! `.venv`; transformers' exporting architectures must raise no error either.
 
 use std::path::{Path, PathBuf};
 
@@ -111,6 +112,48 @@ fn torchvision_models_have_no_errors() {
     assert!(
         errors.is_empty(),
         "errors on torchvision models:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// transformers 5.23.0 (pinned by `scripts/test.sh`) architectures whose small-config models
+/// export with torch 2.15 (`use_cache=False` for the language models; measured): the six whose
+/// experts' `forward` the class decorator `use_experts_implementation` replaces, and common
+/// decoders and encoders.
+const EXPORTING_TRANSFORMERS: [&str; 13] = [
+    "mixtral",
+    "qwen2_moe",
+    "qwen3_moe",
+    "olmoe",
+    "granitemoe",
+    "jamba",
+    "llama",
+    "mistral",
+    "qwen2",
+    "phi3",
+    "gemma",
+    "gpt2",
+    "bert",
+];
+
+#[test]
+fn transformers_architectures_that_export_have_no_errors() {
+    let models = site_packages().join("transformers/models");
+    let files: Vec<PathBuf> = EXPORTING_TRANSFORMERS
+        .iter()
+        .map(|model| models.join(model).join(format!("modeling_{model}.py")))
+        .collect();
+    for file in &files {
+        assert!(
+            file.is_file(),
+            "{} is missing: scripts/test.sh installs transformers 5.23.0 into .venv",
+            file.display()
+        );
+    }
+    let errors = errors_in(&files);
+    assert!(
+        errors.is_empty(),
+        "errors on transformers models that export:\n{}",
         errors.join("\n")
     );
 }

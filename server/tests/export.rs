@@ -449,7 +449,14 @@ dynamic_shapes = {"x": {0: Dim("batch")}}
 "#;
     let project = Project::new("memory_limit = 4096\n", &[("big.py", big)]);
     let check = run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
-        .args(["check", "--trace", "--no-cache", "--format", "json", "--python"])
+        .args([
+            "check",
+            "--trace",
+            "--no-cache",
+            "--format",
+            "json",
+            "--python",
+        ])
         .arg(python)
         .arg("big.py")
         .current_dir(project.dir.path())
