@@ -43,7 +43,7 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
     if guard is not None:
         graph_text = str(getattr(guard, "partial_fx_graph", "") or "")
         code = data_dependent_code(guard, chain, workspace, graph_text)
-        return finding(code, data_dependent_message(guard, code, graph_text), collectable=True)
+        return finding(code, data_dependent_message(guard, code, graph_text, workspace), collectable=True)
     if user_error is not None and error_type == "CONSTRAINT_VIOLATION":
         message, fixes, dims = parse_constraint_violation(str(user_error))
         specialized = example_size_specializations(str(user_error))

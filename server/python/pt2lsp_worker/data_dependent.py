@@ -85,40 +85,63 @@ HINTS = {
 }
 
 
+# `# File: /p/m.py:12 in forward, code: idx = x.nonzero()`: the source of the nodes below it.
+_SOURCE = re.compile(r"^\s*# File: (.+):(\d+) in \w+, code: (.*)$")
+
+
 def symbol_producer(symbol: str, graph_text: str) -> str | None:
     """The op whose result binds an unbacked symbol in the partial FX graph (`nonzero` for `u0`
     in `nonzero: "i64[u0, 1]" = torch.ops.aten.nonzero.default(x)`), or None."""
+    source = symbol_source(symbol, graph_text)
+    return source[0] if source else None
+
+
+def symbol_source(symbol: str, graph_text: str) -> tuple[str | None, str | None, int | None, str | None] | None:
+    """(op, file, line, code) of the graph node that binds an unbacked symbol: the op, and the
+    source line the graph notes above the node (None for what it does not say); None when no
+    node binds it."""
     word = re.compile(rf"\b{re.escape(symbol)}\b")
+    where: tuple[str, int, str] | None = None
     for line in graph_text.splitlines():
+        noted = _SOURCE.match(line)
+        if noted:
+            where = (noted.group(1), int(noted.group(2)), noted.group(3).strip())
+            continue
         match = _ANNOTATED.match(line)
         if match and word.search(match.group(2)):
             op = re.search(r"torch\.ops\.\w+\.(\w+)", match.group(3))
-            return op.group(1) if op else None
+            file, number, code = where if where else (None, None, None)
+            return (op.group(1) if op else None, file, number, code)
     return None
 
 
-def _named_symbols(symbols: list[str], graph_text: str) -> str:
-    """`, where u0 is the size of what `nonzero` returns` for the symbols the graph says made."""
+def _named_symbols(symbols: list[str], graph_text: str, workspace: Workspace | None) -> str:
+    """`, where u0 is a size of what `nonzero` returns at m.py:4 (`idx = x.nonzero()`), ...`
+    for the symbols the graph says made, with the user's line that made each."""
     said = []
     for symbol in symbols:
-        op = symbol_producer(symbol, graph_text)
-        if op is None:
+        source = symbol_source(symbol, graph_text)
+        if source is None or source[0] is None:
             continue
+        op, file, number, code = source
+        at = ""
+        if file and number and (workspace is None or workspace.contains(file)):
+            at = f" at {os.path.basename(file)}:{number}" + (f" (`{code}`)" if code else "")
         origin = symbol_origin(symbol, graph_text)
         if origin == "size":
-            said.append(f"{symbol} is a size of what `{op}` returns, which depends on the data")
+            said.append(f"{symbol} is a size of what `{op}` returns{at}, which depends on the data")
         elif origin == "scalar":
-            said.append(f"{symbol} is a number read from a tensor's data")
+            said.append(f"{symbol} is a number read from a tensor's data{at}")
         elif origin == "bool":
-            said.append(f"{symbol} is the truth value of a tensor")
+            said.append(f"{symbol} is the truth value of a tensor{at}")
     return f", where {'; '.join(said)}" if said else ""
 
 
-def data_dependent_message(guard: BaseException, code: str, graph_text: str = "") -> str:
+def data_dependent_message(guard: BaseException, code: str, graph_text: str = "", workspace: Workspace | None = None) -> str:
     head = first_lines(str(guard), 1).split(" (unhinted:")[0]
     head = re.sub(r"\s*\(Size-like symbols: [^)]*\)", "", head).strip().rstrip(".")
     symbols = sorted(set(re.findall(r"\b(?:zuf|zf|u)\d+\b", head)))
-    return f"{head}{_named_symbols(symbols, graph_text)}: {HINTS[code]}"
+    return f"{head}{_named_symbols(symbols, graph_text, workspace)}: {HINTS[code]}"
 
 
 def draft_data_dependent_code(data, program, filenames) -> str:

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from pt2lsp_worker.classify import classify
 from pt2lsp_worker.constraints import in_user_terms, parse_constraint_violation, parse_suggested_fixes
-from pt2lsp_worker.data_dependent import data_dependent_code, data_dependent_message, symbol_origin, symbol_producer
+from pt2lsp_worker.data_dependent import (
+    data_dependent_code,
+    data_dependent_message,
+    symbol_origin,
+    symbol_producer,
+    symbol_source,
+)
 from pt2lsp_worker.entrypoint import Target
 from pt2lsp_worker.examples import example_size_conflict, example_size_specializations
 from pt2lsp_worker.fake_kernels import missing_fake_kernel, normalize_op
@@ -251,6 +257,31 @@ def test_a_guard_is_written_in_the_users_names():
     assert in_user_terms("Eq(Mod(960*s3, 32*s27), 0)", names) == "Eq(Mod(960*batch, 32*seq), 0)"
     assert in_user_terms("s270 + s2", names) == "s270 + s2"
     assert in_user_terms("(L['x'].size()[1] // 2) != 1", names) == "(seq // 2) != 1"
+
+
+def test_an_unbacked_symbol_is_named_with_the_line_that_made_it():
+    # As torch 2.15 attaches it to the error of `if idx.shape[0] > 3` after `idx = x.nonzero()`.
+    graph = (
+        'def forward(self, arg0_1: "f32[8]"):\n'
+        "    # File: /p/models/gate.py:4 in forward, code: idx = x.nonzero()\n"
+        '    nonzero: "i64[u0, 1]" = torch.ops.aten.nonzero.default(arg0_1);  arg0_1 = None\n'
+        "    \n"
+        "    # File: /p/models/gate.py:6 in forward, code: if n > 3:\n"
+        '    sym_size_int: "Sym(u0)" = torch.ops.aten.sym_size.int(nonzero, 0);  nonzero = None\n'
+        '    gt: "Sym(u0 > 3)" = sym_size_int > 3;  sym_size_int = gt = None\n'
+    )
+    assert symbol_source("u0", graph) == ("nonzero", "/p/models/gate.py", 4, "idx = x.nonzero()")
+    guard = Guard(text("data_dependent_size"))
+    message = data_dependent_message(guard, "PT103", graph)
+    assert "u0 is a size of what `nonzero` returns at gate.py:4 (`idx = x.nonzero()`), which depends" in message, message
+
+    class Elsewhere:
+        def contains(self, filename):
+            return False
+
+    # A line in a library the user cannot edit is left out; the op still names the symbol.
+    message = data_dependent_message(guard, "PT103", graph, Elsewhere())
+    assert "u0 is a size of what `nonzero` returns, which depends on the data" in message, message
 
 
 def test_an_unbacked_symbol_is_named_by_the_op_that_made_it():
