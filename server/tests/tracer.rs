@@ -845,6 +845,46 @@ dynamic_shapes = {"x": {0: Dim("batch")}}
     assert_clean(tmp.path());
 }
 
+/// A transformers language model that returns its key/value cache (`use_cache=True`) is PT404
+/// on the `use_cache` the user wrote, saying to turn it off, not to register the library's type.
+#[test]
+fn a_transformers_model_returning_its_cache_is_told_to_turn_the_cache_off() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    fs::write(
+        project.path().join("lm.py"),
+        "import torch\nimport transformers\n\nconfig = transformers.LlamaConfig(vocab_size=128, \
+         hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, \
+         num_key_value_heads=2)\nmodel = transformers.LlamaForCausalLM(config).eval()\n\
+         example_args = (torch.randint(0, 128, (1, 8)),)\nexample_kwargs = {\"use_cache\": True}\n",
+    )
+    .unwrap();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+            "lm.py",
+        ],
+    );
+    let found = traced(&run.json());
+    assert_eq!(found.len(), 1, "{found:#?}\n{}", run.stderr);
+    let (file, line, code, message) = &found[0];
+    assert_eq!((file.as_str(), *line, code.as_str()), ("lm.py", 7, "PT404"));
+    assert!(
+        message.contains("use_cache=False") && !message.contains("register"),
+        "{message}"
+    );
+    assert_clean(tmp.path());
+}
+
 /// An input or output pytree cannot flatten (pytorch #147400: an unregistered dataclass) is
 /// PT404: on the example's element of `example_args`, or on the `return` of `forward` that
 /// builds it, never PT501 on `model`.

@@ -71,9 +71,25 @@ def _return_location(target: Target, name: str, workspace: Workspace) -> Locatio
     return Location(os.path.abspath(file), start + chosen.lineno - 1)
 
 
+def _is_transformers_cache(name: str) -> bool:
+    """A transformers key/value cache (`transformers.cache_utils.DynamicCache` and its kin)."""
+    return name.startswith("transformers.") and name.endswith("Cache")
+
+
 def unregistered_finding(finding: Callable[..., Finding], side: str, name: str, target: Target, workspace: Workspace) -> Finding:
     """PT404 for the type `name` (\"input\", \"output\" or \"any\" `side`), made by `finding(code, message, where)`."""
     short = name.rsplit(".", 1)[-1]
+    if side != "input" and _is_transformers_cache(name):
+        # Registering a library's cache is not the user's fix: not asking for it is.
+        message = (
+            f"forward returns the model's key/value cache (a transformers {short}), which torch.export cannot "
+            "flatten: pass use_cache=False (in example_kwargs, or set config.use_cache = False) so that forward "
+            "returns no cache"
+        )
+        out = finding("PT404", clip(message), None)
+        if isinstance(target.kwargs, dict) and "use_cache" in target.kwargs:
+            place_on_examples(out, target, [("kwarg", "use_cache")])
+        return out
     register = (
         f"register it with torch.export.register_dataclass({short}) (a dataclass) or "
         f"torch.utils._pytree.register_pytree_node({short}, ...)"
