@@ -71,7 +71,8 @@ def _bullet_in_user_terms(bullet: str, dims: dict[str, str]) -> str:
     """torch's `Not all values of batch = L['x'].size()[0] in the specified range satisfy the
     generated guard ((4*L['x'].size()[0]) % 8) == 0` as `batch` and its guard in `batch`."""
     # torch's advice for `mark_dynamic` and `Dim.DYNAMIC`, which the user did not write.
-    bullet = re.sub(r"\s*If you're using (?:mark_dynamic|Dim\.DYNAMIC)[^.]*\.", "", bullet).strip()
+    # A sentence ends at a period followed by a space or the end (`Dim.STATIC` is no end).
+    bullet = re.sub(r"\s*If you're using (?:mark_dynamic|Dim\.DYNAMIC).*?\.(?=\s|$)", "", bullet).strip()
     match = _NOT_ALL_VALUES.match(bullet)
     if match is None:
         return in_user_terms(bullet, dims)

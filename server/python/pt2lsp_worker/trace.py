@@ -20,6 +20,8 @@ from .spec import place_on_spec
 from .text import clip
 from .workspace import Workspace, binding_line
 
+_DATA_DEPENDENT = ("PT101", "PT102", "PT103")
+
 
 def trace(target: Target, workspace: Workspace, definitions: dict[str, Location], programs: list | None = None) -> list[Finding]:
     """The export's problems as findings; an empty list when it exported (the program is then
@@ -42,7 +44,10 @@ def trace(target: Target, workspace: Workspace, definitions: dict[str, Location]
         return divergence_findings(program, target, workspace)
     if first.constraint:
         first.guards = guards
-    if first.collectable:
+    # A data-dependent failure raised inside installed code (torchvision's box ops under a
+    # detection head) lands on the user's line that calls in; draft_export would spend its whole
+    # budget re-running the library to find more failures there, on that same line.
+    if first.collectable and not (first.related and first.code in _DATA_DEPENDENT):
         draft_messages: list[str] = []
         try:
             _skip_expression_provenance()

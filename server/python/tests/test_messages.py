@@ -48,6 +48,8 @@ def test_a_dim_specialized_to_a_constant_suggests_the_constant_and_names_the_dim
     assert message.startswith("Constraints violated (batch)!")
     assert "TORCH_LOGS" not in message
     assert "mark_dynamic" not in message and "Dim.DYNAMIC" not in message
+    # The advice is dropped whole: `Dim.STATIC` inside its sentence does not end it.
+    assert "STATIC" not in message and "Dim.AUTO" not in message, message
     assert "suggested fix: batch = 8 (which makes `batch` static)" in message
 
 
