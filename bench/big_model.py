@@ -17,7 +17,6 @@ Needs transformers in the tracer's interpreter (`pip install transformers==5.23.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import VENV_PYTHON, Section, build, write_section
+from harness import Section, tracer_stage_main
 from lsp_load import WorkerMemory
 
 HEADING = "## Tracer: a 70B-parameter Llama with fake weights"
@@ -141,17 +140,7 @@ def measure(binary: Path, python: Path, fast: bool) -> Section:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--fast", action="store_true", help="2 layers, nothing written")
-    parser.add_argument("--python", type=Path, default=VENV_PYTHON, help="the interpreter with torch and transformers")
-    parser.add_argument("--binary", type=Path, help="use this pt2lsp instead of building target/release/pt2lsp")
-    args = parser.parse_args()
-    binary = args.binary.resolve() if args.binary else build()
-    section = measure(binary, args.python.absolute(), args.fast)
-    print(section.markdown())
-    if not args.fast:
-        write_section(section)
-    return 0
+    return tracer_stage_main(__doc__, measure, "2 layers")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ each installed from PyPI at its pinned version. Standard library only.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -190,3 +191,19 @@ def pt2lsp_revision() -> str:
         ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True, check=False
     ).stdout.strip()
     return revision + ("+dirty" if dirty else "")
+
+
+def tracer_stage_main(doc: str, measure, fast_help: str) -> int:
+    """The command line of a stage that runs pt2lsp with the tracer: `--fast` (`fast_help`,
+    nothing written), `--python`, `--binary`; prints the section and, unless fast, writes it."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fast", action="store_true", help=f"{fast_help}, nothing written")
+    parser.add_argument("--python", type=Path, default=VENV_PYTHON, help="the interpreter with torch")
+    parser.add_argument("--binary", type=Path, help="use this pt2lsp instead of building target/release/pt2lsp")
+    args = parser.parse_args()
+    binary = args.binary.resolve() if args.binary else build()
+    section = measure(binary, args.python.absolute(), args.fast)
+    print(section.markdown())
+    if not args.fast:
+        write_section(section)
+    return 0

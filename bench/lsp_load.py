@@ -27,7 +27,6 @@ proportional set sizes summed, sampled every 200 ms).
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -39,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import VENV_PYTHON, Section, build, write_section
+from harness import Section, tracer_stage_main
 from lsp_latency import Client, memory_kib
 
 HEADING = "## Language server under load: 500 files, 100 entrypoints, saves in bursts"
@@ -313,17 +312,7 @@ def measure(binary: Path, python: Path, fast: bool) -> Section:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--fast", action="store_true", help="60 files, 12 entrypoints, nothing written")
-    parser.add_argument("--python", type=Path, default=VENV_PYTHON, help="the interpreter with torch")
-    parser.add_argument("--binary", type=Path, help="use this pt2lsp instead of building target/release/pt2lsp")
-    args = parser.parse_args()
-    binary = args.binary.resolve() if args.binary else build()
-    section = measure(binary, args.python.absolute(), args.fast)
-    print(section.markdown())
-    if not args.fast:
-        write_section(section)
-    return 0
+    return tracer_stage_main(__doc__, measure, "60 files, 12 entrypoints")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ goal is a warm run within 10% of the cold one's wall time.
 
 from __future__ import annotations
 
-import argparse
 import re
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import ROOT, VENV_PYTHON, Section, build, write_section
+from harness import ROOT, Section, tracer_stage_main
 
 HEADING = "## Tracer: `check --trace` with a warm trace cache against an empty one"
 
@@ -90,17 +89,7 @@ def measure(binary: Path, python: Path, fast: bool) -> Section:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--fast", action="store_true", help="fixtures/examples only, nothing written")
-    parser.add_argument("--python", type=Path, default=VENV_PYTHON, help="the interpreter with torch")
-    parser.add_argument("--binary", type=Path, help="use this pt2lsp instead of building target/release/pt2lsp")
-    args = parser.parse_args()
-    binary = args.binary.resolve() if args.binary else build()
-    section = measure(binary, args.python.absolute(), args.fast)
-    print(section.markdown())
-    if not args.fast:
-        write_section(section)
-    return 0
+    return tracer_stage_main(__doc__, measure, "fixtures/examples only")
 
 
 if __name__ == "__main__":

@@ -92,6 +92,24 @@ impl Project {
         self.dir.path().join(name)
     }
 
+    /// `check --trace --format json` of `file`, the trace cache off (every run exports).
+    fn check_traced(&self, python: &Path, file: &str) -> Run {
+        run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+            .args([
+                "check",
+                "--trace",
+                "--no-cache",
+                "--format",
+                "json",
+                "--python",
+            ])
+            .arg(python)
+            .arg(file)
+            .current_dir(self.dir.path())
+            .env("TMPDIR", self.tmp.path())
+            .env_remove("VIRTUAL_ENV"))
+    }
+
     fn export(&self, python: &Path, args: &[&str]) -> Run {
         run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
             .arg("export")
@@ -448,20 +466,7 @@ example_args = (torch.randn(4, 8192),)
 dynamic_shapes = {"x": {0: Dim("batch")}}
 "#;
     let project = Project::new("memory_limit = 4096\n", &[("big.py", big)]);
-    let check = run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
-        .args([
-            "check",
-            "--trace",
-            "--no-cache",
-            "--format",
-            "json",
-            "--python",
-        ])
-        .arg(python)
-        .arg("big.py")
-        .current_dir(project.dir.path())
-        .env("TMPDIR", project.tmp.path())
-        .env_remove("VIRTUAL_ENV"));
+    let check = project.check_traced(python, "big.py");
     assert_eq!(check.code, 0, "{check:#?}");
     assert_eq!(check.stdout.trim(), "[]", "{check:#?}");
 
@@ -506,20 +511,7 @@ example_args = (torch.randn(4, 8192),)
 dynamic_shapes = {"x": {0: Dim("batch")}}
 "#;
     let project = Project::new("memory_limit = 4096\n", &[("big.py", big)]);
-    let check = run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
-        .args([
-            "check",
-            "--trace",
-            "--no-cache",
-            "--format",
-            "json",
-            "--python",
-        ])
-        .arg(python)
-        .arg("big.py")
-        .current_dir(project.dir.path())
-        .env("TMPDIR", project.tmp.path())
-        .env_remove("VIRTUAL_ENV"));
+    let check = project.check_traced(python, "big.py");
     assert_eq!(check.code, 1, "{check:#?}");
     let report: serde_json::Value = serde_json::from_str(&check.stdout).unwrap();
     let found: Vec<(u64, &str, &str)> = report

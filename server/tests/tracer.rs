@@ -853,27 +853,11 @@ fn a_transformers_model_returning_its_cache_is_told_to_turn_the_cache_off() {
     let _turn = turn();
     let tmp = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    fs::write(
-        project.path().join("lm.py"),
-        "import torch\nimport transformers\n\nconfig = transformers.LlamaConfig(vocab_size=128, \
+    let entry = "import torch\nimport transformers\n\nconfig = transformers.LlamaConfig(vocab_size=128, \
          hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, \
          num_key_value_heads=2)\nmodel = transformers.LlamaForCausalLM(config).eval()\n\
-         example_args = (torch.randint(0, 128, (1, 8)),)\nexample_kwargs = {\"use_cache\": True}\n",
-    )
-    .unwrap();
-    let run = pt2lsp(
-        project.path(),
-        tmp.path(),
-        &[
-            "check",
-            "--trace",
-            "--python",
-            python.to_str().unwrap(),
-            "--format",
-            "json",
-            "lm.py",
-        ],
-    );
+         example_args = (torch.randint(0, 128, (1, 8)),)\nexample_kwargs = {\"use_cache\": True}\n";
+    let run = trace_files(python, tmp.path(), project.path(), &[("lm.py", entry)]);
     let found = traced(&run.json());
     assert_eq!(found.len(), 1, "{found:#?}\n{}", run.stderr);
     let (file, line, code, message) = &found[0];

@@ -570,6 +570,17 @@ mod tests {
         None
     }
 
+    /// A tracer on `python` running `jobs` at once, in the environment's start method.
+    fn start(python: PathBuf, jobs: usize) -> (Tracer, Receiver<Completed>) {
+        Tracer::start(TracerOptions {
+            python,
+            jobs,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            start_method: StartMethod::from_environment(),
+        })
+        .unwrap()
+    }
+
     fn job(dir: &Path, name: &str, forward: &str) -> JobSpec {
         let file = dir.join(name);
         std::fs::write(
@@ -594,13 +605,7 @@ mod tests {
     fn foreground_jobs_run_before_queued_background_ones() {
         let Some(python) = torch_python() else { return };
         let dir = tempfile::tempdir().unwrap();
-        let (tracer, done) = Tracer::start(TracerOptions {
-            python,
-            jobs: 1,
-            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
-            start_method: StartMethod::from_environment(),
-        })
-        .unwrap();
+        let (tracer, done) = start(python, 1);
         let busy = tracer.submit(job(
             dir.path(),
             "busy.py",
@@ -635,13 +640,7 @@ mod tests {
     fn cancelled_jobs_end_and_a_killed_worker_is_replaced() {
         let Some(python) = torch_python() else { return };
         let dir = tempfile::tempdir().unwrap();
-        let (tracer, done) = Tracer::start(TracerOptions {
-            python,
-            jobs: 2,
-            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
-            start_method: StartMethod::from_environment(),
-        })
-        .unwrap();
+        let (tracer, done) = start(python, 2);
         let wait = || done.recv_timeout(Duration::from_secs(120)).unwrap();
 
         let hang = tracer.submit(job(
@@ -701,13 +700,7 @@ mod tests {
              example_args = (torch.randn(1, 3, 160, 160),)\n",
         )
         .unwrap();
-        let (tracer, done) = Tracer::start(TracerOptions {
-            python,
-            jobs: 1,
-            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
-            start_method: StartMethod::from_environment(),
-        })
-        .unwrap();
+        let (tracer, done) = start(python, 1);
         tracer.submit(JobSpec {
             file: file.clone(),
             roots: vec![dir.path().to_path_buf()],
