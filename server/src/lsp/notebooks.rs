@@ -153,12 +153,12 @@ impl Notebooks {
         self.open.get(uri).map(|notebook| notebook.clone())
     }
 
-    /// The notebook a cell belongs to, and the cell's document.
-    pub fn cell(&self, cell: &Uri) -> Option<(Uri, Document)> {
+    /// The document of a cell of an open notebook.
+    pub fn cell(&self, cell: &Uri) -> Option<Document> {
         let notebook_uri = self.cells.get(cell)?.clone();
         let notebook = self.open.get(&notebook_uri)?;
         let found = notebook.cells.iter().find(|c| c.uri == *cell)?;
-        Some((notebook_uri, found.document.clone()))
+        Some(found.document.clone())
     }
 
     /// The version a notebook has now.
@@ -188,10 +188,9 @@ fn new_cell(cell: &NotebookCell, texts: &mut Vec<TextDocumentItem>) -> Cell {
     }
 }
 
-/// What an analysis of a notebook publishes: each Python cell's diagnostics, in cell order.
-pub struct CellDiagnostics {
-    pub cells: Vec<(Uri, i32, Vec<lsp::Diagnostic>)>,
-}
+/// What an analysis of a notebook publishes: each Python cell's URI, version and diagnostics,
+/// in cell order.
+pub type CellDiagnostics = Vec<(Uri, i32, Vec<lsp::Diagnostic>)>;
 
 /// The notebook's Python cells joined, for analysis.
 pub fn join(notebook: &OpenNotebook) -> (JoinedCells, Vec<String>) {
@@ -238,7 +237,7 @@ pub fn place(
                 .and_then(|(found, end)| (found == cell).then_some(end)),
         }
     };
-    let mut cells: Vec<(Uri, i32, Vec<lsp::Diagnostic>)> = notebook
+    let mut cells: CellDiagnostics = notebook
         .cells
         .iter()
         .filter(|cell| cell.python)
@@ -285,7 +284,7 @@ pub fn place(
             entry.2.push(lsp_diagnostic);
         }
     }
-    CellDiagnostics { cells }
+    cells
 }
 
 /// An edit's end at the first column of the line after a cell's last (its text ended there):

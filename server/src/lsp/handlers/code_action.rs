@@ -35,7 +35,7 @@ pub async fn code_action(
 ) -> Result<Option<CodeActionResponse>> {
     let uri = params.text_document.uri.clone();
     if !session.documents.contains_key(&uri) {
-        if let Some((_, cell)) = session.notebooks.cell(&uri) {
+        if let Some(cell) = session.notebooks.cell(&uri) {
             return Ok(Some(cell_actions(&session, &uri, &cell, &params)));
         }
     }

@@ -36,7 +36,7 @@ impl Session {
             if session.notebooks.version(&uri) != Some(version) {
                 return; // A newer change is being analysed.
             }
-            for (cell, cell_version, diagnostics) in placed.cells {
+            for (cell, cell_version, diagnostics) in placed {
                 session.publish(cell, diagnostics, Some(cell_version)).await;
             }
         });
