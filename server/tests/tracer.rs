@@ -53,8 +53,6 @@ fn pt2lsp(dir: &Path, tmp: &Path, args: &[&str]) -> Run {
         .env_remove("VIRTUAL_ENV"))
 }
 
-/// Processes whose command line mentions `marker` (the worker's argv names its directory,
-/// which is under the run's TMPDIR; its forked jobs share that argv).
 /// `check --trace --format json --exit-zero` of `files` (name, text), written into `project`
 /// first.
 fn trace_files(python: &Path, tmp: &Path, project: &Path, files: &[(&str, &str)]) -> Run {
@@ -74,7 +72,11 @@ fn trace_files(python: &Path, tmp: &Path, project: &Path, files: &[(&str, &str)]
     pt2lsp(project, tmp, &args)
 }
 
-fn processes_mentioning(marker: &str) -> Vec<String> {
+/// Processes whose command line mentions `marker` (the worker's argv names its directory,
+/// which is under the run's TMPDIR; its forked jobs share that argv), or, with `environment`,
+/// whose environment does (a process spawned by multiprocessing names no path on its command
+/// line, but inherits the run's TMPDIR).
+fn processes_mentioning(marker: &str, environment: bool) -> Vec<String> {
     let mut found = Vec::new();
     let Ok(entries) = fs::read_dir("/proc") else {
         return found;
@@ -88,7 +90,12 @@ fn processes_mentioning(marker: &str) -> Vec<String> {
             continue;
         };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(marker) {
+        let environ = if environment {
+            fs::read(entry.path().join("environ")).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        if cmdline.contains(marker) || String::from_utf8_lossy(&environ).contains(marker) {
             found.push(format!("{pid}: {cmdline}"));
         }
     }
@@ -101,7 +108,7 @@ fn assert_clean(tmp: &Path) {
     let marker = tmp.to_string_lossy().into_owned();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let left = processes_mentioning(&marker);
+        let left = processes_mentioning(&marker, true);
         if left.is_empty() {
             break;
         }
@@ -626,7 +633,7 @@ fn ctrl_c_leaves_no_worker_and_no_files() {
     // Wait until the job runs: the worker and its forked job both mention the TMPDIR.
     let marker = tmp.path().to_string_lossy().into_owned();
     let deadline = Instant::now() + Duration::from_secs(120);
-    while processes_mentioning(&marker).len() < 2 {
+    while processes_mentioning(&marker, false).len() < 2 {
         assert!(Instant::now() < deadline, "the trace never started");
         assert!(child.try_wait().unwrap().is_none(), "pt2lsp ended early");
         std::thread::sleep(Duration::from_millis(50));

@@ -34,7 +34,9 @@ class Member:
     def __init__(self, context, run_dir: str, index: int) -> None:
         parent, child = context.Pipe()
         self.conn = parent
-        self.process = context.Process(target=member_main, args=(child, run_dir), name=f"pt2lsp-job-{index}", daemon=True)
+        self.process = context.Process(
+            target=member_main, args=(child, run_dir, os.getpid()), name=f"pt2lsp-job-{index}", daemon=True
+        )
         self.process.start()
         child.close()
         self.ready = False
@@ -242,12 +244,16 @@ class SpawnPool:
             self.channel.sock.setblocking(False)
 
 
-def member_main(conn, run_dir: str) -> None:
+def member_main(conn, run_dir: str, pool_pid: int) -> None:
     """A pooled process: warm up, wait for one job, run it, send its result, exit."""
     from .main import _warm_up
     from .zygote import set_parent_death_signal
 
     set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != pool_pid:
+        # The pool died while this process was starting: nothing would ever read it, and it
+        # would write into a run directory the manager has removed.
+        os._exit(1)
     if hasattr(os, "setpgid"):
         try:
             os.setpgid(0, 0)  # its own group, so a kill takes what the job started too

@@ -216,7 +216,7 @@ impl Worker {
             (method, jobs),
         );
         if result.is_err() {
-            let _ = fs::remove_dir_all(&dir);
+            remove_run_dir(&dir);
         }
         result
     }
@@ -421,7 +421,7 @@ impl Worker {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = fs::remove_dir_all(&self.dir);
+        remove_run_dir(&self.dir);
     }
 }
 
@@ -510,6 +510,17 @@ fn tail_text(tail: &Mutex<Tail>) -> String {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     String::from_utf8_lossy(&tail.bytes).trim().to_owned()
+}
+
+/// Removes the worker's directory. Its job processes die with the worker, but one that was
+/// still writing (a bytecode cache, its output) may recreate an entry while the tree is being
+/// removed, so it tries again for a moment; Windows also keeps a file for a moment after its
+/// process ends.
+fn remove_run_dir(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while fs::remove_dir_all(dir).is_err() && dir.exists() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// A fresh directory only this user can enter, under the temp dir (or `/tmp` when the temp dir
