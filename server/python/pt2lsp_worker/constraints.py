@@ -80,7 +80,53 @@ def _bullet_in_user_terms(bullet: str, dims: dict[str, str]) -> str:
     return f"not every value of `{name}` in its declared range {bounds}satisfies the guard {in_user_terms(guard, dims)}"
 
 
-def _described(fix: SuggestedFix) -> str:
+def guard_clause(
+    expr: str, symbol_to_sources: dict[str, str], dims: dict[str, str], fixes: list[SuggestedFix]
+) -> tuple[str, list[SuggestedFix]] | None:
+    """ "the guard … on dynamic dimension `d`" for a guard on violated dimensions (`dims`: {source:
+    Dim name}), with the suggested fixes about them; None for a guard on a dimension the
+    violation is not about (a Dim.AUTO one)."""
+    names = sorted({dims[source] for source in symbol_to_sources.values() if source in dims})
+    if dims and not names and len(set(dims.values())) == 1:
+        # One dim violated: strict export names sources differently (L['flat_args'][0]).
+        names = sorted(set(dims.values()))
+    if dims and not names:
+        return None
+    named = on_dimensions(names or sorted(set(symbol_to_sources.values())))
+    # The guard in the user's `Dim` names (`Ne(16*seq, 32)`, not `Ne(16*s27, 32)`).
+    guard = in_user_terms(expr, symbol_names(symbol_to_sources, dims))
+    relevant = [fix for fix in fixes if fix.dim in names or fix.root in names or not names]
+    # A derived fix (`b = 2*_b`) comes with its root's definition (`_b = Dim(...)`).
+    roots = {fix.root for fix in relevant if fix.kind == "derived"}
+    relevant += [fix for fix in fixes if fix.dim in roots and fix not in relevant]
+    return f"the guard {guard} {named}", relevant
+
+
+def on_dimensions(names: list[str]) -> str:
+    """ "on dynamic dimension `a`" or "on dynamic dimensions `a` and `b`"."""
+    quoted = [name if name.startswith("L[") else f"`{name}`" for name in names]
+    if len(quoted) == 1:
+        return f"on dynamic dimension {quoted[0]}"
+    return f"on dynamic dimensions {', '.join(quoted[:-1])} and {quoted[-1]}"
+
+
+# Guards named in one message; the rest are counted (a conv stack adds one per layer).
+GUARDS_SHOWN = 2
+
+
+def guard_message(who: str, clauses: list[str], fixes: list[SuggestedFix], note: str = "") -> str:
+    """ "{who} the guard … on dynamic dimension …[; {note}]; suggested fix: …", a fix that would
+    make a declared dynamic dimension static shown as what it is."""
+    shown = clauses if len(clauses) <= GUARDS_SHOWN else clauses[:GUARDS_SHOWN] + [f"{len(clauses) - GUARDS_SHOWN} more guards"]
+    message = f"{who} " + "; and ".join(shown)
+    if note:
+        message += f"; {note}"
+    if fixes:
+        message += "; suggested fix: " + "; ".join(described(fix) for fix in fixes)
+    return clip(message)
+
+
+def described(fix: SuggestedFix) -> str:
     """A suggested fix as the message shows it: a constant says that it makes the dim static."""
     if fix.kind == "constant":
         return f"{fix.text} (which makes `{fix.dim}` static)"
@@ -108,7 +154,7 @@ def parse_constraint_violation(text: str) -> tuple[str, list[SuggestedFix], dict
         first = _bullet_in_user_terms(bullets[0], dims)
         parts.append(first + (f" (and {len(bullets) - 1} more)" if len(bullets) > 1 else ""))
     if fixes:
-        parts.append("suggested fix: " + "; ".join(_described(fix) for fix in fixes))
+        parts.append("suggested fix: " + "; ".join(described(fix) for fix in fixes))
     return clip(" ".join(parts)), fixes, dims
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 
-from .constraints import in_user_terms, parse_constraint_violation, symbol_names
+from .constraints import guard_clause, guard_message, parse_constraint_violation
 from .data_dependent import HINTS, draft_data_dependent_code
 from .entrypoint import Target
 from .fake_kernels import normalize_op
 from .findings import Finding, Location, located
 from .locations import graph_node_location, user_stack_location
+from .spec import with_declared_sources
 from .text import clip
 from .workspace import Workspace
 
@@ -33,6 +34,7 @@ def draft_findings(
     filenames.update(getattr(report, "str_to_filename", {}) or {})
     violation = first.violation or (constraint_messages[0] if constraint_messages else "")
     _, fixes, dims = parse_constraint_violation(violation) if violation else ("", [], {})
+    dims = with_declared_sources(dims, target)
     findings = []
     # Operators whose fake kernel is missing or wrong: draft_export gives their outputs unbacked
     # sizes of its own making, so a guard on those sizes follows from the kernel and is not a
@@ -57,24 +59,14 @@ def draft_findings(
             findings.append(located(code, where, message, origin="draft_export"))
         elif kind == "GUARD_ADDED":
             where = user_stack_location(data.get("user_stack"), filenames, workspace)
-            sources = data.get("symbol_to_sources") or {}
-            names = sorted({dims[s] for s in sources.values() if s in dims})
-            if dims and not names and len(set(dims.values())) == 1:
-                # One dim violated: strict export names sources differently (L['flat_args'][0]).
-                names = sorted(set(dims.values()))
-            if dims and not names:
-                continue  # a guard on a dimension the violation is not about (Dim.AUTO)
-            named = ", ".join(f"`{name}`" for name in names) or ", ".join(sorted(set(sources.values())))
-            # The guard in the user's `Dim` names (`Ne(16*seq, 32)`, not `Ne(16*s27, 32)`).
-            guard = in_user_terms(str(data.get("expr")), symbol_names(sources, dims))
-            message = f"Constraints violated: this code adds the guard {guard} on dynamic dimension {named}"
-            relevant = [fix for fix in fixes if fix.dim in names or fix.root in names or not names]
-            # A derived fix (`b = 2*_b`) comes with its root's definition (`_b = Dim(...)`).
-            roots = {fix.root for fix in relevant if fix.kind == "derived"}
-            relevant += [fix for fix in fixes if fix.dim in roots and fix not in relevant]
-            if relevant:
-                message += "; suggested fix: " + "; ".join(fix.text for fix in relevant)
-            findings.append(located("PT401", where, clip(message), origin="draft_export", added_guard=True, fixes=relevant))
+            parts = guard_clause(str(data.get("expr")), data.get("symbol_to_sources") or {}, dims, fixes)
+            if parts is None:
+                continue
+            clause, relevant = parts
+            message = guard_message("Constraints violated: this code adds", [clause], relevant)
+            findings.append(
+                located("PT401", where, message, origin="draft_export", added_guard=clause, fixes=relevant, guards=[data])
+            )
         elif kind in ("MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL"):
             op = normalize_op(str(data.get("op", "")))
             where = definitions.get(op) or graph_node_location(program, str(data.get("op", "")), workspace)

@@ -87,8 +87,9 @@ class Finding:
     example_size: dict[str, int] = dataclasses.field(default_factory=dict)
     # The custom operator (`ns::op`) whose fake kernel is missing or wrong.
     op: str | None = None
-    # A guard draft_export saw added (one of its GUARD_ADDED failures).
-    added_guard: bool = False
+    # A guard draft_export saw added (one of its GUARD_ADDED failures), in the user's terms:
+    # "the guard Eq(height, 224) on dynamic dimension `height`"; empty for other findings.
+    added_guard: str = ""
 
     @property
     def placed(self) -> bool:

@@ -63,7 +63,7 @@ _EXPORTER_PACKAGES = frozenset({"torch", "functorch", "sympy", "mpmath", "typing
 RELATED_FRAMES_LIMIT = 6
 
 
-def _installed_package(filename: str | None) -> str | None:
+def installed_package(filename: str | None) -> str | None:
     """The top-level package of a file in site-packages (or dist-packages), None elsewhere."""
     if not filename:
         return None
@@ -73,6 +73,16 @@ def _installed_package(filename: str | None) -> str | None:
             top = parts[index + 1]
             return top[:-3] if top.endswith(".py") else top
     return None
+
+
+def installed_path(filename: str) -> str:
+    """A file in site-packages as the import path shows it (`timm/layers/patch_embed.py`); other
+    files unchanged."""
+    parts = os.path.abspath(filename).split(os.sep)
+    for index in range(len(parts) - 2, -1, -1):
+        if parts[index] in ("site-packages", "dist-packages"):
+            return "/".join(parts[index + 1 :])
+    return filename
 
 
 def _column_in_characters(filename: str, line: int, column: int | None) -> int:
@@ -89,36 +99,40 @@ def library_frames(chain: list[BaseException], workspace: Workspace) -> list[Rel
     torchvision's `ops/boxes.py` is reported on the user's line that calls into it, and these
     say which library lines it went through."""
     for exc in reversed(chain):
-        frames = traceback.extract_tb(exc.__traceback__)
-        if not frames:
-            continue
-        deepest_user = max((i for i, frame in enumerate(frames) if workspace.contains(frame.filename)), default=-1)
-        library = []
-        for frame in frames[deepest_user + 1 :]:
-            package = _installed_package(frame.filename)
-            if package is None or package in _EXPORTER_PACKAGES or workspace.contains(frame.filename):
-                continue
-            if not frame.lineno:
-                continue
-            library.append(frame)
-        if not library:
-            continue
-        library = library[-RELATED_FRAMES_LIMIT:]
-        related = []
-        for index, frame in enumerate(library):
-            filename = os.path.abspath(frame.filename)
-            deepest = index == len(library) - 1
-            what = "the export failed here" if deepest else "called through here"
-            related.append(
-                Related(
-                    filename,
-                    frame.lineno,
-                    _column_in_characters(filename, frame.lineno, getattr(frame, "colno", None)),
-                    f"{what}, in {frame.name} ({_installed_package(frame.filename)}, installed code)",
-                )
-            )
-        return related
+        related = library_path(traceback.extract_tb(exc.__traceback__), workspace, "the export failed here")
+        if related:
+            return related
     return []
+
+
+def library_path(frames, workspace: Workspace, deepest_says: str) -> list[Related]:
+    """The installed-code frames (outermost first) after the deepest workspace frame of
+    `frames`, as related locations; the deepest says `deepest_says`. Frames need `filename`,
+    `lineno` and `name` (`colno` when known)."""
+    frames = list(frames or [])
+    deepest_user = max((i for i, frame in enumerate(frames) if workspace.contains(frame.filename)), default=-1)
+    library = []
+    for frame in frames[deepest_user + 1 :]:
+        package = installed_package(frame.filename)
+        if package is None or package in _EXPORTER_PACKAGES or workspace.contains(frame.filename):
+            continue
+        if not frame.lineno:
+            continue
+        library.append(frame)
+    library = library[-RELATED_FRAMES_LIMIT:]
+    related = []
+    for index, frame in enumerate(library):
+        filename = os.path.abspath(frame.filename)
+        what = deepest_says if index == len(library) - 1 else "called through here"
+        related.append(
+            Related(
+                filename,
+                frame.lineno,
+                _column_in_characters(filename, frame.lineno, getattr(frame, "colno", None)),
+                f"{what}, in {frame.name} ({installed_package(frame.filename)}, installed code)",
+            )
+        )
+    return related
 
 
 def _resolve_relative(fragment: str, workspace: Workspace) -> str | None:

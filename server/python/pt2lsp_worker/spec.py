@@ -70,6 +70,61 @@ def keys_past_rank(target: Target) -> list[str]:
     return blamed
 
 
+def declared_sources(target: Target) -> dict[str, str]:
+    """{source: Dim name} of every named `Dim` in `dynamic_shapes`, in the exporter's source
+    names (`L['x'].size()[2]`; `L['x'][0].size()[1]` inside a tuple input), so that a guard on
+    a source can be told apart from another dimension's. Dim.AUTO and Dim.DYNAMIC have no name
+    of the user's and are left out."""
+    spec = target.dynamic_shapes
+    if spec is None:
+        return {}
+    try:
+        bound = inspect.signature(target.model.forward).bind(*target.args, **(target.kwargs or {}))
+    except (TypeError, ValueError):
+        return {}
+    names = list(bound.arguments)
+    if isinstance(spec, dict):
+        pairs = list(spec.items())
+    elif isinstance(spec, (list, tuple)):
+        pairs = list(zip(names, spec, strict=False))
+    else:
+        return {}
+    found: dict[str, str] = {}
+    for key, inner in pairs:
+        if key in bound.arguments:
+            _walk_spec(f"L[{key!r}]", bound.arguments[key], inner, found)
+    return found
+
+
+def with_declared_sources(dims: dict[str, str], target: Target) -> dict[str, str]:
+    """A violation's {source: Dim name} with the dims it named without a source (`?height`,
+    from "You marked height as dynamic but your code specialized it") given theirs."""
+    if not any(source.startswith("?") for source in dims):
+        return dims
+    resolved = dict(dims)
+    for source, name in declared_sources(target).items():
+        if resolved.pop(f"?{name}", None) is not None:
+            resolved[source] = name
+    return resolved
+
+
+def _walk_spec(source: str, value, spec, found: dict[str, str]) -> None:
+    if hasattr(value, "ndim") and hasattr(value, "shape"):
+        dims = spec.items() if isinstance(spec, dict) else enumerate(spec) if isinstance(spec, (list, tuple)) else ()
+        for index, dim in dims:
+            name = getattr(dim, "__name__", None)
+            if isinstance(index, int) and isinstance(name, str) and name.isidentifier():
+                found[f"{source}.size()[{index}]"] = name
+        return
+    if isinstance(value, dict) and isinstance(spec, dict):
+        for key, inner in spec.items():
+            if key in value:
+                _walk_spec(f"{source}[{key!r}]", value[key], inner, found)
+    elif isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)):
+        for index, (item, inner) in enumerate(zip(value, spec, strict=False)):
+            _walk_spec(f"{source}[{index}]", item, inner, found)
+
+
 def place_on_spec(finding: Finding, target: Target, keys=()) -> None:
     """Puts a finding about dynamic_shapes on the spec: the key it names, else the binding."""
     if finding.placed:

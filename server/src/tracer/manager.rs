@@ -748,4 +748,73 @@ mod tests {
             "torch's own frames are not the user's business: {on_forward:#?}"
         );
     }
+    /// A guard that installed code adds on a declared dynamic dimension (torchvision's ViT
+    /// asserts the image height) is on the user's declaration of that dimension, naming the
+    /// library line that adds it, with that line among the related locations; the fix that
+    /// would make it static is shown as what it is.
+    #[test]
+    fn a_guard_added_by_an_installed_library_names_its_line_on_the_users_declaration() {
+        let Some(python) = torch_python() else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("vit.py");
+        std::fs::write(
+            &file,
+            "import torch\nimport torchvision\nfrom torch.export import Dim\n\n\
+             model = torchvision.models.VisionTransformer(\n    image_size=32, patch_size=16, \
+             num_layers=1, num_heads=2, hidden_dim=16, mlp_dim=32\n).eval()\n\
+             example_args = (torch.randn(2, 3, 32, 32),)\n\
+             dynamic_shapes = {\"x\": {0: Dim(\"batch\"), 2: Dim(\"height\", min=16, max=64)}}\n",
+        )
+        .unwrap();
+        let (tracer, done) = start(python, 1);
+        tracer.submit(JobSpec {
+            file: file.clone(),
+            roots: vec![dir.path().to_path_buf()],
+            cwd: dir.path().to_path_buf(),
+            entrypoint: None,
+            strict: false,
+            timeout: 300.0,
+            memory_limit_mb: None,
+        });
+        let result = done.recv_timeout(Duration::from_secs(600)).unwrap().result;
+        assert_eq!(result.status, Status::Failed, "{result:#?}");
+        let [finding] = result.diagnostics.as_slice() else {
+            panic!("one finding expected: {result:#?}");
+        };
+        // On the `"x"` key of `dynamic_shapes`, line 9.
+        assert_eq!(
+            (&finding.file, finding.line, finding.code.as_str()),
+            (&file, 9, "PT401")
+        );
+        let library = Path::new("torchvision")
+            .join("models")
+            .join("vision_transformer.py");
+        let adds = finding
+            .related
+            .iter()
+            .find(|related| {
+                related.file.ends_with(&library) && related.message.contains("adds the guard")
+            })
+            .unwrap_or_else(|| panic!("no torchvision line adding the guard: {finding:#?}"));
+        let source = std::fs::read_to_string(&adds.file).unwrap();
+        let line = source
+            .lines()
+            .nth(adds.line as usize - 1)
+            .unwrap_or_default();
+        assert!(
+            line.contains("torch._assert(h == self.image_size"),
+            "{adds:?}: {line}"
+        );
+        assert!(
+            finding.message.contains(&format!(
+                "installed code (torchvision/models/vision_transformer.py:{})",
+                adds.line
+            )) && finding.message.contains("Eq(height, 32)")
+                && finding
+                    .message
+                    .contains("height = 32 (which makes `height` static)"),
+            "{}",
+            finding.message
+        );
+    }
 }

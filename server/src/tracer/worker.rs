@@ -99,6 +99,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/findings.py"),
     worker_file!("pt2lsp_worker/graph_breaks.py"),
     worker_file!("pt2lsp_worker/job.py"),
+    worker_file!("pt2lsp_worker/library_conditions.py"),
     worker_file!("pt2lsp_worker/locations.py"),
     worker_file!("pt2lsp_worker/main.py"),
     worker_file!("pt2lsp_worker/outputs.py"),
