@@ -1,8 +1,10 @@
-//! The PT301 `register_fake` fix and the PT102/PT103 `torch._check` fix on their fixtures:
-//! every file under `fixtures/fixes/register_fake/` and `fixtures/fixes/check/` gets an unsafe
-//! fix that leaves no error of its rule behind, and the fixed texts are snapshots, so a reviewer
-//! reads each fake kernel and check. Patterns a check cannot make exportable get no fix.
-//! (`tests/python/` exports the fixed files with real torch and compares them with the originals.)
+//! The PT301 `register_fake` fix, the PT102/PT103 `torch._check` fix and the PT601 fixes (a
+//! `random` draw made by torch, a counter kept in a buffer), on their fixtures: every file under
+//! `fixtures/fixes/register_fake/`, `check/`, `random/` and `buffer/` gets an unsafe fix that
+//! leaves no diagnostic of its rule behind, and the fixed texts are snapshots, so a reviewer
+//! reads each fake kernel, check, draw and buffer. Patterns a check cannot make exportable get
+//! no fix. (`tests/python/` exports the fixed files with real torch and compares them with the
+//! originals: values, or for the random draws, distributions.)
 
 use pt2lsp_analyzer::{Applicability, FixMode, Rule, Settings, check, fix_to_fixpoint};
 
@@ -70,6 +72,59 @@ fn validation_ifs_on_data_dependent_values_get_a_check() {
     snapshot_fixed(
         "fixes/check",
         &[Rule::DataDependentScalar, Rule::DataDependentShape],
+    );
+}
+
+#[test]
+fn random_draws_reaching_tensors_are_drawn_by_torch() {
+    snapshot_fixed("fixes/random", &[Rule::BakedInValue]);
+}
+
+#[test]
+fn numbers_that_forward_changes_are_kept_in_buffers() {
+    snapshot_fixed("fixes/buffer", &[Rule::BakedInValue]);
+}
+
+/// The buffer rewrite is offered only where it is sure to run: not when another method assigns
+/// the attribute a Python number (assigning one to a buffer's name raises), nor when the number
+/// is set before `super().__init__()` (a buffer cannot be registered yet).
+#[test]
+fn counters_a_buffer_would_break_get_no_edit() {
+    let reset = "import torch\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        \
+                 super().__init__()\n        self.steps = 0\n\n    def reset(self):\n        \
+                 self.steps = 0\n\n    def forward(self, x):\n        self.steps += 1\n        \
+                 return x * self.steps\n";
+    let early = "import torch\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        \
+                 self.steps = 0\n        super().__init__()\n\n    def forward(self, x):\n        \
+                 self.steps += 1\n        return x * self.steps\n";
+    for text in [reset, early] {
+        let report = check(text, &Settings::default());
+        let frozen: Vec<_> = report
+            .diagnostics
+            .iter()
+            .filter(|diagnostic| diagnostic.rule == Rule::BakedInValue)
+            .collect();
+        assert_eq!(frozen.len(), 1, "{text}\n{:?}", report.diagnostics);
+        assert!(frozen[0].fix.is_none(), "{text}\n{:?}", frozen[0].fix);
+    }
+}
+
+/// Values read from the clock or the environment have no torch op that reads them on every
+/// call: they get the advice (an input), not an edit.
+#[test]
+fn clock_and_environment_reads_get_no_edit() {
+    let text = "import os\nimport time\n\nimport torch\n\n\nclass M(torch.nn.Module):\n    \
+                def forward(self, x):\n        return x * time.time() + float(os.getenv(\"K\", \"1\"))\n";
+    let report = check(text, &Settings::default());
+    let frozen: Vec<_> = report
+        .diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.rule == Rule::BakedInValue)
+        .collect();
+    assert!(!frozen.is_empty(), "{:?}", report.diagnostics);
+    assert!(
+        frozen.iter().all(|diagnostic| diagnostic.fix.is_none()),
+        "{frozen:?}"
     );
 }
 

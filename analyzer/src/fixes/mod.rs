@@ -6,8 +6,10 @@
 pub(crate) mod branches;
 pub(crate) mod cond;
 pub(crate) mod dims;
+pub(crate) mod module_buffer;
 pub(crate) mod register_fake;
 pub(crate) mod torch_check;
+pub(crate) mod torch_random;
 pub(crate) mod where_rewrite;
 
 use ruff_text_size::{Ranged, TextRange, TextSize};

@@ -46,9 +46,22 @@ def forward(self, x):
 ## Fix
 Keep changing state in a buffer (`self.register_buffer("steps", torch.zeros(()))`) updated in
 place, pass the value in as an input, or compute it with torch operations (`torch.rand`).
+
+A draw from `random` that torch makes from the same distribution (`random.random()`,
+`uniform(a, b)`, `gauss(mu, sigma)`, `normalvariate`, `expovariate`) has an unsafe fix that
+makes it with torch in the graph (`random.uniform(0.9, 1.1)` →
+`torch.empty(()).uniform_(0.9, 1.1)`): the value becomes a 0-d tensor, which arithmetic with
+tensors treats as the number it was, but a branch or a size computed from it would not.
+
+A number set in `__init__` (`self.steps = 0`, after `super().__init__()`) and changed only by
+`+=`-style updates has an unsafe fix that keeps it in a non-persistent buffer
+(`self.register_buffer("steps", torch.tensor(0), persistent=False)`): the exported program
+updates it on every call, and checkpoints are unchanged.
 "#,
 };
 
+use crate::fixes::module_buffer::buffer_fix;
+use crate::fixes::torch_random::torch_draw_fix;
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::rules::untraceable_call::is_strict_failure;
@@ -81,6 +94,26 @@ pub(crate) fn check(checker: &mut Checker) {
             ),
             _ => continue,
         };
-        checker.report(Rule::BakedInValue, Severity::Warning, event.range, message);
+        let fix = match &event.kind {
+            // A draw used at several places gets the same fix at each (one edit, at the draw).
+            EventKind::BakedIntoTensor { source, read_at } => {
+                torch_draw_fix(source, *read_at, checker.model.file.text, checker.imports())
+            }
+            EventKind::ModuleStateChanged { attribute } => buffer_fix(
+                attribute,
+                event.range,
+                &checker.parsed.module.body,
+                checker.model.file.text,
+                checker.imports(),
+            ),
+            _ => None,
+        };
+        checker.report_with_fix(
+            Rule::BakedInValue,
+            Severity::Warning,
+            event.range,
+            message,
+            fix,
+        );
     }
 }

@@ -421,6 +421,24 @@ pub(crate) const BAKED_IN_MODULES: &[&str] = &[
 pub(crate) const READ_AT_TRACE_TIME: &[&str] =
     &["random", "time", "datetime", "os", "uuid", "secrets"];
 
+/// Draws from Python's `random` and the same draw made by torch, in the exported graph: (the
+/// `random` function, its positional arguments, the torch function, the replacement with `{f}`
+/// for that function and `{0}`, `{1}` for the arguments). Each draws from the same distribution
+/// (`uniform(a, b)` is `uniform_(a, b)`, `gauss(mu, sigma)` is `normal(mu, sigma)`), as a 0-d
+/// float tensor instead of a Python float.
+pub(crate) const RANDOM_IN_TORCH: &[(&str, usize, &str, &str)] = &[
+    ("random.random", 0, "rand", "{f}(())"),
+    ("random.uniform", 2, "empty", "{f}(()).uniform_({0}, {1})"),
+    ("random.gauss", 2, "normal", "{f}({0}, {1}, ())"),
+    ("random.normalvariate", 2, "normal", "{f}({0}, {1}, ())"),
+    (
+        "random.expovariate",
+        1,
+        "empty",
+        "{f}(()).exponential_({0})",
+    ),
+];
+
 /// Builtins that do I/O or run code; Dynamo refuses them.
 pub(crate) const UNTRACEABLE_BUILTINS: &[&str] =
     &["open", "input", "eval", "exec", "compile", "breakpoint"];

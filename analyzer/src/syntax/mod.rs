@@ -18,6 +18,26 @@ pub(crate) struct SyntaxError {
     pub(crate) range: TextRange,
 }
 
+/// `0`, `1.5`, `-1`: an int or float literal, possibly signed.
+pub(crate) fn is_number_literal(value: &ast::Expr) -> bool {
+    match value {
+        ast::Expr::NumberLiteral(number) => !matches!(number.value, ast::Number::Complex { .. }),
+        ast::Expr::UnaryOp(unary)
+            if matches!(unary.op, ast::UnaryOp::USub | ast::UnaryOp::UAdd) =>
+        {
+            is_number_literal(&unary.operand)
+        }
+        _ => false,
+    }
+}
+
+/// Parses one expression (a call's source text, say); `None` when it is not exactly one valid
+/// expression.
+pub(crate) fn parse_expression(source: &str) -> Option<ast::Expr> {
+    let parsed = ruff_python_parser::parse_expression(source).ok()?;
+    Some(*parsed.into_syntax().body)
+}
+
 /// Parses a module, recovering from errors: the returned tree holds every statement the
 /// parser could make sense of, so later passes still see `if x.sum() > 0` with its colon missing.
 pub(crate) fn parse(source: &str) -> Parsed {

@@ -7,6 +7,7 @@ use ruff_text_size::Ranged;
 
 use crate::semantic::names;
 use crate::syntax::ast::{self, Expr, Stmt};
+use crate::syntax::is_number_literal;
 
 use super::{
     BoolContext, CompareOp, Env, EventKind, Guard, GuardKind, Interpreter, Interval, TensorInfo,
@@ -498,13 +499,12 @@ impl Interpreter<'_, '_> {
                 let Stmt::Assign(assign) = stmt else {
                     return false;
                 };
-                matches!(
-                    &*assign.value,
-                    Expr::NumberLiteral(_) | Expr::BooleanLiteral(_)
-                ) && assign
-                    .targets
-                    .iter()
-                    .any(|target| self_attribute(target) == Some(attribute))
+                (is_number_literal(&assign.value)
+                    || matches!(&*assign.value, Expr::BooleanLiteral(_)))
+                    && assign
+                        .targets
+                        .iter()
+                        .any(|target| self_attribute(target) == Some(attribute))
             })
         })
     }
