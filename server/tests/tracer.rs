@@ -1002,6 +1002,41 @@ dynamic_shapes = {"x": {0: torch.export.Dim("b"), 1: torch.export.Dim("s")}}
     assert_clean(tmp.path());
 }
 
+/// Example inputs that alias each other (pytorch #139805: one tensor passed five times) export,
+/// but the program is traced with them as one and computes something else on separate tensors:
+/// PT601 on `example_args`, naming the aliased places; with a tensor of its own each, nothing.
+#[test]
+fn aliased_example_inputs_are_pt601_on_the_examples() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let model = "import torch\n\n\nclass ListAdd(torch.nn.Module):\n    def forward(self, xs, y):\n        \
+                 for x in xs:\n            y = y + x\n        return y\n\n\nmodel = ListAdd()\n\
+                 x = torch.rand(8, 4)\n";
+    let aliased = format!("{model}example_args = ([x, x], x)\n");
+    let separate = format!("{model}example_args = ([x, x.clone()], x.clone())\n");
+    let run = trace_files(
+        python,
+        tmp.path(),
+        project.path(),
+        &[("aliased.py", &aliased), ("separate.py", &separate)],
+    );
+    let found = traced(&run.json());
+    assert_eq!(found.len(), 1, "{found:#?}\n{}", run.stderr);
+    let (file, line, code, message) = &found[0];
+    assert_eq!(
+        (file.as_str(), *line, code.as_str()),
+        ("aliased.py", 13, "PT601")
+    );
+    assert!(
+        message.contains("`example_args[0][0]`, `example_args[0][1]`, `example_args[1]`")
+            && message.contains(".clone()"),
+        "{message}"
+    );
+    assert_clean(tmp.path());
+}
+
 /// PT601 (issue 15): an export that succeeds and computes something else than eager. A counter
 /// on the module and `random` are frozen at their trace-time values; the check runs the program
 /// and eager on fresh inputs and places the finding on the line whose value the export froze.

@@ -29,8 +29,10 @@ run side by side on fresh inputs (the example inputs drawn again, at sizes acros
 dimension's range), eager twice, so that state changing between calls shows. When they
 disagree, the model is exported once more and the two programs are compared node by node: the
 constants that differ are values the export froze, and the finding is on the line that read one
-(a counter on the module, `random`, the clock). Programs with random ops (dropout in training
-mode, `torch.rand`) are not compared.
+(a counter on the module, `random`, the clock). When no constant differs and the example
+inputs share memory (one tensor passed at several places, pytorch #139805), the export traced
+them as one tensor: the finding is on `example_args`, naming those places. Programs with random
+ops (dropout in training mode, `torch.rand`) are not compared.
 
 ## Why export fails
 It does not fail: `torch.export` runs `forward` once and keeps every Python value it reads as a

@@ -6,7 +6,8 @@ eager model run side by side on fresh inputs (the example inputs re-drawn at siz
 dynamic dimension's range), eager twice to expose state that changes between calls. When they
 disagree, a second export of the same model is compared with the first, node by node: the
 constants that changed between the two exports are the frozen values, and their nodes'
-`stack_trace` names the user's line.
+`stack_trace` names the user's line. When none changed and the example inputs share memory,
+the export traced them as one tensor (pytorch #139805): the finding is on `example_args`.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class Divergence:
     place: Location | None
     # The places a second export froze differently, after the first (the blamed one).
     more: list[Location] = dataclasses.field(default_factory=list)
+    # The example inputs alias each other: the finding is about `example_args`, not `model`.
+    about_examples: bool = False
 
 
 def check_divergence(
@@ -118,12 +121,43 @@ def check_divergence(
                 "updated in place, pass the value as an input, or draw it with a torch op (`torch.rand`)"
             )
             return Divergence(message, place, [more for more, _ in places[1:]])
+        aliased = aliased_inputs(args, kwargs)
+        if aliased:
+            message = (
+                f"the export succeeded but is wrong: {what}; the example inputs pass one tensor at several "
+                f"places ({', '.join(aliased)}), torch.export traced them as one, and the program computes "
+                "something else when they are different tensors. Give each input a tensor of its own "
+                "(`.clone()`), as the model will get at run time"
+            )
+            return Divergence(message, None, about_examples=True)
         message = (
             f"the export succeeded but is wrong: {what}; torch.export ran `forward` once and kept the Python "
             "values it read (a counter on the module, `random`, the clock, a global) as constants"
         )
         return Divergence(message, None)
     return None
+
+
+def aliased_inputs(args: tuple, kwargs: dict) -> list[str]:
+    """The places (`args[0][1]`, `kwargs['y']`) of example tensors that share their memory with
+    an earlier one; empty when every input tensor is its own."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    seen: dict[int, str] = {}
+    aliased: list[str] = []
+    for path, leaf in pytree.tree_flatten_with_path((args, kwargs))[0]:
+        if not isinstance(leaf, torch.Tensor) or leaf.numel() == 0:
+            continue
+        place = ("args" if path[0].idx == 0 else "kwargs") + pytree.keystr(path[1:])
+        storage = leaf.untyped_storage().data_ptr()
+        if storage in seen:
+            if seen[storage] not in aliased:
+                aliased.append(seen[storage])
+            aliased.append(place)
+        else:
+            seen[storage] = place
+    return [f"`example_{place}`" for place in aliased]
 
 
 def _align_buffers(module, model) -> None:
@@ -370,6 +404,8 @@ def divergence_findings(program, target: Target, workspace: Workspace) -> list[F
         return []
     if found.place is not None:
         finding = located("PT601", Location(os.path.abspath(found.place.file), found.place.line), found.message)
+    elif found.about_examples and target.args_binding:
+        finding = binding_finding(*target.args_binding, "PT601", found.message)
     else:
         file, name = target.model_binding or (workspace.entry_file, "model")
         finding = binding_finding(file, name, "PT601", found.message)
