@@ -65,7 +65,8 @@ impl TraceDiagnostic {
     }
 
     /// The analyzer's diagnostic for this finding in `text`. Every tracer finding is an error:
-    /// the real exporter failed.
+    /// the real exporter failed, or (PT601) the program it wrote was run and computes something
+    /// else than the model.
     pub fn to_diagnostic(&self, text: &str, index: &LineIndex) -> Diagnostic {
         Diagnostic {
             rule: self.rule,
