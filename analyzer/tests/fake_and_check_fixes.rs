@@ -6,7 +6,7 @@
 //! no fix. (`tests/python/` exports the fixed files with real torch and compares them with the
 //! originals: values, or for the random draws, distributions.)
 
-use pt2lsp_analyzer::{Applicability, FixMode, Rule, Settings, check, fix_to_fixpoint};
+use pt2lsp_analyzer::{Applicability, Diagnostic, FixMode, Rule, Settings, check, fix_to_fixpoint};
 
 #[path = "support/fixture_files.rs"]
 mod fixture_files;
@@ -98,15 +98,19 @@ fn counters_a_buffer_would_break_get_no_edit() {
                  self.steps = 0\n        super().__init__()\n\n    def forward(self, x):\n        \
                  self.steps += 1\n        return x * self.steps\n";
     for text in [reset, early] {
-        let report = check(text, &Settings::default());
-        let frozen: Vec<_> = report
-            .diagnostics
-            .iter()
-            .filter(|diagnostic| diagnostic.rule == Rule::BakedInValue)
-            .collect();
-        assert_eq!(frozen.len(), 1, "{text}\n{:?}", report.diagnostics);
+        let frozen = baked_in_values(text);
+        assert_eq!(frozen.len(), 1, "{text}\n{frozen:?}");
         assert!(frozen[0].fix.is_none(), "{text}\n{:?}", frozen[0].fix);
     }
+}
+
+/// The PT601 diagnostics of `text`.
+fn baked_in_values(text: &str) -> Vec<Diagnostic> {
+    check(text, &Settings::default())
+        .diagnostics
+        .into_iter()
+        .filter(|diagnostic| diagnostic.rule == Rule::BakedInValue)
+        .collect()
 }
 
 /// Values read from the clock or the environment have no torch op that reads them on every
@@ -115,13 +119,8 @@ fn counters_a_buffer_would_break_get_no_edit() {
 fn clock_and_environment_reads_get_no_edit() {
     let text = "import os\nimport time\n\nimport torch\n\n\nclass M(torch.nn.Module):\n    \
                 def forward(self, x):\n        return x * time.time() + float(os.getenv(\"K\", \"1\"))\n";
-    let report = check(text, &Settings::default());
-    let frozen: Vec<_> = report
-        .diagnostics
-        .iter()
-        .filter(|diagnostic| diagnostic.rule == Rule::BakedInValue)
-        .collect();
-    assert!(!frozen.is_empty(), "{:?}", report.diagnostics);
+    let frozen = baked_in_values(text);
+    assert!(!frozen.is_empty(), "{text}");
     assert!(
         frozen.iter().all(|diagnostic| diagnostic.fix.is_none()),
         "{frozen:?}"

@@ -681,6 +681,22 @@ mod tests {
         assert_eq!((completed.id, completed.result.status), (after, Status::Ok));
     }
 
+    /// The result of tracing `file` (in the project `dir`) with a tracer of its own, real
+    /// models' time allowed.
+    fn trace_alone(python: PathBuf, dir: &Path, file: &Path) -> JobResult {
+        let (tracer, done) = start(python, 1);
+        tracer.submit(JobSpec {
+            file: file.to_path_buf(),
+            roots: vec![dir.to_path_buf()],
+            cwd: dir.to_path_buf(),
+            entrypoint: None,
+            strict: false,
+            timeout: 600.0,
+            memory_limit_mb: None,
+        });
+        done.recv_timeout(Duration::from_secs(900)).unwrap().result
+    }
+
     /// A detection model from site-packages (torchvision's Faster R-CNN, no weights) fails
     /// inside the library: the finding is on the user's line that calls into it, with the
     /// library frames it went through (torchvision/ops/boxes.py among them) and the `model =`
@@ -700,18 +716,7 @@ mod tests {
              example_args = (torch.randn(1, 3, 160, 160),)\n",
         )
         .unwrap();
-        let (tracer, done) = start(python, 1);
-        tracer.submit(JobSpec {
-            file: file.clone(),
-            roots: vec![dir.path().to_path_buf()],
-            cwd: dir.path().to_path_buf(),
-            entrypoint: None,
-            strict: false,
-            timeout: 600.0,
-            memory_limit_mb: None,
-        });
-        let completed = done.recv_timeout(Duration::from_secs(900)).unwrap();
-        let result = completed.result;
+        let result = trace_alone(python, dir.path(), &file);
         assert_eq!(result.status, Status::Failed, "{result:#?}");
         let on_forward = result
             .diagnostics
@@ -766,17 +771,7 @@ mod tests {
              dynamic_shapes = {\"x\": {0: Dim(\"batch\"), 2: Dim(\"height\", min=16, max=64)}}\n",
         )
         .unwrap();
-        let (tracer, done) = start(python, 1);
-        tracer.submit(JobSpec {
-            file: file.clone(),
-            roots: vec![dir.path().to_path_buf()],
-            cwd: dir.path().to_path_buf(),
-            entrypoint: None,
-            strict: false,
-            timeout: 300.0,
-            memory_limit_mb: None,
-        });
-        let result = done.recv_timeout(Duration::from_secs(600)).unwrap().result;
+        let result = trace_alone(python, dir.path(), &file);
         assert_eq!(result.status, Status::Failed, "{result:#?}");
         let [finding] = result.diagnostics.as_slice() else {
             panic!("one finding expected: {result:#?}");
