@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from .expressions import as_python
 from .findings import SuggestedFix
 from .patching import patched
 from .text import clip, first_lines
@@ -94,7 +95,7 @@ def guard_clause(
         return None
     named = on_dimensions(names or sorted(set(symbol_to_sources.values())))
     # The guard in the user's `Dim` names (`Ne(16*seq, 32)`, not `Ne(16*s27, 32)`).
-    guard = in_user_terms(expr, symbol_names(symbol_to_sources, dims))
+    guard = as_python(in_user_terms(expr, symbol_names(symbol_to_sources, dims)))
     relevant = [fix for fix in fixes if fix.dim in names or fix.root in names or not names]
     # A derived fix (`b = 2*_b`) comes with its root's definition (`_b = Dim(...)`).
     roots = {fix.root for fix in relevant if fix.kind == "derived"}

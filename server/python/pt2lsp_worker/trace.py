@@ -16,6 +16,7 @@ from .constraints import capture_constraint_messages, guard_clause, guard_messag
 from .divergence import divergence_findings
 from .draft import draft_findings
 from .entrypoint import Target
+from .expressions import as_python
 from .findings import Finding, Location, Related, frame_location
 from .library_conditions import user_choice
 from .locations import deepest_user_frame, installed_package, installed_path, library_path, user_stack_location
@@ -154,7 +155,7 @@ def _place_on_guard(finding: Finding, target: Target, workspace: Workspace) -> N
         if not on:
             continue
         named = on_dimensions(sorted(names) or sorted(on))
-        guard = in_user_terms(str(event.get("expr")), symbol_names(_sources_of(event), finding.dims))
+        guard = as_python(in_user_terms(str(event.get("expr")), symbol_names(_sources_of(event), finding.dims)))
         site = _guard_site(event, filenames, workspace)
         if isinstance(site, Location):
             finding.place(site)

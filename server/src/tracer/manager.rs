@@ -804,7 +804,7 @@ mod tests {
             finding.message.contains(&format!(
                 "installed code (torchvision/models/vision_transformer.py:{})",
                 adds.line
-            )) && finding.message.contains("Eq(height, 32)")
+            )) && finding.message.contains("guard height == 32")
                 && finding
                     .message
                     .contains("height = 32 (which makes `height` static)"),

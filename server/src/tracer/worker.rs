@@ -95,6 +95,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/examples.py"),
     worker_file!("pt2lsp_worker/exceptions.py"),
     worker_file!("pt2lsp_worker/export.py"),
+    worker_file!("pt2lsp_worker/expressions.py"),
     worker_file!("pt2lsp_worker/fake_kernels.py"),
     worker_file!("pt2lsp_worker/findings.py"),
     worker_file!("pt2lsp_worker/graph_breaks.py"),
