@@ -1004,7 +1004,8 @@ dynamic_shapes = {"x": {0: torch.export.Dim("b"), 1: torch.export.Dim("s")}}
 
 /// Example inputs that alias each other (pytorch #139805: one tensor passed five times) export,
 /// but the program is traced with them as one and computes something else on separate tensors:
-/// PT601 on `example_args`, naming the aliased places; with a tensor of its own each, nothing.
+/// PT601 on `example_args` (or on `example_kwargs`, when that is where the tensor is passed
+/// again), naming the aliased places; with a tensor of its own each, nothing.
 #[test]
 fn aliased_example_inputs_are_pt601_on_the_examples() {
     let Some(python) = torch_python() else { return };
@@ -1016,14 +1017,21 @@ fn aliased_example_inputs_are_pt601_on_the_examples() {
                  x = torch.rand(8, 4)\n";
     let aliased = format!("{model}example_args = ([x, x], x)\n");
     let separate = format!("{model}example_args = ([x, x.clone()], x.clone())\n");
+    // The tensor passed again through `example_kwargs`: the finding is on that line.
+    let keyword = format!("{model}example_args = ([x],)\nexample_kwargs = {{\"y\": x}}\n");
     let run = trace_files(
         python,
         tmp.path(),
         project.path(),
-        &[("aliased.py", &aliased), ("separate.py", &separate)],
+        &[
+            ("aliased.py", &aliased),
+            ("separate.py", &separate),
+            ("keyword.py", &keyword),
+        ],
     );
-    let found = traced(&run.json());
-    assert_eq!(found.len(), 1, "{found:#?}\n{}", run.stderr);
+    let mut found = traced(&run.json());
+    found.sort();
+    assert_eq!(found.len(), 2, "{found:#?}\n{}", run.stderr);
     let (file, line, code, message) = &found[0];
     assert_eq!(
         (file.as_str(), *line, code.as_str()),
@@ -1032,6 +1040,15 @@ fn aliased_example_inputs_are_pt601_on_the_examples() {
     assert!(
         message.contains("`example_args[0][0]`, `example_args[0][1]`, `example_args[1]`")
             && message.contains(".clone()"),
+        "{message}"
+    );
+    let (file, line, code, message) = &found[1];
+    assert_eq!(
+        (file.as_str(), *line, code.as_str()),
+        ("keyword.py", 14, "PT601")
+    );
+    assert!(
+        message.contains("`example_args[0][0]`, `example_kwargs['y']`"),
         "{message}"
     );
     assert_clean(tmp.path());

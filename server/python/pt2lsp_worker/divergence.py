@@ -67,8 +67,9 @@ class Divergence:
     place: Location | None
     # The places a second export froze differently, after the first (the blamed one).
     more: list[Location] = dataclasses.field(default_factory=list)
-    # The example inputs alias each other: the finding is about `example_args`, not `model`.
-    about_examples: bool = False
+    # The example inputs alias each other: the finding is about the binding that passes the
+    # tensor again, "args" (`example_args`) or "kwargs" (`example_kwargs`), not `model`.
+    aliased_in: str = ""
 
 
 def check_divergence(
@@ -129,7 +130,8 @@ def check_divergence(
                 "something else when they are different tensors. Give each input a tensor of its own "
                 "(`.clone()`), as the model will get at run time"
             )
-            return Divergence(message, None, about_examples=True)
+            aliased_in = "kwargs" if aliased[-1].startswith("`example_kwargs") else "args"
+            return Divergence(message, None, aliased_in=aliased_in)
         message = (
             f"the export succeeded but is wrong: {what}; torch.export ran `forward` once and kept the Python "
             "values it read (a counter on the module, `random`, the clock, a global) as constants"
@@ -402,10 +404,11 @@ def divergence_findings(program, target: Target, workspace: Workspace) -> list[F
         return []
     if found is None:
         return []
+    examples = {"args": target.args_binding, "kwargs": target.kwargs_binding}.get(found.aliased_in)
     if found.place is not None:
         finding = located("PT601", Location(os.path.abspath(found.place.file), found.place.line), found.message)
-    elif found.about_examples and target.args_binding:
-        finding = binding_finding(*target.args_binding, "PT601", found.message)
+    elif examples is not None:
+        finding = binding_finding(*examples, "PT601", found.message)
     else:
         file, name = target.model_binding or (workspace.entry_file, "model")
         finding = binding_finding(file, name, "PT601", found.message)

@@ -167,11 +167,9 @@ def _place_on_guard(finding: Finding, target: Target, workspace: Workspace) -> N
         # Installed code that the user cannot edit: the finding stays on their declaration of
         # the dimension (place_on_spec) and says which library line forces it.
         related, guard, named = in_library
-        deepest = related[-1]
         finding.related.extend(related)
-        where = f"{installed_path(deepest.file)}:{deepest.line}"
-        choice = _library_choice(related, target)
-        said = f"installed code ({where}) adds the guard {guard} {named}" + (f"; {choice}" if choice else "")
+        who, choice = _installed_code(related[-1]), _library_choice(related, target)
+        said = f"{who} adds the guard {guard} {named}" + (f"; {choice}" if choice else "")
         finding.message = clip(f"{said}: {finding.message}")
 
 
@@ -276,16 +274,21 @@ def _by_site(sited: list[tuple[Finding, Location | list[Related]]], target: Targ
             kept.related.extend(entry for entry in more if entry not in kept.related)
         kept.fixes = _distinct(fix for finding, _ in in_library for fix in finding.fixes)
         clauses = _distinct(finding.added_guard for finding, _ in in_library)
-        deepest = related[-1]
-        where = f"{installed_path(deepest.file)}:{deepest.line}"
-        choice = _library_choice(kept.related, target)
-        kept.message = guard_message(f"Constraints violated: installed code ({where}) adds", clauses, kept.fixes, choice)
+        # The deepest frame of the first guard names the code; any frame may hold the choice.
+        who, choice = _installed_code(related[-1]), _library_choice(kept.related, target)
+        kept.message = guard_message(f"Constraints violated: {who} adds", clauses, kept.fixes, choice)
         # On the key of the input whose dimension is guarded (`"x": {2: height}`).
         sources = [source for finding, _ in in_library for source in _sources_of(finding.guards[0]).values()]
         keys = {match.group(1) for match in (re.match(r"L\['([^']+)'\]", source) for source in sources) if match}
         place_on_spec(kept, target, keys=sorted(keys))
         out.insert(0, kept)
     return out
+
+
+def _installed_code(deepest: Related) -> str:
+    """How a message names the installed code that adds a guard, by the frame that adds it:
+    `installed code (timm/layers/patch_embed.py:124)`."""
+    return f"installed code ({installed_path(deepest.file)}:{deepest.line})"
 
 
 def _library_choice(related: list[Related], target: Target) -> str:
