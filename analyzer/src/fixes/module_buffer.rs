@@ -15,7 +15,8 @@ use ruff_text_size::{Ranged, TextRange};
 
 use super::ModuleImports;
 use crate::diagnostic::{Applicability, Edit, Fix};
-use crate::syntax::ast::{self, Expr, Stmt};
+use crate::syntax::ast::visitor::{self, Visitor};
+use crate::syntax::ast::{Expr, Stmt};
 use crate::syntax::is_number_literal;
 
 /// The fix for `self.<attribute>`, changed in traced code at `changed_at`, in the module `body`.
@@ -49,11 +50,12 @@ pub(crate) fn buffer_fix(
     if !is_number_literal(value) {
         return None;
     }
-    let mut assignments = 0;
-    for stmt in &class.body {
-        count_assignments(std::slice::from_ref(stmt), attribute, &mut assignments);
-    }
-    if assignments != 1 {
+    let mut assignments = Assignments {
+        attribute,
+        count: 0,
+    };
+    assignments.visit_body(&class.body);
+    if assignments.count != 1 {
         return None;
     }
     let literal = text.get(value.range().start().to_usize()..value.range().end().to_usize())?;
@@ -103,47 +105,28 @@ fn is_self_attribute(target: &Expr, attribute: &str) -> bool {
             && matches!(&*target.value, Expr::Name(name) if name.id.as_str() == "self"))
 }
 
-/// Counts the plain assignments (`=`, `: T =`) to `self.<attribute>` in `body`, nested blocks
-/// included; `+=` is not one.
-fn count_assignments(body: &[Stmt], attribute: &str, count: &mut usize) {
-    for stmt in body {
+/// Counts the plain assignments (`=`, `: T =`) to `self.<attribute>`, in nested blocks and
+/// functions too; `+=` is not one.
+struct Assignments<'a> {
+    attribute: &'a str,
+    count: usize,
+}
+
+impl<'a> Visitor<'a> for Assignments<'_> {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
         match stmt {
             Stmt::Assign(assign) => {
-                *count += assign
+                self.count += assign
                     .targets
                     .iter()
-                    .filter(|target| is_self_attribute(target, attribute))
+                    .filter(|target| is_self_attribute(target, self.attribute))
                     .count();
             }
-            Stmt::AnnAssign(assign) if is_self_attribute(&assign.target, attribute) => {
-                *count += 1;
-            }
-            Stmt::FunctionDef(function) => count_assignments(&function.body, attribute, count),
-            Stmt::If(if_stmt) => {
-                count_assignments(&if_stmt.body, attribute, count);
-                for clause in &if_stmt.elif_else_clauses {
-                    count_assignments(&clause.body, attribute, count);
-                }
-            }
-            Stmt::For(for_stmt) => {
-                count_assignments(&for_stmt.body, attribute, count);
-                count_assignments(&for_stmt.orelse, attribute, count);
-            }
-            Stmt::While(while_stmt) => {
-                count_assignments(&while_stmt.body, attribute, count);
-                count_assignments(&while_stmt.orelse, attribute, count);
-            }
-            Stmt::With(with) => count_assignments(&with.body, attribute, count),
-            Stmt::Try(try_stmt) => {
-                count_assignments(&try_stmt.body, attribute, count);
-                for handler in &try_stmt.handlers {
-                    let ast::ExceptHandler::ExceptHandler(handler) = handler;
-                    count_assignments(&handler.body, attribute, count);
-                }
-                count_assignments(&try_stmt.orelse, attribute, count);
-                count_assignments(&try_stmt.finalbody, attribute, count);
+            Stmt::AnnAssign(assign) if is_self_attribute(&assign.target, self.attribute) => {
+                self.count += 1;
             }
             _ => {}
         }
+        visitor::walk_stmt(self, stmt);
     }
 }
