@@ -35,6 +35,7 @@ pub use workspace::{
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// One Python file as the analyzer sees it.
 #[derive(Debug, Clone, Copy)]
@@ -243,10 +244,13 @@ fn import_events(
         let Some(target) = entry_model.file_id(module) else {
             continue;
         };
+        // What the entrypoint's analysis found in the functions it entered replaces what
+        // the file alone found there; a `forward` it found superseded never runs at all.
         reached.extend(
             entry_model
                 .reached
                 .iter()
+                .chain(&entry_model.superseded)
                 .filter(|(file, _)| *file == target)
                 .map(|(_, range)| *range),
         );
@@ -327,18 +331,62 @@ impl<'m, 'a> Places<'m, 'a> {
     }
 }
 
-/// Analyses one file without workspace facts and summarises it, from one parse.
+/// Summarises one file and analyses it without workspace facts, from one parse.
 ///
 /// A whole-workspace check calls this first for every file, builds the [`WorkspaceIndex`]
 /// from the summaries, and runs [`check_file`] again only for the files whose summary says
-/// [`ModuleSummary::needs_workspace`]: the others' reports cannot change.
-pub fn check_and_summarize(file: SourceFile<'_>, settings: &Settings) -> (Report, ModuleSummary) {
+/// [`ModuleSummary::needs_workspace`]: the others' reports cannot change. For those the report
+/// is `None`: what the file declares already says that other files' facts could change it
+/// (a class whose bases are imported, a custom op whose fake kernel may be elsewhere), so the
+/// traced code is followed once, in [`check_file`], not twice.
+pub fn summarize_and_check_alone(
+    file: SourceFile<'_>,
+    settings: &Settings,
+) -> (Alone, ModuleSummary) {
     let parsed = syntax::parse(file.text);
     let empty = WorkspaceIndex::default();
-    let model = semantic::SemanticModel::build(&parsed, file, &empty);
+    let mut model = semantic::SemanticModel::declarations(&parsed, file, &empty, &[]);
     let mut summary = workspace::summarize_parsed(&parsed.module.body, file);
     summary.needs_workspace = model.depends_on_workspace();
-    (report(&parsed, &model, file, settings), summary)
+    if summary.needs_workspace {
+        drop(model);
+        return (Alone::NeedsWorkspace(ParsedFile(Arc::new(parsed))), summary);
+    }
+    model.interpret(&parsed);
+    (
+        Alone::Report(report(&parsed, &model, file, settings)),
+        summary,
+    )
+}
+
+/// What [`summarize_and_check_alone`] gives besides the summary.
+#[derive(Debug)]
+pub enum Alone {
+    /// The file's report: other files cannot change it.
+    Report(Report),
+    /// The file's report depends on the workspace: [`check_parsed_file`] makes it from this
+    /// parse once the index exists.
+    NeedsWorkspace(ParsedFile),
+}
+
+/// A file's syntax tree, kept between the two phases of a workspace check so the file is not
+/// parsed twice. Valid only for the text it was parsed from.
+pub struct ParsedFile(Arc<syntax::Parsed>);
+
+impl std::fmt::Debug for ParsedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParsedFile").finish_non_exhaustive()
+    }
+}
+
+/// [`check_file`] from the tree [`summarize_and_check_alone`] parsed from the same text.
+pub fn check_parsed_file(
+    parsed: &ParsedFile,
+    file: SourceFile<'_>,
+    settings: &Settings,
+    workspace: &WorkspaceIndex,
+) -> Report {
+    check_parsed(&parsed.0, file, settings, workspace)
 }
 
 /// Summarises a file without analysing it: for project files that are not checked, whose

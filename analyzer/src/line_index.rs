@@ -18,18 +18,25 @@ pub struct LineColumn {
 impl LineIndex {
     pub fn new(text: &str) -> Self {
         let mut line_starts = vec![TextSize::new(0)];
-        let bytes = text.as_bytes();
-        let mut offset = 0;
-        while offset < bytes.len() {
-            match bytes[offset] {
-                b'\n' => line_starts.push(TextSize::new(offset as u32 + 1)),
+        if text.contains('\r') {
+            let bytes = text.as_bytes();
+            for (offset, byte) in bytes.iter().enumerate() {
                 // A lone `\r` ends a line in Python as in LSP; `\r\n` ends it at the `\n`.
-                b'\r' if bytes.get(offset + 1) != Some(&b'\n') => {
+                let ends_line = match byte {
+                    b'\n' => true,
+                    b'\r' => bytes.get(offset + 1) != Some(&b'\n'),
+                    _ => false,
+                };
+                if ends_line {
                     line_starts.push(TextSize::new(offset as u32 + 1));
                 }
-                _ => {}
             }
-            offset += 1;
+        } else {
+            // The common case, with the standard library's fast search for one byte.
+            line_starts.extend(
+                text.match_indices('\n')
+                    .map(|(offset, _)| TextSize::new(offset as u32 + 1)),
+            );
         }
         Self { line_starts }
     }
@@ -88,5 +95,16 @@ mod tests {
                 byte_column: 0
             }
         );
+    }
+
+    #[test]
+    fn texts_without_carriage_returns_take_the_fast_search_to_the_same_lines() {
+        let text = "a\n\nbc\nd";
+        let index = LineIndex::new(text);
+        let with_lone_return = LineIndex::new("a\n\nbc\nd\r");
+        assert_eq!(index.line_starts, [0, 2, 3, 6].map(TextSize::new));
+        assert_eq!(with_lone_return.line_starts[..4], index.line_starts[..]);
+        assert_eq!(LineIndex::new("").line_count(), 1);
+        assert_eq!(LineIndex::new("x\n").line_count(), 2);
     }
 }

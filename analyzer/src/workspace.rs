@@ -7,14 +7,17 @@
 //! files' bodies: the caller hands the index a [`WorkspaceSources`], which the analysis asks
 //! for a module's text when it follows a call into it; the analysis itself reads no file.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use crate::SourceFile;
-use crate::semantic::{catalogue_is_module_base, names, registrations};
+use crate::semantic::names::{self, Resolve};
+use crate::semantic::{catalogue_is_module_base, registrations};
 use crate::syntax::{self, ast};
 
 /// What one file contributes to the workspace, extracted without analysing it.
@@ -69,7 +72,7 @@ pub struct ModuleSource {
 #[derive(Default)]
 pub struct ParseCache {
     /// For each module, the text last parsed and its tree.
-    files: Mutex<HashMap<String, ParsedText>>,
+    files: Mutex<FxHashMap<String, ParsedText>>,
     parses: AtomicU64,
 }
 
@@ -126,21 +129,21 @@ pub(crate) const MAX_PROGRAM_FILES: usize = 96;
 #[derive(Clone, Default)]
 pub struct WorkspaceIndex {
     /// Qualified names (including re-exports) of classes that derive from `nn.Module`.
-    module_classes: HashSet<String>,
-    fake_kernels: HashSet<String>,
+    module_classes: FxHashSet<String>,
+    fake_kernels: FxHashSet<String>,
     /// Every workspace module, with the workspace modules it imports.
-    imports: HashMap<String, Vec<String>>,
+    imports: FxHashMap<String, Vec<String>>,
     /// Entrypoint modules.
-    entrypoints: HashSet<String>,
+    entrypoints: FxHashSet<String>,
     /// For each module an entrypoint's analysis may reach, those entrypoints.
-    reached_by: HashMap<String, Vec<String>>,
+    reached_by: FxHashMap<String, Vec<String>>,
     sources: Option<Arc<dyn WorkspaceSources>>,
     /// For each entrypoint analysed during this check, the modules its analysis entered:
     /// a file the import graph says it may reach but that it did not enter is not analysed
     /// again for it.
-    entered: Arc<Mutex<HashMap<String, Arc<HashSet<String>>>>>,
+    entered: Arc<Mutex<FxHashMap<String, Arc<FxHashSet<String>>>>>,
     /// Each entrypoint's program, parsed once per check.
-    programs: Arc<Mutex<HashMap<String, Arc<Vec<crate::semantic::LoadedFile>>>>>,
+    programs: Arc<Mutex<FxHashMap<String, Arc<Vec<crate::semantic::LoadedFile>>>>>,
     /// Whether the two caches above are kept: only while the texts cannot change (one CLI
     /// check), not in an editor, where a helper's text changes without a new index.
     caching: bool,
@@ -161,35 +164,37 @@ impl fmt::Debug for WorkspaceIndex {
 }
 
 impl WorkspaceIndex {
-    pub fn new(summaries: &[ModuleSummary]) -> Self {
-        let mut aliases: HashMap<String, String> = HashMap::new();
-        let mut bases: HashMap<String, &[String]> = HashMap::new();
-        for summary in summaries {
+    pub fn new<'s>(summaries: impl IntoIterator<Item = &'s ModuleSummary>) -> Self {
+        let summaries: Vec<&ModuleSummary> = summaries.into_iter().collect();
+        let mut resolver = Resolver::default();
+        for summary in &summaries {
+            let module = summary.module.as_str();
             for (local, qualified) in &summary.imports {
-                aliases.insert(format!("{}.{local}", summary.module), qualified.clone());
+                resolver
+                    .aliases
+                    .insert((module, local.as_str()), qualified.as_str());
             }
             for (class, class_bases) in &summary.classes {
-                bases.insert(format!("{}.{class}", summary.module), class_bases);
+                resolver
+                    .bases
+                    .insert((module, class.as_str()), class_bases.as_slice());
             }
         }
-        let resolver = Resolver {
-            aliases: &aliases,
-            bases: &bases,
-        };
-        let mut memo = HashMap::new();
-        let module_classes = bases
+        let mut memo = FxHashMap::default();
+        let module_classes = resolver
+            .bases
             .keys()
-            .chain(aliases.keys())
-            .filter(|name| resolver.is_module(name, &mut memo, 0))
-            .cloned()
+            .chain(resolver.aliases.keys())
+            .filter(|name| resolver.is_module(**name, &mut memo, 0))
+            .map(|(module, name)| format!("{module}.{name}"))
             .collect();
-        let mut fake_kernels: HashSet<String> = summaries
+        let mut fake_kernels: FxHashSet<String> = summaries
             .iter()
             .flat_map(|summary| summary.fake_kernels.iter().cloned())
             .collect();
         // `@scale_add.register_fake` in one file on the op `scale_add` defined in another:
         // follow the imported name through re-exports to the `custom_op` function.
-        let op_functions: HashMap<String, &str> = summaries
+        let op_functions: FxHashMap<String, &str> = summaries
             .iter()
             .flat_map(|summary| {
                 summary.custom_ops.iter().map(move |(function, op)| {
@@ -197,7 +202,7 @@ impl WorkspaceIndex {
                 })
             })
             .collect();
-        for summary in summaries {
+        for summary in &summaries {
             for imported in &summary.imported_fakes {
                 let mut name = imported.clone();
                 for _ in 0..16 {
@@ -205,15 +210,15 @@ impl WorkspaceIndex {
                         fake_kernels.insert((*op).to_owned());
                         break;
                     }
-                    match aliases.get(&name) {
-                        Some(target) if target != &name => name.clone_from(target),
+                    match resolver.alias(&name) {
+                        Some(target) if target != name => target.clone_into(&mut name),
                         _ => break,
                     }
                 }
             }
         }
-        let modules: HashSet<&str> = summaries.iter().map(|s| s.module.as_str()).collect();
-        let imports: HashMap<String, Vec<String>> = summaries
+        let modules: FxHashSet<&str> = summaries.iter().map(|s| s.module.as_str()).collect();
+        let imports: FxHashMap<String, Vec<String>> = summaries
             .iter()
             .map(|summary| {
                 let mut targets: Vec<String> = summary
@@ -228,12 +233,12 @@ impl WorkspaceIndex {
                 (summary.module.clone(), targets)
             })
             .collect();
-        let entrypoints: HashSet<String> = summaries
+        let entrypoints: FxHashSet<String> = summaries
             .iter()
             .filter(|summary| summary.is_entrypoint)
             .map(|summary| summary.module.clone())
             .collect();
-        let mut reached_by: HashMap<String, Vec<String>> = HashMap::new();
+        let mut reached_by: FxHashMap<String, Vec<String>> = FxHashMap::default();
         let mut sorted: Vec<&String> = entrypoints.iter().collect();
         sorted.sort();
         for entry in sorted {
@@ -333,7 +338,7 @@ impl WorkspaceIndex {
     }
 
     /// The modules entrypoint `entry`'s analysis entered, once some check has run it.
-    pub(crate) fn entered_by(&self, entry: &str) -> Option<Arc<HashSet<String>>> {
+    pub(crate) fn entered_by(&self, entry: &str) -> Option<Arc<FxHashSet<String>>> {
         if !self.caching {
             return None;
         }
@@ -341,7 +346,7 @@ impl WorkspaceIndex {
         entered.get(entry).cloned()
     }
 
-    pub(crate) fn note_entered(&self, entry: &str, modules: HashSet<String>) {
+    pub(crate) fn note_entered(&self, entry: &str, modules: FxHashSet<String>) {
         if !self.caching {
             return;
         }
@@ -389,7 +394,7 @@ impl WorkspaceIndex {
         if self.is_entrypoint(module) {
             entries.push(module);
         }
-        let mut found: HashSet<String> = HashSet::new();
+        let mut found: FxHashSet<String> = FxHashSet::default();
         for entry in entries {
             found.extend(closure(&self.imports, entry));
         }
@@ -410,8 +415,8 @@ impl WorkspaceIndex {
 
 /// `start` and the modules it imports, transitively, breadth first, at most
 /// [`MAX_PROGRAM_FILES`].
-fn closure<'i>(imports: &'i HashMap<String, Vec<String>>, start: &'i str) -> Vec<String> {
-    let mut seen: HashSet<&str> = HashSet::new();
+fn closure<'i>(imports: &'i FxHashMap<String, Vec<String>>, start: &'i str) -> Vec<String> {
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
     let mut order = Vec::new();
     let mut queue = VecDeque::from([start]);
     while let Some(module) = queue.pop_front() {
@@ -437,33 +442,75 @@ fn closure<'i>(imports: &'i HashMap<String, Vec<String>>, start: &'i str) -> Vec
     order
 }
 
+/// A qualified name split at its last dot: `a.b.C` is `("a.b", "C")`. The resolver's maps are
+/// keyed by the parts as the summaries hold them, so building them copies no string.
+type Qualified<'s> = (&'s str, &'s str);
+
+/// Every module-level name of the workspace, for deciding which classes are modules.
+#[derive(Default)]
 struct Resolver<'s> {
-    aliases: &'s HashMap<String, String>,
-    bases: &'s HashMap<String, &'s [String]>,
+    /// Import bindings (and `Base = nn.Module` aliases) by module and name: what they refer to.
+    aliases: FxHashMap<Qualified<'s>, &'s str>,
+    /// Classes by module and name: their bases, qualified.
+    bases: FxHashMap<Qualified<'s>, &'s [String]>,
 }
 
-impl Resolver<'_> {
-    fn is_module(&self, name: &str, memo: &mut HashMap<String, bool>, depth: usize) -> bool {
+impl<'s> Resolver<'s> {
+    /// What the qualified `name` is an alias of, when a workspace module binds it.
+    fn alias(&self, name: &str) -> Option<&'s str> {
+        self.aliases.get(&name.rsplit_once('.')?).copied()
+    }
+
+    fn is_module(
+        &self,
+        name: Qualified<'s>,
+        memo: &mut FxHashMap<Qualified<'s>, bool>,
+        depth: usize,
+    ) -> bool {
         if depth > 32 {
             return false;
         }
-        if let Some(known) = memo.get(name) {
+        if let Some(known) = memo.get(&name) {
             return *known;
         }
         // Guard against import cycles: assume "no" while this name is being resolved.
-        memo.insert(name.to_owned(), false);
-        let result = catalogue_is_module_base(name)
+        memo.insert(name, false);
+        let mut refers_to_module = |target: &'s str| {
+            target
+                .rsplit_once('.')
+                .is_some_and(|target| self.is_module(target, memo, depth + 1))
+        };
+        let result = catalogue_is_module_base(name.0, name.1)
             || self
                 .aliases
-                .get(name)
-                .is_some_and(|target| self.is_module(target, memo, depth + 1))
-            || self.bases.get(name).is_some_and(|bases| {
-                bases
-                    .iter()
-                    .any(|base| self.is_module(base, memo, depth + 1))
-            });
-        memo.insert(name.to_owned(), result);
+                .get(&name)
+                .is_some_and(|target| refers_to_module(target))
+            || self
+                .bases
+                .get(&name)
+                .is_some_and(|bases| bases.iter().any(|base| refers_to_module(base)));
+        memo.insert(name, result);
         result
+    }
+}
+
+/// What a file's module-level names refer to, from its summary's imports and classes alone.
+struct FileNames {
+    imports: FxHashMap<String, String>,
+    /// The file's own classes, by name, with their qualified names.
+    classes: FxHashMap<String, String>,
+}
+
+impl names::Resolve for FileNames {
+    fn qualified(&self, expr: &ast::Expr) -> Option<String> {
+        names::qualified_through(self, expr)
+    }
+
+    fn binding(&self, name: &str) -> Option<&str> {
+        self.imports
+            .get(name)
+            .or_else(|| self.classes.get(name))
+            .map(String::as_str)
     }
 }
 
@@ -483,7 +530,7 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
     let statements = names::module_level_statements(body);
     let mut imports = Vec::new();
     let mut imported_modules = Vec::new();
-    let mut local_classes = HashSet::new();
+    let mut local_classes = FxHashSet::default();
     let mut assigns_model = false;
     for stmt in &statements {
         match stmt {
@@ -519,23 +566,15 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
             _ => {}
         }
     }
-    let import_map: HashMap<String, String> = imports.iter().cloned().collect();
-    let resolve = |expr: &ast::Expr| -> Option<String> {
-        let dotted = names::dotted(expr)?;
-        let (head, rest) = dotted
-            .split_once('.')
-            .map_or((dotted.as_str(), None), |(h, r)| (h, Some(r)));
-        let head = if let Some(qualified) = import_map.get(head) {
-            qualified.clone()
-        } else if local_classes.contains(head) {
-            format!("{module}.{head}")
-        } else {
-            head.to_owned()
-        };
-        Some(match rest {
-            Some(rest) => format!("{head}.{rest}"),
-            None => head,
-        })
+    let resolve = FileNames {
+        imports: imports.iter().cloned().collect(),
+        classes: local_classes
+            .into_iter()
+            .map(|class| {
+                let qualified = format!("{module}.{class}");
+                (class, qualified)
+            })
+            .collect(),
     };
     let classes = statements
         .iter()
@@ -546,13 +585,13 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
                     .arguments
                     .iter()
                     .flat_map(|arguments| arguments.args.iter())
-                    .filter_map(&resolve)
+                    .filter_map(|base| resolve.qualified(base))
                     .collect(),
             )),
             _ => None,
         })
         .collect();
-    let registrations = registrations(body, &resolve);
+    let registrations = registrations(body, file.text, &resolve);
     // `torch.export.export(...)`, or `export(...)` with `export` imported from torch.export.
     let exports = file.text.contains("torch.export.export(")
         || (file.text.contains("export(")
@@ -566,7 +605,7 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
             let (head, rest) = qualified
                 .split_once('.')
                 .map_or((qualified.as_str(), None), |(h, r)| (h, Some(r)));
-            let resolved = match (import_map.get(head), rest) {
+            let resolved = match (resolve.imports.get(head), rest) {
                 (Some(target), Some(rest)) if target != &qualified => format!("{target}.{rest}"),
                 _ => qualified.clone(),
             };
@@ -582,7 +621,7 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
         imported_fakes: registrations.imported_fakes,
         imported_modules,
         is_entrypoint: assigns_model || exports,
-        // Without the analysis, a summary cannot tell; `check_and_summarize` refines it.
+        // Without the analysis, a summary cannot tell; `summarize_and_check_alone` refines it.
         needs_workspace: true,
     }
 }
@@ -690,7 +729,7 @@ mod tests {
     }
 
     /// Texts in memory, as an editor's open buffers would give them.
-    struct Texts(Mutex<HashMap<String, Arc<str>>>);
+    struct Texts(Mutex<FxHashMap<String, Arc<str>>>);
 
     impl WorkspaceSources for Texts {
         fn source(&self, module: &str) -> Option<ModuleSource> {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use pt2lsp_analyzer::{
     LineIndex, ModuleSource, Report, Settings, SourceFile, WorkspaceIndex, WorkspaceSources, check,
-    check_and_summarize, check_file,
+    check_file, summarize_and_check_alone,
 };
 
 /// One expected or actual diagnostic: one-based line, severity, code.
@@ -204,7 +204,7 @@ fn check_project(root: &Path) -> Vec<CheckedFile> {
     let summaries: Vec<_> = files
         .iter()
         .zip(&texts)
-        .map(|(file, text)| check_and_summarize(source_file(file, text), &settings).1)
+        .map(|(file, text)| summarize_and_check_alone(source_file(file, text), &settings).1)
         .collect();
     let sources = ProjectSources(
         files

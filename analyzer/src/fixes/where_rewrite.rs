@@ -8,7 +8,9 @@
 //! and picks per element, which gives the branch's result whenever neither side can raise —
 //! elementwise arithmetic never does.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap;
 use std::fmt::Write;
 
 use ruff_text_size::{Ranged, TextRange, TextSize};
@@ -27,7 +29,7 @@ const FUNCTION_NAMESPACES: &[&str] = &["torch", "torch.nn.functional", "torch.sp
 pub(crate) fn rewrite(
     site: &BranchSite<'_>,
     context: &Context<'_>,
-    globals: &HashMap<String, Value>,
+    globals: &FxHashMap<String, Value>,
 ) -> Option<Fix> {
     let text = context.file.text;
     let stmt = site.stmt;
@@ -175,7 +177,7 @@ pub(crate) fn rewrite(
 
 /// The dotted name an expression refers to through the file's imports: `F.relu` is
 /// `torch.nn.functional.relu`.
-fn qualified(expr: &Expr, globals: &HashMap<String, Value>) -> Option<String> {
+fn qualified(expr: &Expr, globals: &FxHashMap<String, Value>) -> Option<String> {
     match expr {
         Expr::Name(name) => match globals.get(name.id.as_str()) {
             Some(Value::Qualified(qualified)) => Some(qualified.to_string()),
@@ -190,8 +192,12 @@ fn qualified(expr: &Expr, globals: &HashMap<String, Value>) -> Option<String> {
 
 /// The tensors (by their source text) an elementwise expression reads, or `None` when the
 /// expression is not elementwise.
-fn elementwise_leaves(expr: &Expr, globals: &HashMap<String, Value>) -> Option<BTreeSet<String>> {
-    fn walk(expr: &Expr, globals: &HashMap<String, Value>, leaves: &mut BTreeSet<String>) -> bool {
+fn elementwise_leaves(expr: &Expr, globals: &FxHashMap<String, Value>) -> Option<BTreeSet<String>> {
+    fn walk(
+        expr: &Expr,
+        globals: &FxHashMap<String, Value>,
+        leaves: &mut BTreeSet<String>,
+    ) -> bool {
         match expr {
             Expr::NumberLiteral(_) => true,
             Expr::Name(name) => {
@@ -276,7 +282,7 @@ fn elementwise_leaves(expr: &Expr, globals: &HashMap<String, Value>) -> Option<B
 fn is_scalar_boolean(
     expr: &Expr,
     tensors: &BTreeSet<String>,
-    globals: &HashMap<String, Value>,
+    globals: &FxHashMap<String, Value>,
 ) -> bool {
     match expr {
         Expr::Compare(compare) => {
@@ -314,7 +320,7 @@ fn call_func(expr: &Expr) -> &Expr {
 
 /// A one-element tensor or a Python number: a full reduction, arithmetic of those, a literal,
 /// a name that does not hold a tensor.
-fn is_scalar(expr: &Expr, tensors: &BTreeSet<String>, globals: &HashMap<String, Value>) -> bool {
+fn is_scalar(expr: &Expr, tensors: &BTreeSet<String>, globals: &FxHashMap<String, Value>) -> bool {
     match expr {
         Expr::NumberLiteral(_) => true,
         Expr::Name(name) => !tensors.contains(name.id.as_str()),
@@ -328,7 +334,7 @@ fn is_scalar(expr: &Expr, tensors: &BTreeSet<String>, globals: &HashMap<String, 
 }
 
 /// `x.sum()`, `x.abs().max()`, `torch.mean(x)`: a reduction over every element.
-fn is_reduction(expr: &Expr, globals: &HashMap<String, Value>) -> bool {
+fn is_reduction(expr: &Expr, globals: &FxHashMap<String, Value>) -> bool {
     let Expr::Call(call) = expr else {
         return false;
     };

@@ -3,28 +3,33 @@
 //! does to its tensors' shapes ([`shape_rule`]). The interpreter, the `register_fake` writer and
 //! the `torch.where` rewrite all read it, so they agree on what an op is.
 
-/// Qualified names of classes that make a subclass an `nn.Module`, besides `torch.nn.*`.
-const EXTERNAL_MODULE_BASES: &[&str] = &[
-    "torch.jit.ScriptModule",
-    "pytorch_lightning.LightningModule",
-    "pytorch_lightning.core.LightningModule",
-    "lightning.LightningModule",
-    "lightning.pytorch.LightningModule",
-    "lightning.pytorch.core.LightningModule",
-    "transformers.PreTrainedModel",
-    "transformers.modeling_utils.PreTrainedModel",
-    "transformers.modeling_layers.GradientCheckpointingLayer",
-    "transformers.GradientCheckpointingLayer",
+/// Classes that make a subclass an `nn.Module`, besides `torch.nn.*`: package and class.
+const EXTERNAL_MODULE_BASES: &[(&str, &str)] = &[
+    ("torch.jit", "ScriptModule"),
+    ("pytorch_lightning", "LightningModule"),
+    ("pytorch_lightning.core", "LightningModule"),
+    ("lightning", "LightningModule"),
+    ("lightning.pytorch", "LightningModule"),
+    ("lightning.pytorch.core", "LightningModule"),
+    ("transformers", "PreTrainedModel"),
+    ("transformers.modeling_utils", "PreTrainedModel"),
+    ("transformers.modeling_layers", "GradientCheckpointingLayer"),
+    ("transformers", "GradientCheckpointingLayer"),
 ];
 
 /// Whether a base class given by its qualified name makes a class an `nn.Module`.
 pub(crate) fn is_module_base(qualified: &str) -> bool {
-    if EXTERNAL_MODULE_BASES.contains(&qualified) {
+    match qualified.rsplit_once('.') {
+        Some((package, class)) => is_module_base_in(package, class),
+        None => false,
+    }
+}
+
+/// [`is_module_base`] of `package.class`, for callers that hold the two parts.
+pub(crate) fn is_module_base_in(package: &str, class: &str) -> bool {
+    if EXTERNAL_MODULE_BASES.contains(&(package, class)) {
         return true;
     }
-    let Some((package, class)) = qualified.rsplit_once('.') else {
-        return false;
-    };
     let capitalised = class.starts_with(|c: char| c.is_ascii_uppercase());
     let module_package = package == "torch.nn"
         || package.starts_with("torch.nn.modules")

@@ -1,14 +1,13 @@
 //! Custom operators and their fake kernels: `torch.library.custom_op`, `Library.define`,
 //! `register_fake`, `impl_abstract` and `Meta` implementations.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::syntax::ast::visitor::{self, Visitor};
 use ruff_text_size::{Ranged, TextRange};
 
 use super::SemanticModel;
-use super::names;
-use super::value::Value;
+use super::names::{self, Resolve};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 /// A custom operator defined in the file.
@@ -141,17 +140,32 @@ fn string_argument(call: &ast::ExprCall, index: usize) -> Option<&str> {
         .and_then(names::string_literal)
 }
 
+/// The last names of the callees the collector looks for, by any spelling: `Library`, the
+/// `torch.library` functions and decorators, and the methods of a library or an operator.
+const REGISTRATION_NAMES: &[&str] = &[
+    "Library",
+    "custom_op",
+    "triton_op",
+    "register_fake",
+    "register_abstract",
+    "register_meta",
+    "impl_abstract",
+    "define",
+    "impl",
+    "_register_fake",
+];
+
 struct Collector<'r, 'a> {
-    resolve: &'r dyn Fn(&Expr) -> Option<String>,
+    resolve: &'r dyn Resolve,
     /// The innermost statement being visited.
     statement: Option<&'a Stmt>,
     /// Functions by name, to find the kernel `lib.impl("op", kernel)` names.
-    functions: HashMap<String, &'a ast::StmtFunctionDef>,
+    functions: FxHashMap<&'a str, &'a ast::StmtFunctionDef>,
     kernels: Vec<KernelRegistration<'a>>,
     /// Variables holding a `torch.library.Library("ns", ...)`, by namespace.
-    libraries: HashMap<String, String>,
+    libraries: FxHashMap<String, String>,
     /// Python names of `custom_op`-decorated functions, by operator.
-    python_names: HashMap<String, String>,
+    python_names: FxHashMap<String, String>,
     /// `@foo.register_fake` on a Python name not yet mapped to an operator, with the qualified
     /// name it resolves to through the file's imports.
     fake_by_python_name: Vec<(String, Option<String>)>,
@@ -179,6 +193,19 @@ fn kernel_ref(expr: &Expr) -> Option<KernelRef<'_>> {
 }
 
 impl<'a> Collector<'_, 'a> {
+    /// Whether a call of `callee` may define or register an operator, by its last name
+    /// through the file's imports: most calls of a file are ruled out here, before their
+    /// qualified names are built.
+    fn may_register(&self, callee: &Expr) -> bool {
+        self.resolve
+            .last_name(callee)
+            .is_some_and(|last| REGISTRATION_NAMES.contains(&last))
+    }
+
+    fn qualified(&self, expr: &Expr) -> Option<String> {
+        self.resolve.qualified(expr)
+    }
+
     fn statement_range(&self, fallback: TextRange) -> TextRange {
         self.statement.map_or(fallback, Ranged::range)
     }
@@ -203,8 +230,8 @@ impl<'a> Collector<'_, 'a> {
 
     fn decorator(&mut self, decorator: &'a Expr, function: &'a ast::StmtFunctionDef) {
         match decorator {
-            Expr::Call(call) => {
-                let callee = (self.resolve)(&call.func).unwrap_or_default();
+            Expr::Call(call) if self.may_register(&call.func) => {
+                let callee = self.qualified(&call.func).unwrap_or_default();
                 match callee.as_str() {
                     "torch.library.custom_op"
                     | "torch._library.custom_ops.custom_op"
@@ -264,7 +291,7 @@ impl<'a> Collector<'_, 'a> {
             "register_fake" | "register_abstract" | "register_meta"
         ) {
             if let Expr::Name(name) = &*attribute.value {
-                let qualified = (self.resolve)(&attribute.value);
+                let qualified = self.qualified(&attribute.value);
                 self.fake_by_python_name
                     .push((name.id.to_string(), qualified));
             }
@@ -319,7 +346,10 @@ impl<'a> Collector<'_, 'a> {
     }
 
     fn call(&mut self, call: &'a ast::ExprCall) {
-        let callee = (self.resolve)(&call.func).unwrap_or_default();
+        if !self.may_register(&call.func) {
+            return;
+        }
+        let callee = self.qualified(&call.func).unwrap_or_default();
         match callee.as_str() {
             "torch.library.register_fake" | "torch.library.impl_abstract" => {
                 if let Some(op) = string_argument(call, 0) {
@@ -409,8 +439,11 @@ impl<'a> Visitor<'a> for Collector<'_, 'a> {
         match stmt {
             Stmt::Assign(assign) => {
                 if let ([target], Expr::Call(call)) = (assign.targets.as_slice(), &*assign.value) {
-                    let callee = (self.resolve)(&call.func).unwrap_or_default();
-                    if callee == "torch.library.Library" {
+                    let callee = self
+                        .may_register(&call.func)
+                        .then(|| self.qualified(&call.func))
+                        .flatten();
+                    if callee.as_deref() == Some("torch.library.Library") {
                         if let (Some(namespace), Some(variable)) =
                             (string_argument(call, 0), names::dotted(target))
                         {
@@ -423,7 +456,7 @@ impl<'a> Visitor<'a> for Collector<'_, 'a> {
                 }
             }
             Stmt::FunctionDef(function) => {
-                self.functions.insert(function.name.to_string(), function);
+                self.functions.insert(function.name.as_str(), function);
                 for decorator in &function.decorator_list {
                     self.decorator(&decorator.expression, function);
                 }
@@ -448,17 +481,38 @@ impl<'a> Visitor<'a> for Collector<'_, 'a> {
 }
 
 /// Finds every operator definition and fake registration in a file.
+/// Whether `text` may define or register an operator. Every way to reach the registration
+/// functions names `torch.library` (or `torch._library`, or a `Library`) where it is imported
+/// or used; only a method registration on an operator imported from another file
+/// (`op.register_fake`) names nothing but its method. A library created in another file is not
+/// followed anyway (the collector knows the libraries its file creates). Most files name none
+/// of these, and need no walk.
+fn may_register_in(text: &str) -> bool {
+    [
+        "ibrary",
+        "register_fake",
+        "register_abstract",
+        "register_meta",
+    ]
+    .iter()
+    .any(|name| text.contains(name))
+}
+
 pub(crate) fn registrations<'a>(
     body: &'a [Stmt],
-    resolve: &dyn Fn(&Expr) -> Option<String>,
+    text: &str,
+    resolve: &dyn Resolve,
 ) -> Registrations<'a> {
+    if !may_register_in(text) {
+        return Registrations::default();
+    }
     let mut collector = Collector {
         resolve,
         statement: None,
-        functions: HashMap::new(),
+        functions: FxHashMap::default(),
         kernels: Vec::new(),
-        libraries: HashMap::new(),
-        python_names: HashMap::new(),
+        libraries: FxHashMap::default(),
+        python_names: FxHashMap::default(),
         fake_by_python_name: Vec::new(),
         found: Registrations::default(),
     };
@@ -484,7 +538,7 @@ pub(crate) fn registrations<'a>(
             KernelRef::Resolved(implementation) => Some(*implementation),
             KernelRef::Name(name) => collector
                 .functions
-                .get(name)
+                .get(name.as_str())
                 .map(|function| Implementation::Function(function)),
         };
         for definition in &mut collector.found.definitions {
@@ -508,24 +562,8 @@ pub(crate) fn registrations<'a>(
     collector.found
 }
 
-/// A resolver through the model's module-level bindings.
-pub(crate) fn resolver<'m>(model: &'m SemanticModel<'_>) -> impl Fn(&Expr) -> Option<String> + 'm {
-    move |expr: &Expr| {
-        let dotted = names::dotted(expr)?;
-        let (head, rest) = dotted
-            .split_once('.')
-            .map_or((dotted.as_str(), None), |(head, rest)| (head, Some(rest)));
-        Some(match (model.globals.get(head), rest) {
-            (Some(Value::Qualified(qualified)), Some(rest)) => format!("{qualified}.{rest}"),
-            (Some(Value::Qualified(qualified)), None) => qualified.to_string(),
-            _ => dotted.clone(),
-        })
-    }
-}
-
 pub(crate) fn collect<'a>(body: &'a [Stmt], model: &SemanticModel) -> Vec<CustomOp<'a>> {
-    let resolve = resolver(model);
-    let found = registrations(body, &resolve);
+    let found = registrations(body, model.file.text, model);
     found
         .definitions
         .into_iter()

@@ -16,13 +16,14 @@ pub(crate) mod names;
 mod shapes;
 pub(crate) mod symbolic;
 
-/// Whether a qualified base class name makes a class an `nn.Module` (for the workspace index).
-pub(crate) fn catalogue_is_module_base(qualified: &str) -> bool {
-    catalogue::is_module_base(qualified)
+/// Whether the base class `package.class` makes a class an `nn.Module` (for the workspace
+/// index).
+pub(crate) fn catalogue_is_module_base(package: &str, class: &str) -> bool {
+    catalogue::is_module_base_in(package, class)
 }
 pub(crate) mod value;
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::Path;
 use std::rc::Rc;
 
@@ -53,9 +54,9 @@ pub(crate) struct FunctionInfo<'a> {
 pub(crate) struct ForeignFile<'a> {
     pub(crate) file: SourceFile<'a>,
     pub(crate) path: &'a Path,
-    pub(crate) globals: HashMap<String, Value>,
+    pub(crate) globals: FxHashMap<String, Value>,
     /// Its module-level containers that a function of it changes.
-    pub(crate) mutated: HashMap<String, mutated_globals::MutatedGlobal>,
+    pub(crate) mutated: FxHashMap<String, mutated_globals::MutatedGlobal>,
 }
 
 /// One workspace file loaded for whole-program analysis, owned by the caller of
@@ -79,9 +80,9 @@ pub(crate) struct ClassInfo<'a> {
     /// A class decorator or a module-level `Cls.forward = ...` may replace the methods with
     /// code the analysis does not see: what it finds in them is a warning at most.
     pub(crate) replaced: bool,
-    pub(crate) methods: HashMap<&'a str, usize>,
+    pub(crate) methods: FxHashMap<&'a str, usize>,
     /// What `self.<name>` holds, from assignments in any method.
-    pub(crate) attributes: HashMap<String, Value>,
+    pub(crate) attributes: FxHashMap<String, Value>,
 }
 
 pub(crate) struct SemanticModel<'a> {
@@ -89,21 +90,24 @@ pub(crate) struct SemanticModel<'a> {
     pub(crate) workspace: &'a WorkspaceIndex,
     /// The file exports with `strict=True` (module-level `strict = True` or an export call).
     pub(crate) strict: bool,
-    pub(crate) globals: HashMap<String, Value>,
+    pub(crate) globals: FxHashMap<String, Value>,
     /// The module-level containers that a function of the file changes (PT601 when read in
     /// traced code).
-    pub(crate) mutated: HashMap<String, mutated_globals::MutatedGlobal>,
+    pub(crate) mutated: FxHashMap<String, mutated_globals::MutatedGlobal>,
     pub(crate) functions: Vec<FunctionInfo<'a>>,
-    function_by_start: HashMap<(u32, TextSize), usize>,
+    function_by_start: FxHashMap<(u32, TextSize), usize>,
     /// Other workspace files the analysis may enter (empty unless this file is an entrypoint
     /// checked with workspace sources).
     pub(crate) foreign: Vec<ForeignFile<'a>>,
     /// File ids by dotted module name, this file's included.
-    modules: HashMap<&'a str, u32>,
+    modules: FxHashMap<&'a str, u32>,
     /// Events the analysis found in foreign files, each with its file id.
     pub(crate) foreign_events: Vec<Event>,
     /// Functions of foreign files the analysis entered: (file, the function's range).
-    pub(crate) reached: HashSet<Site>,
+    pub(crate) reached: FxHashSet<Site>,
+    /// Each class's own `forward` that a followed replacement supersedes (see
+    /// `mark_replaced_methods`): it never runs, so what it would do is reported nowhere.
+    pub(crate) superseded: Vec<Site>,
     /// The module-level `model = ...` statement, where the call chains of events start.
     pub(crate) entry_site: Option<TextRange>,
     pub(crate) classes: Vec<ClassInfo<'a>>,
@@ -113,6 +117,35 @@ pub(crate) struct SemanticModel<'a> {
     pub(crate) custom_ops: Vec<CustomOp<'a>>,
     pub(crate) spec: Option<ShapesSpec>,
     pub(crate) entry: Option<Entrypoint>,
+}
+
+/// Whether a statement of `body` (not of nested functions) binds `name`: a `def`, a `class`,
+/// an assignment or an import.
+fn binds_locally(body: &[Stmt], name: &str) -> bool {
+    body.iter().any(|stmt| match stmt {
+        Stmt::FunctionDef(def) => def.name.as_str() == name,
+        Stmt::ClassDef(def) => def.name.as_str() == name,
+        Stmt::Assign(assign) => assign
+            .targets
+            .iter()
+            .any(|target| matches!(target, ast::Expr::Name(target) if target.id.as_str() == name)),
+        Stmt::Import(_) | Stmt::ImportFrom(_) => true,
+        _ => false,
+    })
+}
+
+/// The analysed file's module-level bindings: `import torch.nn.functional as F` binds `F`.
+impl names::Resolve for SemanticModel<'_> {
+    fn qualified(&self, expr: &ast::Expr) -> Option<String> {
+        names::qualified_through(self, expr)
+    }
+
+    fn binding(&self, name: &str) -> Option<&str> {
+        match self.globals.get(name) {
+            Some(Value::Qualified(qualified)) => Some(qualified),
+            _ => None,
+        }
+    }
 }
 
 impl<'a> SemanticModel<'a> {
@@ -132,19 +165,34 @@ impl<'a> SemanticModel<'a> {
         workspace: &'a WorkspaceIndex,
         program: &'a [LoadedFile],
     ) -> Self {
+        let mut model = Self::declarations(parsed, file, workspace, program);
+        model.interpret(parsed);
+        model
+    }
+
+    /// The model of what the file and its program declare (functions, classes and whether
+    /// they are modules, globals, custom operators, the entrypoint), before the interpreter
+    /// follows the traced code: enough for [`Self::depends_on_workspace`].
+    pub(crate) fn declarations(
+        parsed: &'a Parsed,
+        file: SourceFile<'a>,
+        workspace: &'a WorkspaceIndex,
+        program: &'a [LoadedFile],
+    ) -> Self {
         let body: &'a [Stmt] = &parsed.module.body;
         let mut model = SemanticModel {
             file,
             workspace,
             strict: false,
-            globals: HashMap::new(),
-            mutated: mutated_globals::collect(body),
+            globals: FxHashMap::default(),
+            mutated: mutated_globals::collect(body, file.text),
             functions: Vec::new(),
-            function_by_start: HashMap::new(),
+            function_by_start: FxHashMap::default(),
             foreign: Vec::new(),
-            modules: HashMap::new(),
+            modules: FxHashMap::default(),
             foreign_events: Vec::new(),
-            reached: HashSet::new(),
+            reached: FxHashSet::default(),
+            superseded: Vec::new(),
             entry_site: None,
             classes: Vec::new(),
             events: Vec::new(),
@@ -166,8 +214,8 @@ impl<'a> SemanticModel<'a> {
                     is_package: loaded.source.is_package,
                 },
                 path: &loaded.source.path,
-                globals: HashMap::new(),
-                mutated: mutated_globals::collect(&loaded.parsed.module.body),
+                globals: FxHashMap::default(),
+                mutated: mutated_globals::collect(&loaded.parsed.module.body, &loaded.source.text),
             });
         }
         model.collect_functions(body, None, 0);
@@ -190,27 +238,31 @@ impl<'a> SemanticModel<'a> {
         model.collect_attributes();
         model.custom_ops = custom_ops::collect(body, &model);
         model.entry_site = entry_site(body);
-        // Files that define no module class and no custom op have nothing traced, unless they
-        // export a model defined in another file.
-        let local_module = model
-            .classes
-            .iter()
-            .any(|class| class.is_module && class.file == 0);
         // The entrypoint's own checks (example sizes, pytree registration, the spec's shape)
         // need no model class: a library model (`torchvision.models.resnet50()`) is exported
         // from files that define none.
         (model.entry, model.spec) = shapes::collect(body, &model);
-        if local_module || !program.is_empty() {
-            model.strict = shapes::declares_strict(body);
-            let (events, reached, shapes) = Interpreter::run(&model);
-            model.shapes = shapes;
+        model
+    }
+
+    /// Follows the traced code of the model [`Self::declarations`] built from `parsed`.
+    pub(crate) fn interpret(&mut self, parsed: &'a Parsed) {
+        // Files that define no module class and no custom op have nothing traced, unless they
+        // export a model defined in another file.
+        let local_module = self
+            .classes
+            .iter()
+            .any(|class| class.is_module && class.file == 0);
+        if local_module || !self.foreign.is_empty() {
+            self.strict = shapes::declares_strict(&parsed.module.body);
+            let (events, reached, shapes) = Interpreter::run(self);
+            self.shapes = shapes;
             let (own, foreign): (Vec<Event>, Vec<Event>) =
                 events.into_iter().partition(|event| event.file == 0);
-            model.events = own;
-            model.foreign_events = foreign;
-            model.reached = reached;
+            self.events = own;
+            self.foreign_events = foreign;
+            self.reached = reached;
         }
-        model
     }
 
     fn collect_functions(&mut self, body: &'a [Stmt], class: Option<usize>, file: u32) {
@@ -229,8 +281,8 @@ impl<'a> SemanticModel<'a> {
                         def,
                         bases: Vec::new(),
                         is_module: false,
-                        methods: HashMap::new(),
-                        attributes: HashMap::new(),
+                        methods: FxHashMap::default(),
+                        attributes: FxHashMap::default(),
                         file,
                         replaced: false,
                     });
@@ -332,7 +384,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// The dotted names of the foreign files whose functions the analysis entered.
-    pub(crate) fn entered_modules(&self) -> HashSet<String> {
+    pub(crate) fn entered_modules(&self) -> FxHashSet<String> {
         self.reached
             .iter()
             .filter_map(|(file, _)| self.source_in(*file).module)
@@ -350,7 +402,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// The module-level bindings of file `file`.
-    pub(crate) fn globals_in(&self, file: u32) -> &HashMap<String, Value> {
+    pub(crate) fn globals_in(&self, file: u32) -> &FxHashMap<String, Value> {
         match file.checked_sub(1) {
             Some(index) => &self.foreign[index as usize].globals,
             None => &self.globals,
@@ -358,14 +410,17 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// The module-level containers a function of file `file` changes.
-    pub(crate) fn mutated_in(&self, file: u32) -> &HashMap<String, mutated_globals::MutatedGlobal> {
+    pub(crate) fn mutated_in(
+        &self,
+        file: u32,
+    ) -> &FxHashMap<String, mutated_globals::MutatedGlobal> {
         match file.checked_sub(1) {
             Some(index) => &self.foreign[index as usize].mutated,
             None => &self.mutated,
         }
     }
 
-    fn globals_in_mut(&mut self, file: u32) -> &mut HashMap<String, Value> {
+    fn globals_in_mut(&mut self, file: u32) -> &mut FxHashMap<String, Value> {
         match file.checked_sub(1) {
             Some(index) => &mut self.foreign[index as usize].globals,
             None => &mut self.globals,
@@ -440,7 +495,7 @@ impl<'a> SemanticModel<'a> {
     fn collect_globals(&mut self, body: &'a [Stmt], file: u32) {
         // By start offset, which no two class statements of one file share: a scan of
         // `classes` per class made files with tens of thousands of classes quadratic.
-        let class_by_start: HashMap<TextSize, usize> = self
+        let class_by_start: FxHashMap<TextSize, usize> = self
             .classes
             .iter()
             .enumerate()
@@ -486,14 +541,26 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
-    /// Marks the classes whose methods something else may replace: a class decorator that
-    /// is not known to keep them (`@use_experts_implementation`), or a module-level
-    /// `Cls.forward = ...`.
+    /// Follows what replaces a class's `forward` at class level. A module-level
+    /// `Cls.forward = f`, or a class decorator of the workspace whose body does
+    /// `cls.forward = f` unconditionally, makes the workspace function `f` the class's
+    /// `forward`: that is the body export traces. Any other class decorator not known to keep
+    /// the class's methods (`@use_experts_implementation`, whose `forward` chooses an
+    /// implementation at run time), and an assignment of something else, marks the class
+    /// `replaced`: what runs cannot be decided, and what its own `forward` does is a warning
+    /// at most.
     fn mark_replaced_methods(&mut self, body: &'a [Stmt], file: u32) {
         for stmt in names::module_level_statements(body) {
             match stmt {
                 Stmt::ClassDef(def) => {
-                    let replaces = def.decorator_list.iter().any(|decorator| {
+                    let Some(index) = self
+                        .classes
+                        .iter()
+                        .position(|class| class.file == file && class.def.range() == def.range())
+                    else {
+                        continue;
+                    };
+                    for decorator in &def.decorator_list {
                         let name = names::dotted(match &decorator.expression {
                             ast::Expr::Call(call) => &call.func,
                             other => other,
@@ -501,7 +568,7 @@ impl<'a> SemanticModel<'a> {
                         .unwrap_or_default();
                         let last = name.rsplit('.').next().unwrap_or_default();
                         // Decorators that keep the class's own methods.
-                        !matches!(
+                        if matches!(
                             last,
                             "dataclass"
                                 | "final"
@@ -512,13 +579,12 @@ impl<'a> SemanticModel<'a> {
                                 | "add_start_docstrings"
                                 | "register"
                                 | "compile_ignored"
-                        )
-                    });
-                    if replaces {
-                        if let Some(index) = self.classes.iter().position(|class| {
-                            class.file == file && class.def.range() == def.range()
-                        }) {
-                            self.classes[index].replaced = true;
+                        ) {
+                            continue;
+                        }
+                        match self.forward_set_by_decorator(&decorator.expression, file) {
+                            Some(forward) => self.replace_forward(index, forward),
+                            None => self.classes[index].replaced = true,
                         }
                     }
                 }
@@ -530,18 +596,65 @@ impl<'a> SemanticModel<'a> {
                         if attribute.attr.as_str() != "forward" {
                             continue;
                         }
-                        if let ast::Expr::Name(class) = &*attribute.value {
-                            if let Some(Value::Class(index)) =
-                                self.globals_in(file).get(class.id.as_str()).cloned()
-                            {
-                                self.classes[index].replaced = true;
-                            }
+                        let Value::Class(index) =
+                            Interpreter::evaluate_global_in(self, &attribute.value, file)
+                        else {
+                            continue;
+                        };
+                        match Interpreter::evaluate_global_in(self, &assign.value, file) {
+                            Value::Function(forward) => self.replace_forward(index, forward),
+                            _ => self.classes[index].replaced = true,
                         }
                     }
                 }
                 _ => {}
             }
         }
+    }
+
+    /// Makes the workspace function `forward` the `forward` of class `class`.
+    fn replace_forward(&mut self, class: usize, forward: usize) {
+        if let Some(own) = self.classes[class].methods.insert("forward", forward) {
+            let own = &self.functions[own];
+            self.superseded.push((own.file, own.def.range()));
+        }
+        self.classes[class].replaced = false;
+    }
+
+    /// The workspace function a class decorator makes the class's `forward`: the decorator is
+    /// a workspace function (used bare, `@use_fast_forward`) whose body sets
+    /// `<its parameter>.forward = f` outside any condition, `f` a function of its file.
+    fn forward_set_by_decorator(&self, decorator: &ast::Expr, file: u32) -> Option<usize> {
+        let Value::Function(function) = Interpreter::evaluate_global_in(self, decorator, file)
+        else {
+            return None;
+        };
+        let info = &self.functions[function];
+        let parameter = info.def.parameters.iter().next()?.name().as_str();
+        info.def.body.iter().find_map(|stmt| {
+            let Stmt::Assign(assign) = stmt else {
+                return None;
+            };
+            let [ast::Expr::Attribute(attribute)] = assign.targets.as_slice() else {
+                return None;
+            };
+            let is_parameter =
+                matches!(&*attribute.value, ast::Expr::Name(name) if name.id.as_str() == parameter);
+            if !is_parameter || attribute.attr.as_str() != "forward" {
+                return None;
+            }
+            // A function the decorator defines itself (a wrapper closing over the original)
+            // is not the module-level function of the same name.
+            if let ast::Expr::Name(value) = &*assign.value {
+                if binds_locally(&info.def.body, value.id.as_str()) {
+                    return None;
+                }
+            }
+            match Interpreter::evaluate_global_in(self, &assign.value, info.file) {
+                Value::Function(forward) => Some(forward),
+                _ => None,
+            }
+        })
     }
 
     /// Marks every class that derives from `nn.Module`, through local and workspace bases.
@@ -593,7 +706,7 @@ impl<'a> SemanticModel<'a> {
             }
             let methods: Vec<usize> = self.classes[index].methods.values().copied().collect();
             let file = self.classes[index].file;
-            let mut attributes: HashMap<String, Value> = HashMap::new();
+            let mut attributes: FxHashMap<String, Value> = FxHashMap::default();
             for method in methods {
                 let def = self.functions[method].def;
                 Interpreter::collect_attributes(self, &def.body, &mut attributes, file);
@@ -649,7 +762,7 @@ impl<'a> SemanticModel<'a> {
         // method or attribute is unknown.
         const MAX_LINEAGE: usize = 64;
         let mut order = Vec::new();
-        let mut seen = HashSet::new();
+        let mut seen = FxHashSet::default();
         let mut stack = vec![class];
         while let Some(current) = stack.pop() {
             if order.len() == MAX_LINEAGE {

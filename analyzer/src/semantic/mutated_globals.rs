@@ -3,7 +3,7 @@
 //! it as a constant, whatever the function does to it later (PT601). A container changed only
 //! by module-level statements (filled once, on import) is a constant and is not listed.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::syntax::ast::visitor::{self, Visitor};
 use crate::syntax::ast::{self, Expr, Stmt};
@@ -37,9 +37,10 @@ pub(crate) struct MutatedGlobal {
     pub(crate) function: String,
 }
 
-/// The module-level containers of `body` that a function (or method) of the file changes.
-pub(crate) fn collect(body: &[Stmt]) -> HashMap<String, MutatedGlobal> {
-    let containers: HashMap<&str, &'static str> = body
+/// The module-level containers of `body` that a function (or method) of the file changes;
+/// `text` is the file's source.
+pub(crate) fn collect(body: &[Stmt], text: &str) -> FxHashMap<String, MutatedGlobal> {
+    let containers: FxHashMap<&str, &'static str> = body
         .iter()
         .filter_map(|stmt| match stmt {
             Stmt::Assign(assign) => match assign.targets.as_slice() {
@@ -52,11 +53,20 @@ pub(crate) fn collect(body: &[Stmt]) -> HashMap<String, MutatedGlobal> {
             },
             _ => None,
         })
+        // A function that changes a container names it; a name written once in the whole
+        // text (`__all__ = [...]`) is only its definition.
+        .filter(|(name, _)| {
+            text.find(name)
+                .is_some_and(|first| text[first + name.len()..].contains(name))
+        })
         .collect();
+    if containers.is_empty() {
+        return FxHashMap::default();
+    }
     let mut finder = Mutations {
         containers: &containers,
         functions: Vec::new(),
-        found: HashMap::new(),
+        found: FxHashMap::default(),
     };
     for stmt in body {
         finder.visit_stmt(stmt);
@@ -88,39 +98,55 @@ fn container_kind(value: &Expr) -> Option<&'static str> {
     }
 }
 
-/// One function being walked: its name, the names it declares `global`, and its own locals
-/// (parameters and names it assigns without `global`), which shadow the module's.
-struct Function {
-    name: String,
-    globals: HashSet<String>,
-    locals: HashSet<String>,
+/// One function being walked, with its scope once a change to a container needs it.
+struct Function<'a> {
+    def: &'a ast::StmtFunctionDef,
+    scope: Option<Scope>,
 }
 
-struct Mutations<'c> {
-    containers: &'c HashMap<&'c str, &'static str>,
-    functions: Vec<Function>,
-    found: HashMap<String, MutatedGlobal>,
+impl Function<'_> {
+    /// The names the function declares `global` and its own locals (parameters and names it
+    /// assigns without `global`), which shadow the module's. Walked on the first change to a
+    /// container only: most functions change none.
+    fn scope(&mut self) -> &Scope {
+        let def = self.def;
+        self.scope.get_or_insert_with(|| {
+            let mut scope = Scope::default();
+            for parameter in &*def.parameters {
+                scope.locals.insert(parameter.name().to_string());
+            }
+            for inner in &def.body {
+                scope.visit_stmt(inner);
+            }
+            scope
+        })
+    }
 }
 
-impl Mutations<'_> {
+struct Mutations<'c, 'a> {
+    containers: &'c FxHashMap<&'c str, &'static str>,
+    functions: Vec<Function<'a>>,
+    found: FxHashMap<String, MutatedGlobal>,
+}
+
+impl Mutations<'_, '_> {
     /// Records that the current function changes the module-level container `name`, unless a
     /// local of the function shadows it.
     fn changes(&mut self, name: &str) {
-        let Some(function) = self.functions.last() else {
-            return; // A module-level statement: run once, on import.
-        };
         let Some(kind) = self.containers.get(name) else {
             return;
         };
-        if function.locals.contains(name) && !function.globals.contains(name) {
+        let Some(function) = self.functions.last_mut() else {
+            return; // A module-level statement: run once, on import.
+        };
+        let scope = function.scope();
+        if scope.locals.contains(name) && !scope.globals.contains(name) {
             return;
         }
+        let function = function.def.name.to_string();
         self.found
             .entry(name.to_owned())
-            .or_insert_with(|| MutatedGlobal {
-                kind,
-                function: function.name.clone(),
-            });
+            .or_insert_with(|| MutatedGlobal { kind, function });
     }
 
     /// A store to `target`: `NAME[...] = `, or `NAME = ` under `global NAME`.
@@ -132,10 +158,13 @@ impl Mutations<'_> {
                 }
             }
             Expr::Name(name) => {
+                if !self.containers.contains_key(name.id.as_str()) {
+                    return;
+                }
                 let declared = self
                     .functions
-                    .last()
-                    .is_some_and(|function| function.globals.contains(name.id.as_str()));
+                    .last_mut()
+                    .is_some_and(|function| function.scope().globals.contains(name.id.as_str()));
                 if declared {
                     self.changes(name.id.as_str());
                 }
@@ -150,22 +179,11 @@ impl Mutations<'_> {
     }
 }
 
-impl<'a> Visitor<'a> for Mutations<'_> {
+impl<'a> Visitor<'a> for Mutations<'_, 'a> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         match stmt {
             Stmt::FunctionDef(def) => {
-                let mut scope = Scope::default();
-                for parameter in &*def.parameters {
-                    scope.locals.insert(parameter.name().to_string());
-                }
-                for inner in &def.body {
-                    scope.visit_stmt(inner);
-                }
-                self.functions.push(Function {
-                    name: def.name.to_string(),
-                    globals: scope.globals,
-                    locals: scope.locals,
-                });
+                self.functions.push(Function { def, scope: None });
                 for inner in &def.body {
                     self.visit_stmt(inner);
                 }
@@ -211,8 +229,8 @@ impl<'a> Visitor<'a> for Mutations<'_> {
 /// classes have scopes of their own).
 #[derive(Default)]
 struct Scope {
-    globals: HashSet<String>,
-    locals: HashSet<String>,
+    globals: FxHashSet<String>,
+    locals: FxHashSet<String>,
 }
 
 impl<'a> Visitor<'a> for Scope {
@@ -251,7 +269,7 @@ mod tests {
 
     fn found(source: &str) -> Vec<(String, &'static str, String)> {
         let parsed = crate::syntax::parse(source);
-        let mut found: Vec<_> = collect(&parsed.module.body)
+        let mut found: Vec<_> = collect(&parsed.module.body, source)
             .into_iter()
             .map(|(name, global)| (name, global.kind, global.function))
             .collect();

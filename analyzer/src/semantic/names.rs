@@ -116,6 +116,46 @@ pub(crate) fn dotted(expr: &ast::Expr) -> Option<String> {
     }
 }
 
+/// What the names of one file refer to through its imports: how analyses that look for
+/// particular functions (`torch.library.custom_op`, `torch.export.export`) recognise them
+/// however the file imports them.
+pub(crate) trait Resolve {
+    /// The dotted name `expr` stands for, its first name replaced by the qualified name the
+    /// file binds it to: `F.relu` is `torch.nn.functional.relu`; an unbound name stays as is.
+    fn qualified(&self, expr: &ast::Expr) -> Option<String>;
+
+    /// The last name of what `expr` refers to, without building the qualified name: a test
+    /// that rules out most calls of a file before [`Self::qualified`] allocates.
+    fn last_name<'s>(&'s self, expr: &'s ast::Expr) -> Option<&'s str> {
+        match expr {
+            ast::Expr::Attribute(attribute) => Some(attribute.attr.as_str()),
+            ast::Expr::Name(name) => Some(
+                self.binding(name.id.as_str())
+                    .map_or(name.id.as_str(), |qualified| {
+                        qualified.rsplit('.').next().unwrap_or(qualified)
+                    }),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The qualified name a module-level `name` is bound to, when it is one.
+    fn binding(&self, name: &str) -> Option<&str>;
+}
+
+/// [`Resolve::qualified`] from a file's bindings.
+pub(crate) fn qualified_through(resolve: &dyn Resolve, expr: &ast::Expr) -> Option<String> {
+    let dotted = dotted(expr)?;
+    let (head, rest) = dotted
+        .split_once('.')
+        .map_or((dotted.as_str(), None), |(head, rest)| (head, Some(rest)));
+    Some(match (resolve.binding(head), rest) {
+        (Some(qualified), Some(rest)) => format!("{qualified}.{rest}"),
+        (Some(qualified), None) => qualified.to_owned(),
+        (None, _) => dotted,
+    })
+}
+
 /// A string literal's value.
 pub(crate) fn string_literal(expr: &ast::Expr) -> Option<&str> {
     match expr {

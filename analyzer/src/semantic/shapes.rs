@@ -1,7 +1,7 @@
 //! The file's export specification: which class is exported, its example inputs, and the
 //! `Dim`s that `dynamic_shapes` gives each `forward` parameter.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
 use crate::syntax::ast::visitor::{self, Visitor};
@@ -9,7 +9,7 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use super::SemanticModel;
 use super::interpreter::ParameterRole;
-use super::names;
+use super::names::{self, Resolve};
 use super::symbolic::SymSize;
 use super::value::{DimDecl, DimSize, TensorDims, Value};
 use crate::syntax::ast::{self, Expr, Stmt};
@@ -128,12 +128,12 @@ pub(crate) struct ExampleProblem {
 
 #[derive(Debug, Default)]
 pub(crate) struct ShapesSpec {
-    by_name: HashMap<String, Rc<TensorDims>>,
+    by_name: FxHashMap<String, Rc<TensorDims>>,
     by_position: Vec<Rc<TensorDims>>,
     /// The example inputs: positional, then keyword.
     inputs: Vec<ExampleInput>,
     /// The example's size of each named `Dim`; `None` when inputs disagree.
-    dim_examples: HashMap<String, Option<i64>>,
+    dim_examples: FxHashMap<String, Option<i64>>,
     pub(crate) problems: Vec<SpecProblem>,
     pub(crate) example_problems: Vec<ExampleProblem>,
 }
@@ -285,23 +285,23 @@ impl ShapesSpec {
 }
 
 /// Every binding of a name, in source order, with the statement that makes it.
-type Bindings<'a> = HashMap<String, Vec<(TextRange, &'a Expr)>>;
+type Bindings<'a> = FxHashMap<&'a str, Vec<(TextRange, &'a Expr)>>;
 
 /// Everything the spec is assembled from, gathered in one walk over the file.
 #[derive(Default)]
 struct Gathered<'a> {
     /// Every `name = value` in any scope; the last one wins.
-    assignments: HashMap<String, &'a Expr>,
+    assignments: FxHashMap<&'a str, &'a Expr>,
     /// Every `name = value` in any scope, in source order.
     bindings: Bindings<'a>,
     /// Names bound by `a, b = dims("a", "b")`.
-    dims_helper: HashMap<String, (String, TextRange)>,
+    dims_helper: FxHashMap<&'a str, (&'a str, TextRange)>,
     export_calls: Vec<&'a ast::ExprCall>,
     /// Names of classes given a pytree registration anywhere in the file.
     registered: Vec<String>,
     /// Names whose value is changed in place (`inputs.append(x)`, `inputs += [x]`,
     /// `inputs[0] = x`): their literal does not list what they hold.
-    mutated: Vec<String>,
+    mutated: Vec<&'a str>,
 }
 
 /// List methods that change a list in place.
@@ -350,7 +350,7 @@ impl<'a> Gathered<'a> {
     /// one, or `tuple(...)` / `list(...)` of one (`example_args = tuple(inputs)`).
     fn sequence(&self, expr: &'a Expr) -> Option<&'a [Expr]> {
         if let Expr::Name(name) = expr {
-            if self.mutated.iter().any(|m| m == name.id.as_str()) {
+            if self.mutated.contains(&name.id.as_str()) {
                 return None;
             }
         }
@@ -366,7 +366,7 @@ impl<'a> Gathered<'a> {
                         return None;
                     };
                     if let Expr::Name(name) = single {
-                        if self.mutated.iter().any(|m| m == name.id.as_str()) {
+                        if self.mutated.contains(&name.id.as_str()) {
                             return None;
                         }
                     }
@@ -392,9 +392,10 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
                     Expr::Call(call) => &*call.func,
                     other => other,
                 };
-                qualified(self.model, callee).is_some_and(|name| {
-                    REGISTERS.contains(&name.rsplit('.').next().unwrap_or_default())
-                })
+                self.model
+                    .last_name(callee)
+                    .is_some_and(|last| REGISTERS.contains(&last))
+                    && names::dotted(callee).is_some()
             });
             if registers {
                 self.gathered.registered.push(class.name.to_string());
@@ -403,14 +404,14 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
         match stmt {
             Stmt::AugAssign(augmented) => {
                 if let Expr::Name(name) = &*augmented.target {
-                    self.gathered.mutated.push(name.id.to_string());
+                    self.gathered.mutated.push(name.id.as_str());
                 }
             }
             Stmt::Assign(assign) => {
                 for target in &assign.targets {
                     if let Expr::Subscript(subscript) = target {
                         if let Expr::Name(name) = &*subscript.value {
-                            self.gathered.mutated.push(name.id.to_string());
+                            self.gathered.mutated.push(name.id.as_str());
                         }
                     }
                 }
@@ -424,25 +425,28 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
                     self.gathered.dims_helper.remove(name.id.as_str());
                     self.gathered
                         .assignments
-                        .insert(name.id.to_string(), &assign.value);
+                        .insert(name.id.as_str(), &assign.value);
                     self.gathered
                         .bindings
-                        .entry(name.id.to_string())
+                        .entry(name.id.as_str())
                         .or_default()
                         .push((assign.range, &assign.value));
                 }
                 [Expr::Tuple(tuple)] => {
                     if let Expr::Call(call) = &*assign.value {
-                        if qualified(self.model, &call.func).is_some_and(|q| q.ends_with("dims")) {
+                        if self
+                            .model
+                            .qualified(&call.func)
+                            .is_some_and(|q| q.ends_with("dims"))
+                        {
                             for (target, arg) in tuple.elts.iter().zip(call.arguments.args.iter()) {
                                 if let (Expr::Name(name), Some(dim)) =
                                     (target, names::string_literal(arg))
                                 {
                                     self.gathered.assignments.remove(name.id.as_str());
-                                    self.gathered.dims_helper.insert(
-                                        name.id.to_string(),
-                                        (dim.to_owned(), call.range()),
-                                    );
+                                    self.gathered
+                                        .dims_helper
+                                        .insert(name.id.as_str(), (dim, call.range()));
                                 }
                             }
                         }
@@ -461,10 +465,14 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
                     &*attribute.value,
                     MUTATES.contains(&attribute.attr.as_str()),
                 ) {
-                    self.gathered.mutated.push(name.id.to_string());
+                    self.gathered.mutated.push(name.id.as_str());
                 }
             }
-            let callee = qualified(self.model, &call.func);
+            let callee = self
+                .model
+                .last_name(&call.func)
+                .filter(|last| EXPORT_FUNCTIONS.contains(last) || REGISTERS.contains(last))
+                .and_then(|_| self.model.qualified(&call.func));
             if callee.as_deref().is_some_and(is_export_function) {
                 self.gathered.export_calls.push(call);
             }
@@ -484,6 +492,9 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
     }
 }
 
+/// The last names of [`is_export_function`]'s functions.
+const EXPORT_FUNCTIONS: &[&str] = &["export", "draft_export", "_export"];
+
 fn is_export_function(qualified: &str) -> bool {
     matches!(
         qualified,
@@ -492,21 +503,6 @@ fn is_export_function(qualified: &str) -> bool {
             | "torch.export._trace._export"
             | "torch._export.export"
     )
-}
-
-/// The qualified name an expression refers to through the file's imports.
-fn qualified(model: &SemanticModel, expr: &Expr) -> Option<String> {
-    let dotted = names::dotted(expr)?;
-    let (head, rest) = dotted
-        .split_once('.')
-        .map_or((dotted.as_str(), None), |(head, rest)| (head, Some(rest)));
-    match model.globals.get(head) {
-        Some(Value::Qualified(qualified)) => Some(match rest {
-            Some(rest) => format!("{qualified}.{rest}"),
-            None => qualified.to_string(),
-        }),
-        _ => Some(dotted.clone()),
-    }
 }
 
 /// `strict = True` at module level, or `strict=True` in an export call.
@@ -811,10 +807,40 @@ impl<'a> Flattening<'_, '_, 'a> {
     }
 }
 
+/// Whether the file may export a model: it binds `model`, `example_args`, `example_kwargs`
+/// or `dynamic_shapes` at module level, or may call an export function. A call of one is
+/// written `…export(` (`torch.export.export(`, `draft_export(`, `te.export(`) unless the
+/// function is bound under another name, which the file's globals then hold. Most files do
+/// none of these, and need no walk for an entrypoint.
+fn may_export(body: &[Stmt], model: &SemanticModel) -> bool {
+    let binds_entry_name = names::module_level_statements(body).iter().any(|stmt| {
+        let targets: &[Expr] = match stmt {
+            Stmt::Assign(assign) => &assign.targets,
+            Stmt::AnnAssign(assign) => std::slice::from_ref(&*assign.target),
+            _ => return false,
+        };
+        targets.iter().any(|target| {
+            matches!(target, Expr::Name(name) if matches!(
+                name.id.as_str(),
+                "model" | "example_args" | "example_kwargs" | "dynamic_shapes"
+            ))
+        })
+    });
+    binds_entry_name
+        || model.file.text.contains("export(")
+        || model
+            .globals
+            .values()
+            .any(|value| matches!(value, Value::Qualified(name) if is_export_function(name)))
+}
+
 pub(crate) fn collect<'a>(
     body: &'a [Stmt],
     model: &SemanticModel,
 ) -> (Option<Entrypoint>, Option<ShapesSpec>) {
+    if !may_export(body, model) {
+        return (None, None);
+    }
     let mut walker = Gatherer {
         model,
         gathered: Gathered::default(),
@@ -1240,7 +1266,7 @@ impl<'a> ExampleReader<'_, '_, 'a> {
                         }
                     }
                 }
-                let callee = qualified(self.model, &call.func)?;
+                let callee = self.model.qualified(&call.func)?;
                 let (module, name) = callee.rsplit_once('.')?;
                 if module != "torch" {
                     return None;

@@ -235,7 +235,7 @@ fn file_reports(found: &[TraceDiagnostic], cwd: &Path) -> Vec<FileReport> {
             .unwrap_or_default();
         let mut report = FileReport::new(shown, text, Vec::new());
         for diagnostic in found {
-            let converted = diagnostic.to_diagnostic(&report.text, &report.line_index);
+            let converted = diagnostic.to_diagnostic(&report.text, report.line_index());
             report.diagnostics.push(Reported {
                 diagnostic: converted,
                 source: Source::Trace,

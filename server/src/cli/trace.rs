@@ -269,7 +269,7 @@ impl<'a> Tracing<'a> {
                 others.insert(key, project.others.len() - 1);
                 project.others.last_mut().expect("just pushed")
             };
-            let (text, lines) = (&report.text, &report.line_index);
+            let (text, lines, diagnostics) = report.diagnostics_by_line();
             if tracer::diagnostics::is_suppressed(text, lines, found.line, found.rule) {
                 continue;
             }
@@ -280,7 +280,7 @@ impl<'a> Tracing<'a> {
                 data: found.data(),
             };
             tracer::diagnostics::merge_traced(
-                &mut report.diagnostics,
+                diagnostics,
                 traced,
                 |reported| {
                     (

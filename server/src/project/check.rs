@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use pt2lsp_analyzer::{
-    Diagnostic, ModuleSource, ModuleSummary, Rule, RuleSelector, Settings, SourceFile, TextRange,
-    TextSize, WorkspaceIndex, WorkspaceSources,
+    Alone, Diagnostic, ModuleSource, ModuleSummary, ParsedFile, Rule, RuleSelector, Settings,
+    SourceFile, TextRange, TextSize, WorkspaceIndex, WorkspaceSources,
 };
 use rayon::prelude::*;
 
@@ -287,6 +287,8 @@ pub struct Checked {
     pub(crate) path: PathBuf,
     module: Option<(String, bool)>,
     summary: Option<ModuleSummary>,
+    /// Phase 1's parse of a file that phase 2 checks, so it is parsed once.
+    parsed: Option<ParsedFile>,
     /// False for a file that is not UTF-8 source: its report is the decoding problem, and it is
     /// never analysed or fixed.
     pub(crate) decodable: bool,
@@ -327,6 +329,7 @@ impl<'a> Project<'a> {
                         path: path.clone(),
                         module: walk::module_name(path),
                         summary: None,
+                        parsed: None,
                         decodable: source.problem.is_none(),
                         report: FileReport::new(shown, source.text, Vec::new()),
                         notebook_json: None,
@@ -416,14 +419,13 @@ impl<'a> Project<'a> {
     /// it: those whose facts may come from other files, and those that take part in an
     /// entrypoint's whole-program analysis.
     pub(crate) fn check_against_workspace(&mut self) {
-        let summaries: Vec<ModuleSummary> = self
+        let summaries = self
             .files
             .iter()
             .filter(|file| file.module.is_some())
-            .filter_map(|file| file.summary.clone())
-            .chain(self.context.iter().map(|file| file.summary.clone()))
-            .collect();
-        let mut workspace = WorkspaceIndex::new(&summaries);
+            .filter_map(|file| file.summary.as_ref())
+            .chain(self.context.iter().map(|file| &file.summary));
+        let mut workspace = WorkspaceIndex::new(summaries);
         // Texts are handed to the analysis only when some entrypoint may follow calls into
         // other files: most projects have none, and copying every text would cost time.
         let program = self.files.iter().any(|file| {
@@ -471,11 +473,7 @@ impl<'a> Project<'a> {
             self.files
                 .par_iter_mut()
                 .filter(|file| is_entry(file))
-                .for_each(|file| {
-                    let report =
-                        pt2lsp_analyzer::check_file(file.source_file(), settings, workspace);
-                    file.report.set_static(report.diagnostics);
-                });
+                .for_each(|file| file.check_against(settings, workspace));
         });
         self.pool.install(|| {
             self.files
@@ -492,9 +490,7 @@ impl<'a> Project<'a> {
                             .as_ref()
                             .is_some_and(|summary| summary.needs_workspace)
                     {
-                        let report =
-                            pt2lsp_analyzer::check_file(file.source_file(), settings, workspace);
-                        file.report.set_static(report.diagnostics);
+                        file.check_against(settings, workspace);
                     }
                 });
         });
@@ -526,11 +522,31 @@ impl Checked {
         }
     }
 
-    /// Phase 1: checks the file with no workspace facts and summarises it, from one parse.
+    /// Phase 1: summarises the file and checks it with no workspace facts, from one parse.
+    /// A file whose report depends on the workspace is left without diagnostics here: phase 2
+    /// checks it.
     fn check_alone(&mut self, settings: &Settings) {
-        let (report, summary) = pt2lsp_analyzer::check_and_summarize(self.source_file(), settings);
-        self.report.set_static(report.diagnostics);
+        let (alone, summary) =
+            pt2lsp_analyzer::summarize_and_check_alone(self.source_file(), settings);
+        match alone {
+            Alone::Report(report) => self.report.set_static(report.diagnostics),
+            Alone::NeedsWorkspace(parsed) => {
+                self.report.set_static(Vec::new());
+                self.parsed = Some(parsed);
+            }
+        }
         self.summary = Some(summary);
+    }
+
+    /// Phase 2: checks the file against the workspace, from phase 1's parse when it kept one.
+    fn check_against(&mut self, settings: &Settings, workspace: &WorkspaceIndex) {
+        let report = match self.parsed.take() {
+            Some(parsed) => {
+                pt2lsp_analyzer::check_parsed_file(&parsed, self.source_file(), settings, workspace)
+            }
+            None => pt2lsp_analyzer::check_file(self.source_file(), settings, workspace),
+        };
+        self.report.set_static(report.diagnostics);
     }
 }
 

@@ -3,6 +3,7 @@
 //! counted in characters (Unicode scalar values), as ruff prints them.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use pt2lsp_analyzer::{Diagnostic, LineIndex, TextSize};
 
@@ -15,7 +16,8 @@ pub struct FileReport {
     pub path: PathBuf,
     /// The text the diagnostics' offsets point into.
     pub text: String,
-    pub line_index: LineIndex,
+    /// Built on the first position asked for: most files of a large check report nothing.
+    line_index: OnceLock<LineIndex>,
     /// Sorted by position.
     pub diagnostics: Vec<Reported>,
     /// For a notebook: `text` is its code cells joined, and positions are shown by cell.
@@ -82,11 +84,10 @@ pub struct Position {
 
 impl FileReport {
     pub fn new(path: PathBuf, text: String, diagnostics: Vec<Diagnostic>) -> Self {
-        let line_index = LineIndex::new(&text);
         Self {
             path,
             text,
-            line_index,
+            line_index: OnceLock::new(),
             diagnostics: diagnostics
                 .into_iter()
                 .map(Reported::found_statically)
@@ -103,8 +104,19 @@ impl FileReport {
             .collect();
     }
 
+    /// The lines of [`Self::text`].
+    pub fn line_index(&self) -> &LineIndex {
+        self.line_index.get_or_init(|| LineIndex::new(&self.text))
+    }
+
+    /// The text and its lines beside the diagnostics, to change the diagnostics by position.
+    pub fn diagnostics_by_line(&mut self) -> (&str, &LineIndex, &mut Vec<Reported>) {
+        let lines = self.line_index.get_or_init(|| LineIndex::new(&self.text));
+        (&self.text, lines, &mut self.diagnostics)
+    }
+
     pub fn position(&self, offset: TextSize) -> Position {
-        let (line, column) = self.line_index.line_char_column(offset, &self.text);
+        let (line, column) = self.line_index().line_char_column(offset, &self.text);
         let in_cell = self
             .notebook
             .as_ref()
@@ -124,7 +136,7 @@ impl FileReport {
         let Some(cells) = &self.notebook else {
             return position;
         };
-        let (line, column) = self.line_index.line_char_column(offset, &self.text);
+        let (line, column) = self.line_index().line_char_column(offset, &self.text);
         if column != 0 || line == 0 {
             return position;
         }

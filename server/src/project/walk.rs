@@ -239,7 +239,12 @@ fn check_size(path: &Path, size: u64) -> Result<()> {
 
 /// Decodes source bytes as UTF-8, describing the first problem instead of failing.
 pub fn decode(bytes: Vec<u8>) -> SourceText {
-    if let Some(nul) = bytes.iter().position(|byte| *byte == 0) {
+    // `contains` searches a whole word at a time; the position is only needed for the message.
+    if let Some(nul) = bytes
+        .contains(&0)
+        .then(|| bytes.iter().position(|byte| *byte == 0))
+        .flatten()
+    {
         // Python refuses source with NUL bytes too; the file is almost surely not source.
         return SourceText {
             text: String::new(),

@@ -1,7 +1,7 @@
 //! The interpreter's calls: to tensor and module methods, torch functions, builtins, and the
 //! user's own functions (followed inline, within budgets), and the sizes calls read.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
 use ruff_text_size::Ranged;
@@ -196,7 +196,7 @@ impl Interpreter<'_, '_> {
         &self,
         function: usize,
         env: &Env,
-    ) -> Option<Rc<HashMap<String, Value>>> {
+    ) -> Option<Rc<FxHashMap<String, Value>>> {
         let name = self.model.functions[function].def.name.as_str();
         let file = self.model.functions[function].file;
         let is_global = matches!(self.model.globals_in(file).get(name), Some(Value::Function(index)) if *index == function);
@@ -834,7 +834,7 @@ impl Interpreter<'_, '_> {
         receiver: Option<Value>,
         args: &[Value],
         kwargs: &[(String, Value)],
-        outer: Option<Rc<HashMap<String, Value>>>,
+        outer: Option<Rc<FxHashMap<String, Value>>>,
     ) -> Value {
         if self.stack.contains(&function) || self.stack.len() >= MAX_DEPTH || self.budget == 0 {
             return Value::Unknown;

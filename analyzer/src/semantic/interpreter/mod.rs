@@ -6,7 +6,7 @@
 //! twice so values assigned late in the body reach its start. Events are recorded where a value
 //! meets a construct the exporter cannot trace.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::rc::Rc;
 
 use ruff_text_size::{Ranged, TextRange};
@@ -37,9 +37,9 @@ const MAX_DEPTH: usize = 8;
 /// Local bindings of one function activation.
 #[derive(Clone, Default)]
 struct Env {
-    locals: HashMap<String, Value>,
+    locals: FxHashMap<String, Value>,
     /// The enclosing function's bindings, for nested functions (closures).
-    outer: Option<Rc<HashMap<String, Value>>>,
+    outer: Option<Rc<FxHashMap<String, Value>>>,
     /// The class whose method is running, for `super()`.
     class: Option<usize>,
     /// Comparisons known to hold here (`torch._check(idx.shape[0] != 0)`, `assert a <= b`).
@@ -195,8 +195,8 @@ pub(crate) struct Interpreter<'m, 'a> {
     returns: Vec<Value>,
     /// `self.<name>` attributes traced code sets outright (`self.pooling_mult = 1`): state reset
     /// on every call, which a later `self.<name> *= 2` changes within the call only.
-    reset_in_trace: HashSet<String>,
-    memo: HashMap<String, Value>,
+    reset_in_trace: FxHashSet<String>,
+    memo: FxHashMap<String, Value>,
     budget: usize,
     /// Above zero while interpreting operands that run only if an earlier `and`/`or` operand,
     /// which the analysis cannot decide, lets them.
@@ -211,10 +211,10 @@ pub(crate) struct Interpreter<'m, 'a> {
     /// The call sites of the inlined calls on the stack: an event's chain.
     frames: Vec<Site>,
     /// Functions of other files entered.
-    reached: HashSet<Site>,
+    reached: FxHashSet<Site>,
     /// The shapes of tensors named in file 0, by the name's range; `None` where evaluations
     /// disagree (a helper called with different shapes).
-    shapes: HashMap<TextRange, Option<NamedShape>>,
+    shapes: FxHashMap<TextRange, Option<NamedShape>>,
 }
 
 impl<'m, 'a> Interpreter<'m, 'a> {
@@ -225,16 +225,16 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             emit,
             stack: Vec::new(),
             returns: Vec::new(),
-            reset_in_trace: HashSet::new(),
-            memo: HashMap::new(),
+            reset_in_trace: FxHashSet::default(),
+            memo: FxHashMap::default(),
             budget: INLINE_BUDGET,
             untracked: SizeOrigin::Static,
             conditional: 0,
             file: 0,
             sites: Vec::new(),
             frames: Vec::new(),
-            reached: HashSet::new(),
-            shapes: HashMap::new(),
+            reached: FxHashSet::default(),
+            shapes: FxHashMap::default(),
         }
     }
 
@@ -242,7 +242,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     /// functions of other files it entered.
     pub(crate) fn run(
         model: &'m SemanticModel<'a>,
-    ) -> (Vec<Event>, HashSet<Site>, Vec<crate::ShapeHint>) {
+    ) -> (Vec<Event>, FxHashSet<Site>, Vec<crate::ShapeHint>) {
         let mut interpreter = Interpreter::new(model, true);
         let declares_dynamic = model
             .spec
@@ -392,7 +392,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     pub(crate) fn collect_attributes(
         model: &'m SemanticModel<'a>,
         body: &[Stmt],
-        attributes: &mut HashMap<String, Value>,
+        attributes: &mut FxHashMap<String, Value>,
         file: u32,
     ) {
         let mut interpreter = Interpreter::new(model, false);
@@ -400,8 +400,8 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         interpreter.attributes_in(body, attributes);
     }
 
-    fn attributes_in(&mut self, body: &[Stmt], attributes: &mut HashMap<String, Value>) {
-        fn record(attributes: &mut HashMap<String, Value>, name: &str, value: Value) {
+    fn attributes_in(&mut self, body: &[Stmt], attributes: &mut FxHashMap<String, Value>) {
+        fn record(attributes: &mut FxHashMap<String, Value>, name: &str, value: Value) {
             let value = match value {
                 Value::Tensor(_)
                 | Value::Module(_)
@@ -498,8 +498,8 @@ impl<'m, 'a> Interpreter<'m, 'a> {
 /// The module classes of the analysed file that class `root` names anywhere in its methods,
 /// and those they name, `root` included: the classes its model may be made of (a `ModuleList`
 /// of `Block`s names `Block` in `__init__`).
-fn classes_used_from(model: &SemanticModel<'_>, root: usize) -> HashSet<usize> {
-    struct Names<'n>(&'n mut HashSet<String>);
+fn classes_used_from(model: &SemanticModel<'_>, root: usize) -> FxHashSet<usize> {
+    struct Names<'n>(&'n mut FxHashSet<String>);
     impl<'a> Visitor<'a> for Names<'_> {
         fn visit_expr(&mut self, expr: &'a Expr) {
             if let Expr::Name(name) = expr {
@@ -508,22 +508,22 @@ fn classes_used_from(model: &SemanticModel<'_>, root: usize) -> HashSet<usize> {
             visitor::walk_expr(self, expr);
         }
     }
-    let by_name: HashMap<&str, Vec<usize>> = model
+    let by_name: FxHashMap<&str, Vec<usize>> = model
         .classes
         .iter()
         .enumerate()
         .filter(|(_, info)| info.is_module && info.file == 0)
-        .fold(HashMap::new(), |mut by_name, (index, info)| {
+        .fold(FxHashMap::default(), |mut by_name, (index, info)| {
             by_name
                 .entry(info.def.name.as_str())
                 .or_default()
                 .push(index);
             by_name
         });
-    let mut used = HashSet::from([root]);
+    let mut used: FxHashSet<usize> = std::iter::once(root).collect();
     let mut pending = vec![root];
     while let Some(class) = pending.pop() {
-        let mut names = HashSet::new();
+        let mut names = FxHashSet::default();
         for &function in model.classes[class].methods.values() {
             let mut collector = Names(&mut names);
             for stmt in &model.functions[function].def.body {

@@ -5,9 +5,9 @@ use std::rc::Rc;
 
 use ruff_text_size::Ranged;
 
-use super::{Gathered, SpecProblem, qualified};
+use super::{Gathered, SpecProblem};
 use crate::semantic::SemanticModel;
-use crate::semantic::names;
+use crate::semantic::names::{self, Resolve};
 use crate::semantic::symbolic::SymSize;
 use crate::semantic::value::{DimDecl, DimSize, TensorDims};
 use crate::syntax::ast::{self, Expr};
@@ -106,7 +106,7 @@ impl DimReader<'_, '_, '_> {
         }
         match expr {
             Expr::Call(call) => {
-                let callee = qualified(self.model, &call.func)?;
+                let callee = self.model.qualified(&call.func)?;
                 if !(callee.ends_with("Dim")
                     || callee.ends_with("Dim.DYNAMIC")
                     || callee.ends_with("Dim.AUTO"))
@@ -147,7 +147,7 @@ impl DimReader<'_, '_, '_> {
             Expr::Name(name) => {
                 if let Some((dim, range)) = self.gathered.dims_helper.get(name.id.as_str()) {
                     return Some(DimDecl {
-                        name: dim.clone(),
+                        name: (*dim).to_owned(),
                         min: None,
                         max: None,
                         automatic: false,
