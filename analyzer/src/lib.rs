@@ -35,7 +35,6 @@ pub use workspace::{
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// One Python file as the analyzer sees it.
 #[derive(Debug, Clone, Copy)]
@@ -335,10 +334,11 @@ impl<'m, 'a> Places<'m, 'a> {
 ///
 /// A whole-workspace check calls this first for every file, builds the [`WorkspaceIndex`]
 /// from the summaries, and runs [`check_file`] again only for the files whose summary says
-/// [`ModuleSummary::needs_workspace`]: the others' reports cannot change. For those the report
-/// is `None`: what the file declares already says that other files' facts could change it
-/// (a class whose bases are imported, a custom op whose fake kernel may be elsewhere), so the
-/// traced code is followed once, in [`check_file`], not twice.
+/// [`ModuleSummary::needs_workspace`]: the others' reports cannot change. For those it gives
+/// [`Alone::NeedsWorkspace`] instead of a report: what the file declares already says that
+/// other files' facts could change it (a class whose bases are imported, a custom op whose
+/// fake kernel may be elsewhere), so its traced code is followed once, in
+/// [`check_parsed_file`], not twice.
 pub fn summarize_and_check_alone(
     file: SourceFile<'_>,
     settings: &Settings,
@@ -350,7 +350,7 @@ pub fn summarize_and_check_alone(
     summary.needs_workspace = model.depends_on_workspace();
     if summary.needs_workspace {
         drop(model);
-        return (Alone::NeedsWorkspace(ParsedFile(Arc::new(parsed))), summary);
+        return (Alone::NeedsWorkspace(ParsedFile(parsed)), summary);
     }
     model.interpret(&parsed);
     (
@@ -371,7 +371,7 @@ pub enum Alone {
 
 /// A file's syntax tree, kept between the two phases of a workspace check so the file is not
 /// parsed twice. Valid only for the text it was parsed from.
-pub struct ParsedFile(Arc<syntax::Parsed>);
+pub struct ParsedFile(syntax::Parsed);
 
 impl std::fmt::Debug for ParsedFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

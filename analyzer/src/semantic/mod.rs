@@ -120,8 +120,8 @@ pub(crate) struct SemanticModel<'a> {
 }
 
 /// Whether a statement of `body` (not of nested functions) binds `name`: a `def`, a `class`,
-/// an assignment or an import.
-fn binds_locally(body: &[Stmt], name: &str) -> bool {
+/// an assignment or an import; `file` is the file `body` is in, for relative imports.
+fn binds_locally(body: &[Stmt], name: &str, file: SourceFile<'_>) -> bool {
     body.iter().any(|stmt| match stmt {
         Stmt::FunctionDef(def) => def.name.as_str() == name,
         Stmt::ClassDef(def) => def.name.as_str() == name,
@@ -129,7 +129,9 @@ fn binds_locally(body: &[Stmt], name: &str) -> bool {
             .targets
             .iter()
             .any(|target| matches!(target, ast::Expr::Name(target) if target.id.as_str() == name)),
-        Stmt::Import(_) | Stmt::ImportFrom(_) => true,
+        Stmt::Import(_) | Stmt::ImportFrom(_) => names::import_bindings(stmt, file)
+            .iter()
+            .any(|(local, _)| local == name),
         _ => false,
     })
 }
@@ -560,7 +562,9 @@ impl<'a> SemanticModel<'a> {
                     else {
                         continue;
                     };
-                    for decorator in &def.decorator_list {
+                    // In the order Python applies them: the one nearest the class first, so
+                    // what the outermost one does is what stays.
+                    for decorator in def.decorator_list.iter().rev() {
                         let name = names::dotted(match &decorator.expression {
                             ast::Expr::Call(call) => &call.func,
                             other => other,
@@ -625,6 +629,10 @@ impl<'a> SemanticModel<'a> {
     /// a workspace function (used bare, `@use_fast_forward`) whose body sets
     /// `<its parameter>.forward = f` outside any condition, `f` a function of its file.
     fn forward_set_by_decorator(&self, decorator: &ast::Expr, file: u32) -> Option<usize> {
+        // A decorator made by a call (`@patch_forward("fast")`) would have to be run to know.
+        if matches!(decorator, ast::Expr::Call(_)) {
+            return None;
+        }
         let Value::Function(function) = Interpreter::evaluate_global_in(self, decorator, file)
         else {
             return None;
@@ -646,7 +654,7 @@ impl<'a> SemanticModel<'a> {
             // A function the decorator defines itself (a wrapper closing over the original)
             // is not the module-level function of the same name.
             if let ast::Expr::Name(value) = &*assign.value {
-                if binds_locally(&info.def.body, value.id.as_str()) {
+                if binds_locally(&info.def.body, value.id.as_str(), self.source_in(info.file)) {
                     return None;
                 }
             }
