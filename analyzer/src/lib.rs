@@ -11,6 +11,7 @@
 mod diagnostic;
 mod fix;
 mod fixes;
+mod library;
 mod line_index;
 mod registry;
 mod rules;
@@ -25,12 +26,14 @@ pub use diagnostic::{
 };
 pub use fix::{FixMode, MAX_FIX_ROUNDS, apply_fixes, compatible_fixes, fix_round, fix_to_fixpoint};
 pub use fixes::dims::DimConstraint;
+pub use library::{Distribution, LibraryIndex};
 pub use line_index::{LineColumn, LineIndex};
 pub use registry::Rule;
 pub use ruff_text_size::{TextRange, TextSize};
 pub use settings::{RuleSelector, Settings};
 pub use workspace::{
-    ModuleSource, ModuleSummary, ParseCache, WorkspaceIndex, WorkspaceSources, summarize,
+    ModuleSource, ModuleSummary, ParseCache, SUMMARY_FORMAT, WorkspaceIndex, WorkspaceSources,
+    summarize,
 };
 
 use std::collections::HashMap;
@@ -166,11 +169,7 @@ fn check_parsed(
         workspace.note_entered(module, model.entered_modules());
     }
     if !program.is_empty() {
-        let own_path = file
-            .module
-            .and_then(|module| workspace.source(module))
-            .map(|source| source.path)
-            .unwrap_or_default();
+        let own_path = own_path(workspace, file);
         let mut places = Places::new(&model, &own_path);
         for event in &model.events {
             if !event.chain.is_empty() {
@@ -180,34 +179,187 @@ fn check_parsed(
             }
         }
     }
-    if let Some(module) = file.module {
-        import_events(module, workspace, &mut model, &mut related);
+    let mut from_libraries = Vec::new();
+    if !program.is_empty() {
+        from_libraries =
+            library_diagnostics(&model, 0, &program, settings, &own_path(workspace, file));
     }
-    let mut report = report(parsed, &model, file, settings);
+    if let Some(module) = file.module {
+        import_events(
+            module,
+            workspace,
+            settings,
+            &mut model,
+            &mut related,
+            &mut from_libraries,
+        );
+    }
+    let mut report = report(parsed, &model, file, settings, from_libraries);
     for diagnostic in &mut report.diagnostics {
-        if let Some(places) = related.get(&diagnostic.range) {
+        if let (Some(places), true) = (
+            related.get(&diagnostic.range),
+            diagnostic.related.is_empty(),
+        ) {
             diagnostic.related.clone_from(places);
         }
     }
     report
 }
 
-/// The other files of `module`'s program, read through the workspace sources and parsed.
+/// The path the workspace sources give for the checked file, for related locations.
+fn own_path(workspace: &WorkspaceIndex, file: SourceFile<'_>) -> PathBuf {
+    file.module
+        .and_then(|module| workspace.source(module))
+        .map(|source| source.path)
+        .unwrap_or_default()
+}
+
+/// What `model`'s analysis found in installed libraries' files, placed in file `target` of
+/// the model: each finding lands on the last call of its chain that is in a workspace file
+/// (the user's line that reaches the library), when that file is `target`. Its message says
+/// where in the library it happens, its related locations are the chain and the library's
+/// line, and it has no fix: the library's code is not the user's to edit.
+fn library_diagnostics(
+    model: &semantic::SemanticModel<'_>,
+    target: u32,
+    program: &[semantic::LoadedFile],
+    settings: &Settings,
+    own_path: &std::path::Path,
+) -> Vec<Diagnostic> {
+    let workspace = model.workspace;
+    let Some(libraries) = workspace.libraries() else {
+        return Vec::new();
+    };
+    let is_library = |file: u32| {
+        file != 0
+            && model
+                .source_in(file)
+                .module
+                .is_some_and(|module| workspace.is_library(module))
+    };
+    // The library events whose workspace call is in `target`, by library file.
+    let mut by_file: std::collections::BTreeMap<u32, Vec<(&semantic::Event, semantic::Site)>> =
+        std::collections::BTreeMap::new();
+    for event in &model.foreign_events {
+        if !is_library(event.file) {
+            continue;
+        }
+        let Some(&site) = event
+            .chain
+            .iter()
+            .rev()
+            .find(|(file, _)| !is_library(*file))
+        else {
+            continue;
+        };
+        if site.0 == target {
+            by_file.entry(event.file).or_default().push((event, site));
+        }
+    }
+    let mut places = Places::new(model, own_path);
+    let mut found = Vec::new();
+    for (library_file, events) in by_file {
+        let Some(loaded) = program.get(library_file as usize - 1) else {
+            continue;
+        };
+        let file = SourceFile {
+            text: &loaded.source.text,
+            module: Some(&loaded.module),
+            is_package: loaded.source.is_package,
+        };
+        // The library file's rules judge its events, as they would in the workspace.
+        let mut library_model =
+            semantic::SemanticModel::declarations(&loaded.parsed, file, workspace, &[]);
+        library_model.events = events.iter().map(|(event, _)| event.portable()).collect();
+        let judged = report(&loaded.parsed, &library_model, file, settings, Vec::new());
+        let lines = LineIndex::new(file.text);
+        let distribution = libraries
+            .distribution_of(&loaded.module)
+            .map(|d| format!("{} {}", d.name, d.version))
+            .unwrap_or_default();
+        for diagnostic in judged.diagnostics {
+            let (line, column) = lines.line_char_column(diagnostic.range.start(), file.text);
+            for (event, site) in events.iter().filter(|(event, _)| {
+                event.range.contains_range(diagnostic.range)
+                    || diagnostic.range.contains_range(event.range)
+            }) {
+                // The call the diagnostic sits on is not repeated among its related places.
+                let chain: Vec<semantic::Site> = event
+                    .chain
+                    .iter()
+                    .copied()
+                    .filter(|place| place != site)
+                    .collect();
+                let mut related = places.chain(&chain);
+                related.push(Related {
+                    file: loaded.source.path.clone(),
+                    line: line + 1,
+                    column: column + 1,
+                    message: format!("here, in installed {distribution}"),
+                });
+                // Library code branches on what the analysis cannot see (the device, a
+                // tracing flag, sizes it lost): a problem on such a branch may never run, and
+                // the user cannot change the branch, so it is a warning at most.
+                let (severity, path) = if event.undecided_path {
+                    (
+                        diagnostic.severity.max(Severity::Warning),
+                        ", on a branch the analysis cannot decide",
+                    )
+                } else {
+                    (diagnostic.severity, "")
+                };
+                found.push(Diagnostic {
+                    rule: diagnostic.rule,
+                    severity,
+                    message: format!(
+                        "{} (in `{}`, line {}, of installed {distribution}{path}, which this \
+                         line reaches)",
+                        diagnostic.message,
+                        loaded.module,
+                        line + 1
+                    ),
+                    range: site.1,
+                    fix: None,
+                    related,
+                });
+            }
+        }
+    }
+    found
+}
+
+/// The other files of `module`'s program, read through the workspace sources and parsed:
+/// the workspace files it imports, then the installed libraries' files they use.
 fn load_program(workspace: &WorkspaceIndex, module: &str) -> Vec<semantic::LoadedFile> {
-    workspace
-        .program_of(module)
-        .into_iter()
-        .skip(1)
-        .filter_map(|name| {
-            let source = workspace.source(&name)?;
-            let parsed = workspace.parse(&name, &source.text);
-            Some(semantic::LoadedFile {
-                module: name,
-                source,
-                parsed,
-            })
+    let load = |name: String| {
+        let source = workspace.source(&name)?;
+        let parsed = workspace.parse(&name, &source.text);
+        Some(semantic::LoadedFile {
+            module: name,
+            source,
+            parsed,
         })
-        .collect()
+    };
+    let mut names = workspace.program_of(module);
+    let entry = names.remove(0);
+    let mut program: Vec<semantic::LoadedFile> = names.into_iter().filter_map(load).collect();
+    let Some(libraries) = workspace.libraries() else {
+        return program;
+    };
+    let entry = load(entry);
+    let used = {
+        let bodies = entry.iter().chain(&program).map(|loaded| {
+            let file = SourceFile {
+                text: &loaded.source.text,
+                module: Some(&loaded.module),
+                is_package: loaded.source.is_package,
+            };
+            (&loaded.parsed.module.body[..], file)
+        });
+        libraries.modules_used_by(bodies, |name| !workspace.is_library(name))
+    };
+    program.extend(used.into_iter().filter_map(load));
+    program
 }
 
 /// Replaces what the stand-alone analysis of `module` found in the functions that
@@ -215,8 +367,10 @@ fn load_program(workspace: &WorkspaceIndex, module: &str) -> Vec<semantic::Loade
 fn import_events(
     module: &str,
     workspace: &WorkspaceIndex,
+    settings: &Settings,
     model: &mut semantic::SemanticModel<'_>,
     related: &mut HashMap<TextRange, Vec<Related>>,
+    from_libraries: &mut Vec<Diagnostic>,
 ) {
     let mut reached: Vec<TextRange> = Vec::new();
     let mut imported: Vec<semantic::Event> = Vec::new();
@@ -253,6 +407,13 @@ fn import_events(
                 .filter(|(file, _)| *file == target)
                 .map(|(_, range)| *range),
         );
+        from_libraries.extend(library_diagnostics(
+            &entry_model,
+            target,
+            &program,
+            settings,
+            &source.path,
+        ));
         let mut places = Places::new(&entry_model, &source.path);
         for event in entry_model
             .foreign_events
@@ -354,7 +515,7 @@ pub fn summarize_and_check_alone(
     }
     model.interpret(&parsed);
     (
-        Alone::Report(report(&parsed, &model, file, settings)),
+        Alone::Report(report(&parsed, &model, file, settings, Vec::new())),
         summary,
     )
 }
@@ -396,13 +557,17 @@ pub fn summarize_file(file: SourceFile<'_>) -> ModuleSummary {
     workspace::summarize_parsed(&parsed.module.body, file)
 }
 
+/// The rules' diagnostics for `model`, with `extra` ones found elsewhere for this file,
+/// filtered by the settings and the file's suppression comments.
 fn report(
     parsed: &syntax::Parsed,
     model: &semantic::SemanticModel<'_>,
     file: SourceFile<'_>,
     settings: &Settings,
+    extra: Vec<Diagnostic>,
 ) -> Report {
     let mut diagnostics = rules::run_all(parsed, model, settings);
+    diagnostics.extend(extra);
     diagnostics.retain(|diagnostic| settings.is_enabled(diagnostic.rule));
     suppression::apply(file.text, &mut diagnostics);
     diagnostics.sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));

@@ -15,13 +15,19 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use serde::{Deserialize, Serialize};
+
 use crate::SourceFile;
+use crate::library::LibraryIndex;
 use crate::semantic::names::{self, Resolve};
 use crate::semantic::{catalogue_is_module_base, registrations};
 use crate::syntax::{self, ast};
 
 /// What one file contributes to the workspace, extracted without analysing it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Summaries of installed libraries are cached on disk (see [`LibraryIndex`]): a change to
+/// the fields or to what they mean must bump [`SUMMARY_FORMAT`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleSummary {
     /// The file's dotted module name.
     pub module: String,
@@ -29,12 +35,18 @@ pub struct ModuleSummary {
     pub classes: Vec<(String, Vec<String>)>,
     /// Module-level names bound by imports, with the qualified name each refers to.
     pub imports: Vec<(String, String)>,
+    /// Functions defined at module level.
+    #[serde(default)]
+    pub functions: Vec<String>,
     /// Custom operators (`ns::op`) that get a fake or meta kernel in this file.
     pub fake_kernels: Vec<String>,
     /// `custom_op` functions defined here: Python name and operator.
     pub custom_ops: Vec<(String, String)>,
     /// `@name.register_fake` on an imported operator function, by its qualified name.
     pub imported_fakes: Vec<String>,
+    /// Modules whose public names `from module import *` binds here, in source order.
+    #[serde(default)]
+    pub star_imports: Vec<String>,
     /// Every module the file imports at module level (`import a.b` gives `a.b`, `from a import
     /// b` gives `a` and `a.b`): the edges of the import graph.
     pub imported_modules: Vec<String>,
@@ -122,6 +134,9 @@ impl ParseCache {
     }
 }
 
+/// The version of [`ModuleSummary`]'s layout and meaning, for caches of summaries.
+pub const SUMMARY_FORMAT: u32 = 2;
+
 /// How many files one entrypoint's analysis may load: past it, calls are not followed.
 pub(crate) const MAX_PROGRAM_FILES: usize = 96;
 
@@ -150,6 +165,8 @@ pub struct WorkspaceIndex {
     /// Other files' syntax trees, by content; shared with the caller, so it can outlive the
     /// index (see [`ParseCache`]).
     parse_cache: Option<Arc<ParseCache>>,
+    /// The installed libraries the workspace imports, when an interpreter is configured.
+    libraries: Option<Arc<LibraryIndex>>,
 }
 
 impl fmt::Debug for WorkspaceIndex {
@@ -165,66 +182,32 @@ impl fmt::Debug for WorkspaceIndex {
 
 impl WorkspaceIndex {
     pub fn new<'s>(summaries: impl IntoIterator<Item = &'s ModuleSummary>) -> Self {
+        Self::with_libraries(summaries, None)
+    }
+
+    /// The index of the workspace's `summaries`, whose imports of installed libraries'
+    /// modules resolve through `libraries`: a workspace class deriving from a library's
+    /// module class is a module, and an entrypoint's analysis may follow calls into the
+    /// libraries' files (their texts come through the [`WorkspaceSources`]).
+    pub fn with_libraries<'s>(
+        summaries: impl IntoIterator<Item = &'s ModuleSummary>,
+        libraries: Option<Arc<LibraryIndex>>,
+    ) -> Self {
         let summaries: Vec<&ModuleSummary> = summaries.into_iter().collect();
-        let mut resolver = Resolver::default();
-        for summary in &summaries {
-            let module = summary.module.as_str();
-            for (local, qualified) in &summary.imports {
-                resolver
-                    .aliases
-                    .insert((module, local.as_str()), qualified.as_str());
-            }
-            for (class, class_bases) in &summary.classes {
-                resolver
-                    .bases
-                    .insert((module, class.as_str()), class_bases.as_slice());
-            }
-        }
-        let mut memo = FxHashMap::default();
-        let module_classes = resolver
-            .bases
-            .keys()
-            .chain(resolver.aliases.keys())
-            .filter(|name| resolver.is_module(**name, &mut memo, 0))
-            .map(|(module, name)| format!("{module}.{name}"))
-            .collect();
-        let mut fake_kernels: FxHashSet<String> = summaries
-            .iter()
-            .flat_map(|summary| summary.fake_kernels.iter().cloned())
-            .collect();
-        // `@scale_add.register_fake` in one file on the op `scale_add` defined in another:
-        // follow the imported name through re-exports to the `custom_op` function.
-        let op_functions: FxHashMap<String, &str> = summaries
-            .iter()
-            .flat_map(|summary| {
-                summary.custom_ops.iter().map(move |(function, op)| {
-                    (format!("{}.{function}", summary.module), op.as_str())
-                })
-            })
-            .collect();
-        for summary in &summaries {
-            for imported in &summary.imported_fakes {
-                let mut name = imported.clone();
-                for _ in 0..16 {
-                    if let Some(op) = op_functions.get(&name) {
-                        fake_kernels.insert((*op).to_owned());
-                        break;
-                    }
-                    match resolver.alias(&name) {
-                        Some(target) if target != name => target.clone_into(&mut name),
-                        _ => break,
-                    }
-                }
-            }
-        }
+        let resolver = Resolver::new(&summaries, libraries.as_deref());
+        let module_classes = resolver.module_classes();
+        let fake_kernels = resolver.fake_kernels(&summaries);
         let modules: FxHashSet<&str> = summaries.iter().map(|s| s.module.as_str()).collect();
+        let in_library = |name: &str| {
+            !modules.contains(name) && libraries.as_ref().is_some_and(|l| l.contains(name))
+        };
         let imports: FxHashMap<String, Vec<String>> = summaries
             .iter()
             .map(|summary| {
                 let mut targets: Vec<String> = summary
                     .imported_modules
                     .iter()
-                    .filter(|name| modules.contains(name.as_str()))
+                    .filter(|name| modules.contains(name.as_str()) || in_library(name))
                     .filter(|name| **name != summary.module)
                     .cloned()
                     .collect();
@@ -259,6 +242,7 @@ impl WorkspaceIndex {
             programs: Arc::default(),
             caching: false,
             parse_cache: None,
+            libraries,
         }
     }
 
@@ -406,15 +390,39 @@ impl WorkspaceIndex {
 
     pub fn is_module_class(&self, qualified_name: &str) -> bool {
         self.module_classes.contains(qualified_name)
+            || self
+                .libraries
+                .as_ref()
+                .is_some_and(|libraries| libraries.is_module_class(qualified_name))
     }
 
     pub fn has_fake_kernel(&self, op: &str) -> bool {
         self.fake_kernels.contains(op)
+            || self
+                .libraries
+                .as_ref()
+                .is_some_and(|libraries| libraries.has_fake_kernel(op))
+    }
+
+    /// Whether `module` is an installed library's, not the workspace's: the analysis follows
+    /// calls into it but reports nothing in it.
+    pub fn is_library(&self, module: &str) -> bool {
+        !self.imports.contains_key(module)
+            && self
+                .libraries
+                .as_ref()
+                .is_some_and(|libraries| libraries.contains(module))
+    }
+
+    /// The installed libraries, when the index has them.
+    pub fn libraries(&self) -> Option<&LibraryIndex> {
+        self.libraries.as_deref()
     }
 }
 
-/// `start` and the modules it imports, transitively, breadth first, at most
-/// [`MAX_PROGRAM_FILES`].
+/// `start` and the workspace modules it imports, transitively, breadth first, at most
+/// [`MAX_PROGRAM_FILES`]. Installed libraries' modules are not among them: an entrypoint's
+/// analysis loads those it uses by name (see `LibraryIndex::modules_used_by`).
 fn closure<'i>(imports: &'i FxHashMap<String, Vec<String>>, start: &'i str) -> Vec<String> {
     let mut seen: FxHashSet<&str> = FxHashSet::default();
     let mut order = Vec::new();
@@ -428,7 +436,9 @@ fn closure<'i>(imports: &'i FxHashMap<String, Vec<String>>, start: &'i str) -> V
         }
         order.push(module.to_owned());
         for target in imports.get(module).into_iter().flatten() {
-            queue.push_back(target);
+            if imports.contains_key(target.as_str()) {
+                queue.push_back(target);
+            }
         }
         // A package's `__init__` is imported before any of its submodules.
         let mut parent = module;
@@ -447,15 +457,125 @@ fn closure<'i>(imports: &'i FxHashMap<String, Vec<String>>, start: &'i str) -> V
 type Qualified<'s> = (&'s str, &'s str);
 
 /// Every module-level name of the workspace, for deciding which classes are modules.
-#[derive(Default)]
-struct Resolver<'s> {
+pub(crate) struct Resolver<'s> {
     /// Import bindings (and `Base = nn.Module` aliases) by module and name: what they refer to.
     aliases: FxHashMap<Qualified<'s>, &'s str>,
     /// Classes by module and name: their bases, qualified.
     bases: FxHashMap<Qualified<'s>, &'s [String]>,
+    /// The modules each module star-imports, for names bound by `from m import *`.
+    stars: FxHashMap<&'s str, &'s [String]>,
+    /// Installed libraries, for names the workspace imports from them.
+    libraries: Option<&'s LibraryIndex>,
 }
 
 impl<'s> Resolver<'s> {
+    pub(crate) fn new(
+        summaries: &[&'s ModuleSummary],
+        libraries: Option<&'s LibraryIndex>,
+    ) -> Self {
+        let mut resolver = Resolver {
+            aliases: FxHashMap::default(),
+            bases: FxHashMap::default(),
+            stars: FxHashMap::default(),
+            libraries,
+        };
+        for summary in summaries {
+            let module = summary.module.as_str();
+            for (local, qualified) in &summary.imports {
+                resolver
+                    .aliases
+                    .insert((module, local.as_str()), qualified.as_str());
+            }
+            for (class, class_bases) in &summary.classes {
+                resolver
+                    .bases
+                    .insert((module, class.as_str()), class_bases.as_slice());
+            }
+            if !summary.star_imports.is_empty() {
+                resolver
+                    .stars
+                    .insert(module, summary.star_imports.as_slice());
+            }
+        }
+        resolver
+    }
+
+    /// The qualified names (re-exports included) of every class that derives from
+    /// `nn.Module`.
+    pub(crate) fn module_classes(&self) -> FxHashSet<String> {
+        let mut memo = FxHashMap::default();
+        let found: Vec<Qualified<'s>> = self
+            .bases
+            .keys()
+            .chain(self.aliases.keys())
+            .copied()
+            .filter(|name| self.is_module(*name, &mut memo, 0))
+            .collect();
+        // Names a star import re-exports (`torchvision.models.ResNet` from `from .resnet
+        // import *`), through chains of star imports; private names are not exported.
+        let mut by_module: FxHashMap<&str, Vec<&str>> = FxHashMap::default();
+        for (module, name) in &found {
+            by_module.entry(module).or_default().push(name);
+        }
+        let mut classes: FxHashSet<String> = found
+            .iter()
+            .map(|(module, name)| format!("{module}.{name}"))
+            .collect();
+        for _ in 0..4 {
+            let mut added = Vec::new();
+            for (module, stars) in &self.stars {
+                for star in *stars {
+                    for name in by_module.get(star.as_str()).into_iter().flatten() {
+                        if !name.starts_with('_') && classes.insert(format!("{module}.{name}")) {
+                            added.push((*module, *name));
+                        }
+                    }
+                }
+            }
+            if added.is_empty() {
+                break;
+            }
+            for (module, name) in added {
+                by_module.entry(module).or_default().push(name);
+            }
+        }
+        classes
+    }
+
+    /// The custom operators that get a fake kernel: registered by name, or with
+    /// `@op.register_fake` on an operator function imported from another file, followed
+    /// through re-exports to its `custom_op`.
+    pub(crate) fn fake_kernels(&self, summaries: &[&ModuleSummary]) -> FxHashSet<String> {
+        let mut fake_kernels: FxHashSet<String> = summaries
+            .iter()
+            .flat_map(|summary| summary.fake_kernels.iter().cloned())
+            .collect();
+        let op_functions: FxHashMap<String, &str> = summaries
+            .iter()
+            .flat_map(|summary| {
+                summary.custom_ops.iter().map(move |(function, op)| {
+                    (format!("{}.{function}", summary.module), op.as_str())
+                })
+            })
+            .collect();
+        for summary in summaries {
+            for imported in &summary.imported_fakes {
+                let mut name = imported.clone();
+                for _ in 0..16 {
+                    if let Some(op) = op_functions.get(&name) {
+                        fake_kernels.insert((*op).to_owned());
+                        break;
+                    }
+                    match self.alias(&name) {
+                        Some(target) if target != name => target.clone_into(&mut name),
+                        _ => break,
+                    }
+                }
+            }
+        }
+        fake_kernels
+    }
+
     /// What the qualified `name` is an alias of, when a workspace module binds it.
     fn alias(&self, name: &str) -> Option<&'s str> {
         self.aliases.get(&name.rsplit_once('.')?).copied()
@@ -480,15 +600,21 @@ impl<'s> Resolver<'s> {
                 .rsplit_once('.')
                 .is_some_and(|target| self.is_module(target, memo, depth + 1))
         };
+        let alias = self.aliases.get(&name).copied();
+        let bases = self.bases.get(&name).copied();
         let result = catalogue_is_module_base(name.0, name.1)
-            || self
-                .aliases
-                .get(&name)
-                .is_some_and(|target| refers_to_module(target))
-            || self
-                .bases
-                .get(&name)
-                .is_some_and(|bases| bases.iter().any(|base| refers_to_module(base)));
+            || alias.is_some_and(&mut refers_to_module)
+            || bases.is_some_and(|bases| bases.iter().any(|base| refers_to_module(base)))
+            || (alias.is_none()
+                && bases.is_none()
+                && (self.stars.get(name.0).is_some_and(|stars| {
+                    stars
+                        .iter()
+                        .any(|star| self.is_module((star.as_str(), name.1), memo, depth + 1))
+                }) || self.libraries.is_some_and(|libraries| {
+                    libraries.contains(name.0)
+                        && libraries.is_module_class(&format!("{}.{}", name.0, name.1))
+                })));
         memo.insert(name, result);
         result
     }
@@ -530,6 +656,8 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
     let statements = names::module_level_statements(body);
     let mut imports = Vec::new();
     let mut imported_modules = Vec::new();
+    let mut star_imports = Vec::new();
+    let mut functions = Vec::new();
     let mut local_classes = FxHashSet::default();
     let mut assigns_model = false;
     for stmt in &statements {
@@ -539,6 +667,10 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
                 imported_modules.extend(import.names.iter().map(|alias| alias.name.id.to_string()));
             }
             ast::Stmt::ImportFrom(_) => {
+                if let Some(star) = names::star_import(stmt, file) {
+                    imported_modules.push(star.clone());
+                    star_imports.push(star);
+                }
                 let bindings = names::import_bindings(stmt, file);
                 for (_, qualified) in &bindings {
                     if let Some((module, _)) = qualified.rsplit_once('.') {
@@ -551,6 +683,7 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
             ast::Stmt::ClassDef(class) => {
                 local_classes.insert(class.name.to_string());
             }
+            ast::Stmt::FunctionDef(function) => functions.push(function.name.to_string()),
             ast::Stmt::Assign(assign) => {
                 if matches!(assign.targets.as_slice(), [ast::Expr::Name(target)] if target.id.as_str() == "model")
                 {
@@ -616,9 +749,11 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
         module: module.to_owned(),
         classes,
         imports,
+        functions,
         fake_kernels: registrations.fakes,
         custom_ops: registrations.op_functions,
         imported_fakes: registrations.imported_fakes,
+        star_imports,
         imported_modules,
         is_entrypoint: assigns_model || exports,
         // Without the analysis, a summary cannot tell; `summarize_and_check_alone` refines it.

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pt2lsp_analyzer::{
-    LineIndex, ModuleSource, Report, Settings, SourceFile, WorkspaceIndex, WorkspaceSources, check,
-    check_file, summarize_and_check_alone,
+    Distribution, LibraryIndex, LineIndex, ModuleSource, Report, Settings, SourceFile,
+    WorkspaceIndex, WorkspaceSources, check, check_file, summarize_and_check_alone, summarize_file,
 };
 
 /// One expected or actual diagnostic: one-based line, severity, code.
@@ -126,9 +126,19 @@ fn fixtures_match_their_inline_expectations() {
     );
 }
 
+/// A project's virtual environment: what `venv/lib/python*/site-packages` holds is installed
+/// libraries, followed by the analysis and never reported on.
+const VENV: &str = "venv";
+
 /// Every file of a multi-file fixture, with its dotted module name and whether it is a
-/// package's `__init__.py`, in path order.
+/// package's `__init__.py`, in path order; not its virtual environment's.
 fn project_files(root: &Path) -> Vec<(PathBuf, String, bool)> {
+    python_files(root, &[root.join(VENV)])
+}
+
+/// The Python files under `root`, outside `skipped`, with their dotted module names relative
+/// to `root`.
+fn python_files(root: &Path, skipped: &[PathBuf]) -> Vec<(PathBuf, String, bool)> {
     let mut paths = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -138,7 +148,9 @@ fn project_files(root: &Path) -> Vec<(PathBuf, String, bool)> {
         {
             let path = entry.path();
             if path.is_dir() {
-                stack.push(path);
+                if !skipped.contains(&path) {
+                    stack.push(path);
+                }
             } else if path.extension().is_some_and(|ext| ext == "py") {
                 paths.push(path);
             }
@@ -192,8 +204,56 @@ struct CheckedFile {
     report: Report,
 }
 
+/// Installed distributions with their files' summaries, and those files.
+type InstalledLibraries = (
+    Vec<(Distribution, Vec<pt2lsp_analyzer::ModuleSummary>)>,
+    Vec<(PathBuf, String, bool)>,
+);
+
+/// The libraries installed in a project's `venv/`: each distribution (from its `.dist-info`
+/// directory's name) with its files' summaries, and the files.
+fn installed_libraries(root: &Path) -> InstalledLibraries {
+    let Ok(versions) = std::fs::read_dir(root.join(VENV).join("lib")) else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut libraries = Vec::new();
+    let mut all_files = Vec::new();
+    for version in versions.flatten() {
+        let site = version.path().join("site-packages");
+        let Ok(entries) = std::fs::read_dir(&site) else {
+            continue;
+        };
+        let files = python_files(&site, &[]);
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some((name, version)) = name
+                .strip_suffix(".dist-info")
+                .and_then(|stem| stem.split_once('-'))
+            else {
+                continue;
+            };
+            let summaries = files
+                .iter()
+                .filter(|(_, module, _)| module.split('.').next() == Some(name))
+                .map(|file| {
+                    let text = std::fs::read_to_string(&file.0).expect("library file is UTF-8");
+                    summarize_file(source_file(file, &text))
+                })
+                .collect();
+            let distribution = Distribution {
+                name: name.to_owned(),
+                version: version.to_owned(),
+            };
+            libraries.push((distribution, summaries));
+        }
+        all_files.extend(files);
+    }
+    (libraries, all_files)
+}
+
 /// Checks one project as a workspace the way the CLI does: every file summarised, then every
-/// file checked against the index with the others' texts at hand.
+/// file checked against the index with the others' texts at hand, and the libraries
+/// installed in its `venv/` followed.
 fn check_project(root: &Path) -> Vec<CheckedFile> {
     let files = project_files(root);
     let texts: Vec<String> = files
@@ -206,10 +266,24 @@ fn check_project(root: &Path) -> Vec<CheckedFile> {
         .zip(&texts)
         .map(|(file, text)| summarize_and_check_alone(source_file(file, text), &settings).1)
         .collect();
+    let (libraries, library_files) = installed_libraries(root);
+    for (path, _, _) in &library_files {
+        let text = std::fs::read_to_string(path).expect("library file is UTF-8");
+        assert!(
+            expected_marks(&text).is_empty(),
+            "{}: a library file carries marks, but nothing is ever reported in one",
+            path.display()
+        );
+    }
+    let library_texts = library_files.iter().map(|file| {
+        let text = std::fs::read_to_string(&file.0).expect("library file is UTF-8");
+        (file, text)
+    });
     let sources = ProjectSources(
         files
             .iter()
-            .zip(&texts)
+            .zip(texts.iter().cloned())
+            .chain(library_texts)
             .map(|((path, module, is_package), text)| {
                 let source = ModuleSource {
                     text: Arc::from(text.as_str()),
@@ -220,7 +294,8 @@ fn check_project(root: &Path) -> Vec<CheckedFile> {
             })
             .collect(),
     );
-    let workspace = WorkspaceIndex::new(&summaries)
+    let libraries = (!libraries.is_empty()).then(|| Arc::new(LibraryIndex::new(&libraries)));
+    let workspace = WorkspaceIndex::with_libraries(&summaries, libraries)
         .with_sources(Arc::new(sources))
         .with_program_cache();
     let reports: Vec<Report> = files

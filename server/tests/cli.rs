@@ -13,6 +13,8 @@ use tempfile::TempDir;
 
 #[path = "support/run.rs"]
 mod support;
+#[path = "support/tree.rs"]
+mod tree;
 
 use support::{Run, run};
 
@@ -731,4 +733,179 @@ fn an_entrypoint_is_followed_into_the_files_of_its_model() {
         "{}",
         alone.stdout
     );
+}
+
+/// A copy of `fixtures/projects/installed_library`: a project whose `venv/` has the library
+/// `detlib` installed, and the path of that environment's interpreter.
+fn installed_library_project() -> (TempDir, PathBuf) {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects/installed_library");
+    let dir = tempfile::tempdir().unwrap();
+    tree::copy_tree(&fixture, dir.path());
+    let python = dir.path().join("venv/bin/python");
+    (dir, python)
+}
+
+/// (file, line, code, severity) of each diagnostic of a JSON report.
+fn located(run: &Run) -> Vec<(String, u64, String, String)> {
+    json(run)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["file"].as_str().unwrap().to_owned(),
+                d["line"].as_u64().unwrap(),
+                d["code"].as_str().unwrap().to_owned(),
+                d["severity"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Calls into a library installed for the configured interpreter are followed: what fails
+/// inside it lands on the project's line that calls it, with the library's line as related
+/// information, and never in the library's files. Its summaries are cached by version.
+#[test]
+fn calls_into_installed_libraries_land_on_the_calling_line() {
+    let (dir, python) = installed_library_project();
+    let python = python.to_str().unwrap();
+    let first = pt2lsp(
+        dir.path(),
+        &["check", "--format", "json", "--python", python, "."],
+    );
+    let expected = vec![
+        (
+            "detector/model.py".to_owned(),
+            7,
+            "PT101".to_owned(),
+            "error".to_owned(),
+        ),
+        (
+            "detector/model.py".to_owned(),
+            7,
+            "PT103".to_owned(),
+            "warning".to_owned(),
+        ),
+        (
+            "export_zoo.py".to_owned(),
+            5,
+            "PT401".to_owned(),
+            "error".to_owned(),
+        ),
+    ];
+    assert_eq!(located(&first), expected, "{}", first.stderr);
+    let report = json(&first);
+    let related: Vec<(String, u64)> = report[0]["related"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["file"].as_str().unwrap().to_owned(),
+                r["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        related,
+        vec![
+            ("export_head.py".to_owned(), 6),
+            (
+                "venv/lib/python3.11/site-packages/detlib/ops/boxes.py".to_owned(),
+                16
+            ),
+        ],
+        "{report}"
+    );
+    assert!(
+        report[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("of installed detlib 0.3.0"),
+        "{report}"
+    );
+    assert!(
+        first
+            .stderr
+            .contains("Summarised installed libraries to follow calls into them: detlib 0.3.0"),
+        "{}",
+        first.stderr
+    );
+    let cached = dir
+        .path()
+        .join(".pt2lsp_cache/libraries-v2/detlib-0.3.0.json");
+    assert!(cached.is_file(), "no summary cache at {}", cached.display());
+    assert_eq!(
+        fs::read_to_string(dir.path().join(".pt2lsp_cache/.gitignore"))
+            .unwrap()
+            .lines()
+            .last(),
+        Some("*")
+    );
+
+    // The second run reads the summaries back: nothing is summarised, the report is the same.
+    let second = pt2lsp(
+        dir.path(),
+        &["check", "--format", "json", "--python", python, "."],
+    );
+    assert_eq!(located(&second), expected);
+    assert!(!second.stderr.contains("Summarised"), "{}", second.stderr);
+
+    // Not followed on request, from the command line or the configuration: the library's
+    // code is unknown, so nothing is reported on its calls.
+    let off = pt2lsp(
+        dir.path(),
+        &[
+            "check",
+            "--format",
+            "json",
+            "--python",
+            python,
+            "--no-follow-libraries",
+            ".",
+        ],
+    );
+    assert_eq!(located(&off), Vec::new(), "{}", off.stdout);
+    fs::write(
+        dir.path().join("pyproject.toml"),
+        "[tool.pt2lsp]\nfollow-libraries = false\n",
+    )
+    .unwrap();
+    let configured_off = pt2lsp(
+        dir.path(),
+        &["check", "--format", "json", "--python", python, "."],
+    );
+    assert_eq!(
+        located(&configured_off),
+        Vec::new(),
+        "{}",
+        configured_off.stdout
+    );
+}
+
+/// An interpreter that cannot say where its libraries are is a warning, not a failed check.
+#[test]
+fn an_interpreter_that_cannot_be_asked_leaves_libraries_unfollowed() {
+    let (dir, _) = installed_library_project();
+    let missing = dir.path().join("nowhere/bin/python");
+    let run = pt2lsp(
+        dir.path(),
+        &[
+            "check",
+            "--format",
+            "json",
+            "--python",
+            missing.to_str().unwrap(),
+            ".",
+        ],
+    );
+    assert_eq!(located(&run), Vec::new(), "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("warning: calls into installed libraries are not followed: cannot run"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.code, 0);
 }

@@ -7,6 +7,9 @@
 //! and `mymodels/heads.py:11` on the batch size (PT401).
 
 mod common;
+#[path = "support/tree.rs"]
+mod tree;
+use tree::copy_tree;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -32,19 +35,6 @@ fn package() -> (tempfile::TempDir, PathBuf) {
     let root = dir.path().canonicalize().unwrap();
     copy_tree(&fixture, &root);
     (dir, root)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn spawn() -> (Child, TestClient) {

@@ -8,6 +8,9 @@
 //! so the files on disk keep the guard and the unbounded `Dim` throughout.
 
 mod common;
+#[path = "support/tree.rs"]
+mod tree;
+use tree::copy_tree;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -26,19 +29,6 @@ fn package() -> (tempfile::TempDir, PathBuf) {
     let root = dir.path().canonicalize().unwrap();
     copy_tree(&fixture, &root);
     (dir, root)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// A server on `root`, its workspace scan finished (the import graph is built from it).
@@ -365,6 +355,86 @@ async fn a_closed_entry_file_changed_on_disk_is_read_again() {
     std::fs::write(&entry, &declared).unwrap();
     change(&client, &heads_uri, 2, &guarded).await;
     settles(&mut client, &heads_uri, 2, &[("PT401", 11)]).await;
+
+    client.shutdown_and_exit().await;
+    child.wait().await.unwrap();
+}
+
+/// A library installed for the configured interpreter, followed in the editor: the problem
+/// inside it is published on the open file's line that calls it, with the library's line as
+/// related information; an edit that stops calling it clears it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_problem_inside_an_installed_library_is_published_on_the_calling_line() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects/installed_library");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    copy_tree(&fixture, &root);
+    let (mut child, mut client) = common::spawn_server(Stdio::inherit());
+    let python = root.join("venv/bin/python");
+    let root_uri = file_uri(&root);
+    let response = client
+        .request(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": root_uri,
+                "workspaceFolders": [{"uri": root_uri, "name": "root"}],
+                "initializationOptions": {"python": python.to_str().unwrap(), "trace": "off"},
+                "capabilities": {
+                    "window": {"workDoneProgress": true},
+                    "textDocument": {"publishDiagnostics": {"relatedInformation": true}}
+                }
+            }),
+        )
+        .await;
+    assert!(response.get("result").is_some(), "{response}");
+    client.notify("initialized", json!({})).await;
+    scanned(&mut client).await;
+
+    let model = root.join("detector/model.py");
+    let uri = file_uri(&model);
+    let text = std::fs::read_to_string(&model).unwrap();
+    client.open(&uri, 1, &text).await;
+    let diagnostics = client.diagnostics(&uri, 1).await;
+    assert_eq!(
+        found(&diagnostics),
+        [("PT101".to_owned(), 7), ("PT103".to_owned(), 7)],
+        "{diagnostics:?}"
+    );
+    let related: Vec<(String, u64)> = diagnostics[0]["relatedInformation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["location"]["uri"].as_str().unwrap().to_owned(),
+                r["location"]["range"]["start"]["line"].as_u64().unwrap() + 1,
+            )
+        })
+        .collect();
+    let boxes = root.join("venv/lib/python3.11/site-packages/detlib/ops/boxes.py");
+    assert_eq!(
+        related,
+        [
+            (file_uri(&root.join("export_head.py")), 6),
+            (file_uri(&boxes), 16),
+        ]
+    );
+    assert_eq!(diagnostics[0]["severity"], 1, "an error");
+    assert_eq!(
+        diagnostics[1]["severity"], 2,
+        "a warning: on a branch not decided"
+    );
+
+    change(
+        &client,
+        &uri,
+        2,
+        &text.replace("filter_boxes(boxes, scores, labels)", "boxes"),
+    )
+    .await;
+    settles(&mut client, &uri, 2, &[]).await;
 
     client.shutdown_and_exit().await;
     child.wait().await.unwrap();

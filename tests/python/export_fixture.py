@@ -21,6 +21,7 @@ every cold export) are shared.
 from __future__ import annotations
 
 import contextlib
+import glob
 import importlib.util
 import json
 import os
@@ -70,6 +71,9 @@ def run_one(path: str, out: str, override: bool | None) -> None:
             # As `python fixture.py` would: its directory is on the path, so a multi-file
             # fixture (fixtures/projects/<case>/) imports its sibling modules.
             sys.path.insert(0, os.path.dirname(path))
+            # A project's `venv/` holds libraries installed for it (fixtures/projects/
+            # installed_library): importable, as from the environment's site-packages.
+            sys.path[1:1] = sorted(glob.glob(os.path.join(os.path.dirname(path), "venv", "lib", "python*", "site-packages")))
             spec = importlib.util.spec_from_file_location("pt2lsp_fixture", path)
             mod = importlib.util.module_from_spec(spec)
             sys.modules["pt2lsp_fixture"] = mod

@@ -162,6 +162,9 @@ pub(crate) struct Event {
     /// It happens only if an earlier operand of `and`/`or`, which the analysis cannot decide
     /// (a dtype test, a config flag), lets it run.
     pub(crate) conditional: bool,
+    /// It happens inside an `if` clause that runs only when a condition the analysis cannot
+    /// decide (a configuration flag, a size it lost) says so.
+    pub(crate) undecided_path: bool,
     /// The file it happens in: 0 for the analysed file, `k` for the model's `foreign[k - 1]`.
     pub(crate) file: u32,
     /// The call sites that lead to it from the analysed file's root, outermost first, when
@@ -192,6 +195,7 @@ impl Event {
             kind,
             range: self.range,
             conditional: self.conditional,
+            undecided_path: self.undecided_path,
             file: 0,
             chain: Vec::new(),
         }

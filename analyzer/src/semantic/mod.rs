@@ -55,6 +55,8 @@ pub(crate) struct ForeignFile<'a> {
     pub(crate) file: SourceFile<'a>,
     pub(crate) path: &'a Path,
     pub(crate) globals: FxHashMap<String, Value>,
+    /// The modules its `from module import *` statements import, last first.
+    stars: Vec<String>,
     /// Its module-level containers that a function of it changes.
     pub(crate) mutated: FxHashMap<String, mutated_globals::MutatedGlobal>,
 }
@@ -101,6 +103,8 @@ pub(crate) struct SemanticModel<'a> {
     pub(crate) foreign: Vec<ForeignFile<'a>>,
     /// File ids by dotted module name, this file's included.
     modules: FxHashMap<&'a str, u32>,
+    /// The modules the analysed file's `from module import *` statements import, last first.
+    stars: Vec<String>,
     /// Events the analysis found in foreign files, each with its file id.
     pub(crate) foreign_events: Vec<Event>,
     /// Functions of foreign files the analysis entered: (file, the function's range).
@@ -117,6 +121,25 @@ pub(crate) struct SemanticModel<'a> {
     pub(crate) custom_ops: Vec<CustomOp<'a>>,
     pub(crate) spec: Option<ShapesSpec>,
     pub(crate) entry: Option<Entrypoint>,
+}
+
+/// The value of the one assignment to `name` among `body`'s statements (not those of nested
+/// blocks or functions), when it is assigned exactly once there.
+fn single_assignment<'b>(body: &'b [Stmt], name: &str) -> Option<&'b ast::Expr> {
+    let mut found = None;
+    for stmt in body {
+        if let Stmt::Assign(assign) = stmt {
+            if assign.targets.iter().any(
+                |target| matches!(target, ast::Expr::Name(target) if target.id.as_str() == name),
+            ) {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(&*assign.value);
+            }
+        }
+    }
+    found
 }
 
 /// Whether a statement of `body` (not of nested functions) binds `name`: a `def`, a `class`,
@@ -192,6 +215,7 @@ impl<'a> SemanticModel<'a> {
             function_by_start: FxHashMap::default(),
             foreign: Vec::new(),
             modules: FxHashMap::default(),
+            stars: Vec::new(),
             foreign_events: Vec::new(),
             reached: FxHashSet::default(),
             superseded: Vec::new(),
@@ -217,6 +241,7 @@ impl<'a> SemanticModel<'a> {
                 },
                 path: &loaded.source.path,
                 globals: FxHashMap::default(),
+                stars: Vec::new(),
                 mutated: mutated_globals::collect(&loaded.parsed.module.body, &loaded.source.text),
             });
         }
@@ -321,8 +346,14 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// The module class a factory function returns (`def build(cfg): return Net(cfg)`), when
-    /// all its `return`s that construct a known module class agree on one.
+    /// all its `return`s that construct a known module class agree on one. A return may go
+    /// through another factory (`return _resnet(BasicBlock, ...)`) or a local name bound once
+    /// to a construction (`model = ResNet(...)` ... `return model`).
     pub(crate) fn class_returned_by(&self, function: usize) -> Option<usize> {
+        self.class_returned_within(function, 0)
+    }
+
+    fn class_returned_within(&self, function: usize, depth: usize) -> Option<usize> {
         fn returns<'s>(body: &'s [Stmt], out: &mut Vec<&'s ast::Expr>) {
             for stmt in body {
                 match stmt {
@@ -341,11 +372,24 @@ impl<'a> SemanticModel<'a> {
                 }
             }
         }
+        if depth > 6 {
+            return None;
+        }
         let info = &self.functions[function];
         let mut values = Vec::new();
         returns(&info.def.body, &mut values);
         let mut found = None;
         for value in values {
+            // `return model`, with `model = ResNet(...)` the name's one binding in the body.
+            let value = match value {
+                ast::Expr::Name(name) => {
+                    match single_assignment(&info.def.body, name.id.as_str()) {
+                        Some(bound) => bound,
+                        None => continue,
+                    }
+                }
+                other => other,
+            };
             // `return Net(cfg).eval()`: methods of a module that return it.
             let mut value = value;
             while let ast::Expr::Call(call) = value {
@@ -368,12 +412,24 @@ impl<'a> SemanticModel<'a> {
             let Some(name) = names::dotted(&call.func) else {
                 continue;
             };
-            let class = match self.globals_in(info.file).get(name.as_str()) {
-                Some(Value::Class(class)) => Some(*class),
-                Some(Value::Qualified(qualified)) => match self.resolve_qualified(qualified) {
-                    Some(Value::Class(class)) => Some(class),
-                    _ => None,
-                },
+            let (head, rest) = name.split_once('.').unwrap_or((&name, ""));
+            let callee = match self.globals_in(info.file).get(head) {
+                Some(Value::Qualified(qualified)) => {
+                    let qualified = if rest.is_empty() {
+                        qualified.to_string()
+                    } else {
+                        format!("{qualified}.{rest}")
+                    };
+                    self.resolve_qualified(&qualified)
+                }
+                Some(value) if rest.is_empty() => Some(value.clone()),
+                _ => None,
+            };
+            let class = match callee {
+                Some(Value::Class(class)) => Some(class),
+                Some(Value::Function(builder)) if builder != function => {
+                    self.class_returned_within(builder, depth + 1)
+                }
                 _ => None,
             };
             match (class, found) {
@@ -446,13 +502,35 @@ impl<'a> SemanticModel<'a> {
         }
         let mut name = name.to_owned();
         // Each step follows one re-export; cycles end at the bound.
+        // An installed library's name is spelled through packages the program need not
+        // load (`transformers.BertModel`): its definition's module is the one loaded.
+        let library_definition = |name: &str| {
+            self.workspace
+                .libraries()?
+                .definition(name)
+                .filter(|defined| defined != name)
+        };
         for _ in 0..8 {
-            let (file, rest) = self.split_module(&name)?;
+            let Some((file, rest)) = self.split_module(&name) else {
+                name = library_definition(&name)?;
+                continue;
+            };
             let (head, tail) = match rest.split_once('.') {
                 Some((head, tail)) => (head, Some(tail)),
                 None => (rest, None),
             };
-            let value = self.globals_in(file).get(head)?;
+            let Some(value) = self.globals_in(file).get(head) else {
+                // `from .resnet import *`: the later star import binds the name, as in Python.
+                name = match self
+                    .stars_in(file)
+                    .iter()
+                    .find(|star| self.binds_at_module_level(star, head))
+                {
+                    Some(star) => format!("{star}.{rest}"),
+                    None => library_definition(&name)?,
+                };
+                continue;
+            };
             match (value, tail) {
                 (Value::Qualified(target), tail) => {
                     name = match tail {
@@ -470,8 +548,31 @@ impl<'a> SemanticModel<'a> {
         None
     }
 
-    /// The program file a qualified name lies in, with the rest of the name; `None` when no
-    /// proper prefix of it is a module of the program.
+    /// The modules file `file` star-imports, last first.
+    fn stars_in(&self, file: u32) -> &[String] {
+        match file.checked_sub(1) {
+            Some(index) => &self.foreign[index as usize].stars,
+            None => &self.stars,
+        }
+    }
+
+    /// Whether program module `module` binds `name` at module level, itself or through its
+    /// own star imports; private names are not star-exported.
+    fn binds_at_module_level(&self, module: &str, name: &str) -> bool {
+        fn binds(model: &SemanticModel<'_>, module: &str, name: &str, depth: usize) -> bool {
+            let Some(&file) = model.modules.get(module) else {
+                return false;
+            };
+            model.globals_in(file).contains_key(name)
+                || (depth < 4
+                    && model
+                        .stars_in(file)
+                        .iter()
+                        .any(|star| binds(model, star, name, depth + 1)))
+        }
+        !name.starts_with('_') && binds(self, module, name, 0)
+    }
+
     /// The module-level container `member` of workspace module `module` (`config`, `SCALES`),
     /// when a function of its file changes it.
     pub(crate) fn mutated_global(
@@ -483,6 +584,8 @@ impl<'a> SemanticModel<'a> {
         self.mutated_in(file).get(member)
     }
 
+    /// The program file a qualified name lies in, with the rest of the name; `None` when no
+    /// proper prefix of it is a module of the program.
     fn split_module<'n>(&self, name: &'n str) -> Option<(u32, &'n str)> {
         let mut end = name.len();
         while let Some(dot) = name[..end].rfind('.') {
@@ -508,6 +611,12 @@ impl<'a> SemanticModel<'a> {
         for stmt in names::module_level_statements(body) {
             match stmt {
                 Stmt::Import(_) | Stmt::ImportFrom(_) => {
+                    if let Some(star) = names::star_import(stmt, source) {
+                        match file.checked_sub(1) {
+                            Some(index) => self.foreign[index as usize].stars.insert(0, star),
+                            None => self.stars.insert(0, star),
+                        }
+                    }
                     for (local, qualified) in names::import_bindings(stmt, source) {
                         self.globals_in_mut(file)
                             .insert(local, Value::Qualified(Rc::from(qualified)));

@@ -37,20 +37,9 @@ pub(crate) fn import_bindings(stmt: &Stmt, file: SourceFile<'_>) -> Vec<(String,
             })
             .collect(),
         Stmt::ImportFrom(import) => {
-            let module = import.module.as_ref().map(|m| m.id.to_string());
-            let base = if import.level == 0 {
-                module
-            } else {
-                let Some(package) = relative_base(file, import.level) else {
-                    return Vec::new();
-                };
-                Some(match module {
-                    Some(module) if package.is_empty() => module,
-                    Some(module) => format!("{package}.{module}"),
-                    None => package,
-                })
+            let Some(base) = import_from_base(import, file) else {
+                return Vec::new();
             };
-            let Some(base) = base else { return Vec::new() };
             import
                 .names
                 .iter()
@@ -67,6 +56,35 @@ pub(crate) fn import_bindings(stmt: &Stmt, file: SourceFile<'_>) -> Vec<(String,
                 .collect()
         }
         _ => Vec::new(),
+    }
+}
+
+/// The module a `from ... import` statement imports from, its relative dots resolved.
+fn import_from_base(import: &ast::StmtImportFrom, file: SourceFile<'_>) -> Option<String> {
+    let module = import.module.as_ref().map(|m| m.id.to_string());
+    if import.level == 0 {
+        return module;
+    }
+    let package = relative_base(file, import.level)?;
+    Some(match module {
+        Some(module) if package.is_empty() => module,
+        Some(module) => format!("{package}.{module}"),
+        None => package,
+    })
+}
+
+/// The module `from module import *` binds every public name of, for a star import.
+pub(crate) fn star_import(stmt: &Stmt, file: SourceFile<'_>) -> Option<String> {
+    match stmt {
+        Stmt::ImportFrom(import)
+            if import
+                .names
+                .iter()
+                .any(|alias| alias.name.id.as_str() == "*") =>
+        {
+            import_from_base(import, file).filter(|base| !base.is_empty())
+        }
+        _ => None,
     }
 }
 

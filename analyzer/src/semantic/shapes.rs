@@ -571,18 +571,20 @@ impl<'a> ModelResolver<'_, '_, 'a> {
     /// The class a call of `func` returns.
     fn callee_class(&self, func: &'a Expr, depth: usize) -> Option<usize> {
         let dotted = names::dotted(func)?;
-        let global = self
-            .model
-            .globals
-            .get(dotted.as_str())
-            .map(|value| match value {
+        let global = match self.model.globals.get(dotted.as_str()) {
+            Some(value) => Some(match value {
                 // A class or function imported from another file of the program.
                 Value::Qualified(qualified) => self
                     .model
                     .resolve_qualified(qualified)
                     .unwrap_or_else(|| value.clone()),
                 other => other.clone(),
-            });
+            }),
+            // Spelled through an imported module: `torchvision.models.resnet18(...)`.
+            None if dotted.contains('.') => names::Resolve::qualified(self.model, func)
+                .and_then(|qualified| self.model.resolve_qualified(&qualified)),
+            None => None,
+        };
         match global {
             Some(Value::Class(class)) if self.model.classes[class].is_module => {
                 return Some(class);

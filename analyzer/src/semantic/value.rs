@@ -449,6 +449,23 @@ impl Value {
         matches!(self, Value::Tensor(info) | Value::Tensors(info) if !info.assumed)
     }
 
+    /// The number a static size is known to be exactly.
+    pub(crate) fn known_constant(&self) -> Option<f64> {
+        match self {
+            Value::Size {
+                origin: SizeOrigin::Static,
+                interval,
+                sym,
+            } => sym
+                .as_ref()
+                .and_then(|sym| sym.as_constant())
+                .and_then(|constant| i32::try_from(constant).ok())
+                .map(f64::from)
+                .or_else(|| interval.low.filter(|low| Some(*low) == interval.high)),
+            _ => None,
+        }
+    }
+
     pub(crate) fn static_size() -> Value {
         Value::Size {
             origin: SizeOrigin::Static,

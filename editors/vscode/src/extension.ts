@@ -356,6 +356,7 @@ function readUserSettings(): UserSettings {
     unsafeFixes: explicit("unsafeFixes"),
     timeout: explicit("timeout"),
     inlayHints: explicit("inlayHints"),
+    followLibraries: explicit("followLibraries"),
     maxFileSize: explicit("maxFileSize"),
     select: explicit("select"),
     ignore: explicit("ignore"),

@@ -16,6 +16,7 @@ export interface UserSettings {
   unsafeFixes?: unknown;
   timeout?: unknown;
   inlayHints?: unknown;
+  followLibraries?: unknown;
   maxFileSize?: unknown;
   select?: unknown;
   ignore?: unknown;
@@ -29,6 +30,7 @@ export interface ServerSettings {
   unsafeFixes?: boolean;
   timeout?: number;
   inlayHints?: boolean;
+  followLibraries?: boolean;
   maxFileSize?: number;
   select?: string[];
   ignore?: string[];
@@ -149,6 +151,11 @@ export function resolveSettings(user: UserSettings, context: Context): Resolved 
     settings.inlayHints = user.inlayHints;
   } else if (user.inlayHints !== undefined) {
     warnings.push("ignoring pt2lsp.inlayHints: expected true or false");
+  }
+  if (typeof user.followLibraries === "boolean") {
+    settings.followLibraries = user.followLibraries;
+  } else if (user.followLibraries !== undefined) {
+    warnings.push("ignoring pt2lsp.followLibraries: expected true or false");
   }
   if (typeof user.maxFileSize === "number" && Number.isInteger(user.maxFileSize) && user.maxFileSize > 0) {
     settings.maxFileSize = user.maxFileSize;

@@ -19,6 +19,7 @@ test("settings the user set are sent under the pt2lsp key", () => {
       unsafeFixes: true,
       timeout: 30,
       inlayHints: false,
+      followLibraries: false,
       maxFileSize: 4096,
       select: ["PT1", " PT4 "],
       ignore: ["PT402"],
@@ -34,6 +35,7 @@ test("settings the user set are sent under the pt2lsp key", () => {
       unsafeFixes: true,
       timeout: 30,
       inlayHints: false,
+      followLibraries: false,
       maxFileSize: 4096,
       select: ["PT1", "PT4"],
       ignore: ["PT402"],
@@ -65,6 +67,7 @@ test("bad values are reported and dropped, the others still sent", () => {
       unsafeFixes: 1,
       timeout: -1,
       inlayHints: "no",
+      followLibraries: "yes",
       maxFileSize: 1.5,
       select: "PT1",
       ignore: ["PT2"],
@@ -72,7 +75,7 @@ test("bad values are reported and dropped, the others still sent", () => {
     trusted,
   );
   assert.deepEqual(settings, { ignore: ["PT2"] });
-  assert.equal(warnings.length, 7);
+  assert.equal(warnings.length, 8);
   assert.match(warnings[0], /pt2lsp\.trace/);
 });
 

@@ -297,11 +297,18 @@ pub struct CheckArgs {
     #[arg(long, value_name = "K/N", requires = "trace")]
     pub shard: Option<Shard>,
 
-    /// The Python interpreter with torch that --trace runs [default: `python` from
-    /// pyproject.toml, else the Python pt2lsp was pip-installed into, else
-    /// $VIRTUAL_ENV/bin/python, else python3].
-    #[arg(long, value_name = "PYTHON", requires = "trace")]
+    /// The Python interpreter with torch: --trace runs it, and the static check follows calls
+    /// into the libraries installed for it (transformers, timm, torchvision...) [default:
+    /// `python` from pyproject.toml, else the Python pt2lsp was pip-installed into, else
+    /// $VIRTUAL_ENV/bin/python; else python3 for --trace, and no libraries followed].
+    #[arg(long, value_name = "PYTHON")]
     pub python: Option<PathBuf>,
+
+    /// Do not follow calls into installed libraries: what the model does inside them is
+    /// unknown, as without an interpreter [default: `follow-libraries` from pyproject.toml,
+    /// else follow them].
+    #[arg(long)]
+    pub no_follow_libraries: bool,
 
     /// Seconds each entrypoint may take under --trace before it is reported (PT502) and
     /// killed [default: `timeout` from pyproject.toml, else 60].

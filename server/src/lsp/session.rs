@@ -135,6 +135,8 @@ pub struct Session {
     summaries_changed: AtomicBool,
     /// Other files' syntax trees, kept across index rebuilds until their text changes.
     parses: Arc<ParseCache>,
+    /// The installed libraries entrypoints' analyses follow calls into, loaded by each scan.
+    libraries: RwLock<Option<Arc<crate::project::libraries::Libraries>>>,
     /// Each entrypoint's last trace, by file. Never held while waiting for `documents`.
     traces: Mutex<HashMap<traces::EntryKey, traces::EntryTrace>>,
     /// Open notebooks and their cells (`notebookDocument/*`).
@@ -163,6 +165,7 @@ impl Session {
             buffers: Arc::default(),
             summaries_changed: AtomicBool::new(false),
             parses: Arc::default(),
+            libraries: RwLock::new(None),
             traces: Mutex::new(HashMap::new()),
             notebooks: super::notebooks::Notebooks::default(),
         }

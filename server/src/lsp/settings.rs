@@ -117,6 +117,9 @@ pub struct Resolved {
     /// The interpreter the tracer will run; `None` means the Python pt2lsp was
     /// pip-installed into, then `$VIRTUAL_ENV`, then `python3`.
     pub python: Option<String>,
+    /// Entrypoints' analyses follow calls into the interpreter's installed libraries
+    /// (`follow-libraries`, on by default).
+    pub follow_libraries: bool,
     pub trace: TraceMode,
     pub timeout_seconds: f64,
     /// "Fix all" applies unsafe fixes too (`unsafe-fixes`).
@@ -170,6 +173,7 @@ impl Resolved {
         Self {
             analyzer,
             python: options.python.clone(),
+            follow_libraries: options.follow_libraries.unwrap_or(true),
             // Tracing runs the user's code and takes seconds: on save, not on every open.
             trace: options.trace.unwrap_or(TraceMode::OnSave),
             timeout_seconds: options.timeout.unwrap_or(60.0),

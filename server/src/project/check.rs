@@ -19,6 +19,7 @@ use pt2lsp_analyzer::{
 use rayon::prelude::*;
 
 use super::config::{self, Config};
+use super::libraries::{self, Libraries, LibrarySources};
 use super::report::FileReport;
 use super::walk::{self, Exclude, Include};
 use super::warn;
@@ -180,12 +181,16 @@ fn project_context(
         .collect()
 }
 
-/// Other workspace files' texts for whole-program analysis, by dotted module name.
-struct Texts(HashMap<String, ModuleSource>);
+/// Other workspace files' texts for whole-program analysis, by dotted module name, then the
+/// installed libraries' when calls into them are followed.
+struct Texts(HashMap<String, ModuleSource>, Option<LibrarySources>);
 
 impl WorkspaceSources for Texts {
     fn source(&self, module: &str) -> Option<ModuleSource> {
-        self.0.get(module).cloned()
+        self.0
+            .get(module)
+            .cloned()
+            .or_else(|| self.1.as_ref()?.source(module))
     }
 }
 
@@ -277,6 +282,9 @@ pub struct Project<'a> {
     pub(crate) others: Vec<FileReport>,
     /// The project's unchecked files, for cross-file facts.
     context: Vec<ContextFile>,
+    /// The installed libraries whose code entrypoints' analyses follow, when an interpreter
+    /// is configured.
+    libraries: Option<Arc<Libraries>>,
     pub(crate) settings: &'a Settings,
     pool: rayon::ThreadPool,
 }
@@ -359,6 +367,7 @@ impl<'a> Project<'a> {
             files,
             others: Vec::new(),
             context: Vec::new(),
+            libraries: None,
             settings,
             pool,
         }
@@ -390,6 +399,61 @@ impl<'a> Project<'a> {
                 })
                 .collect()
         });
+    }
+
+    /// Follows calls into the libraries installed for `python` that the project imports
+    /// (see [`libraries`]), their summaries cached in `cache_dir`. Phase 2 must run after it.
+    /// A site-packages that cannot be found is a warning: the check goes on without it.
+    pub(crate) fn follow_libraries(
+        &mut self,
+        python: &Path,
+        cache_dir: Option<&Path>,
+        quiet: bool,
+    ) {
+        let sites = match libraries::site_packages(python) {
+            Ok(sites) => sites,
+            Err(error) => {
+                if !quiet {
+                    warn(&format!(
+                        "calls into installed libraries are not followed: {error:#}"
+                    ));
+                }
+                return;
+            }
+        };
+        let summaries = || {
+            self.files
+                .iter()
+                .filter_map(|file| file.summary.as_ref())
+                .chain(self.context.iter().map(|file| &file.summary))
+        };
+        let mut imported = libraries::imported_top_level(summaries());
+        // A package of the project shadows an installed one of the same name.
+        for summary in summaries() {
+            imported.remove(summary.module.split('.').next().unwrap_or_default());
+        }
+        let started = std::time::Instant::now();
+        let libraries = libraries::load(&sites, imported, cache_dir, &self.pool);
+        if libraries.summarised > 0 && !quiet {
+            let names: Vec<String> = libraries
+                .followed
+                .iter()
+                .map(|d| format!("{} {}", d.name, d.version))
+                .collect();
+            let kept = match cache_dir {
+                Some(dir) => format!("; kept in {} for the next runs", dir.display()),
+                None => String::new(),
+            };
+            // Not a warning: said once, so that the first check's extra time is explained.
+            eprintln!(
+                "Summarised installed libraries to follow calls into them: {} ({:.1} s{kept}).",
+                names.join(", "),
+                started.elapsed().as_secs_f64()
+            );
+        }
+        if !libraries.index.is_empty() {
+            self.libraries = Some(Arc::new(libraries));
+        }
     }
 
     /// Gives files new texts, then checks again what that may change: those files, and every
@@ -425,7 +489,12 @@ impl<'a> Project<'a> {
             .filter(|file| file.module.is_some())
             .filter_map(|file| file.summary.as_ref())
             .chain(self.context.iter().map(|file| &file.summary));
-        let mut workspace = WorkspaceIndex::new(summaries);
+        let mut workspace = WorkspaceIndex::with_libraries(
+            summaries,
+            self.libraries
+                .as_ref()
+                .map(|libraries| Arc::clone(&libraries.index)),
+        );
         // Texts are handed to the analysis only when some entrypoint may follow calls into
         // other files: most projects have none, and copying every text would cost time.
         let program = self.files.iter().any(|file| {
@@ -456,8 +525,9 @@ impl<'a> Project<'a> {
                         path: file.path.clone(),
                     });
             }
+            let libraries = self.libraries.as_ref().map(Libraries::sources);
             workspace = workspace
-                .with_sources(Arc::new(Texts(texts)))
+                .with_sources(Arc::new(Texts(texts, libraries)))
                 .with_program_cache();
         }
         let settings = self.settings;

@@ -25,8 +25,9 @@ use toml::{Table, Value};
 use crate::tracer::worker::StartMethod;
 
 /// Every documented key of `[tool.pt2lsp]`.
-pub const KEYS: [&str; 17] = [
+pub const KEYS: [&str; 18] = [
     "python",
+    "follow-libraries",
     "trace",
     "timeout",
     "memory-limit",
@@ -100,6 +101,9 @@ pub struct Config {
     /// The interpreter the tracer runs; unset means the Python pt2lsp was
     /// pip-installed into, then `$VIRTUAL_ENV`, then `python3` on PATH.
     pub python: Option<String>,
+    /// The static check follows calls into the interpreter's installed libraries (on unless
+    /// `false`).
+    pub follow_libraries: Option<bool>,
     pub trace: Option<TraceMode>,
     /// Seconds per entrypoint.
     pub timeout: Option<f64>,
@@ -159,6 +163,7 @@ impl Config {
         Config {
             path: self.path.clone(),
             python: self.python.clone().or_else(|| fallback.python.clone()),
+            follow_libraries: self.follow_libraries.or(fallback.follow_libraries),
             trace: self.trace.or(fallback.trace),
             timeout: self.timeout.or(fallback.timeout),
             memory_limit: self.memory_limit.or(fallback.memory_limit),
@@ -292,6 +297,9 @@ pub fn from_table(table: &Table, path: Option<&Path>) -> Config {
         };
         let read: Result<(), String> = match name {
             "python" => text(value).map(|python| config.python = Some(python)),
+            "follow-libraries" => boolean(value).map(|follow| {
+                config.follow_libraries = Some(follow);
+            }),
             "trace" => trace(value).map(|trace| config.trace = Some(trace)),
             "timeout" => seconds(value).map(|timeout| config.timeout = Some(timeout)),
             "memory-limit" => mebibytes(value).map(|limit| config.memory_limit = Some(limit)),

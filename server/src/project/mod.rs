@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod config;
+pub mod libraries;
 pub mod report;
 pub mod walk;
 
@@ -17,4 +18,28 @@ pub fn warn(message: &str) {
 /// Prints an error on stderr for a problem that does not stop the run (one unreadable file).
 pub fn report_error(message: &str) {
     eprintln!("error: {message}");
+}
+
+/// Creates the cache directory `dir` (`.pt2lsp_cache`: traces, installed libraries'
+/// summaries) with a `.gitignore` of `*` and a `CACHEDIR.TAG`, so neither git nor backups keep
+/// it.
+pub fn prepare_cache_directory(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        std::fs::write(
+            &ignore,
+            "# Created by pt2lsp: its cache, safe to delete.\n*\n",
+        )?;
+    }
+    let tag = dir.join("CACHEDIR.TAG");
+    if !tag.exists() {
+        std::fs::write(
+            &tag,
+            "Signature: 8a477f597d28d172789f06886806bc55\n\
+             # This file is a cache directory tag created by pt2lsp.\n\
+             # For information about cache directory tags see https://bford.info/cachedir/\n",
+        )?;
+    }
+    Ok(())
 }

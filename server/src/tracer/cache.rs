@@ -174,24 +174,9 @@ impl TraceCache {
 
     /// The directory, with the files that keep git and backups out of it, and its traces'.
     fn prepare(&self) -> io::Result<PathBuf> {
+        crate::project::prepare_cache_directory(&self.dir)?;
         let traces = self.dir.join(TRACES);
         fs::create_dir_all(&traces)?;
-        let ignore = self.dir.join(".gitignore");
-        if !ignore.exists() {
-            fs::write(
-                &ignore,
-                "# Created by pt2lsp: the trace cache, safe to delete.\n*\n",
-            )?;
-        }
-        let tag = self.dir.join("CACHEDIR.TAG");
-        if !tag.exists() {
-            fs::write(
-                &tag,
-                "Signature: 8a477f597d28d172789f06886806bc55\n\
-                 # This file is a cache directory tag created by pt2lsp.\n\
-                 # For information about cache directory tags see https://bford.info/cachedir/\n",
-            )?;
-        }
         Ok(traces)
     }
 

@@ -18,6 +18,20 @@ pub fn interpreter(
     config_dir: Option<&Path>,
     virtual_env: Option<&Path>,
 ) -> PathBuf {
+    configured_interpreter(explicit, configured, config_dir, virtual_env)
+        .unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+/// [`interpreter`] when something names one (the flag, the configuration, the environment
+/// pt2lsp was installed into, `$VIRTUAL_ENV`); `None` rather than whatever `python3` is on
+/// PATH. The static check follows calls into installed libraries only for an interpreter
+/// the user chose.
+pub fn configured_interpreter(
+    explicit: Option<&Path>,
+    configured: Option<&str>,
+    config_dir: Option<&Path>,
+    virtual_env: Option<&Path>,
+) -> Option<PathBuf> {
     let installed = installed_interpreter(
         std::env::var_os(DEFAULT_PYTHON_ENV),
         std::env::current_exe().ok().as_deref(),
@@ -59,31 +73,31 @@ fn choose(
     config_dir: Option<&Path>,
     installed: Option<&Path>,
     virtual_env: Option<&Path>,
-) -> PathBuf {
+) -> Option<PathBuf> {
     if let Some(path) = explicit {
-        return path.to_path_buf();
+        return Some(path.to_path_buf());
     }
     if let Some(configured) = configured.filter(|text| !text.trim().is_empty()) {
         let path = Path::new(configured);
         // A bare name (`python3.11`) is looked up on PATH, like a shell would.
         if path.components().count() == 1 || path.is_absolute() {
-            return path.to_path_buf();
+            return Some(path.to_path_buf());
         }
-        return match config_dir {
+        return Some(match config_dir {
             Some(dir) => dir.join(path),
             None => path.to_path_buf(),
-        };
+        });
     }
     if let Some(installed) = installed {
-        return installed.to_path_buf();
+        return Some(installed.to_path_buf());
     }
     if let Some(env) = virtual_env.filter(|env| !env.as_os_str().is_empty()) {
         let python = env.join("bin").join("python");
         if python.exists() {
-            return python;
+            return Some(python);
         }
     }
-    PathBuf::from("python3")
+    None
 }
 
 #[cfg(test)]
@@ -106,7 +120,7 @@ mod tests {
                 Some(installed),
                 None
             ),
-            flag
+            Some(flag.to_path_buf())
         );
         assert_eq!(
             choose(
@@ -116,21 +130,23 @@ mod tests {
                 Some(installed),
                 None
             ),
-            project.join(".venv/bin/python")
+            Some(project.join(".venv/bin/python"))
         );
         assert_eq!(
             choose(None, Some("python3.11"), Some(project), None, None),
-            Path::new("python3.11")
+            Some(PathBuf::from("python3.11"))
         );
         assert_eq!(
             choose(None, None, None, Some(installed), Some(venv.path())),
-            installed
+            Some(installed.to_path_buf())
         );
         assert_eq!(
             choose(None, None, None, None, Some(venv.path())),
-            venv.path().join("bin/python")
+            Some(venv.path().join("bin/python"))
         );
-        assert_eq!(choose(None, None, None, None, None), Path::new("python3"));
+        // Nothing names one: `interpreter` runs `python3` from PATH, and the static check does
+        // not follow installed libraries.
+        assert_eq!(choose(None, None, None, None, None), None);
     }
 
     #[test]

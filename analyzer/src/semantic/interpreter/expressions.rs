@@ -391,8 +391,10 @@ impl Interpreter<'_, '_> {
                 ..TensorInfo::default()
             });
         }
-        let left_number = number_of(&compare.left);
-        let right_number = number_of(right_expr);
+        // A literal, or a size the analysis knows exactly (`ids.shape[0]` of
+        // `arange(n).unsqueeze(0)` is 1), is a constant the known ranges may decide against.
+        let left_number = number_of(&compare.left).or_else(|| left.known_constant());
+        let right_number = number_of(right_expr).or_else(|| right.known_constant());
         let guard = match (&left, right) {
             (Value::DataScalar(interval), _) => data_guard(*interval, op, right_number),
             (_, Value::DataScalar(interval)) => data_guard(*interval, op.flipped(), left_number),

@@ -201,6 +201,8 @@ pub(crate) struct Interpreter<'m, 'a> {
     /// Above zero while interpreting operands that run only if an earlier `and`/`or` operand,
     /// which the analysis cannot decide, lets them.
     conditional: usize,
+    /// How many enclosing `if` clauses run only on a path the analysis cannot decide.
+    pub(super) undecided: usize,
     /// What a size of a tensor with untracked dimensions is: static when the model declares no
     /// dynamic dimension, unknown otherwise.
     untracked: SizeOrigin,
@@ -230,6 +232,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             budget: INLINE_BUDGET,
             untracked: SizeOrigin::Static,
             conditional: 0,
+            undecided: 0,
             file: 0,
             sites: Vec::new(),
             frames: Vec::new(),
@@ -488,6 +491,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 kind,
                 range,
                 conditional,
+                undecided_path: self.undecided > 0,
                 file: self.file,
                 chain,
             });
@@ -588,6 +592,20 @@ fn size_guard(
         }),
         SizeOrigin::Dynamic { dim, exact } => {
             if dim.automatic {
+                return Value::Unknown;
+            }
+            // A size of a tensor whose shape the analysis lost may be this very dimension
+            // (`batch != position_ids.shape[0]`, where the ids are `(batch, seq)` or
+            // `(1, seq)`): whether the exporter guards anything cannot be told.
+            if constant.is_none()
+                && matches!(
+                    other,
+                    Value::Size {
+                        origin: SizeOrigin::Unknown,
+                        ..
+                    }
+                )
+            {
                 return Value::Unknown;
             }
             let (decided, suggestion) = match (constant, other) {

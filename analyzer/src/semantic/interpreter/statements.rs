@@ -198,6 +198,8 @@ impl Interpreter<'_, '_> {
         // Which names hold tensors around an `if` on a tensor, for the `torch.cond` rewrite:
         // where it starts, and where each clause ends.
         let mut tensor_if: Option<(TensorNames, Vec<Option<TensorNames>>)> = None;
+        // Whether a clause runs depends on a condition the analysis cannot decide.
+        let mut undecided = false;
         for (test, body) in clauses {
             let taken = match test {
                 None => Some(true),
@@ -231,8 +233,11 @@ impl Interpreter<'_, '_> {
             if taken == Some(false) {
                 continue;
             }
+            undecided |= taken.is_none();
             let mut branch_env = env.clone();
+            self.undecided += usize::from(undecided);
             let falls_through = self.exec_block(body, &mut branch_env);
+            self.undecided -= usize::from(undecided);
             if let Some((_, after)) = &mut tensor_if {
                 after.push(falls_through.then(|| tensor_locals(&branch_env)));
             }

@@ -13,6 +13,7 @@ use tower_lsp_server::ls_types::{self as lsp, MessageType};
 
 use super::Session;
 use crate::lsp::workspace::{self, Scope};
+use crate::project::libraries::{self, Libraries, LibrarySources};
 
 /// Files summarised per step of a workspace scan: small enough for steady progress reports and
 /// for a newer scan to stop an older one soon, large enough to keep the scan threads busy.
@@ -158,14 +159,21 @@ impl Buffers {
     }
 }
 
-/// The workspace's modules, read through [`Buffers`]: what the index hands the analyzer.
+/// The workspace's modules, read through [`Buffers`], then the installed libraries' modules:
+/// what the index hands the analyzer.
 struct BufferSources {
     modules: HashMap<String, PathBuf>,
     buffers: Arc<Buffers>,
+    libraries: Option<LibrarySources>,
 }
 
 impl BufferSources {
-    fn new(paths: &[PathBuf], summaries: &[ModuleSummary], buffers: Arc<Buffers>) -> Self {
+    fn new(
+        paths: &[PathBuf],
+        summaries: &[ModuleSummary],
+        buffers: Arc<Buffers>,
+        libraries: Option<LibrarySources>,
+    ) -> Self {
         Self {
             modules: paths
                 .iter()
@@ -174,13 +182,16 @@ impl BufferSources {
                 .map(|(path, summary)| (summary.module.clone(), path.clone()))
                 .collect(),
             buffers,
+            libraries,
         }
     }
 }
 
 impl pt2lsp_analyzer::WorkspaceSources for BufferSources {
     fn source(&self, module: &str) -> Option<pt2lsp_analyzer::ModuleSource> {
-        let path = self.modules.get(module)?;
+        let Some(path) = self.modules.get(module) else {
+            return self.libraries.as_ref()?.source(module);
+        };
         Some(pt2lsp_analyzer::ModuleSource {
             text: self.buffers.text(path)?,
             is_package: path.file_stem().is_some_and(|stem| stem == "__init__"),
@@ -349,6 +360,14 @@ impl Session {
                 all.insert(path, summary);
             }
         }
+        let session = Arc::clone(&self);
+        let libraries = tokio::task::spawn_blocking(move || session.load_libraries())
+            .await
+            .ok()
+            .flatten();
+        if let Ok(mut current) = self.libraries.write() {
+            *current = libraries;
+        }
         Arc::clone(&self).rebuild_index().await;
         if let Some(progress) = progress {
             progress
@@ -357,6 +376,84 @@ impl Session {
         }
         self.log(MessageType::INFO, format!("indexed {count} Python files"));
         self.schedule_all();
+    }
+
+    /// The installed libraries the workspace imports, for the interpreter the first root's
+    /// settings name (see `project::libraries`); `None` when none is named, when
+    /// `follow-libraries` is off, or when the workspace imports none. Blocking: may summarise a
+    /// library not yet in the cache.
+    fn load_libraries(&self) -> Option<Arc<Libraries>> {
+        let root = self.roots().into_iter().next()?;
+        let settings = self.resolve_settings(Some(&root.join("pyproject.toml")));
+        if !settings.follow_libraries {
+            return None;
+        }
+        let project_dir = settings
+            .project
+            .as_deref()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf);
+        let python = crate::tracer::python::configured_interpreter(
+            None,
+            settings.python.as_deref(),
+            project_dir.as_deref(),
+            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+        )?;
+        let sites = match libraries::site_packages(&python) {
+            Ok(sites) => sites,
+            Err(error) => {
+                self.log(
+                    MessageType::WARNING,
+                    format!("calls into installed libraries are not followed: {error:#}"),
+                );
+                return None;
+            }
+        };
+        let imported = {
+            let all = self.summaries.read().ok()?;
+            let mut imported = libraries::imported_top_level(&all.summaries);
+            for summary in &all.summaries {
+                imported.remove(summary.module.split('.').next().unwrap_or_default());
+            }
+            imported
+        };
+        let cache = (!crate::tracer::cache::disabled_by_environment()).then(|| {
+            crate::tracer::cache::TraceCache::in_project(
+                project_dir.as_deref().unwrap_or(&root),
+                settings.cache_dir.as_deref(),
+            )
+            .dir()
+            .to_path_buf()
+        });
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |cores| cores.get().saturating_sub(1))
+            .max(1);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .stack_size(crate::lsp::THREAD_STACK_BYTES)
+            .build()
+            .ok()?;
+        let started = std::time::Instant::now();
+        let loaded = libraries::load(&sites, imported, cache.as_deref(), &pool);
+        if loaded.index.is_empty() {
+            return None;
+        }
+        let names: Vec<String> = loaded
+            .followed
+            .iter()
+            .map(|d| format!("{} {}", d.name, d.version))
+            .collect();
+        self.log(
+            MessageType::INFO,
+            format!(
+                "following calls into installed {} ({} modules, {} summarised now, {:.2} s)",
+                names.join(", "),
+                loaded.index.len(),
+                loaded.summarised,
+                started.elapsed().as_secs_f64()
+            ),
+        );
+        Some(Arc::new(loaded))
     }
 
     async fn begin_progress(
@@ -415,11 +512,23 @@ impl Session {
             let all = session.summaries.read().ok()?;
             // Numbered under the read lock: a later number always saw at least as new a set.
             let build = session.index_builds.fetch_add(1, Ordering::SeqCst) + 1;
-            let sources =
-                BufferSources::new(&all.paths, &all.summaries, Arc::clone(&session.buffers));
-            let index = WorkspaceIndex::new(&all.summaries)
-                .with_sources(Arc::new(sources))
-                .with_parse_cache(Arc::clone(&session.parses));
+            let libraries = session
+                .libraries
+                .read()
+                .ok()
+                .and_then(|libraries| libraries.clone());
+            let sources = BufferSources::new(
+                &all.paths,
+                &all.summaries,
+                Arc::clone(&session.buffers),
+                libraries.as_ref().map(Libraries::sources),
+            );
+            let index = WorkspaceIndex::with_libraries(
+                &all.summaries,
+                libraries.map(|libraries| Arc::clone(&libraries.index)),
+            )
+            .with_sources(Arc::new(sources))
+            .with_parse_cache(Arc::clone(&session.parses));
             Some((build, index))
         })
         .await;
