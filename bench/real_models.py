@@ -9,6 +9,8 @@ library), and which models hit the tracer's timeout (PT502).
 
     python3 bench/real_models.py --binary target/release/pt2lsp --python .venv/bin/python
     python3 bench/real_models.py ... --truth    # also export each model directly, for the truth
+    python3 bench/real_models.py ... --static   # the static check only, following the installed
+                                                # libraries, against the same check without them
 
 The libraries must be installed in the interpreter's environment (`pip install
 transformers==5.23.0 timm==1.0.31`); a model whose library is missing is reported and skipped.
@@ -299,6 +301,74 @@ except Exception as exc:
 """
 
 
+def truth_of(args: argparse.Namespace, root: Path, names: list[str]) -> dict[str, str]:
+    """Each model exported directly: `exports`, or `fails: <error> at <file:line>: <message>`."""
+    script = root / "_truth.py"
+    script.write_text(TRUTH)
+    truth = {}
+    for name in names:
+        result = subprocess.run([args.python, str(script), str(root / f"{name}.py")],
+                                capture_output=True, text=True, cwd=root, timeout=600)
+        lines = (result.stdout.strip() or result.stderr.strip() or "?").splitlines()
+        truth[name] = lines[-1].replace(str(root) + "/", "")
+    return truth
+
+
+def static(args: argparse.Namespace, names: list[str]) -> int:
+    """Issue 17 item 6: the static check of the models' entry files following the installed
+    libraries (a first run that summarises them, a second that reads the cache), against the
+    same check without them; with --truth, how many failures it points at and how many errors
+    it puts on models that export."""
+    with tempfile.TemporaryDirectory(prefix="pt2lsp-real-models-") as tmp:
+        root = Path(tmp)
+        write_project(root, names)
+        base = [args.binary, "check", "--format", "json", "--exit-zero", "--python", args.python, str(root)]
+        runs = {}
+        for label, extra in (("libraries, first run", []), ("libraries, cached", []),
+                             ("without libraries", ["--no-follow-libraries"])):
+            start = time.perf_counter()
+            run = subprocess.run(base[:2] + extra + base[2:], capture_output=True, text=True)
+            runs[label] = (time.perf_counter() - start, json.loads(run.stdout or "[]"))
+        truth = truth_of(args, root, names) if args.truth else {}
+    print(f"{len(names)} models, the static check of their entry files:")
+    for label, (wall, _) in runs.items():
+        print(f"  {label:22} {wall:.2f} s")
+    _, found = runs["libraries, cached"]
+    _, alone = runs["without libraries"]
+    by_model = {n: [d for d in found if Path(d["file"]).stem == n] for n in names}
+    alone_by_model = {n: [d for d in alone if Path(d["file"]).stem == n] for n in names}
+    print()
+    print(f"{'model':26} {'static, libraries followed':70} truth")
+    for name in names:
+        shown = []
+        for d in by_model[name]:
+            where = f"{d['code']} {d['severity'][0]}"
+            library = [r for r in d.get("related", []) if "site-packages" in r["file"]]
+            if library:
+                where += f" <- {library[-1]['file'].split('site-packages/')[-1]}:{library[-1]['line']}"
+            shown.append(where)
+        print(f"{name:26} {'; '.join(shown)[:70] or '-':70} {truth.get(name, '')[:70]}")
+    if truth:
+        fails = [n for n in names if truth[n].startswith("fails")]
+        exports = [n for n in names if truth[n] == "exports"]
+
+        def located(models: dict[str, list[dict]], severity: tuple[str, ...]) -> int:
+            return sum(1 for n in fails if any(d["severity"] in severity for d in models[n]))
+
+        def alarms(models: dict[str, list[dict]]) -> int:
+            return sum(1 for n in exports if any(d["severity"] == "error" for d in models[n]))
+
+        print()
+        print(f"{len(fails)} fail, {len(exports)} export.")
+        for label, models in (("libraries followed", by_model), ("without libraries", alone_by_model)):
+            print(f"  {label}: an error on {located(models, ('error',))} failing entry files, a diagnostic on "
+                  f"{located(models, ('error', 'warning'))}; an error on {alarms(models)} that export")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"runs": {k: v[0] for k, v in runs.items()},
+                                               "models": by_model, "truth": truth}, indent=1))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default="target/release/pt2lsp")
@@ -307,6 +377,11 @@ def main() -> int:
     parser.add_argument("--truth", action="store_true", help="also export each model directly")
     parser.add_argument("--timeout", type=int, default=60, help="pt2lsp's per-entrypoint timeout")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument(
+        "--static",
+        action="store_true",
+        help="run the static check (no trace) with the installed libraries followed, and without",
+    )
     args = parser.parse_args()
     args.binary = str(Path(args.binary).resolve())
     args.python = str(Path(args.python).absolute())
@@ -316,6 +391,9 @@ def main() -> int:
     if missing:
         print(f"not installed in {args.python}: {', '.join(sorted(missing))}; their models are skipped")
     names = [n for n in names if MODELS[n][0] not in missing]
+
+    if args.static:
+        return static(args, names)
 
     with tempfile.TemporaryDirectory(prefix="pt2lsp-real-models-") as tmp:
         root = Path(tmp)
@@ -340,15 +418,7 @@ def main() -> int:
             if stem in by_model:
                 by_model[stem].append(diagnostic)
 
-        truth = {}
-        if args.truth:
-            script = root / "_truth.py"
-            script.write_text(TRUTH)
-            for name in names:
-                result = subprocess.run([args.python, str(script), str(root / f"{name}.py")],
-                                        capture_output=True, text=True, cwd=root, timeout=600)
-                lines = (result.stdout.strip() or result.stderr.strip() or "?").splitlines()
-                truth[name] = lines[-1].replace(str(root) + "/", "")
+        truth = truth_of(args, root, names) if args.truth else {}
 
     failing = [n for n in names if by_model[n]]
     timeouts = [n for n in names if any(d["code"] == "PT502" for d in by_model[n])]

@@ -17,10 +17,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use pt2lsp_analyzer::{
     Distribution, LibraryIndex, ModuleSource, ModuleSummary, SUMMARY_FORMAT, SourceFile,
     WorkspaceSources,
@@ -76,56 +75,69 @@ impl WorkspaceSources for LibrarySources {
     }
 }
 
-/// The site-packages directories of `python`. A virtual environment's are found from its
-/// layout, without starting Python; any other interpreter is asked.
+/// The site-packages directories of `python`, found from where it is installed, never by
+/// running it: static analysis runs no program, and an untrusted project's interpreter must
+/// not start for it. A virtual environment (`<env>/bin/python` beside `<env>/pyvenv.cfg`)
+/// and an installation prefix (`<prefix>/bin/python3`, through its symbolic links) keep their
+/// libraries in `lib/python3.X/site-packages` (`dist-packages` on Debian, `Lib/site-packages`
+/// on Windows).
 pub fn site_packages(python: &Path) -> Result<Vec<PathBuf>> {
-    if let Some(venv) = python
-        .parent()
-        .and_then(Path::parent)
-        .filter(|venv| venv.join("pyvenv.cfg").is_file())
+    let mut prefixes: Vec<PathBuf> = Vec::new();
+    for interpreter in [Some(python.to_path_buf()), fs::canonicalize(python).ok()]
+        .into_iter()
+        .flatten()
     {
-        let mut found = Vec::new();
+        // `<prefix>/bin/python`, or `<prefix>\python.exe` on Windows.
+        for prefix in [
+            interpreter.parent().and_then(Path::parent),
+            interpreter.parent(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if !prefixes.iter().any(|known| known == prefix) {
+                prefixes.push(prefix.to_path_buf());
+            }
+        }
+    }
+    let mut found: Vec<PathBuf> = Vec::new();
+    for prefix in &prefixes {
         for lib in ["lib", "lib64"] {
-            let Ok(entries) = fs::read_dir(venv.join(lib)) else {
+            let Ok(entries) = fs::read_dir(prefix.join(lib)) else {
                 continue;
             };
-            for entry in entries.flatten() {
-                let site = entry.path().join("site-packages");
-                if entry.file_name().to_string_lossy().starts_with("python") && site.is_dir() {
-                    found.push(site);
+            let mut versions: Vec<PathBuf> = entries
+                .flatten()
+                .filter(|entry| entry.file_name().to_string_lossy().starts_with("python3"))
+                .map(|entry| entry.path())
+                .collect();
+            versions.sort();
+            for version in versions {
+                for packages in ["site-packages", "dist-packages"] {
+                    let dir = version.join(packages);
+                    if dir.is_dir() {
+                        found.push(dir);
+                    }
                 }
             }
         }
-        let windows = venv.join("Lib").join("site-packages");
+        let windows = prefix.join("Lib").join("site-packages");
         if windows.is_dir() {
             found.push(windows);
         }
-        if !found.is_empty() {
-            found.sort();
-            found.dedup_by(|a, b| same_directory(a, b));
-            return Ok(found);
-        }
     }
-    let output = Command::new(python)
-        .args([
-            "-I",
-            "-c",
-            "import json, sysconfig; p = sysconfig.get_paths(); \
-             print(json.dumps([p['purelib'], p['platlib']]))",
-        ])
-        .output()
-        .with_context(|| format!("cannot run {}", python.display()))?;
-    if !output.status.success() {
+    found.dedup_by(|a, b| same_directory(a, b));
+    if found.is_empty() {
         bail!(
-            "{} could not say where its libraries are: {}",
+            "no site-packages directory beside {} (looked in lib/python3.*/ under {})",
             python.display(),
-            String::from_utf8_lossy(&output.stderr).trim()
+            prefixes
+                .iter()
+                .map(|prefix| prefix.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" and ")
         );
     }
-    let dirs: Vec<PathBuf> = serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("{} answered something unexpected", python.display()))?;
-    let mut found: Vec<PathBuf> = dirs.into_iter().filter(|dir| dir.is_dir()).collect();
-    found.dedup_by(|a, b| same_directory(a, b));
     Ok(found)
 }
 
@@ -453,6 +465,42 @@ mod tests {
         let description_only = "Name: y\nVersion: 1\n\nRequires-Dist: torch\n";
         assert_eq!(parse_metadata(description_only).map(|m| m.2), Some(false));
         assert_eq!(parse_metadata("Version: 1\n"), None);
+    }
+
+    #[test]
+    fn site_packages_are_found_beside_the_interpreter_without_running_it() {
+        let root = tempfile::tempdir().unwrap();
+        let make = |path: &str| {
+            let path = root.path().join(path);
+            fs::create_dir_all(&path).unwrap();
+            path
+        };
+        // A virtual environment; its `python` is a file that could not run.
+        let venv_site = make("venv/lib/python3.11/site-packages");
+        make("venv/bin");
+        fs::write(root.path().join("venv/pyvenv.cfg"), "version = 3.11\n").unwrap();
+        fs::write(root.path().join("venv/bin/python"), "not a program").unwrap();
+        assert_eq!(
+            site_packages(&root.path().join("venv/bin/python")).unwrap(),
+            [venv_site]
+        );
+        // An installation prefix with Debian's layout, reached through a symbolic link.
+        let dist = make("usr/lib/python3.12/dist-packages");
+        make("usr/bin");
+        fs::write(root.path().join("usr/bin/python3.12"), "").unwrap();
+        let link = make("links").join("python3");
+        std::os::unix::fs::symlink(root.path().join("usr/bin/python3.12"), &link).unwrap();
+        let found = site_packages(&link).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(same_directory(&found[0], &dist), "{found:?}");
+        // Nothing beside it: an error that says where it looked.
+        let error = site_packages(&root.path().join("nowhere/bin/python"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("no site-packages directory beside"),
+            "{error}"
+        );
     }
 
     #[test]
