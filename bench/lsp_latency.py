@@ -374,7 +374,7 @@ def row(outcome: Outcome) -> str:
     )
 
 
-def measure(binary: Path, count: int, seed: int, fast: bool) -> Section:
+def measure(binary: Path, count: int, seed: int, fast: bool, python: Path | None = None) -> Section:
     """Both scenarios against one server; the whole corpus as the workspace (one package with
     `fast`)."""
     tree = corpus()
@@ -397,6 +397,9 @@ def measure(binary: Path, count: int, seed: int, fast: bool) -> Section:
                 "processId": os.getpid(),
                 "rootUri": root,
                 "workspaceFolders": [{"uri": root, "name": workspace.name}],
+                # With an interpreter the session also follows the installed libraries the
+                # corpus imports (torchvision, huggingface_hub, safetensors).
+                "initializationOptions": {"python": str(python), "trace": "off"} if python else {},
                 "capabilities": {
                     "window": {"workDoneProgress": True},
                     "workspace": {"workspaceFolders": True},
@@ -499,9 +502,10 @@ def main() -> int:
     parser.add_argument("--binary", type=Path, help="use this pt2lsp instead of building target/release/pt2lsp")
     parser.add_argument("--seed", type=int, default=7, help="seed of the edit stream and the cadence")
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--python", type=Path, help="the session follows this interpreter's installed libraries")
     args = parser.parse_args()
     binary = args.binary.resolve() if args.binary else build()
-    section = measure(binary, args.edits or (20 if args.fast else 200), args.seed, args.fast)
+    section = measure(binary, args.edits or (20 if args.fast else 200), args.seed, args.fast, args.python)
     print(section.markdown())
     if not args.fast and not args.no_write:
         write_section(section)

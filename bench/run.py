@@ -67,13 +67,13 @@ STAGE_HEADINGS = {
 
 def stage(name: str, binary: Path, python: Path, fast: bool) -> Section:
     if name == "corpus":
-        return corpus_stage.measure_corpus(binary, 1 if fast else 7, fast)
+        return corpus_stage.measure_corpus(binary, 1 if fast else 7, fast, python)
     if name == "torchfix":
         return corpus_stage.measure_torchfix(binary, 1 if fast else 5, fast)
     if name == "criterion":
         return criterion.measure(fast)
     if name == "lsp":
-        return lsp_latency.measure(binary, 20 if fast else 200, 7, fast)
+        return lsp_latency.measure(binary, 20 if fast else 200, 7, fast, python)
     if name == "trace":
         models = [trace_latency.SMALL] if fast else list(trace_latency.MODELS)
         return trace_latency.measure(binary, python, models, 2 if fast else 10)

@@ -283,12 +283,24 @@ fn library_diagnostics(
                 event.range.contains_range(diagnostic.range)
                     || diagnostic.range.contains_range(event.range)
             }) {
+                // Library code alone, from the exported model down, constrains a dimension the
+                // entrypoint declares dynamic: the `Dim` is the user's line to change (where
+                // the tracer reports it too).
+                let on_dim = event.kind.dynamic_dim().filter(|dim| {
+                    site.0 == 0
+                        && model.entry_site == Some(site.1)
+                        && dim.range.end().to_usize() <= model.file.text.len()
+                });
+                let (range, reach) = match on_dim {
+                    Some(dim) => (dim.range, "which the exported model runs"),
+                    None => (site.1, "which this line reaches"),
+                };
                 // The call the diagnostic sits on is not repeated among its related places.
                 let chain: Vec<semantic::Site> = event
                     .chain
                     .iter()
                     .copied()
-                    .filter(|place| place != site)
+                    .filter(|place| on_dim.is_some() || place != site)
                     .collect();
                 let mut related = places.chain(&chain);
                 related.push(Related {
@@ -312,13 +324,12 @@ fn library_diagnostics(
                     rule: diagnostic.rule,
                     severity,
                     message: format!(
-                        "{} (in `{}`, line {}, of installed {distribution}{path}, which this \
-                         line reaches)",
+                        "{} (in `{}`, line {}, of installed {distribution}{path}, {reach})",
                         diagnostic.message,
                         loaded.module,
                         line + 1
                     ),
-                    range: site.1,
+                    range,
                     fix: None,
                     related,
                 });

@@ -270,6 +270,9 @@ fn check_paths(
         config,
         isolated,
         quiet: true,
+        // The interpreter running this is the user's: its installed libraries are followed,
+        // as `pt2lsp check` follows them (unless `follow-libraries = false`).
+        ..api::PathsOptions::default()
     };
     let found = py
         .detach(|| api::check_paths(&options))

@@ -192,6 +192,9 @@ pub fn check_paths(options: &PathsOptions) -> Result<Vec<Diagnostic>, Error> {
             &mut io_errors,
         );
         project.add_context(&prepared.context);
+        if let Some((python, cache)) = &prepared.libraries {
+            project.follow_libraries(python, cache.as_deref(), check_options.quiet);
+        }
         project.check_against_workspace();
         if !io_errors.is_empty() {
             return Err(Error::Io {

@@ -789,7 +789,7 @@ fn calls_into_installed_libraries_land_on_the_calling_line() {
         ),
         (
             "export_zoo.py".to_owned(),
-            5,
+            7,
             "PT401".to_owned(),
             "error".to_owned(),
         ),

@@ -45,12 +45,22 @@ impl Run {
 /// Runs the binary in `dir` with `TMPDIR` set to `tmp`, and no trace cache: every test here
 /// is about running the exporter.
 fn pt2lsp(dir: &Path, tmp: &Path, args: &[&str]) -> Run {
-    run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+    pt2lsp_with_path(dir, tmp, args, None)
+}
+
+/// [`pt2lsp`], with `python_path` as the traced interpreter's `PYTHONPATH`.
+fn pt2lsp_with_path(dir: &Path, tmp: &Path, args: &[&str], python_path: Option<&Path>) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pt2lsp"));
+    command
         .args(args)
         .current_dir(dir)
         .env("TMPDIR", tmp)
         .env("PT2LSP_NO_CACHE", "1")
-        .env_remove("VIRTUAL_ENV"))
+        .env_remove("VIRTUAL_ENV");
+    if let Some(path) = python_path {
+        command.env("PYTHONPATH", path);
+    }
+    run(&mut command)
 }
 
 /// `check --trace --format json --exit-zero` of `files` (name, text), written into `project`
@@ -215,7 +225,11 @@ fn every_fixture_fails_where_marked(start_method: &str) {
     let _turn = turn();
     let tmp = tempfile::tempdir().unwrap();
     let repo = repository();
-    let run = pt2lsp(
+    // `fixtures/projects/installed_library` imports `detlib`, installed in the project's own
+    // `venv/`: the traced interpreter gets it as if installed there too.
+    let installed =
+        repo.join("fixtures/projects/installed_library/venv/lib/python3.11/site-packages");
+    let run = pt2lsp_with_path(
         &repo,
         tmp.path(),
         &[
@@ -230,6 +244,7 @@ fn every_fixture_fails_where_marked(start_method: &str) {
             "--exit-zero",
             "fixtures",
         ],
+        Some(&installed),
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let found = traced(&run.json());

@@ -172,6 +172,28 @@ pub(crate) struct Event {
     pub(crate) chain: Vec<super::Site>,
 }
 
+impl EventKind {
+    /// The declared dynamic dimension the event is about, when it is one: a guard on it, a
+    /// specialisation of it, a relation it must satisfy.
+    pub(crate) fn dynamic_dim(&self) -> Option<&Rc<DimDecl>> {
+        match self {
+            EventKind::Truthiness {
+                value:
+                    Value::Guard(super::value::Guard {
+                        kind: super::value::GuardKind::Dynamic(dim),
+                        ..
+                    }),
+                ..
+            }
+            | EventKind::DimSpecialized { dim, .. }
+            | EventKind::ReshapeGuard { dim, .. }
+            | EventKind::BufferSlice { dim }
+            | EventKind::DimMismatch { left: dim, .. } => Some(dim),
+            _ => None,
+        }
+    }
+}
+
 impl Event {
     /// The event as another analysis of its file can use it: values that index the model it
     /// was found in (classes, functions) are forgotten, and it belongs to file 0.

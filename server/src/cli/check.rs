@@ -10,25 +10,6 @@ use crate::cli::trace::Tracing;
 use crate::cli::{ExitStatus, report_error};
 use crate::project::check::{CheckOptions, Prepared, Project, prepare};
 
-/// The interpreter whose installed libraries the static check follows: one the user named,
-/// unless `--no-follow-libraries` or `follow-libraries = false` says not to.
-fn library_interpreter(
-    args: &CheckArgs,
-    config: &crate::project::config::Config,
-) -> Option<std::path::PathBuf> {
-    if args.no_follow_libraries || config.follow_libraries == Some(false) {
-        return None;
-    }
-    crate::tracer::python::configured_interpreter(
-        args.python.as_deref(),
-        config.python.as_deref(),
-        config.root(),
-        std::env::var_os("VIRTUAL_ENV")
-            .as_deref()
-            .map(std::path::Path::new),
-    )
-}
-
 pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
     if args.statistics && !matches!(args.format, OutputFormat::Text | OutputFormat::Json) {
         bail!("--statistics works with --format text or json");
@@ -41,23 +22,13 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         context,
         pool,
         mut io_errors,
+        libraries,
     } = prepare(&options(args))?;
     let fixing = fix::Fixing::resolve(args, &config);
     let mut project = Project::load(&files, &settings, &cwd, pool, &mut io_errors);
     project.add_context(&context);
-    if let Some(python) = library_interpreter(args, &config) {
-        let cache = (!args.no_cache && !crate::tracer::cache::disabled_by_environment()).then(
-            || match &args.cache_dir {
-                Some(dir) => cwd.join(dir),
-                None => crate::tracer::cache::TraceCache::in_project(
-                    config.root().unwrap_or(&cwd),
-                    config.cache_dir.as_deref(),
-                )
-                .dir()
-                .to_path_buf(),
-            },
-        );
-        project.follow_libraries(&python, cache.as_deref(), args.quiet);
+    if let Some((python, cache)) = &libraries {
+        project.follow_libraries(python, cache.as_deref(), args.quiet);
     }
     project.check_against_workspace();
     for error in &io_errors {
@@ -137,5 +108,9 @@ pub fn options(args: &CheckArgs) -> CheckOptions {
         config: args.config.clone(),
         isolated: args.isolated,
         quiet: args.quiet,
+        python: args.python.clone(),
+        follow_libraries: args.no_follow_libraries.then_some(false),
+        cache_dir: args.cache_dir.clone(),
+        no_cache: args.no_cache,
     }
 }

@@ -80,7 +80,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
     }
     let label = format!("{} ({})", shown.display(), chosen.name);
 
-    let python = tracer::python::interpreter(
+    let python = crate::project::interpreter::interpreter(
         args.python.as_deref(),
         config.python.as_deref(),
         config.root(),

@@ -207,7 +207,7 @@ impl<'a> Tracing<'a> {
                 warn(warning);
             }
         }
-        let python = tracer::python::interpreter(
+        let python = crate::project::interpreter::interpreter(
             args.python.as_deref(),
             config.python.as_deref(),
             config.root(),

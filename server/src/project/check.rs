@@ -19,6 +19,7 @@ use pt2lsp_analyzer::{
 use rayon::prelude::*;
 
 use super::config::{self, Config};
+use super::interpreter;
 use super::libraries::{self, Libraries, LibrarySources};
 use super::report::FileReport;
 use super::walk::{self, Exclude, Include};
@@ -50,6 +51,15 @@ pub struct CheckOptions {
     pub isolated: bool,
     /// No warnings on stderr, except deprecated configuration keys.
     pub quiet: bool,
+    /// The interpreter whose installed libraries are followed, over the configuration's
+    /// `python` (see [`interpreter::configured_interpreter`]).
+    pub python: Option<PathBuf>,
+    /// `Some(false)`: no installed library is followed, whatever the configuration says.
+    pub follow_libraries: Option<bool>,
+    /// Where library summaries are cached, over the configuration's `cache-dir`.
+    pub cache_dir: Option<PathBuf>,
+    /// No cache is read or written.
+    pub no_cache: bool,
 }
 
 /// What to check and how, resolved from the options and the configuration file: everything
@@ -69,6 +79,9 @@ pub struct Prepared {
     pub(crate) pool: rayon::ThreadPool,
     /// Paths the walk could not read.
     pub(crate) io_errors: Vec<String>,
+    /// The interpreter whose installed libraries the check follows, and where their
+    /// summaries are cached; `None` when no interpreter is named or following is off.
+    pub(crate) libraries: Option<(PathBuf, Option<PathBuf>)>,
 }
 
 pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
@@ -118,6 +131,7 @@ pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
         }
     }
     let io_errors = discovery.errors;
+    let libraries = libraries_to_follow(options, &config, &cwd);
     let context = project_context(&roots, &config, (&exclude, &include), &discovery.files);
     // Every file is analysed on the pool's threads (rayon runs an unsplit job on the calling
     // thread otherwise), so each gets the large stack.
@@ -133,7 +147,39 @@ pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
         context,
         pool,
         io_errors,
+        libraries,
     })
+}
+
+/// The interpreter whose libraries a check follows (one the user named, unless the flag or
+/// `follow-libraries = false` says not to), and the directory their summaries are cached in
+/// (none under `--no-cache` or `PT2LSP_NO_CACHE`).
+fn libraries_to_follow(
+    options: &CheckOptions,
+    config: &Config,
+    cwd: &Path,
+) -> Option<(PathBuf, Option<PathBuf>)> {
+    if options.follow_libraries == Some(false) || config.follow_libraries == Some(false) {
+        return None;
+    }
+    let python = interpreter::configured_interpreter(
+        options.python.as_deref(),
+        config.python.as_deref(),
+        config.root(),
+        std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+    )?;
+    let cache = (!options.no_cache && !super::cache_disabled_by_environment()).then(|| {
+        match &options.cache_dir {
+            Some(dir) => walk::absolute(cwd, dir),
+            None => config.root().unwrap_or(cwd).join(
+                config
+                    .cache_dir
+                    .as_deref()
+                    .unwrap_or(super::DEFAULT_CACHE_DIRECTORY),
+            ),
+        }
+    });
+    Some((python, cache))
 }
 
 /// The project's other files when single files are checked (a pre-commit hook passes the

@@ -484,15 +484,6 @@ mod tests {
             site_packages(&root.path().join("venv/bin/python")).unwrap(),
             [venv_site]
         );
-        // An installation prefix with Debian's layout, reached through a symbolic link.
-        let dist = make("usr/lib/python3.12/dist-packages");
-        make("usr/bin");
-        fs::write(root.path().join("usr/bin/python3.12"), "").unwrap();
-        let link = make("links").join("python3");
-        std::os::unix::fs::symlink(root.path().join("usr/bin/python3.12"), &link).unwrap();
-        let found = site_packages(&link).unwrap();
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(same_directory(&found[0], &dist), "{found:?}");
         // Nothing beside it: an error that says where it looked.
         let error = site_packages(&root.path().join("nowhere/bin/python"))
             .unwrap_err()
@@ -501,6 +492,23 @@ mod tests {
             error.starts_with("no site-packages directory beside"),
             "{error}"
         );
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn an_interpreter_reached_through_a_symbolic_link_has_its_prefix_libraries() {
+        let root = tempfile::tempdir().unwrap();
+        // An installation prefix with Debian's layout.
+        let dist = root.path().join("usr/lib/python3.12/dist-packages");
+        fs::create_dir_all(&dist).unwrap();
+        fs::create_dir_all(root.path().join("usr/bin")).unwrap();
+        fs::create_dir_all(root.path().join("links")).unwrap();
+        fs::write(root.path().join("usr/bin/python3.12"), "").unwrap();
+        let link = root.path().join("links/python3");
+        std::os::unix::fs::symlink(root.path().join("usr/bin/python3.12"), &link).unwrap();
+        let found = site_packages(&link).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(same_directory(&found[0], &dist), "{found:?}");
     }
 
     #[test]

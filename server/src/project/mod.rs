@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod config;
+pub mod interpreter;
 pub mod libraries;
 pub mod report;
 pub mod walk;
@@ -18,6 +19,16 @@ pub fn warn(message: &str) {
 /// Prints an error on stderr for a problem that does not stop the run (one unreadable file).
 pub fn report_error(message: &str) {
     eprintln!("error: {message}");
+}
+
+/// The cache's directory in a project root when `cache-dir` does not say otherwise.
+pub const DEFAULT_CACHE_DIRECTORY: &str = ".pt2lsp_cache";
+
+/// `PT2LSP_NO_CACHE` set (to anything but empty or `0`): neither the CLI nor the language
+/// server reads or writes the cache (traces, library summaries), as `--no-cache` does for one
+/// run.
+pub fn cache_disabled_by_environment() -> bool {
+    std::env::var_os("PT2LSP_NO_CACHE").is_some_and(|value| !value.is_empty() && value != "0")
 }
 
 /// Creates the cache directory `dir` (`.pt2lsp_cache`: traces, installed libraries'

@@ -34,20 +34,16 @@ use xxhash_rust::xxh3::{Xxh3, xxh3_128};
 use super::protocol::{JobResult, JobSpec, Status};
 use super::worker::worker_digest;
 
-/// The cache's directory in a project root when `cache-dir` does not say otherwise.
-pub const DEFAULT_DIRECTORY: &str = ".pt2lsp_cache";
+pub use crate::project::{
+    DEFAULT_CACHE_DIRECTORY as DEFAULT_DIRECTORY,
+    cache_disabled_by_environment as disabled_by_environment,
+};
 
 /// Bumped when an entry's layout or meaning changes; older entries are then misses.
 const FORMAT: u32 = 1;
 
 /// The subdirectory of trace entries (room beside it for other kinds).
 const TRACES: &str = "trace-v1";
-
-/// `PT2LSP_NO_CACHE` set (to anything but empty or `0`): neither the CLI nor the language
-/// server reads or writes the trace cache, as `--no-cache` does for one run.
-pub fn disabled_by_environment() -> bool {
-    std::env::var_os("PT2LSP_NO_CACHE").is_some_and(|value| !value.is_empty() && value != "0")
-}
 
 /// A cache directory.
 #[derive(Debug, Clone, PartialEq, Eq)]

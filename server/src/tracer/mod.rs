@@ -34,7 +34,6 @@ pub mod entrypoint;
 pub mod export;
 pub mod manager;
 pub mod protocol;
-pub mod python;
 pub mod transport;
 pub mod worker;
 

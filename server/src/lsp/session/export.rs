@@ -14,9 +14,10 @@ use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
 use super::{PlannedTrace, Session};
 use crate::lsp::workspace;
 use crate::project::config::{self, Config, TraceMode};
+use crate::project::interpreter as python;
+use crate::tracer::batch;
 use crate::tracer::export::{self as plan, Exportable};
 use crate::tracer::protocol::{ExportJob, ExportReport, Status};
-use crate::tracer::{batch, python};
 
 /// What the client asked for: `[uri, entry?, output?]`.
 #[derive(Debug, Clone, PartialEq, Eq)]

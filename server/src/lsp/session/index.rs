@@ -393,7 +393,7 @@ impl Session {
             .as_deref()
             .and_then(Path::parent)
             .map(Path::to_path_buf);
-        let python = crate::tracer::python::configured_interpreter(
+        let python = crate::project::interpreter::configured_interpreter(
             None,
             settings.python.as_deref(),
             project_dir.as_deref(),

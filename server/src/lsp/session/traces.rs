@@ -28,10 +28,11 @@ use crate::lsp::diagnostics::{self, DiagnosticData};
 use crate::lsp::document::TextPositions;
 use crate::lsp::workspace;
 use crate::project::config::{self, TraceMode};
+use crate::project::interpreter as python;
 use crate::tracer::diagnostics::{dedup, from_result, is_suppressed, normalized};
 use crate::tracer::manager::Priority;
 use crate::tracer::protocol::JobResult;
-use crate::tracer::{Status, batch, entrypoint, python};
+use crate::tracer::{Status, batch, entrypoint};
 
 /// Files a save may reach through imports: a bound on the walk for a module that the whole of
 /// a very large workspace imports.

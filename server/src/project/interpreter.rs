@@ -1,5 +1,6 @@
-//! Which Python interpreter runs the worker: the user's, since the model's imports and torch
-//! live in their environment.
+//! Which Python interpreter is the user's: the tracer's worker runs it, since the model's
+//! imports and torch live in its environment, and the static check follows calls into the
+//! libraries installed for it.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
