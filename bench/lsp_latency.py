@@ -474,6 +474,11 @@ def measure(binary: Path, count: int, seed: int, fast: bool, python: Path | None
         f"peak {after_edits['VmHWM'] / 1024:.1f} MB and current {after_edits['VmRSS'] / 1024:.1f} MB after the edits."
     )
     opening = f"First diagnostics {open_ms:.1f} ms after didOpen of the {lines:,}-line file, while the scan ran."
+    if python:
+        opening += (
+            " The session was given an interpreter, so it also follows the installed libraries the corpus "
+            "imports (torchvision, huggingface_hub, safetensors), loaded with the scan."
+        )
     body = (
         f"`didChange` to the `publishDiagnostics` of that version on `{TARGET}` ({lines:,} lines), "
         f"with {where} as the workspace, {count} edits per scenario. Steady: one edit every "

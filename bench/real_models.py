@@ -330,6 +330,9 @@ def static(args: argparse.Namespace, names: list[str]) -> int:
             run = subprocess.run(base[:2] + extra + base[2:], capture_output=True, text=True)
             runs[label] = (time.perf_counter() - start, json.loads(run.stdout or "[]"))
         truth = truth_of(args, root, names) if args.truth else {}
+    if args.truth_file:
+        lines = Path(args.truth_file).read_text().splitlines()
+        truth = {name: result for name, _, result in (line.partition(": ") for line in lines) if name in names}
     print(f"{len(names)} models, the static check of their entry files:")
     for label, (wall, _) in runs.items():
         print(f"  {label:22} {wall:.2f} s")
@@ -377,6 +380,10 @@ def main() -> int:
     parser.add_argument("--truth", action="store_true", help="also export each model directly")
     parser.add_argument("--timeout", type=int, default=60, help="pt2lsp's per-entrypoint timeout")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument(
+        "--truth-file",
+        help="read the truth from this file (`name: exports` or `name: fails: ...` lines) instead of exporting",
+    )
     parser.add_argument(
         "--static",
         action="store_true",

@@ -572,9 +572,16 @@ impl<'a> Project<'a> {
                     });
             }
             let libraries = self.libraries.as_ref().map(Libraries::sources);
+            let following = libraries.is_some();
             workspace = workspace
                 .with_sources(Arc::new(Texts(texts, libraries)))
                 .with_program_cache();
+            if following {
+                // Entrypoints share the library files their programs load (transformers'
+                // `modeling_utils`, torchvision's `ops`): each is parsed once, not once per
+                // entrypoint.
+                workspace = workspace.with_parse_cache(Arc::default());
+            }
         }
         let settings = self.settings;
         let workspace = &workspace;
