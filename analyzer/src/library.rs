@@ -14,7 +14,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::SourceFile;
 use crate::semantic::names;
 use crate::syntax::ast::{self, visitor, visitor::Visitor};
-use crate::workspace::{ModuleSummary, Resolver};
+use crate::workspace::{ModuleSummary, Resolver, import_targets};
 
 /// How many library files one entrypoint's analysis may load, besides the workspace's.
 pub(crate) const MAX_LIBRARY_FILES: usize = 64;
@@ -74,14 +74,7 @@ impl LibraryIndex {
         let imports = summaries
             .iter()
             .map(|summary| {
-                let mut targets: Vec<String> = summary
-                    .imported_modules
-                    .iter()
-                    .filter(|name| **name != summary.module && modules.contains_key(name.as_str()))
-                    .cloned()
-                    .collect();
-                targets.sort();
-                targets.dedup();
+                let targets = import_targets(summary, |name| modules.contains_key(name));
                 (summary.module.clone(), targets)
             })
             .collect();

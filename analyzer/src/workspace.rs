@@ -204,15 +204,8 @@ impl WorkspaceIndex {
         let imports: FxHashMap<String, Vec<String>> = summaries
             .iter()
             .map(|summary| {
-                let mut targets: Vec<String> = summary
-                    .imported_modules
-                    .iter()
-                    .filter(|name| modules.contains(name.as_str()) || in_library(name))
-                    .filter(|name| **name != summary.module)
-                    .cloned()
-                    .collect();
-                targets.sort();
-                targets.dedup();
+                let targets =
+                    import_targets(summary, |name| modules.contains(name) || in_library(name));
                 (summary.module.clone(), targets)
             })
             .collect();
@@ -418,6 +411,20 @@ impl WorkspaceIndex {
     pub fn libraries(&self) -> Option<&LibraryIndex> {
         self.libraries.as_deref()
     }
+}
+
+/// The modules `summary`'s file imports that `known` accepts, itself excluded, sorted, each
+/// once: its edges in an import graph.
+pub(crate) fn import_targets(summary: &ModuleSummary, known: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut targets: Vec<String> = summary
+        .imported_modules
+        .iter()
+        .filter(|name| **name != summary.module && known(name))
+        .cloned()
+        .collect();
+    targets.sort();
+    targets.dedup();
+    targets
 }
 
 /// `start` and the workspace modules it imports, transitively, breadth first, at most

@@ -700,17 +700,9 @@ fn an_entrypoint_is_followed_into_the_files_of_its_model() {
         ("mymodels/helpers.py", &helpers),
     ]);
     let found = |run: &Run| -> Vec<(String, u64, String)> {
-        json(run)
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| {
-                (
-                    d["file"].as_str().unwrap().to_owned(),
-                    d["line"].as_u64().unwrap(),
-                    d["code"].as_str().unwrap().to_owned(),
-                )
-            })
+        located(run)
+            .into_iter()
+            .map(|(file, line, code, _)| (file, line, code))
             .collect()
     };
     let whole = pt2lsp(dir.path(), &["check", "--format", "json", "."]);

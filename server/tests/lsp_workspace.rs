@@ -42,6 +42,17 @@ async fn served(root: &Path) -> (Child, TestClient) {
 
 /// A server on `root` for a client that pulls diagnostics and can be told to pull again.
 async fn served_pulling(root: &Path) -> (Child, TestClient) {
+    let capabilities = json!({
+        "window": {"workDoneProgress": true},
+        "workspace": {"diagnostics": {"refreshSupport": true}},
+        "textDocument": {"diagnostic": {"dynamicRegistration": false}}
+    });
+    served_with(root, json!({}), capabilities).await
+}
+
+/// A server on `root` initialised with `options` for a client with `capabilities`, its
+/// workspace scan finished.
+async fn served_with(root: &Path, options: Value, capabilities: Value) -> (Child, TestClient) {
     let (child, mut client) = common::spawn_server(Stdio::inherit());
     let root_uri = file_uri(root);
     let response = client
@@ -51,12 +62,8 @@ async fn served_pulling(root: &Path) -> (Child, TestClient) {
                 "processId": null,
                 "rootUri": root_uri,
                 "workspaceFolders": [{"uri": root_uri, "name": "root"}],
-                "initializationOptions": {},
-                "capabilities": {
-                    "window": {"workDoneProgress": true},
-                    "workspace": {"diagnostics": {"refreshSupport": true}},
-                    "textDocument": {"diagnostic": {"dynamicRegistration": false}}
-                }
+                "initializationOptions": options,
+                "capabilities": capabilities
             }),
         )
         .await;
@@ -370,27 +377,13 @@ async fn a_problem_inside_an_installed_library_is_published_on_the_calling_line(
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     copy_tree(&fixture, &root);
-    let (mut child, mut client) = common::spawn_server(Stdio::inherit());
     let python = root.join("venv/bin/python");
-    let root_uri = file_uri(&root);
-    let response = client
-        .request(
-            "initialize",
-            json!({
-                "processId": null,
-                "rootUri": root_uri,
-                "workspaceFolders": [{"uri": root_uri, "name": "root"}],
-                "initializationOptions": {"python": python.to_str().unwrap(), "trace": "off"},
-                "capabilities": {
-                    "window": {"workDoneProgress": true},
-                    "textDocument": {"publishDiagnostics": {"relatedInformation": true}}
-                }
-            }),
-        )
-        .await;
-    assert!(response.get("result").is_some(), "{response}");
-    client.notify("initialized", json!({})).await;
-    scanned(&mut client).await;
+    let options = json!({"python": python.to_str().unwrap(), "trace": "off"});
+    let capabilities = json!({
+        "window": {"workDoneProgress": true},
+        "textDocument": {"publishDiagnostics": {"relatedInformation": true}}
+    });
+    let (mut child, mut client) = served_with(&root, options, capabilities).await;
 
     let model = root.join("detector/model.py");
     let uri = file_uri(&model);
