@@ -192,6 +192,15 @@ impl Resolved {
         }
     }
 
+    /// The directory of the `pyproject.toml` whose settings applied: the project's root, which
+    /// relative paths in it (`python`, `cache-dir`) are relative to.
+    pub fn project_dir(&self) -> Option<PathBuf> {
+        self.project
+            .as_deref()
+            .and_then(std::path::Path::parent)
+            .map(std::path::Path::to_path_buf)
+    }
+
     /// The configured entrypoints the tracer can run (those with a `model`).
     pub fn entrypoint_specs(&self) -> Vec<crate::tracer::EntrypointSpec> {
         self.entrypoints

@@ -261,11 +261,7 @@ impl Session {
                     .to_owned(),
             );
         }
-        let project_dir = settings
-            .project
-            .as_deref()
-            .and_then(Path::parent)
-            .map(Path::to_path_buf);
+        let project_dir = settings.project_dir();
         // Entrypoints and `out_dir` are the project's, read by the one configuration reader.
         let project = match &project_dir {
             Some(dir) => config::in_directory(dir)

@@ -388,11 +388,7 @@ impl Session {
         if !settings.follow_libraries {
             return None;
         }
-        let project_dir = settings
-            .project
-            .as_deref()
-            .and_then(Path::parent)
-            .map(Path::to_path_buf);
+        let project_dir = settings.project_dir();
         let python = crate::project::interpreter::configured_interpreter(
             None,
             settings.python.as_deref(),

@@ -507,11 +507,7 @@ impl Session {
         if !wanted {
             return plan;
         }
-        let project_dir = settings
-            .project
-            .as_deref()
-            .and_then(Path::parent)
-            .map(Path::to_path_buf);
+        let project_dir = settings.project_dir();
         let Some(root) = project_dir
             .clone()
             .or_else(|| self.roots().into_iter().find(|root| path.starts_with(root)))
