@@ -168,6 +168,7 @@ fn check_parsed(
     if let (Some(module), false) = (file.module, program.is_empty()) {
         workspace.note_entered(module, model.entered_modules());
     }
+    let mut from_libraries = Vec::new();
     if !program.is_empty() {
         let own_path = own_path(workspace, file);
         let mut places = Places::new(&model, &own_path);
@@ -178,11 +179,7 @@ fn check_parsed(
                     .or_insert_with(|| places.chain(&event.chain));
             }
         }
-    }
-    let mut from_libraries = Vec::new();
-    if !program.is_empty() {
-        from_libraries =
-            library_diagnostics(&model, 0, &program, settings, &own_path(workspace, file));
+        from_libraries = library_diagnostics(&model, 0, &program, settings, &own_path);
     }
     if let Some(module) = file.module {
         import_events(

@@ -149,14 +149,7 @@ impl LibraryIndex {
 
     /// The library module a qualified name lies in (the longest such prefix), with the rest.
     fn split_module<'n>(&self, name: &'n str) -> Option<(&'n str, &'n str)> {
-        let mut end = name.len();
-        while let Some(dot) = name[..end].rfind('.') {
-            if self.contains(&name[..dot]) {
-                return Some((&name[..dot], &name[dot + 1..]));
-            }
-            end = dot;
-        }
-        None
+        names::split_at_module(name, |module| self.contains(module))
     }
 
     /// Whether `module` binds public `name`, itself or through its star imports.
@@ -173,6 +166,11 @@ impl LibraryIndex {
                         .stars
                         .iter()
                         .any(|star| self.binds(star, name, depth + 1))))
+    }
+
+    /// The distributions the index was built from, in the order given.
+    pub fn distributions(&self) -> &[Distribution] {
+        &self.distributions
     }
 
     /// How many library modules the index holds.

@@ -501,7 +501,6 @@ impl<'a> SemanticModel<'a> {
             return None;
         }
         let mut name = name.to_owned();
-        // Each step follows one re-export; cycles end at the bound.
         // An installed library's name is spelled through packages the program need not
         // load (`transformers.BertModel`): its definition's module is the one loaded.
         let library_definition = |name: &str| {
@@ -510,6 +509,7 @@ impl<'a> SemanticModel<'a> {
                 .definition(name)
                 .filter(|defined| defined != name)
         };
+        // Each step follows one re-export; cycles end at the bound.
         for _ in 0..8 {
             let Some((file, rest)) = self.split_module(&name) else {
                 name = library_definition(&name)?;
@@ -587,14 +587,9 @@ impl<'a> SemanticModel<'a> {
     /// The program file a qualified name lies in, with the rest of the name; `None` when no
     /// proper prefix of it is a module of the program.
     fn split_module<'n>(&self, name: &'n str) -> Option<(u32, &'n str)> {
-        let mut end = name.len();
-        while let Some(dot) = name[..end].rfind('.') {
-            if let Some(&file) = self.modules.get(&name[..dot]) {
-                return Some((file, &name[dot + 1..]));
-            }
-            end = dot;
-        }
-        None
+        let (module, rest) =
+            names::split_at_module(name, |module| self.modules.contains_key(module))?;
+        Some((self.modules[module], rest))
     }
 
     fn collect_globals(&mut self, body: &'a [Stmt], file: u32) {

@@ -120,6 +120,22 @@ fn collect<'a>(body: &'a [Stmt], out: &mut Vec<&'a Stmt>) {
     }
 }
 
+/// A qualified name split after the longest proper prefix that `is_module` accepts:
+/// `pkg.mod.Cls.method` is `("pkg.mod", "Cls.method")` when `pkg.mod` is a module.
+pub(crate) fn split_at_module(
+    name: &str,
+    is_module: impl Fn(&str) -> bool,
+) -> Option<(&str, &str)> {
+    let mut end = name.len();
+    while let Some(dot) = name[..end].rfind('.') {
+        if is_module(&name[..dot]) {
+            return Some((&name[..dot], &name[dot + 1..]));
+        }
+        end = dot;
+    }
+    None
+}
+
 /// The dotted name an expression spells, if it is a chain of names: `torch.nn.Module`.
 pub(crate) fn dotted(expr: &ast::Expr) -> Option<String> {
     match expr {

@@ -467,25 +467,15 @@ impl<'a> Project<'a> {
                 return;
             }
         };
-        let summaries = || {
-            self.files
-                .iter()
-                .filter_map(|file| file.summary.as_ref())
-                .chain(self.context.iter().map(|file| &file.summary))
-        };
-        let mut imported = libraries::imported_top_level(summaries());
-        // A package of the project shadows an installed one of the same name.
-        for summary in summaries() {
-            imported.remove(summary.module.split('.').next().unwrap_or_default());
-        }
+        let summaries = self
+            .files
+            .iter()
+            .filter_map(|file| file.summary.as_ref())
+            .chain(self.context.iter().map(|file| &file.summary));
+        let imported = libraries::imported_top_level(summaries);
         let started = std::time::Instant::now();
         let libraries = libraries::load(&sites, imported, cache_dir, &self.pool);
         if libraries.summarised > 0 && !quiet {
-            let names: Vec<String> = libraries
-                .followed
-                .iter()
-                .map(|d| format!("{} {}", d.name, d.version))
-                .collect();
             let kept = match cache_dir {
                 Some(dir) => format!("; kept in {} for the next runs", dir.display()),
                 None => String::new(),
@@ -493,7 +483,7 @@ impl<'a> Project<'a> {
             // Not a warning: said once, so that the first check's extra time is explained.
             eprintln!(
                 "Summarised installed libraries to follow calls into them: {} ({:.1} s{kept}).",
-                names.join(", "),
+                libraries.describe(),
                 started.elapsed().as_secs_f64()
             );
         }

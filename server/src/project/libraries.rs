@@ -37,8 +37,6 @@ pub struct Libraries {
     pub index: Arc<LibraryIndex>,
     /// Each library module's file and whether it is a package's `__init__.py`.
     files: HashMap<String, (PathBuf, bool)>,
-    /// The distributions followed, for the user: `transformers 5.23.0`.
-    pub followed: Vec<Distribution>,
     /// How many of them were summarised now rather than read from the cache.
     pub summarised: usize,
 }
@@ -344,12 +342,22 @@ pub fn load(
             loaded.push((installed.distribution.clone(), summaries));
         }
     }
-    let followed = loaded.iter().map(|(d, _)| d.clone()).collect();
     Libraries {
         index: Arc::new(LibraryIndex::new(&loaded)),
         files,
-        followed,
         summarised,
+    }
+}
+
+impl Libraries {
+    /// The distributions followed, for the user: `transformers 5.23.0, timm 1.0.31`.
+    pub fn describe(&self) -> String {
+        self.index
+            .distributions()
+            .iter()
+            .map(|d| format!("{} {}", d.name, d.version))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -431,14 +439,23 @@ fn write_cached(
     renamed
 }
 
-/// The top-level modules the summaries import, the roots from which libraries are chosen.
+/// The top-level modules a project's summaries import and do not define themselves: the
+/// roots from which libraries are chosen. A package of the project shadows an installed one
+/// of the same name.
 pub fn imported_top_level<'s>(
-    summaries: impl IntoIterator<Item = &'s ModuleSummary>,
+    summaries: impl IntoIterator<Item = &'s ModuleSummary> + Clone,
 ) -> HashSet<String> {
+    let top = |module: &'s str| module.split('.').next().unwrap_or_default();
+    let own: HashSet<&str> = summaries
+        .clone()
+        .into_iter()
+        .map(|summary| top(&summary.module))
+        .collect();
     summaries
         .into_iter()
         .flat_map(|summary| summary.imported_modules.iter().chain(&summary.star_imports))
-        .filter_map(|module| module.split('.').next())
+        .map(|module| top(module))
+        .filter(|module| !own.contains(module))
         .map(str::to_owned)
         .collect()
 }

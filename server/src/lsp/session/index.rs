@@ -342,7 +342,6 @@ impl Session {
                     .await;
             }
         }
-        drop(pool);
         if self.scan_generation.load(Ordering::SeqCst) != generation {
             return;
         }
@@ -360,8 +359,9 @@ impl Session {
                 all.insert(path, summary);
             }
         }
+        // The scan's threads summarise a library version not in the cache yet.
         let session = Arc::clone(&self);
-        let libraries = tokio::task::spawn_blocking(move || session.load_libraries())
+        let libraries = tokio::task::spawn_blocking(move || session.load_libraries(&pool))
             .await
             .ok()
             .flatten();
@@ -382,7 +382,7 @@ impl Session {
     /// settings name (see `project::libraries`); `None` when none is named, when
     /// `follow-libraries` is off, or when the workspace imports none. Blocking: may summarise a
     /// library not yet in the cache.
-    fn load_libraries(&self) -> Option<Arc<Libraries>> {
+    fn load_libraries(&self, pool: &rayon::ThreadPool) -> Option<Arc<Libraries>> {
         let root = self.roots().into_iter().next()?;
         let settings = self.resolve_settings(Some(&root.join("pyproject.toml")));
         if !settings.follow_libraries {
@@ -405,14 +405,7 @@ impl Session {
                 return None;
             }
         };
-        let imported = {
-            let all = self.summaries.read().ok()?;
-            let mut imported = libraries::imported_top_level(&all.summaries);
-            for summary in &all.summaries {
-                imported.remove(summary.module.split('.').next().unwrap_or_default());
-            }
-            imported
-        };
+        let imported = libraries::imported_top_level(&self.summaries.read().ok()?.summaries);
         let cache = (!crate::tracer::cache::disabled_by_environment()).then(|| {
             crate::tracer::cache::TraceCache::in_project(
                 project_dir.as_deref().unwrap_or(&root),
@@ -421,29 +414,16 @@ impl Session {
             .dir()
             .to_path_buf()
         });
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |cores| cores.get().saturating_sub(1))
-            .max(1);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .stack_size(crate::lsp::THREAD_STACK_BYTES)
-            .build()
-            .ok()?;
         let started = std::time::Instant::now();
-        let loaded = libraries::load(&sites, imported, cache.as_deref(), &pool);
+        let loaded = libraries::load(&sites, imported, cache.as_deref(), pool);
         if loaded.index.is_empty() {
             return None;
         }
-        let names: Vec<String> = loaded
-            .followed
-            .iter()
-            .map(|d| format!("{} {}", d.name, d.version))
-            .collect();
         self.log(
             MessageType::INFO,
             format!(
                 "following calls into installed {} ({} modules, {} summarised now, {:.2} s)",
-                names.join(", "),
+                loaded.describe(),
                 loaded.index.len(),
                 loaded.summarised,
                 started.elapsed().as_secs_f64()
