@@ -9,6 +9,7 @@
 //! another file) come in through a [`WorkspaceIndex`] built from each file's [`ModuleSummary`].
 
 mod diagnostic;
+mod export_calls;
 mod fix;
 mod fixes;
 mod library;
@@ -24,6 +25,7 @@ mod workspace;
 pub use diagnostic::{
     Applicability, Diagnostic, Edit, Fix, Related, Report, Severity, ShapeHint, UNKNOWN_SHAPE,
 };
+pub use export_calls::{CallReach, ExportCall, export_calls};
 pub use fix::{FixMode, MAX_FIX_ROUNDS, apply_fixes, compatible_fixes, fix_round, fix_to_fixpoint};
 pub use fixes::dims::DimConstraint;
 pub use library::{Distribution, LibraryIndex};

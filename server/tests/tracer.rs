@@ -1174,3 +1174,163 @@ dynamic_shapes = {"x": {0: Dim("batch", max=64)}}
     );
     assert_clean(tmp.path());
 }
+
+#[path = "support/tree.rs"]
+mod tree;
+
+/// `fixtures/projects/export_script`, unchanged: a package and a script that builds the model
+/// from a config dataclass inside `main()`, parses its arguments under `__main__` and calls
+/// `torch.export.export` with a `Dim` made in the function. With no configuration, the trace
+/// runs the script to that call, exports what it received, and stops: the failures land on
+/// the package's lines, and the script's own save never runs.
+#[test]
+fn an_export_script_is_traced_along_its_own_code_path() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    tree::copy_tree(
+        &repository().join("fixtures/projects/export_script"),
+        project.path(),
+    );
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+            "--exit-zero",
+        ],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let found: Vec<(String, u32, String)> = traced(&run.json())
+        .into_iter()
+        .map(|(file, line, code, _)| (file, line, code))
+        .collect();
+    for expected in [
+        ("mymodels/backbone.py", 13, "PT401"),
+        ("mymodels/head.py", 14, "PT101"),
+    ] {
+        assert!(
+            found
+                .iter()
+                .any(|(file, line, code)| (file.as_str(), *line, code.as_str()) == expected),
+            "{expected:?} not traced: {found:?}\nstderr:\n{}",
+            run.stderr
+        );
+    }
+    assert!(
+        run.stderr.contains("Traced 1 entrypoint"),
+        "stderr:\n{}",
+        run.stderr
+    );
+    assert!(
+        !project.path().join("classifier.pt2").exists() && !run.stdout.contains("saved"),
+        "the script ran past its export call"
+    );
+    assert_clean(tmp.path());
+}
+
+/// Scripts that cannot get to their export call: each is a diagnostic on the line that stopped
+/// it, within the timeout, and nothing is left running.
+#[test]
+fn scripts_that_never_reach_their_export_call_say_where_they_stopped() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let model = "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x.relu()\n";
+    let export = "torch.export.export(M(), (torch.randn(2, 3),))";
+    let scripts = [
+        (
+            "needs_args.py",
+            format!("import argparse\nimport torch\nfrom common import M\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(\"--ckpt\", required=True)\n    parser.parse_args()\n    {export}\n\n\nif __name__ == \"__main__\":\n    main()\n"),
+        ),
+        (
+            "exits.py",
+            format!("import sys\nimport torch\nfrom common import M\nif len(sys.argv) < 2:\n    sys.exit(2)\n{export}\n"),
+        ),
+        (
+            "loops.py",
+            format!("import torch\nfrom common import M\nwhile True:\n    pass\n{export}\n"),
+        ),
+        (
+            "reads.py",
+            format!("import torch\nfrom common import M\nname = input(\"model? \")\n{export}\n"),
+        ),
+        (
+            "checkpoint.py",
+            format!("import torch\nfrom common import M\n\n\ndef main():\n    model = M()\n    model.load_state_dict(torch.load(\"weights/best.pt\"))\n    {export}\n\n\nmain()\n"),
+        ),
+        (
+            "serves.py",
+            format!("import socketserver\nimport torch\nfrom common import M\nserver = socketserver.TCPServer((\"127.0.0.1\", 0), socketserver.BaseRequestHandler)\nserver.serve_forever()\n{export}\n"),
+        ),
+        (
+            "two_calls.py",
+            format!("import torch\nfrom common import M\n\n\ndef test_small():\n    {export}\n\n\ndef export_all():\n    for _ in range(2):\n        {export}\n"),
+        ),
+    ];
+    let mut files: Vec<(&str, &str)> = scripts
+        .iter()
+        .map(|(name, text)| (*name, text.as_str()))
+        .collect();
+    files.push(("common.py", model));
+    for (name, text) in &files {
+        fs::write(project.path().join(name), text).unwrap();
+    }
+    let started = Instant::now();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--timeout",
+            "6",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+            "--exit-zero",
+        ],
+    );
+    for (name, text) in &files {
+        assert_eq!(
+            fs::read_to_string(project.path().join(name)).unwrap(),
+            *text
+        );
+    }
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let found = traced(&run.json());
+    let at = |file: &str, line: u32, code: &str, words: &str| {
+        assert!(
+            found.iter().any(|(f, l, c, message)| f == file
+                && *l == line
+                && c == code
+                && message.contains(words)),
+            "no {code} at {file}:{line} saying {words:?}: {found:#?}"
+        );
+    };
+    at("needs_args.py", 9, "PT503", "--ckpt");
+    at("exits.py", 5, "PT503", "sys.exit(2)");
+    at("loops.py", 3, "PT502", "still running");
+    at("reads.py", 3, "PT503", "standard input");
+    at("checkpoint.py", 7, "PT503", "weights/best.pt");
+    at("serves.py", 5, "PT502", "still running");
+    assert!(
+        !found.iter().any(|(file, ..)| file == "two_calls.py"),
+        "{found:#?}"
+    );
+    assert!(
+        run.stderr.contains("Traced 8 entrypoints"),
+        "stderr:\n{}",
+        run.stderr
+    );
+    assert_clean(tmp.path());
+}

@@ -13,6 +13,7 @@ import traceback
 
 from .findings import Finding, Location, binding_finding, frame_location, located
 from .locations import deepest_user_frame
+from .script import CallArgument, EntrypointStopped, reach_export_call
 from .text import first_lines
 from .weights import (
     PROBE_BYTES,
@@ -119,7 +120,9 @@ def load_entrypoint(job: dict, workspace: Workspace) -> Target:
 def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
     entry = job.get("entrypoint")
     target = Target()
-    if entry is None:
+    if job.get("call"):
+        _load_call(job, workspace, target)
+    elif entry is None:
         path = workspace.entry_file
         module = _import_file(path, workspace)
         target.model_binding = (path, "model")
@@ -176,6 +179,29 @@ def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
     if target.kwargs is not None and not isinstance(target.kwargs, dict):
         raise EntrypointError(binding_finding(workspace.entry_file, "example_kwargs", "PT503", "`example_kwargs` must be a dict"))
     return target
+
+
+def _load_call(job: dict, workspace: Workspace, target: Target) -> None:
+    """The target of an export call in the user's code, from what the call received when the
+    program reached it; its bindings are the call's arguments."""
+    try:
+        received = reach_export_call(job, workspace, _import_file)
+    except EntrypointStopped as exc:
+        raise EntrypointError(exc.finding) from None
+    path = workspace.entry_file
+    call = job["call"]
+    line, end_line = int(call["line"]), int(call.get("end_line") or call["line"])
+    target.model = received.model
+    target.args = received.args
+    target.kwargs = received.kwargs
+    target.dynamic_shapes = received.dynamic_shapes
+    target.strict = received.strict or bool(job.get("strict"))
+    target.model_binding = (path, CallArgument(line, end_line, 0, received.model_parameter, "model"))
+    target.args_binding = (path, CallArgument(line, end_line, 1, "args", "args"))
+    if received.kwargs is not None:
+        target.kwargs_binding = (path, CallArgument(line, end_line, received.kwargs_position, "kwargs", "kwargs"))
+    if received.dynamic_shapes is not None:
+        target.spec_binding = (path, CallArgument(line, end_line, None, "dynamic_shapes", "dynamic_shapes"))
 
 
 def _as_args(value, file: str, name: str) -> tuple:

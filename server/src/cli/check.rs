@@ -79,6 +79,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         fix_mode: fixing.mode,
         fixed: fixed.as_ref().map(|outcome| outcome.fixed),
         fix_only: args.fix_only,
+        trace_failed,
     };
     output::with_stdout(|out| output::render(&reports, options, out))
         .context("cannot write the report")?;

@@ -66,6 +66,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
         timeout: std::time::Duration::from_secs_f64(timeout),
         memory_limit_mb: args.memory_limit.or_else(tracer::default_memory_limit_mb),
         entrypoints: plan::configured(&config),
+        scripts: batch::ScriptArgs::configured(config.entrypoints.as_deref().unwrap_or_default()),
     };
     let available = plan::entrypoints(&file, &source.text, &options);
     let chosen = plan::choose(available, args.entry.as_deref())
@@ -362,6 +363,7 @@ fn print_failure(
         fix_mode: FixMode::Safe,
         fixed: None,
         fix_only: false,
+        trace_failed: false,
     };
     match format {
         ExportFormat::Text => {

@@ -156,6 +156,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             memory_limit_mb: None,
             entrypoints,
+            scripts: Vec::new(),
         };
         let plan = batch::plan(&candidates, &options);
         assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);

@@ -149,6 +149,9 @@ impl<'a> Tracing<'a> {
                 .or(config.memory_limit)
                 .or_else(tracer::default_memory_limit_mb),
             entrypoints,
+            scripts: batch::ScriptArgs::configured(
+                config.entrypoints.as_deref().unwrap_or_default(),
+            ),
         };
         // A new trace replaces the previous one's findings (`--fix` traces again after a round).
         project.others.clear();
@@ -206,6 +209,22 @@ impl<'a> Tracing<'a> {
             for warning in &plan.warnings {
                 warn(warning);
             }
+            for (anchor, why) in &plan.skipped {
+                warn(&format!(
+                    "{}:{}: {why}",
+                    walk::display_path(&anchor.file, cwd).display(),
+                    anchor.line
+                ));
+            }
+            if plan.jobs.is_empty() {
+                warn(
+                    "--trace found no entrypoint to trace in the checked files: it looks for calls \
+                     of torch.export.export, torch.export.draft_export and torch.onnx.export \
+                     (in scripts, functions and tests), module-level `model` with \
+                     `example_args` (the ExportDB convention), and [[tool.pt2lsp.entrypoints]] \
+                     tables in pyproject.toml",
+                );
+            }
         }
         let python = crate::project::interpreter::interpreter(
             args.python.as_deref(),
@@ -233,6 +252,21 @@ impl<'a> Tracing<'a> {
                 plan.jobs.len(),
                 walk::display_path(cache.dir(), cwd).display()
             );
+        }
+        if !args.quiet && !plan.jobs.is_empty() {
+            let ran = plan.jobs.len() - traced.replayed;
+            let mut line = format!(
+                "Traced {} ({ran} run, {} replayed)",
+                plural(plan.jobs.len(), "entrypoint", "entrypoints"),
+                traced.replayed
+            );
+            if !plan.skipped.is_empty() {
+                line.push_str(&format!(
+                    "; {} not reached (see above)",
+                    plural(plan.skipped.len(), "export call", "export calls")
+                ));
+            }
+            eprintln!("{line}.");
         }
 
         let mut checked: HashMap<PathBuf, usize> = project
@@ -317,4 +351,9 @@ impl<'a> Tracing<'a> {
         }
         Ok(())
     }
+}
+
+/// `1 entrypoint`, `2 entrypoints`.
+fn plural(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
 }

@@ -47,9 +47,11 @@ pub const KEYS: [&str; 18] = [
 ];
 
 /// The keys of one `[[tool.pt2lsp.entrypoints]]` table.
-const ENTRYPOINT_KEYS: [&str; 7] = [
+const ENTRYPOINT_KEYS: [&str; 9] = [
     "name",
     "model",
+    "script",
+    "args",
     "example-args",
     "example-kwargs",
     "dynamic-shapes",
@@ -90,6 +92,10 @@ pub struct Entrypoint {
     pub strict: Option<bool>,
     /// `fake-weights`: build the model under `FakeTensorMode` (no weights allocated).
     pub fake_weights: Option<bool>,
+    /// A script whose export calls are entrypoints (relative to the project root), and the
+    /// command line it is run with (`args`) when the tracer runs it to its export calls.
+    pub script: Option<String>,
+    pub args: Option<Vec<String>>,
 }
 
 /// The settings of one source: a configuration file or the editor. `None` (or empty) leaves a
@@ -493,6 +499,8 @@ fn entrypoints(
                 "dynamic-shapes" => entrypoint.dynamic_shapes = Some(text(value).map_err(at)?),
                 "strict" => entrypoint.strict = Some(boolean(value).map_err(at)?),
                 "fake-weights" => entrypoint.fake_weights = Some(boolean(value).map_err(at)?),
+                "script" => entrypoint.script = Some(text(value).map_err(at)?),
+                "args" => entrypoint.args = Some(strings(value).map_err(at)?),
                 other => unknown.push((index, other.to_owned())),
             }
         }

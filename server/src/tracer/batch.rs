@@ -10,8 +10,9 @@ use super::cache::TraceCache;
 use super::diagnostics::{self, Anchor, TraceDiagnostic};
 use super::entrypoint;
 use super::manager::{JobId, Tracer, TracerOptions};
-use super::protocol::{EntrypointSpec, JobSpec};
+use super::protocol::{CallReachKind, CallSite, EntrypointSpec, JobSpec};
 use super::worker::StartError;
+use pt2lsp_analyzer::CallReach;
 
 /// A file that may hold an entrypoint.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +33,32 @@ pub struct BatchOptions {
     pub memory_limit_mb: Option<u64>,
     /// `[[tool.pt2lsp.entrypoints]]`.
     pub entrypoints: Vec<EntrypointSpec>,
+    /// The command lines of scripts, from entrypoint tables with `script` and `args`.
+    pub scripts: Vec<ScriptArgs>,
+}
+
+/// The command line a script's export calls are reached with (`script` and `args` of an
+/// entrypoint table).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptArgs {
+    /// As written: relative to the project root, or absolute.
+    pub script: String,
+    pub args: Vec<String>,
+}
+
+impl ScriptArgs {
+    /// The command lines configured in `entrypoints` (tables with a `script`).
+    pub fn configured(entrypoints: &[crate::project::config::Entrypoint]) -> Vec<Self> {
+        entrypoints
+            .iter()
+            .filter_map(|entry| {
+                Some(Self {
+                    script: entry.script.clone()?,
+                    args: entry.args.clone().unwrap_or_default(),
+                })
+            })
+            .collect()
+    }
 }
 
 /// One job to run and where its own problems go.
@@ -48,9 +75,13 @@ pub struct PlannedJob {
 pub struct Plan {
     pub jobs: Vec<PlannedJob>,
     pub warnings: Vec<String>,
+    /// Export calls no job can reach (a function that needs arguments nothing in its file
+    /// passes): where each is, and why it is not traced.
+    pub skipped: Vec<(Anchor, String)>,
 }
 
-/// The jobs for `files`: one per ExportDB-convention file, one per configured entrypoint whose
+/// The jobs for `files`: one per ExportDB-convention file, one per export call the user's code
+/// makes in a file that does not follow the convention, one per configured entrypoint whose
 /// `model` module is among them.
 pub fn plan(files: &[Candidate<'_>], options: &BatchOptions) -> Plan {
     let mut plan = Plan::default();
@@ -59,6 +90,7 @@ pub fn plan(files: &[Candidate<'_>], options: &BatchOptions) -> Plan {
         roots: vec![options.root.clone()],
         cwd: options.cwd.clone(),
         entrypoint,
+        call: None,
         strict: options.strict,
         timeout: options.timeout.as_secs_f64(),
         memory_limit_mb: options.memory_limit_mb,
@@ -77,6 +109,32 @@ pub fn plan(files: &[Candidate<'_>], options: &BatchOptions) -> Plan {
                 },
                 label: file.path.display().to_string(),
             });
+            continue;
+        }
+        let normalized_file = diagnostics::normalized(file.path);
+        let argv = options
+            .scripts
+            .iter()
+            .find(|script| {
+                diagnostics::normalized(&options.root.join(&script.script)) == normalized_file
+            })
+            .map(|script| script.args.clone())
+            .unwrap_or_default();
+        for call in export_call_jobs(file) {
+            match call {
+                Ok((mut call, anchor, label)) => plan.jobs.push(PlannedJob {
+                    spec: JobSpec {
+                        call: Some({
+                            call.argv.clone_from(&argv);
+                            call
+                        }),
+                        ..spec(file.path, None)
+                    },
+                    anchor,
+                    label,
+                }),
+                Err(skipped) => plan.skipped.push(skipped),
+            }
         }
     }
     for entry in &options.entrypoints {
@@ -109,6 +167,64 @@ pub fn plan(files: &[Candidate<'_>], options: &BatchOptions) -> Plan {
         });
     }
     plan
+}
+
+/// The export calls of `file` as jobs (the call, where its own problems go, the progress
+/// label), or, for a call nothing reaches, where it is and why it is skipped.
+#[allow(clippy::type_complexity, reason = "a private helper's two outcomes")]
+fn export_call_jobs(
+    file: &Candidate<'_>,
+) -> Vec<Result<(CallSite, Anchor, String), (Anchor, String)>> {
+    let calls = pt2lsp_analyzer::export_calls(pt2lsp_analyzer::SourceFile::detached(file.text));
+    if calls.is_empty() {
+        return Vec::new();
+    }
+    let index = pt2lsp_analyzer::LineIndex::new(file.text);
+    calls
+        .into_iter()
+        .map(|call| {
+            let line = index.line_column(call.range.start()).line + 1;
+            let end_line = index.line_column(call.range.end()).line + 1;
+            let anchor = Anchor {
+                file: file.path.to_path_buf(),
+                line,
+            };
+            let (reach, name) = match call.reach {
+                CallReach::Script => (CallReachKind::Script, None),
+                CallReach::Call { name } => (CallReachKind::Call, Some(name)),
+                CallReach::Unreachable { why } => {
+                    return Err((
+                        anchor,
+                        format!("the {} call is not traced: {why}", call.function),
+                    ));
+                }
+            };
+            let label = format!(
+                "{}:{line} ({}{})",
+                file.path.display(),
+                call.scope.as_deref().unwrap_or("module level"),
+                if call.in_loop {
+                    ", first iteration of its loop"
+                } else {
+                    ""
+                }
+            );
+            Ok((
+                CallSite {
+                    line,
+                    end_line,
+                    function: call.function,
+                    reach,
+                    name,
+                    argv: Vec::new(),
+                    save_path: call.save_path,
+                    scope: call.scope,
+                },
+                anchor,
+                label,
+            ))
+        })
+        .collect()
 }
 
 /// How the batch went, for the summary and for measurements.
@@ -279,6 +395,7 @@ mod tests {
                     fake_weights: None,
                 },
             ],
+            scripts: Vec::new(),
         };
         let files = [
             Candidate {

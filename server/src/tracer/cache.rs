@@ -218,6 +218,7 @@ mod tests {
             roots: vec![file.parent().unwrap().to_path_buf()],
             cwd: file.parent().unwrap().to_path_buf(),
             entrypoint: None,
+            call: None,
             strict: false,
             timeout: 60.0,
             memory_limit_mb: None,

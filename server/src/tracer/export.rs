@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::batch::{self, BatchOptions, Candidate, PlannedJob};
-use super::protocol::EntrypointSpec;
+use super::protocol::{CallSite, EntrypointSpec};
 use crate::project::config::{Config, Entrypoint};
 
 /// The name of a file's own entrypoint (module-level `model` and `example_args`, the ExportDB
@@ -34,12 +34,13 @@ pub fn entrypoints(file: &Path, text: &str, options: &BatchOptions) -> Vec<Expor
         .jobs
         .into_iter()
         .map(|job| {
-            let (name, convention) = match &job.spec.entrypoint {
-                Some(entry) => (
+            let (name, convention) = match (&job.spec.call, &job.spec.entrypoint) {
+                (Some(call), _) => (call_name(call), false),
+                (None, Some(entry)) => (
                     entry.name.clone().unwrap_or_else(|| entry.model.clone()),
                     false,
                 ),
-                None => (CONVENTION_ENTRY.to_owned(), true),
+                (None, None) => (CONVENTION_ENTRY.to_owned(), true),
             };
             Exportable {
                 name,
@@ -48,6 +49,15 @@ pub fn entrypoints(file: &Path, text: &str, options: &BatchOptions) -> Vec<Expor
             }
         })
         .collect()
+}
+
+/// The name of an export call's entrypoint: the function it is written in and its line
+/// (`main:23`), or `line 23` at module level.
+pub fn call_name(call: &CallSite) -> String {
+    match &call.scope {
+        Some(scope) => format!("{scope}:{}", call.line),
+        None => format!("line {}", call.line),
+    }
 }
 
 /// Why no entrypoint was chosen.
@@ -147,10 +157,21 @@ pub fn out_dir(config: &Config) -> Option<PathBuf> {
     })
 }
 
-/// Where an export goes when the caller does not say: `<stem>.pt2` for the file's own
-/// entrypoint, `<name>.pt2` for a configured one, beside the file or in `out_dir`.
+/// Where an export goes when the caller does not say: the path the user's own code saves to
+/// (as `.pt2`, from the working directory the script runs in, or its file name in `out_dir`)
+/// for an export call that saves; else `<stem>.pt2` for the file's own entrypoint or an export
+/// call, `<name>.pt2` for a configured one, beside the file or in `out_dir`.
 pub fn default_output(file: &Path, chosen: &Exportable, out_dir: Option<&Path>) -> PathBuf {
-    let stem = if chosen.convention {
+    let call = chosen.job.spec.call.as_ref();
+    if let Some(saved) = call.and_then(|call| call.save_path.as_deref()) {
+        // The user's own script says where the program goes: the same name, as `.pt2`.
+        let saved = Path::new(saved).with_extension("pt2");
+        return match out_dir {
+            Some(dir) => dir.join(saved.file_name().unwrap_or(saved.as_os_str())),
+            None => chosen.job.spec.cwd.join(saved),
+        };
+    }
+    let stem = if chosen.convention || call.is_some() {
         file.file_stem().map_or_else(
             || "model".to_owned(),
             |stem| stem.to_string_lossy().into_owned(),
@@ -226,6 +247,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             memory_limit_mb: None,
             entrypoints: configured(config),
+            scripts: Vec::new(),
         }
     }
 

@@ -24,12 +24,49 @@ pub struct JobSpec {
     pub cwd: PathBuf,
     /// A `[[tool.pt2lsp.entrypoints]]` table; `None` for the ExportDB convention in `file`.
     pub entrypoint: Option<EntrypointSpec>,
+    /// An export call in `file`, reached by running the user's code path to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<CallSite>,
     /// Export with `strict=True` (a file's own `strict = True` also turns it on).
     pub strict: bool,
     /// Seconds before the job's process is killed.
     pub timeout: f64,
     /// Address space (MiB) a job may map beyond the warmed worker's own; `None` for no limit.
     pub memory_limit_mb: Option<u64>,
+}
+
+/// An export call the tracer reaches by running the user's code: the file as a script
+/// (`reach = "script"`), or the function around the call, called with no arguments
+/// (`reach = "call"`, `name`). The call at `line..=end_line` (1-based) is intercepted: its
+/// arguments are exported, and the program stops there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallSite {
+    pub line: u32,
+    pub end_line: u32,
+    /// The export function called (`torch.export.export`).
+    pub function: String,
+    pub reach: CallReachKind,
+    /// The function to call for `reach = "call"` (`test_export`, `TestExport.test_export`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The script's command line (after its path).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<String>,
+    /// Where the user's own code saves the program (`torch.export.save(ep, "m.pt2")`, or an
+    /// argparse default), as written: `pt2lsp export` names its file after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub save_path: Option<String>,
+    /// The function or method the call is written in (`main`); `None` at module level.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// How the worker runs the user's code to an export call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallReachKind {
+    Script,
+    Call,
 }
 
 /// One configured entrypoint: `module:attribute` or `module:function()` references.
@@ -335,6 +372,7 @@ mod tests {
             roots: vec![PathBuf::from("/p")],
             cwd: PathBuf::from("/p"),
             entrypoint: None,
+            call: None,
             strict: false,
             timeout: 5.0,
             memory_limit_mb: None,

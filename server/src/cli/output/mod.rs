@@ -95,6 +95,9 @@ pub struct Options {
     pub fixed: Option<Counts>,
     /// `--fix-only`: the summary of what was fixed, no diagnostics.
     pub fix_only: bool,
+    /// `--trace` was asked for and the tracer could not run: the summary never says that all
+    /// checks passed.
+    pub trace_failed: bool,
 }
 
 /// Whether `diagnostic` has a fix that `mode` applies.
@@ -220,6 +223,7 @@ mod tests {
             fix_mode: FixMode::Safe,
             fixed: None,
             fix_only: false,
+            trace_failed: false,
         };
         let mut out = Vec::new();
         render(&with_related(), options, &mut out).unwrap();

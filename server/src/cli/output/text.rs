@@ -80,6 +80,10 @@ pub(super) fn render(
             };
             writeln!(out, "Fixed {} ({left} remaining).", counted(fixed))?;
         }
+        _ if options.trace_failed && remaining.total() == 0 => writeln!(
+            out,
+            "The static check found no problems; the trace did not run (see the error above)."
+        )?,
         _ => writeln!(out, "{}", summary(remaining))?,
     }
     if !options.fix_only {

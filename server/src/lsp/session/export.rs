@@ -285,6 +285,9 @@ impl Session {
                 .memory_limit_mb
                 .or_else(crate::tracer::default_memory_limit_mb),
             entrypoints: plan::configured(&project),
+            scripts: batch::ScriptArgs::configured(
+                project.entrypoints.as_deref().unwrap_or_default(),
+            ),
         };
         let available = plan::entrypoints(&path, &text, &options);
         let chosen: Exportable = plan::choose(available, entry)

@@ -547,6 +547,7 @@ impl Session {
                 .memory_limit_mb
                 .or_else(crate::tracer::default_memory_limit_mb),
             entrypoints: settings.entrypoint_specs(),
+            scripts: batch::ScriptArgs::configured(&settings.entrypoints),
         };
         let cache = (!crate::tracer::cache::disabled_by_environment()).then(|| {
             crate::lsp::trace::Caching {
