@@ -35,7 +35,7 @@ pub use ruff_text_size::{TextRange, TextSize};
 pub use settings::{RuleSelector, Settings};
 pub use workspace::{
     ModuleSource, ModuleSummary, ParseCache, SUMMARY_FORMAT, WorkspaceIndex, WorkspaceSources,
-    summarize,
+    import_targets, summarize,
 };
 
 use std::collections::HashMap;

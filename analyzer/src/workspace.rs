@@ -415,7 +415,7 @@ impl WorkspaceIndex {
 
 /// The modules `summary`'s file imports that `known` accepts, itself excluded, sorted, each
 /// once: its edges in an import graph.
-pub(crate) fn import_targets(summary: &ModuleSummary, known: impl Fn(&str) -> bool) -> Vec<String> {
+pub fn import_targets(summary: &ModuleSummary, known: impl Fn(&str) -> bool) -> Vec<String> {
     let mut targets: Vec<String> = summary
         .imported_modules
         .iter()
@@ -648,12 +648,14 @@ impl names::Resolve for FileNames {
 }
 
 /// Extracts a file's summary: its imports, its classes' bases, its fake registrations.
-pub fn summarize(source: &str, module: &str) -> ModuleSummary {
+/// `is_package` is true for a package's `__init__.py`, whose relative imports start at the
+/// package itself (`from .head import Head` in `pkg/__init__.py` is `pkg.head`).
+pub fn summarize(source: &str, module: &str, is_package: bool) -> ModuleSummary {
     let parsed = syntax::parse(source);
     let file = SourceFile {
         text: source,
         module: Some(module),
-        is_package: false,
+        is_package,
     };
     summarize_parsed(&parsed.module.body, file)
 }
@@ -777,15 +779,17 @@ mod tests {
         let base = summarize(
             "import torch.nn as nn\nclass Base(nn.Module):\n    pass\n",
             "pkg.base",
+            false,
         );
-        let init = summarize("from .base import Base\n", "pkg");
-        let init = ModuleSummary {
-            imports: vec![("Base".into(), "pkg.base.Base".into())],
-            ..init
-        };
+        let init = summarize("from .base import Base\n", "pkg", true);
+        assert_eq!(
+            init.imports,
+            [("Base".to_owned(), "pkg.base.Base".to_owned())]
+        );
         let child = summarize(
             "from pkg import Base\nclass Child(Base):\n    pass\nclass Plain:\n    pass\n",
             "pkg.child",
+            false,
         );
         let index = WorkspaceIndex::new(&[base, init, child]);
         assert!(index.is_module_class("pkg.base.Base"));
@@ -799,6 +803,7 @@ mod tests {
         let summary = summarize(
             "import torch\n@torch.library.register_fake(\"ns::op\")\ndef _(x):\n    return x\n",
             "ops",
+            false,
         );
         assert_eq!(summary.fake_kernels, vec!["ns::op".to_owned()]);
     }
@@ -808,10 +813,12 @@ mod tests {
         let ops = summarize(
             "import torch\n@torch.library.custom_op(\"mylib::scale_add\", mutates_args=())\ndef scale_add(x, y, alpha):\n    return x * alpha + y\n",
             "myops.ops",
+            false,
         );
         let fake = summarize(
             "import torch\nfrom .ops import scale_add\n@scale_add.register_fake\ndef _(x, y, alpha):\n    return torch.empty_like(x)\n",
             "myops.fake",
+            false,
         );
         assert_eq!(
             ops.custom_ops,
@@ -844,19 +851,22 @@ mod tests {
         let entry = summarize(
             "import torch\nfrom pkg.net import Net\nmodel = Net()\n",
             "export_net",
+            false,
         );
         let other_entry = summarize(
             "import torch\nfrom pkg.solo import S\nmodel = S()\n",
             "other",
+            false,
         );
         let net = summarize(
             "from .heads import Head\nfrom .helpers import f\n",
             "pkg.net",
+            false,
         );
-        let heads = summarize("import torch\n", "pkg.heads");
-        let helpers = summarize("import torch\n", "pkg.helpers");
-        let solo = summarize("import torch\n", "pkg.solo");
-        let unrelated = summarize("import torch\n", "loose");
+        let heads = summarize("import torch\n", "pkg.heads", false);
+        let helpers = summarize("import torch\n", "pkg.helpers", false);
+        let solo = summarize("import torch\n", "pkg.solo", false);
+        let unrelated = summarize("import torch\n", "loose", false);
         let index =
             WorkspaceIndex::new(&[entry, other_entry, net, heads, helpers, solo, unrelated]);
         assert_eq!(

@@ -232,7 +232,7 @@ fn analyse(name: &str, text: &str) {
             );
         }
     }
-    let index = WorkspaceIndex::new(&[summarize(text, "fuzzed.model")]);
+    let index = WorkspaceIndex::new(&[summarize(text, "fuzzed.model", false)]);
     let placed = SourceFile {
         text,
         module: Some("fuzzed.model"),

@@ -49,7 +49,7 @@ fn analyse(text: &str) {
 
     // The workspace pass: the file's own summary resolved into an index, then the file checked
     // against it, as `pt2lsp check` does for files whose classes have bases elsewhere.
-    let summary = summarize(text, MODULE);
+    let summary = summarize(text, MODULE, false);
     let index = WorkspaceIndex::new(&[summary]);
     let placed = SourceFile {
         text,

@@ -64,7 +64,7 @@ fn analyse(input: &str) {
         .collect();
     let summaries: Vec<_> = files
         .iter()
-        .map(|(module, _, _, text)| summarize(text, module))
+        .map(|(module, _, _, text)| summarize(text, module, false))
         .collect();
     let sources = Texts(
         files

@@ -30,7 +30,14 @@ fn torch_python() -> String {
 /// A copy of the package in a temporary directory (canonical, so paths compare as the server
 /// resolves them).
 fn package() -> (tempfile::TempDir, PathBuf) {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects/three_files");
+    project("three_files")
+}
+
+/// A copy of `fixtures/projects/<name>`, as [`package`] makes it.
+fn project(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/projects")
+        .join(name);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     copy_tree(&fixture, &root);
@@ -249,6 +256,35 @@ async fn a_configured_entrypoint_is_traced_when_a_file_it_imports_is_saved() {
     let published = latest(&mut client, &heads_uri).await;
     assert_eq!(published["version"], 1, "{published:#}");
     assert!(traced(&published, "PT401", 11), "{published:#}");
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+}
+
+/// `fixtures/projects/export_script`, unchanged: `scripts/export.py` builds the model inside
+/// `main()` and calls `torch.export.export` there; the package imports its modules relatively
+/// (`from .head import Head`). Saving the head traces the script, run to its export call, and
+/// the failures land on the package's lines; the script's own save never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_of_a_relatively_imported_module_traces_the_export_script_that_reaches_it() {
+    let (_dir, root) = project("export_script");
+    let (mut child, mut client) = served(&root).await;
+    let head = root.join("mymodels/head.py");
+    let head_uri = file_uri(&head);
+    let backbone_uri = file_uri(&root.join("mymodels/backbone.py"));
+    client
+        .open(&head_uri, 1, &std::fs::read_to_string(&head).unwrap())
+        .await;
+    save(&client, &head_uri).await;
+    assert_eq!(
+        trace_end(&mut client).await,
+        "2 problems: mymodels/backbone.py:13, mymodels/head.py:14"
+    );
+    let published = latest(&mut client, &head_uri).await;
+    assert_eq!(published["version"], 1, "{published:#}");
+    assert!(traced(&published, "PT101", 14), "{published:#}");
+    let published = latest(&mut client, &backbone_uri).await;
+    assert!(traced(&published, "PT401", 13), "{published:#}");
+    assert!(!root.join("classifier.pt2").exists());
     client.shutdown_and_exit().await;
     let _ = child.wait().await;
 }

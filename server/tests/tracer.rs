@@ -1248,11 +1248,15 @@ fn scripts_that_never_reach_their_export_call_say_where_they_stopped() {
     let scripts = [
         (
             "needs_args.py",
-            format!("import argparse\nimport torch\nfrom common import M\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(\"--ckpt\", required=True)\n    parser.parse_args()\n    {export}\n\n\nif __name__ == \"__main__\":\n    main()\n"),
+            format!(
+                "import argparse\nimport torch\nfrom common import M\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(\"--ckpt\", required=True)\n    parser.parse_args()\n    {export}\n\n\nif __name__ == \"__main__\":\n    main()\n"
+            ),
         ),
         (
             "exits.py",
-            format!("import sys\nimport torch\nfrom common import M\nif len(sys.argv) < 2:\n    sys.exit(2)\n{export}\n"),
+            format!(
+                "import sys\nimport torch\nfrom common import M\nif len(sys.argv) < 2:\n    sys.exit(2)\n{export}\n"
+            ),
         ),
         (
             "loops.py",
@@ -1264,15 +1268,21 @@ fn scripts_that_never_reach_their_export_call_say_where_they_stopped() {
         ),
         (
             "checkpoint.py",
-            format!("import torch\nfrom common import M\n\n\ndef main():\n    model = M()\n    model.load_state_dict(torch.load(\"weights/best.pt\"))\n    {export}\n\n\nmain()\n"),
+            format!(
+                "import torch\nfrom common import M\n\n\ndef main():\n    model = M()\n    model.load_state_dict(torch.load(\"weights/best.pt\"))\n    {export}\n\n\nmain()\n"
+            ),
         ),
         (
             "serves.py",
-            format!("import socketserver\nimport torch\nfrom common import M\nserver = socketserver.TCPServer((\"127.0.0.1\", 0), socketserver.BaseRequestHandler)\nserver.serve_forever()\n{export}\n"),
+            format!(
+                "import socketserver\nimport torch\nfrom common import M\nserver = socketserver.TCPServer((\"127.0.0.1\", 0), socketserver.BaseRequestHandler)\nserver.serve_forever()\n{export}\n"
+            ),
         ),
         (
             "two_calls.py",
-            format!("import torch\nfrom common import M\n\n\ndef test_small():\n    {export}\n\n\ndef export_all():\n    for _ in range(2):\n        {export}\n"),
+            format!(
+                "import torch\nfrom common import M\n\n\ndef test_small():\n    {export}\n\n\ndef export_all():\n    for _ in range(2):\n        {export}\n"
+            ),
         ),
     ];
     let mut files: Vec<(&str, &str)> = scripts

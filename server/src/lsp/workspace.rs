@@ -147,7 +147,7 @@ pub fn summarize_file(path: &Path) -> Option<ModuleSummary> {
         return None;
     }
     match std::fs::read_to_string(path) {
-        Ok(text) => Some(summarize(&text, &place.module)),
+        Ok(text) => Some(summarize(&text, &place.module, place.is_package)),
         Err(error) => {
             super::log_stderr(&format!("{}: not indexed: {error}", path.display()));
             None

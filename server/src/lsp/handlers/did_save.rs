@@ -29,7 +29,7 @@ pub fn did_save(session: &Arc<Session>, params: &DidSaveTextDocumentParams) {
     tokio::spawn(async move {
         let summary_session = Arc::clone(&session);
         let changed = tokio::task::spawn_blocking(move || {
-            let summary = summarize(&rope.to_string(), &place.module);
+            let summary = summarize(&rope.to_string(), &place.module, place.is_package);
             summary_session.update_summary(&path, Some(summary))
         })
         .await

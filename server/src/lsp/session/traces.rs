@@ -601,22 +601,27 @@ impl Session {
             .enumerate()
             .map(|(at, summary)| (summary.module.as_str(), at))
             .collect();
+        // The same edges as the static analysis's import graph (relative imports resolved, a
+        // package's `__init__` before its submodules), so that a save traces the entrypoints
+        // whose programs the edit changes.
         let mut importers: HashMap<usize, Vec<usize>> = HashMap::new();
         for (at, summary) in all.summaries.iter().enumerate() {
-            let mut targets = HashSet::new();
-            for (_, qualified) in &summary.imports {
-                let mut prefix = String::new();
-                for part in qualified.split('.') {
-                    if !prefix.is_empty() {
-                        prefix.push('.');
+            let targets =
+                pt2lsp_analyzer::import_targets(summary, |module| modules.contains_key(module));
+            let mut reached: HashSet<usize> = HashSet::new();
+            for target in &targets {
+                let mut module = target.as_str();
+                loop {
+                    if let Some(index) = modules.get(module) {
+                        reached.insert(*index);
                     }
-                    prefix.push_str(part);
-                    if let Some(target) = modules.get(prefix.as_str()) {
-                        targets.insert(*target);
+                    match module.rsplit_once('.') {
+                        Some((package, _)) => module = package,
+                        None => break,
                     }
                 }
             }
-            for target in targets {
+            for target in reached {
                 if target != at {
                     importers.entry(target).or_default().push(at);
                 }
