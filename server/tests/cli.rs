@@ -902,3 +902,146 @@ fn an_interpreter_without_site_packages_leaves_libraries_unfollowed() {
     );
     assert_eq!(run.code, 0);
 }
+
+/// Same answer however asked: every multi-file fixture project, copied alone (no repository
+/// around it), checked as a whole, by each of its directories, each file alone (as pre-commit
+/// passes them), all files in reverse order, and from inside each directory, gives every file
+/// the same diagnostics, fixes and related locations.
+#[test]
+fn a_files_diagnostics_do_not_depend_on_how_the_project_is_asked() {
+    let projects = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects");
+    let mut names: Vec<PathBuf> = fs::read_dir(&projects)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_dir())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 7, "{names:?}");
+    for fixture in names {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        tree::copy_tree(&fixture, &root);
+        // One diagnostic as (file relative to the project, line, code, severity, message, fix,
+        // related places relative to the project).
+        let answers = |run: &Run, from: &Path| -> Vec<String> {
+            assert!(run.code <= 1, "{run:?}");
+            let prefix = from.strip_prefix(&root).unwrap();
+            let mut found: Vec<String> = json(run)
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|item| {
+                    let file = prefix.join(item["file"].as_str().unwrap());
+                    let related: Vec<String> = item["related"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|place| {
+                            let path = Path::new(place["file"].as_str().unwrap());
+                            let path = if path.is_absolute() {
+                                path.strip_prefix(&root).unwrap_or(path).to_path_buf()
+                            } else {
+                                prefix.join(path)
+                            };
+                            format!("{}:{}", path.display(), place["line"])
+                        })
+                        .collect();
+                    format!(
+                        "{}:{} {} {} {} fix={} related={related:?}",
+                        file.display(),
+                        item["line"],
+                        item["code"],
+                        item["severity"],
+                        item["message"],
+                        item["fix"]
+                    )
+                })
+                .collect();
+            found.sort();
+            found
+        };
+        let whole = answers(&pt2lsp(&root, &["check", "--format", "json", "."]), &root);
+        let mut files = Vec::new();
+        let mut dirs = vec![root.clone()];
+        let mut at = 0;
+        while at < dirs.len() {
+            for entry in fs::read_dir(&dirs[at]).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if path.is_dir() && name != "venv" {
+                    dirs.push(path);
+                } else if name.ends_with(".py") {
+                    files.push(path.strip_prefix(&root).unwrap().to_path_buf());
+                }
+            }
+            at += 1;
+        }
+        files.sort();
+        let in_file = |file: &Path| -> Vec<String> {
+            let shown = format!("{}:", file.display());
+            whole
+                .iter()
+                .filter(|d| d.starts_with(&shown))
+                .cloned()
+                .collect()
+        };
+        for file in &files {
+            let alone = answers(
+                &pt2lsp(
+                    &root,
+                    &["check", "--format", "json", file.to_str().unwrap()],
+                ),
+                &root,
+            );
+            assert_eq!(
+                alone,
+                in_file(file),
+                "{}: {} alone",
+                fixture.display(),
+                file.display()
+            );
+        }
+        let mut reversed: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
+        reversed.reverse();
+        let mut args = vec!["check", "--format", "json"];
+        args.extend(reversed);
+        assert_eq!(
+            answers(&pt2lsp(&root, &args), &root),
+            whole,
+            "{}: files reversed",
+            fixture.display()
+        );
+        for sub in &dirs[1..] {
+            let relative = sub.strip_prefix(&root).unwrap();
+            let expected: Vec<String> = files
+                .iter()
+                .filter(|file| file.starts_with(relative))
+                .flat_map(|file| in_file(file))
+                .collect();
+            let mut expected = expected;
+            expected.sort();
+            let by_dir = answers(
+                &pt2lsp(
+                    &root,
+                    &["check", "--format", "json", relative.to_str().unwrap()],
+                ),
+                &root,
+            );
+            assert_eq!(
+                by_dir,
+                expected,
+                "{}: check {}",
+                fixture.display(),
+                relative.display()
+            );
+            let inside = answers(&pt2lsp(sub, &["check", "--format", "json"]), sub);
+            assert_eq!(
+                inside,
+                expected,
+                "{}: check from {}",
+                fixture.display(),
+                relative.display()
+            );
+        }
+    }
+}

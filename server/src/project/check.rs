@@ -132,7 +132,13 @@ pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
     }
     let io_errors = discovery.errors;
     let libraries = libraries_to_follow(options, &config, &cwd);
-    let context = project_context(&roots, &config, (&exclude, &include), &discovery.files);
+    let context = project_context(
+        &roots,
+        &cwd,
+        &config,
+        (&exclude, &include),
+        &discovery.files,
+    );
     // Every file is analysed on the pool's threads (rayon runs an unsplit job on the calling
     // thread otherwise), so each gets the large stack.
     let pool = rayon::ThreadPoolBuilder::new()
@@ -182,32 +188,46 @@ fn libraries_to_follow(
     Some((python, cache))
 }
 
-/// The project's other files when single files are checked (a pre-commit hook passes the
-/// changed ones): everything under the nearest `pyproject.toml`'s directory, or else the
-/// repository root, that the walk would check. Empty when only directories are checked.
+/// The project's other files: everything under the project's root that the walk would check
+/// and that was not given, so that a file's diagnostics are the same however it is asked for
+/// (`check .`, `check pkg/`, `check pkg/a.py` as a pre-commit hook passes it, from any
+/// directory). The root is the configuration's directory, else the nearest directory above the
+/// first path (itself included, for a directory) with a `pyproject.toml` or a `.git`, else the
+/// directory that holds the top-level package around it, else the working directory (or the
+/// path's own directory when it is not under it). Context files are summarised and read
+/// for cross-file facts, never reported on; one whose module name a given file also has is left
+/// out (the given file is the one meant).
 fn project_context(
     roots: &[PathBuf],
+    cwd: &Path,
     config: &Config,
     (exclude, include): (&Exclude, &Include),
     files: &[PathBuf],
 ) -> Vec<PathBuf> {
-    let Some(first_file) = roots.iter().find(|root| root.is_file()) else {
+    let Some(first) = roots.first() else {
         return Vec::new();
+    };
+    let start = if first.is_dir() {
+        first.as_path()
+    } else {
+        match first.parent() {
+            Some(parent) => parent,
+            None => return Vec::new(),
+        }
     };
     let root = config
         .root()
         .map(Path::to_path_buf)
         .or_else(|| {
-            first_file
+            start
                 .ancestors()
-                .skip(1)
                 .find(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").is_file())
                 .map(Path::to_path_buf)
         })
         .or_else(|| {
             // An unpacked wheel or a bare tree: the directory that holds the top-level package.
             let mut top = None;
-            for dir in first_file.ancestors().skip(1) {
+            for dir in start.ancestors() {
                 if dir.join("__init__.py").is_file() {
                     top = dir.parent().map(Path::to_path_buf);
                 } else {
@@ -215,15 +235,28 @@ fn project_context(
                 }
             }
             top
-        });
-    let Some(root) = root else {
-        return Vec::new();
-    };
+        })
+        // A bare tree: the directory the check runs from when the path is under it (Python
+        // imports a script's siblings from there), else the path's own directory.
+        .unwrap_or_else(|| if start.starts_with(cwd) { cwd } else { start }.to_path_buf());
+    if roots
+        .iter()
+        .all(|given| given.is_dir() && root.starts_with(given))
+    {
+        return Vec::new(); // The walk already covers the whole project.
+    }
     let given: HashSet<&PathBuf> = files.iter().collect();
+    let given_modules: HashSet<String> = files
+        .iter()
+        .filter_map(|path| walk::module_name(path).map(|(module, _)| module))
+        .collect();
     walk::discover(&[root], exclude, include)
         .files
         .into_iter()
         .filter(|path| !given.contains(path))
+        .filter(|path| {
+            walk::module_name(path).is_none_or(|(module, _)| !given_modules.contains(&module))
+        })
         .collect()
 }
 
