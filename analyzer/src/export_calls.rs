@@ -536,8 +536,8 @@ fn reach_of(site: &Site, reached: &FxHashSet<String>) -> CallReach {
                 kind: ScopeKind::Function { required: 0, .. },
                 ..
             },
-        ] => CallReach::Call { name: dotted },
-        [
+        ]
+        | [
             Scope {
                 kind: ScopeKind::Class { .. },
                 ..

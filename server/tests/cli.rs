@@ -970,7 +970,7 @@ fn a_files_diagnostics_do_not_depend_on_how_the_project_is_asked() {
                 let name = path.file_name().unwrap().to_string_lossy().into_owned();
                 if path.is_dir() && name != "venv" {
                     dirs.push(path);
-                } else if name.ends_with(".py") {
+                } else if path.extension().is_some_and(|ext| ext == "py") {
                     files.push(path.strip_prefix(&root).unwrap().to_path_buf());
                 }
             }

@@ -255,18 +255,19 @@ impl<'a> Tracing<'a> {
         }
         if !args.quiet && !plan.jobs.is_empty() {
             let ran = plan.jobs.len() - traced.replayed;
-            let mut line = format!(
-                "Traced {} ({ran} run, {} replayed)",
+            let skipped = if plan.skipped.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {} not reached (see above)",
+                    plural(plan.skipped.len(), "export call", "export calls")
+                )
+            };
+            eprintln!(
+                "Traced {} ({ran} run, {} replayed){skipped}.",
                 plural(plan.jobs.len(), "entrypoint", "entrypoints"),
                 traced.replayed
             );
-            if !plan.skipped.is_empty() {
-                line.push_str(&format!(
-                    "; {} not reached (see above)",
-                    plural(plan.skipped.len(), "export call", "export calls")
-                ));
-            }
-            eprintln!("{line}.");
         }
 
         let mut checked: HashMap<PathBuf, usize> = project
