@@ -24,12 +24,21 @@ class _OverBudget(Exception):
 def time_budget(seconds: float):
     """Interrupts the body with _OverBudget after `seconds` (SIGALRM, main thread only; where
     there is none, the body runs unbounded)."""
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+    with raise_after(seconds, _OverBudget):
+        yield
+
+
+@contextlib.contextmanager
+def raise_after(seconds: float | None, exception: type[BaseException]):
+    """Raises `exception` into the body after `seconds` (SIGALRM, main thread only); no limit
+    without seconds, or where there is no such timer."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if not seconds or seconds <= 0 or not hasattr(signal, "setitimer") or not in_main_thread:
         yield
         return
 
     def expire(signum, frame):  # noqa: ANN001, ARG001 - a signal handler's signature
-        raise _OverBudget
+        raise exception
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)

@@ -15,11 +15,10 @@ import inspect
 import io
 import os
 import runpy
-import signal
 import sys
-import threading
 import traceback
 
+from .budget import raise_after
 from .findings import Finding, Location, frame_location, located
 from .locations import deepest_user_frame
 from .text import first_lines
@@ -168,31 +167,6 @@ def _argparse_raises():
 
 
 @contextlib.contextmanager
-def _interrupt_before(seconds: float | None):
-    """Raises _DeadlineReached into the program after `seconds`, so that a program that never
-    gets to its export call (a loop, a server, a wait) is reported on the line it was running."""
-    if (
-        not seconds
-        or seconds <= 0
-        or not hasattr(signal, "setitimer")
-        or threading.current_thread() is not threading.main_thread()
-    ):
-        yield
-        return
-
-    def expire(signum, frame):  # noqa: ANN001, ARG001 - a signal handler's signature
-        raise _DeadlineReached
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-@contextlib.contextmanager
 def _program_environment(path: str, argv: list[str]):
     """The process state a script expects: its argv, an empty stdin, no display to open."""
     saved_argv = sys.argv
@@ -222,7 +196,7 @@ def reach_export_call(job: dict, workspace: Workspace, import_file) -> ExportArg
     stopped: Finding | None = None
     with _program_environment(path, list(call.get("argv") or [])), interceptor, _argparse_raises():
         try:
-            with _interrupt_before(budget):
+            with raise_after(budget, _DeadlineReached):
                 if call.get("reach") == "call":
                     _call_function(import_file(path, workspace), call["name"])
                 else:
