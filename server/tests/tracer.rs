@@ -1344,3 +1344,99 @@ fn scripts_that_never_reach_their_export_call_say_where_they_stopped() {
     );
     assert_clean(tmp.path());
 }
+
+/// The exporter is ground truth where it ran. A GPT asserts `t <= self.config.block_size`;
+/// the script declares `Dim("seq", max=32)` and builds the config with `block_size=32`, so the
+/// assert holds and torch exports. The static pass, which does not know `block_size`, calls
+/// the assert a PT401 error; the trace contradicts it, so it leaves the report (and stays, as
+/// info with the reason, under `--show-contradicted`).
+#[test]
+fn a_static_error_the_export_contradicts_is_not_an_error() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let files = [
+        ("gpt/__init__.py", ""),
+        (
+            "gpt/config.py",
+            "from dataclasses import dataclass\n\n\n@dataclass\nclass GPTConfig:\n    block_size: int = 256\n    vocab_size: int = 100\n    n_embd: int = 16\n",
+        ),
+        (
+            "gpt/model.py",
+            "import torch\nimport torch.nn as nn\n\n\nclass GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n        self.config = config\n        self.wte = nn.Embedding(config.vocab_size, config.n_embd)\n        self.wpe = nn.Embedding(config.block_size, config.n_embd)\n\n    def forward(self, idx):\n        b, t = idx.size()\n        assert t <= self.config.block_size, f\"Cannot forward sequence of length {t}\"\n        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)\n        return self.wte(idx) + self.wpe(pos)\n",
+        ),
+        (
+            "export.py",
+            "import torch\nfrom torch.export import Dim\n\nfrom gpt.config import GPTConfig\nfrom gpt.model import GPT\n\n\ndef main():\n    config = GPTConfig(block_size=32)\n    model = GPT(config).eval()\n    idx = torch.randint(0, 100, (2, 8))\n    seq = Dim(\"seq\", max=32)\n    ep = torch.export.export(model, (idx,), dynamic_shapes={\"idx\": {1: seq}})\n    torch.export.save(ep, \"gpt.pt2\")\n\n\nif __name__ == \"__main__\":\n    main()\n",
+        ),
+    ];
+    for (name, text) in files {
+        let path = project.path().join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    let codes = |run: &Run| -> Vec<(String, u64, String)> {
+        run.json()
+            .iter()
+            .map(|item| {
+                (
+                    item["file"].as_str().unwrap().to_owned(),
+                    item["line"].as_u64().unwrap(),
+                    item["severity"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let statically = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &["check", "--format", "json", "--exit-zero"],
+    );
+    assert_eq!(
+        codes(&statically),
+        [("gpt/model.py".to_owned(), 14, "error".to_owned())],
+        "the static pass no longer errs here: this test needs another false error"
+    );
+    let traced_run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(traced_run.code, 0, "{traced_run:?}");
+    assert_eq!(codes(&traced_run), []);
+    let shown = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--show-contradicted",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(
+        codes(&shown),
+        [("gpt/model.py".to_owned(), 14, "info".to_owned())]
+    );
+    assert!(
+        shown.json()[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("contradicted: the export of export.py:13 (main)"),
+        "{}",
+        shown.stdout
+    );
+    assert!(!project.path().join("gpt.pt2").exists());
+    assert_clean(tmp.path());
+}

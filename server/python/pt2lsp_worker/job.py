@@ -54,7 +54,8 @@ def _run(job: dict, job_dir: str, progress) -> dict:
         if job.get("export"):
             return export_program(target, workspace, definitions, job["export"], progress or (lambda *_: None))
         programs: list = []
-        findings = trace(target, workspace, definitions, programs)
+        passed: list = []
+        findings = trace(target, workspace, definitions, programs, passed)
     except MemoryError:
         return _out_of_memory(job)
     except RecursionError as exc:
@@ -64,6 +65,8 @@ def _run(job: dict, job_dir: str, progress) -> dict:
         status = "oom"
     diagnostics = [finding.to_json() for finding in findings]
     result = {"status": status, "diagnostics": diagnostics, "trace_seconds": round(time.monotonic() - started, 3)}
+    if passed:
+        result["passed_lines"] = passed
     if programs:
         try:
             result["shapes"] = traced_shapes(programs[0], target, workspace)

@@ -181,6 +181,11 @@ def graph_node_location(program, op: str, workspace: Workspace) -> Location | No
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
+def stack_frames(trace: str) -> list[tuple[str, int]]:
+    """(file, line) of each `File "…", line N` of a stack trace's text, outermost first."""
+    return [(match.group(1), int(match.group(2))) for match in _FRAME.finditer(trace or "")]
+
+
 def user_place(node, is_user_file: Callable[[str], bool]) -> Location | None:
     """The innermost user frame of a graph node's stack trace."""
     trace = node.meta.get("stack_trace") or ""

@@ -20,6 +20,7 @@ from .expressions import as_python
 from .findings import Finding, Location, Related, frame_location
 from .library_conditions import user_choice
 from .locations import deepest_user_frame, installed_package, installed_path, library_path, user_stack_location
+from .passed import passed_lines
 from .patching import patched
 from .spec import place_on_spec, with_declared_sources
 from .text import clip
@@ -28,9 +29,16 @@ from .workspace import Workspace, binding_line
 _DATA_DEPENDENT = ("PT101", "PT102", "PT103")
 
 
-def trace(target: Target, workspace: Workspace, definitions: dict[str, Location], programs: list | None = None) -> list[Finding]:
+def trace(
+    target: Target,
+    workspace: Workspace,
+    definitions: dict[str, Location],
+    programs: list | None = None,
+    passed: list | None = None,
+) -> list[Finding]:
     """The export's problems as findings; an empty list when it exported (the program is then
-    appended to `programs`, when given)."""
+    appended to `programs`, and the user's lines it ran to `passed` (see `passed.passed_lines`),
+    when given)."""
     import torch
 
     guards: list[dict] = []
@@ -46,6 +54,8 @@ def trace(target: Target, workspace: Workspace, definitions: dict[str, Location]
             raise
         first = classify(exc, target, workspace, definitions)
     else:
+        if passed is not None:
+            passed.extend(passed_lines(program, guards, workspace))
         return divergence_findings(program, target, workspace)
     if first.constraint:
         first.guards = guards

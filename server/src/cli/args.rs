@@ -285,11 +285,19 @@ pub struct CheckArgs {
     #[arg(long)]
     pub statistics: bool,
 
-    /// Also run the real exporter on every entrypoint among the checked files: a file with
-    /// module-level `model` and `example_args` (the ExportDB convention), or an
-    /// `[[tool.pt2lsp.entrypoints]]` table. This runs the project's code, in its own Python.
+    /// Also run the real exporter on every entrypoint among the checked files: each call of
+    /// `torch.export.export` (or `draft_export`, `torch.onnx.export`), reached by running the
+    /// script or the function around it; a file with module-level `model` and `example_args`
+    /// (the ExportDB convention); or an `[[tool.pt2lsp.entrypoints]]` table. This runs the
+    /// project's code, in its own Python. A static error on a line that an export which
+    /// succeeded ran is dropped: the exporter passed it.
     #[arg(long)]
     pub trace: bool,
+
+    /// With --trace: keep the static errors the exporter contradicted, as info diagnostics
+    /// that say which export passed the line.
+    #[arg(long, requires = "trace")]
+    pub show_contradicted: bool,
 
     /// Trace only shard K of N (1 <= K <= N) of the entrypoints, for a CI matrix of N
     /// machines: each entrypoint goes to one shard by a stable hash of its file's path and its

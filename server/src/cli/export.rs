@@ -130,6 +130,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
             export: None,
             shapes: Vec::new(),
             dependencies: Vec::new(),
+            passed_lines: Vec::new(),
             replayed: false,
         },
         |done| done.result,

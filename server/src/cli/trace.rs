@@ -346,6 +346,7 @@ impl<'a> Tracing<'a> {
             .map(|file| &mut file.report)
             .chain(project.others.iter_mut())
         {
+            settle_contradicted(report, &traced.truth, cwd, args.show_contradicted);
             report
                 .diagnostics
                 .sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));
@@ -357,4 +358,36 @@ impl<'a> Tracing<'a> {
 /// `1 entrypoint`, `2 entrypoints`.
 fn plural(count: usize, one: &str, many: &str) -> String {
     format!("{count} {}", if count == 1 { one } else { many })
+}
+
+/// The exporter is ground truth where it ran: a static error that an export which succeeded
+/// contradicts (`tracer::ground_truth`) leaves the report, or, with `show`, stays as an info
+/// diagnostic that says which export passed the line.
+fn settle_contradicted(
+    report: &mut crate::project::report::FileReport,
+    truth: &crate::tracer::ground_truth::GroundTruth,
+    cwd: &Path,
+    show: bool,
+) {
+    use pt2lsp_analyzer::Severity;
+
+    let path = walk::absolute(cwd, &report.path);
+    let (_, lines, diagnostics) = report.diagnostics_by_line();
+    diagnostics.retain_mut(|reported| {
+        if reported.source != output::Source::Static
+            || reported.diagnostic.severity != Severity::Error
+        {
+            return true;
+        }
+        let line = lines.line_column(reported.diagnostic.range.start()).line + 1;
+        let Some(why) = truth.contradicts(&path, line, reported.diagnostic.rule) else {
+            return true;
+        };
+        if show {
+            reported.diagnostic.severity = Severity::Info;
+            reported.diagnostic.message =
+                format!("{} (contradicted: {why})", reported.diagnostic.message);
+        }
+        show
+    });
 }

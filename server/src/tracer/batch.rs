@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::cache::TraceCache;
 use super::diagnostics::{self, Anchor, TraceDiagnostic};
 use super::entrypoint;
+use super::ground_truth::GroundTruth;
 use super::manager::{JobId, Tracer, TracerOptions};
 use super::protocol::{CallReachKind, CallSite, EntrypointSpec, JobSpec};
 use super::worker::StartError;
@@ -120,7 +121,7 @@ pub fn plan(files: &[Candidate<'_>], options: &BatchOptions) -> Plan {
             })
             .map(|script| script.args.clone())
             .unwrap_or_default();
-        for call in export_call_jobs(file) {
+        for call in export_call_jobs(file, &options.root) {
             match call {
                 Ok((mut call, anchor, label)) => plan.jobs.push(PlannedJob {
                     spec: JobSpec {
@@ -174,6 +175,7 @@ pub fn plan(files: &[Candidate<'_>], options: &BatchOptions) -> Plan {
 #[allow(clippy::type_complexity, reason = "a private helper's two outcomes")]
 fn export_call_jobs(
     file: &Candidate<'_>,
+    root: &Path,
 ) -> Vec<Result<(CallSite, Anchor, String), (Anchor, String)>> {
     let calls = pt2lsp_analyzer::export_calls(pt2lsp_analyzer::SourceFile::detached(file.text));
     if calls.is_empty() {
@@ -201,7 +203,7 @@ fn export_call_jobs(
             };
             let label = format!(
                 "{}:{line} ({}{})",
-                file.path.display(),
+                file.path.strip_prefix(root).unwrap_or(file.path).display(),
                 call.scope.as_deref().unwrap_or("module level"),
                 if call.in_loop {
                     ", first iteration of its loop"
@@ -235,6 +237,8 @@ pub struct BatchReport {
     pub timings: Vec<(String, f64)>,
     /// Jobs whose result came from the trace cache.
     pub replayed: usize,
+    /// What the exports that ran say against static errors (`ground_truth`).
+    pub truth: GroundTruth,
 }
 
 /// Runs every job on one worker and returns the diagnostics, deduplicated by (code, file,
@@ -252,6 +256,7 @@ pub fn run(
         match cache.and_then(|cache| cache.lookup(&options.python, &job.spec)) {
             Some(result) => {
                 report.replayed += 1;
+                report.truth.add(&result, &job.label);
                 report
                     .diagnostics
                     .extend(diagnostics::from_result(&result, &job.anchor));
@@ -285,6 +290,7 @@ pub fn run(
             continue;
         };
         progress.advance(&job.label);
+        report.truth.add(&done.result, &job.label);
         if let Some(elapsed) = done.result.elapsed {
             report.timings.push((job.label.clone(), elapsed));
         }

@@ -40,7 +40,7 @@ pub use crate::project::{
 };
 
 /// Bumped when an entry's layout or meaning changes; older entries are then misses.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// The subdirectory of trace entries (room beside it for other kinds).
 const TRACES: &str = "trace-v1";
@@ -249,6 +249,7 @@ mod tests {
             export: None,
             shapes: Vec::new(),
             dependencies,
+            passed_lines: Vec::new(),
             replayed: false,
         }
     }

@@ -492,6 +492,7 @@ mod tests {
             export: None,
             shapes: Vec::new(),
             dependencies: Vec::new(),
+            passed_lines: Vec::new(),
             replayed: false,
         };
         let diagnostics = from_result(&result, &anchor);

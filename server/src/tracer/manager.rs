@@ -537,6 +537,7 @@ impl Scheduler {
                 export: None,
                 shapes: Vec::new(),
                 dependencies: Vec::new(),
+                passed_lines: Vec::new(),
                 replayed: false,
             },
         });

@@ -32,6 +32,7 @@ pub mod cache;
 pub mod diagnostics;
 pub mod entrypoint;
 pub mod export;
+pub mod ground_truth;
 pub mod manager;
 pub mod protocol;
 pub mod transport;

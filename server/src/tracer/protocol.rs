@@ -199,9 +199,21 @@ pub struct JobResult {
     /// absolute, for the trace cache (`tracer::cache`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependencies: Vec<PathBuf>,
+    /// An export that succeeded: the lines of the user's files it ran (a graph node made on or
+    /// under the line, a guard added there), the exporter's evidence against a static error
+    /// there (`tracer::ground_truth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passed_lines: Vec<PassedLines>,
     /// Replayed from the trace cache rather than run; never on the wire.
     #[serde(skip)]
     pub replayed: bool,
+}
+
+/// The lines of one user file that an export which succeeded ran (1-based, sorted).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PassedLines {
+    pub file: PathBuf,
+    pub lines: Vec<u32>,
 }
 
 /// The shapes of the tensors the exported graph made on one line of the user's files, in graph

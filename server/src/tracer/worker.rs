@@ -104,6 +104,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/locations.py"),
     worker_file!("pt2lsp_worker/main.py"),
     worker_file!("pt2lsp_worker/outputs.py"),
+    worker_file!("pt2lsp_worker/passed.py"),
     worker_file!("pt2lsp_worker/patching.py"),
     worker_file!("pt2lsp_worker/program_info.py"),
     worker_file!("pt2lsp_worker/protocol.py"),
