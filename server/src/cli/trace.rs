@@ -323,11 +323,22 @@ impl<'a> Tracing<'a> {
                         (
                             tracer::diagnostics::merge_code(reported.diagnostic.rule.code()),
                             lines.line_column(reported.diagnostic.range.start()).line,
+                            tracer::diagnostics::LibraryPlace::of(
+                                reported
+                                    .diagnostic
+                                    .related
+                                    .iter()
+                                    .map(|place| (place.file.as_path(), place.line)),
+                            ),
                         ),
                     )
                 },
                 |found, traced| {
                     found.source = output::Source::Both;
+                    found.diagnostic.severity = tracer::diagnostics::stronger(
+                        found.diagnostic.severity,
+                        traced.diagnostic.severity,
+                    );
                     if tracer::diagnostics::trace_fix_wins(
                         found.diagnostic.fix.as_ref(),
                         traced.diagnostic.fix.as_ref(),

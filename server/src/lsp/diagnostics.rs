@@ -172,7 +172,21 @@ pub fn merge(statics: &[lsp::Diagnostic], traced: &[lsp::Diagnostic]) -> Vec<lsp
                     None => String::new(),
                 };
                 let code = crate::tracer::diagnostics::merge_code(&code).to_owned();
-                (!is_traced(item), (code, item.range.start.line))
+                let places: Vec<(std::path::PathBuf, u32)> = item
+                    .related_information
+                    .iter()
+                    .flatten()
+                    .filter_map(|related| {
+                        Some((
+                            related.location.uri.to_file_path()?.into_owned(),
+                            related.location.range.start.line + 1,
+                        ))
+                    })
+                    .collect();
+                let library = crate::tracer::diagnostics::LibraryPlace::of(
+                    places.iter().map(|(path, line)| (path.as_path(), *line)),
+                );
+                (!is_traced(item), (code, item.range.start.line, library))
             },
             confirm,
         );
@@ -193,6 +207,10 @@ fn confirm(found: &mut lsp::Diagnostic, traced: &lsp::Diagnostic) {
         return;
     };
     data.source = Some(CONFIRMED_SOURCE.to_owned());
+    // A merge never lowers the exporter's severity.
+    if traced.severity == Some(DiagnosticSeverity::ERROR) {
+        found.severity = traced.severity;
+    }
     if crate::tracer::diagnostics::trace_fix_wins(data.fix.as_ref(), from_trace.fix.as_ref()) {
         data.fix = from_trace.fix;
         data.edits = from_trace.edits;
@@ -370,6 +388,50 @@ mod tests {
                 .source
                 .as_deref(),
             Some(TRACE_SOURCE)
+        );
+    }
+
+    /// A merge never lowers the exporter's severity nor loses its library location: a static
+    /// warning from one library line and the trace's error from another, on the same user line,
+    /// stay two diagnostics; from the same library line they are one, an error.
+    #[test]
+    fn a_merge_keeps_the_exporters_severity_and_its_library_line() {
+        let text = "y = boxes(x)\n";
+        let positions = TextPositions::new(text);
+        let library = |line: u32| pt2lsp_analyzer::Related {
+            file: std::path::PathBuf::from("/env/lib/python3.11/site-packages/lib/ops.py"),
+            line,
+            column: 1,
+            message: "here, in installed lib".to_owned(),
+        };
+        let mut warning = fix(0, 12, Applicability::Unsafe);
+        warning.severity = Severity::Warning;
+        warning.related = vec![library(10)];
+        let statics = [to_lsp(&warning, &positions, 1)];
+        let mut exporter = fix(0, 12, Applicability::Safe);
+        exporter.fix = None;
+        exporter.related = vec![library(20)];
+        let mut traced = to_lsp(&exporter, &positions, 1);
+        let mut data = DiagnosticData::from_lsp(&traced).unwrap();
+        data.source = Some(TRACE_SOURCE.to_owned());
+        traced.data = serde_json::to_value(data).ok();
+        let merged = merge(&statics, std::slice::from_ref(&traced));
+        assert_eq!(merged.len(), 2, "{merged:#?}");
+        assert!(
+            merged
+                .iter()
+                .any(|d| is_traced(d) && d.severity == Some(DiagnosticSeverity::ERROR))
+        );
+        traced.related_information = statics[0].related_information.clone();
+        let merged = merge(&statics, &[traced]);
+        assert_eq!(merged.len(), 1, "{merged:#?}");
+        assert_eq!(merged[0].severity, Some(DiagnosticSeverity::ERROR));
+        assert_eq!(
+            DiagnosticData::from_lsp(&merged[0])
+                .unwrap()
+                .source
+                .as_deref(),
+            Some(CONFIRMED_SOURCE)
         );
     }
 

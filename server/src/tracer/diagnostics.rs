@@ -342,6 +342,53 @@ pub fn merge_traced<T, K: PartialEq>(
     }
 }
 
+/// The line of installed code a diagnostic is about (its related place in `site-packages` or
+/// `dist-packages`), for matching: two findings on the same user line about different library
+/// lines are two problems (a static warning from one library line must not absorb the trace's
+/// error from another). A finding without one matches any.
+#[derive(Debug, Clone)]
+pub struct LibraryPlace(pub Option<(PathBuf, u32)>);
+
+impl LibraryPlace {
+    /// The innermost installed place among `places` (file, 1-based line), in reading order.
+    pub fn of<'p>(places: impl IntoIterator<Item = (&'p Path, u32)>) -> Self {
+        let installed = |path: &Path| {
+            path.components().any(|part| {
+                matches!(
+                    part.as_os_str().to_str(),
+                    Some("site-packages" | "dist-packages")
+                )
+            })
+        };
+        Self(
+            places
+                .into_iter()
+                .filter(|(path, _)| installed(path))
+                .last()
+                .map(|(path, line)| (normalized(path), line)),
+        )
+    }
+}
+
+impl PartialEq for LibraryPlace {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(one), Some(other)) => one == other,
+            _ => true,
+        }
+    }
+}
+
+/// The stronger of two severities: a merge never lowers the exporter's.
+pub fn stronger(one: Severity, other: Severity) -> Severity {
+    let rank = |severity: Severity| match severity {
+        Severity::Error => 0,
+        Severity::Warning => 1,
+        Severity::Info => 2,
+    };
+    if rank(other) < rank(one) { other } else { one }
+}
+
 /// The code under which a diagnostic is matched with the other pass's. The exporter sees a
 /// guard on data, and cannot always tell whether the data was a tensor compared (PT101), a
 /// number read with `.item()` (PT102) or a data-dependent size (PT103); the static pass can.
