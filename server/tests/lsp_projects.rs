@@ -289,6 +289,55 @@ async fn a_save_of_a_relatively_imported_module_traces_the_export_script_that_re
     let _ = child.wait().await;
 }
 
+/// The exporter is ground truth in the editor too: a static PT401 error on an assert that holds
+/// (`t <= self.config.block_size` with `block_size=32` and `Dim("seq", max=32)`) is published
+/// until a trace of the script that reaches it exports, then no longer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_error_the_export_contradicts_leaves_the_editor_after_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let files = [
+        ("gpt/__init__.py", ""),
+        (
+            "gpt/config.py",
+            "from dataclasses import dataclass\n\n\n@dataclass\nclass GPTConfig:\n    block_size: int = 256\n    vocab_size: int = 100\n    n_embd: int = 16\n",
+        ),
+        (
+            "gpt/model.py",
+            "import torch\nimport torch.nn as nn\n\n\nclass GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n        self.config = config\n        self.wte = nn.Embedding(config.vocab_size, config.n_embd)\n        self.wpe = nn.Embedding(config.block_size, config.n_embd)\n\n    def forward(self, idx):\n        b, t = idx.size()\n        assert t <= self.config.block_size, f\"Cannot forward sequence of length {t}\"\n        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)\n        return self.wte(idx) + self.wpe(pos)\n",
+        ),
+        (
+            "export.py",
+            "import torch\nfrom torch.export import Dim\n\nfrom gpt.config import GPTConfig\nfrom gpt.model import GPT\n\n\ndef main():\n    config = GPTConfig(block_size=32)\n    model = GPT(config).eval()\n    idx = torch.randint(0, 100, (2, 8))\n    seq = Dim(\"seq\", max=32)\n    ep = torch.export.export(model, (idx,), dynamic_shapes={\"idx\": {1: seq}})\n    torch.export.save(ep, \"gpt.pt2\")\n\n\nif __name__ == \"__main__\":\n    main()\n",
+        ),
+    ];
+    for (name, text) in files {
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let (mut child, mut client) = served(&root).await;
+    let model = root.join("gpt/model.py");
+    let model_uri = file_uri(&model);
+    client
+        .open(&model_uri, 1, &std::fs::read_to_string(&model).unwrap())
+        .await;
+    let published = latest(&mut client, &model_uri).await;
+    assert_eq!(
+        found(&published),
+        [("PT401".to_owned(), 14, "static".to_owned())],
+        "the static pass no longer errs here: this test needs another false error"
+    );
+    save(&client, &model_uri).await;
+    assert_eq!(trace_end(&mut client).await, "no problems");
+    let published = latest(&mut client, &model_uri).await;
+    assert_eq!(published["version"], 1, "{published:#}");
+    assert_eq!(found(&published), [], "{published:#}");
+    assert!(!root.join("gpt.pt2").exists());
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+}
+
 /// An interpreter that leaves a mark in `marker` each time it starts, so a test can tell
 /// whether the worker was started.
 fn marking_python(dir: &Path, marker: &Path) -> String {

@@ -152,6 +152,24 @@ pub fn is_traced(diagnostic: &lsp::Diagnostic) -> bool {
         == Some(TRACE_SOURCE)
 }
 
+/// Whether a published diagnostic is a static one the tracer confirmed.
+pub fn is_confirmed(diagnostic: &lsp::Diagnostic) -> bool {
+    diagnostic
+        .data
+        .as_ref()
+        .and_then(|data| data.get("source"))
+        .and_then(serde_json::Value::as_str)
+        == Some(CONFIRMED_SOURCE)
+}
+
+/// The rule of a published diagnostic, from its code.
+pub fn rule_of(diagnostic: &lsp::Diagnostic) -> Option<Rule> {
+    match &diagnostic.code {
+        Some(NumberOrString::String(code)) => Rule::from_code_or_name(code),
+        _ => None,
+    }
+}
+
 /// The `source` in `data` of a static diagnostic the tracer confirmed.
 pub const CONFIRMED_SOURCE: &str = "static+trace";
 

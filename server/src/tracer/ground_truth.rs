@@ -33,7 +33,7 @@ pub struct GroundTruth {
 impl GroundTruth {
     /// Adds one finished job, `label` naming its entrypoint (`scripts/export.py:23`).
     pub fn add(&mut self, result: &JobResult, label: &str) {
-        let exported = result.status == Status::Ok || !result.passed_lines.is_empty();
+        let exported = Self::exported(result);
         match result.status {
             Status::Cancelled => return,
             _ if exported => {}
@@ -44,29 +44,39 @@ impl GroundTruth {
             _ => {}
         }
         for file in &result.dependencies {
-            let file = normalized(file);
-            if exported {
-                self.exported
-                    .entry(file)
-                    .or_insert_with(|| label.to_owned());
-            } else {
-                self.unsettled.insert(file);
+            self.add_file(file, exported, &[], label);
+        }
+        if exported {
+            for passed in &result.passed_lines {
+                self.add_file(&passed.file, true, &passed.lines, label);
             }
         }
+    }
+
+    /// Adds what one entrypoint's trace says of one file it reached: whether its export
+    /// succeeded, and the file's lines it ran.
+    pub fn add_file(&mut self, file: &Path, exported: bool, lines: &[u32], label: &str) {
+        let file = normalized(file);
         if !exported {
+            self.unsettled.insert(file);
             return;
         }
-        for passed in &result.passed_lines {
-            let file = normalized(&passed.file);
-            self.exported
-                .entry(file.clone())
-                .or_insert_with(|| label.to_owned());
+        self.exported
+            .entry(file.clone())
+            .or_insert_with(|| label.to_owned());
+        if !lines.is_empty() {
             self.passed
                 .entry(file)
                 .or_insert_with(|| (HashSet::new(), label.to_owned()))
                 .0
-                .extend(passed.lines.iter().copied());
+                .extend(lines.iter().copied());
         }
+    }
+
+    /// Whether the export of an entrypoint whose trace `result` is succeeded (a program was
+    /// made, even if it then disagreed with eager).
+    pub fn exported(result: &JobResult) -> bool {
+        result.status == Status::Ok || !result.passed_lines.is_empty()
     }
 
     /// Why the exporter contradicts a static error of `rule` at `line` (1-based) of `file`, or

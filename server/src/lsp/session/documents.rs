@@ -235,12 +235,8 @@ impl Session {
                     Ok(Some(analysed)) => {
                         let statics = Arc::new(analysed.diagnostics.clone());
                         open.shapes = Some((version, Arc::new(analysed.shapes.clone())));
-                        let traced = open
-                            .normalized
-                            .as_deref()
-                            .map(|file| self.traced_for(file, Some(version)))
-                            .unwrap_or_default();
-                        merged = diagnostics::merge(&statics, &traced);
+                        merged =
+                            self.with_traces(open.normalized.as_deref(), Some(version), &statics);
                         open.statics = Some((version, statics));
                     }
                     Ok(None) => return,
@@ -384,10 +380,7 @@ impl Session {
         let Some((static_version, statics)) = statics.filter(|(at, _)| *at == version) else {
             return Some(Vec::new());
         };
-        let traced = file
-            .map(|file| self.traced_for(&file, Some(static_version)))
-            .unwrap_or_default();
-        Some(diagnostics::merge(&statics, &traced))
+        Some(self.with_traces(file.as_deref(), Some(static_version), &statics))
     }
 
     /// An open document's text and path, unless it is too large to analyse.
@@ -490,10 +483,7 @@ impl Session {
             .await
             .ok()?
         };
-        let traced = file
-            .map(|file| self.traced_for(&file, Some(version)))
-            .unwrap_or_default();
-        let mut merged = diagnostics::merge(&statics, &traced);
+        let mut merged = self.with_traces(file.as_deref(), Some(version), &statics);
         if !self.flags().related_information {
             for diagnostic in &mut merged {
                 diagnostic.related_information = None;

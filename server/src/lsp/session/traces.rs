@@ -110,6 +110,19 @@ pub struct FileTrace {
     pub diagnostics: Vec<lsp::Diagnostic>,
     /// The exported program's tensor shapes by 1-based line (see [`TracedShapes`]).
     pub shapes: HashMap<u32, Vec<String>>,
+    /// What the trace says against the file's static errors (`tracer::ground_truth`).
+    pub evidence: Evidence,
+}
+
+/// One entrypoint's trace, as evidence about one file it reached.
+#[derive(Debug, Clone, Default)]
+pub struct Evidence {
+    /// The export succeeded.
+    pub exported: bool,
+    /// The file's 1-based lines the export ran.
+    pub lines: Vec<u32>,
+    /// The entrypoint, for the reason shown.
+    pub label: String,
 }
 
 /// What one save traces, and the problems of the configured entrypoints' strings.
@@ -278,6 +291,16 @@ impl Session {
                 .or_default()
                 .insert(traced.line, traced.shapes.clone());
         }
+        let exported = crate::tracer::ground_truth::GroundTruth::exported(result);
+        let mut passed: HashMap<PathBuf, Vec<u32>> = HashMap::new();
+        for file in &result.dependencies {
+            by_file.entry(normalized(file)).or_default();
+        }
+        for lines in &result.passed_lines {
+            let file = normalized(&lines.file);
+            by_file.entry(file.clone()).or_default();
+            passed.insert(file, lines.lines.clone());
+        }
         let root = planned.spec.roots.first().map(PathBuf::as_path);
         let mut files = HashMap::new();
         let mut places: Vec<(String, u32)> = Vec::new();
@@ -320,17 +343,25 @@ impl Session {
                 })
                 .collect();
             let shapes = shapes_by_file.remove(&file).unwrap_or_default();
-            if !diagnostics.is_empty() || !shapes.is_empty() {
-                files.insert(
-                    file,
-                    FileTrace {
-                        uri,
-                        version,
-                        diagnostics,
-                        shapes,
-                    },
-                );
-            }
+            let label = match &planned.spec.call {
+                Some(call) => format!("{}:{}", shown(&planned.path, root), call.line),
+                None => shown(&planned.path, root),
+            };
+            let evidence = Evidence {
+                exported,
+                lines: passed.remove(&file).unwrap_or_default(),
+                label,
+            };
+            files.insert(
+                file,
+                FileTrace {
+                    uri,
+                    version,
+                    diagnostics,
+                    shapes,
+                    evidence,
+                },
+            );
         }
         places.sort();
         (files, found_message(&places))
@@ -354,12 +385,20 @@ impl Session {
                 return;
             }
             let old = std::mem::replace(&mut entry.files, files);
+            // A file changes when its trace diagnostics do, or, open, when the evidence against
+            // its static errors may have (`with_traces`); a closed file shows traced ones only.
+            let shown = |file: &PathBuf, trace: &FileTrace| {
+                !trace.diagnostics.is_empty() || self.open_document(file).is_some()
+            };
             let mut affected: BTreeMap<PathBuf, Uri> = old
                 .into_iter()
+                .filter(|(file, trace)| shown(file, trace))
                 .map(|(file, trace)| (file, trace.uri))
                 .collect();
             for (file, trace) in &entry.files {
-                affected.insert(file.clone(), trace.uri.clone());
+                if shown(file, trace) {
+                    affected.insert(file.clone(), trace.uri.clone());
+                }
             }
             affected.into_iter().collect()
         };
@@ -400,7 +439,7 @@ impl Session {
         });
         match open {
             Some((uri, version, Some((static_version, statics)))) if static_version == version => {
-                let merged = diagnostics::merge(&statics, &self.traced_for(file, Some(version)));
+                let merged = self.with_traces(Some(file), Some(version), &statics);
                 self.publish(uri, merged, Some(version)).await;
             }
             // The analysis of this version has not published yet; it merges them when it does.
@@ -410,6 +449,42 @@ impl Session {
                 self.publish(uri, traced, None).await;
             }
         }
+    }
+
+    /// The static diagnostics of `file` at `version` with its trace diagnostics merged in
+    /// (`diagnostics::merge`), less the static errors that an export which succeeded
+    /// contradicts (`tracer::ground_truth`), as `check --trace` reports them.
+    pub(super) fn with_traces(
+        &self,
+        file: Option<&Path>,
+        version: Option<i32>,
+        statics: &[lsp::Diagnostic],
+    ) -> Vec<lsp::Diagnostic> {
+        let Some(file) = file else {
+            return statics.to_vec();
+        };
+        let mut truth = crate::tracer::ground_truth::GroundTruth::default();
+        let mut traced_any = false;
+        self.each_trace_of(file, version, |trace| {
+            traced_any = true;
+            let evidence = &trace.evidence;
+            truth.add_file(file, evidence.exported, &evidence.lines, &evidence.label);
+        });
+        let mut merged = diagnostics::merge(statics, &self.traced_for(file, version));
+        if traced_any {
+            merged.retain(|diagnostic| {
+                let contradicted = !diagnostics::is_traced(diagnostic)
+                    && !diagnostics::is_confirmed(diagnostic)
+                    && diagnostic.severity == Some(lsp::DiagnosticSeverity::ERROR)
+                    && diagnostics::rule_of(diagnostic).is_some_and(|rule| {
+                        truth
+                            .contradicts(file, diagnostic.range.start.line + 1, rule)
+                            .is_some()
+                    });
+                !contradicted
+            });
+        }
+        merged
     }
 
     /// The trace diagnostics of a file for a version (`None`: the file as it is on disk), from
