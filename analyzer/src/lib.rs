@@ -86,6 +86,16 @@ pub fn check_syntax(source: &str) -> Report {
     }
 }
 
+/// A diagnostic in code that no entrypoint of the project exports (`why`, from
+/// [`WorkspaceIndex::unexported`]): the exporter never runs it, so an error there is a warning
+/// that says so. A syntax error stays an error: the file cannot be imported at all.
+pub fn as_unexported(diagnostic: &mut Diagnostic, why: &str) {
+    if diagnostic.severity == Severity::Error && diagnostic.rule != Rule::SyntaxError {
+        diagnostic.severity = Severity::Warning;
+        diagnostic.message = format!("{} ({why})", diagnostic.message);
+    }
+}
+
 /// Analyses one file on its own, with no workspace facts.
 pub fn check(source: &str, settings: &Settings) -> Report {
     check_file(

@@ -268,6 +268,31 @@ impl WorkspaceIndex {
         self.entrypoints.contains(module)
     }
 
+    /// Why nothing the project exports runs `module`'s code: the project has entrypoints and
+    /// none of them is `module` or may reach it. `None` when one does, or when the project has
+    /// no entrypoint at all (then every file is analysed for what it would do if exported).
+    pub fn unexported(&self, module: &str) -> Option<String> {
+        if self.entrypoints.is_empty()
+            || self.is_entrypoint(module)
+            || !self.entrypoints_reaching(module).is_empty()
+        {
+            return None;
+        }
+        let mut entries: Vec<&str> = self.entrypoints.iter().map(String::as_str).collect();
+        entries.sort_unstable();
+        let shown = entries
+            .iter()
+            .take(3)
+            .map(|entry| format!("`{entry}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let more = if entries.len() > 3 { ", …" } else { "" };
+        Some(format!(
+            "no entrypoint exports this: the project's entrypoints ({shown}{more}) do not import \
+             `{module}`"
+        ))
+    }
+
     /// The entrypoints whose analysis may reach `module`, in name order.
     pub fn entrypoints_reaching(&self, module: &str) -> &[String] {
         self.reached_by.get(module).map_or(&[], Vec::as_slice)

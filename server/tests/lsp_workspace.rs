@@ -432,3 +432,49 @@ async fn a_problem_inside_an_installed_library_is_published_on_the_calling_line(
     client.shutdown_and_exit().await;
     child.wait().await.unwrap();
 }
+
+/// The editor says what `pt2lsp check` says of code no entrypoint exports: a warning that
+/// names why, not an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_no_entrypoint_exports_is_a_warning_in_the_editor_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let files = [
+        ("pkg/__init__.py", ""),
+        (
+            "pkg/loss.py",
+            "import torch\nimport torch.nn as nn\n\n\nclass HungarianMatcher(nn.Module):\n    def forward(self, outputs, targets):\n        cost = torch.cdist(outputs, targets)\n        if cost.max() > 10:\n            cost = cost / cost.max()\n        return cost.argmin(-1)\n",
+        ),
+        (
+            "pkg/net.py",
+            "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n    def forward(self, x):\n        return self.fc(x)\n",
+        ),
+        (
+            "export.py",
+            "import torch\nfrom pkg.net import Net\n\ntorch.export.export(Net().eval(), (torch.randn(2, 4),))\n",
+        ),
+    ];
+    for (name, text) in files {
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let (mut child, mut client) = served(&root).await;
+    let loss = root.join("pkg/loss.py");
+    let uri = file_uri(&loss);
+    client
+        .open(&uri, 1, &std::fs::read_to_string(&loss).unwrap())
+        .await;
+    let diagnostics = client.diagnostics(&uri, 1).await;
+    assert_eq!(found(&diagnostics), [("PT101".to_owned(), 8)]);
+    assert_eq!(diagnostics[0]["severity"], 2, "{diagnostics:#?}");
+    assert!(
+        diagnostics[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no entrypoint exports this"),
+        "{diagnostics:#?}"
+    );
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+}

@@ -640,6 +640,18 @@ impl<'a> Project<'a> {
                     }
                 });
         });
+        for file in &mut self.files {
+            let Some(why) = file
+                .module
+                .as_ref()
+                .and_then(|(module, _)| workspace.unexported(module))
+            else {
+                continue;
+            };
+            for reported in &mut file.report.diagnostics {
+                pt2lsp_analyzer::as_unexported(&mut reported.diagnostic, &why);
+            }
+        }
     }
 
     /// Every report, sorted by path: the checked files' and the tracer's others.

@@ -314,10 +314,20 @@ impl Session {
                 shapes: Vec::new(),
             };
         }
-        let report = match path {
+        let mut report = match path {
             Some(path) if track => self.check_tracked(text, path, &settings),
             _ => self.check(text, path, &settings),
         };
+        // Code no entrypoint of the project exports: as `pt2lsp check` reports it.
+        let unexported = path
+            .filter(|path| workspace::is_python(path))
+            .and_then(workspace::module_place)
+            .and_then(|place| self.index().unexported(&place.module));
+        if let Some(why) = unexported {
+            for diagnostic in &mut report.diagnostics {
+                pt2lsp_analyzer::as_unexported(diagnostic, &why);
+            }
+        }
         let positions = TextPositions::new(text);
         Analysed {
             diagnostics: report
