@@ -478,3 +478,123 @@ async fn code_no_entrypoint_exports_is_a_warning_in_the_editor_too() {
     client.shutdown_and_exit().await;
     let _ = child.wait().await;
 }
+
+/// Same answer however asked, in the editor: every multi-file fixture project, each file opened
+/// alone in a fresh server, then all of them in one, publishes for each file what
+/// `pt2lsp check .` reports for it (code, line, severity, message).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_gives_each_file_what_check_gives_it() {
+    let projects = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects");
+    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(&projects)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_dir())
+        .collect();
+    fixtures.sort();
+    for fixture in fixtures {
+        // Installed libraries are followed only with an interpreter named: neither side has one.
+        if fixture.join("venv").exists() {
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        copy_tree(&fixture, &root);
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+            .args(["check", "--format", "json", "--exit-zero", "."])
+            .current_dir(&root)
+            .env_remove("VIRTUAL_ENV")
+            .output()
+            .unwrap();
+        let report: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+        let mut files: Vec<PathBuf> = Vec::new();
+        let mut stack = vec![root.clone()];
+        while let Some(at) = stack.pop() {
+            for entry in std::fs::read_dir(&at).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|ext| ext == "py") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        let expected = |file: &Path| -> Vec<String> {
+            let shown = file
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let mut found: Vec<String> = report
+                .iter()
+                .filter(|item| item["file"] == shown.as_str())
+                .map(|item| {
+                    let severity = match item["severity"].as_str().unwrap() {
+                        "error" => 1,
+                        "warning" => 2,
+                        _ => 3,
+                    };
+                    format!(
+                        "{} {} {severity} {}",
+                        item["line"],
+                        item["code"].as_str().unwrap(),
+                        item["message"].as_str().unwrap()
+                    )
+                })
+                .collect();
+            found.sort();
+            found
+        };
+        let published = |diagnostics: &[Value]| -> Vec<String> {
+            let mut found: Vec<String> = diagnostics
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} {} {} {}",
+                        d["range"]["start"]["line"].as_u64().unwrap() + 1,
+                        d["code"].as_str().unwrap_or_default(),
+                        d["severity"],
+                        d["message"].as_str().unwrap()
+                    )
+                })
+                .collect();
+            found.sort();
+            found
+        };
+        for file in &files {
+            let (mut child, mut client) = served(&root).await;
+            let uri = file_uri(file);
+            client
+                .open(&uri, 1, &std::fs::read_to_string(file).unwrap())
+                .await;
+            let diagnostics = client.diagnostics(&uri, 1).await;
+            assert_eq!(
+                published(&diagnostics),
+                expected(file),
+                "{}: {} opened alone",
+                fixture.display(),
+                file.display()
+            );
+            client.shutdown_and_exit().await;
+            let _ = child.wait().await;
+        }
+        let (mut child, mut client) = served(&root).await;
+        for file in &files {
+            client
+                .open(&file_uri(file), 1, &std::fs::read_to_string(file).unwrap())
+                .await;
+        }
+        for file in &files {
+            let diagnostics = client.diagnostics(&file_uri(file), 1).await;
+            assert_eq!(
+                published(&diagnostics),
+                expected(file),
+                "{}: {} opened with the others",
+                fixture.display(),
+                file.display()
+            );
+        }
+        client.shutdown_and_exit().await;
+        let _ = child.wait().await;
+    }
+}

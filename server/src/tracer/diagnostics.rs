@@ -27,6 +27,11 @@ pub struct TraceDiagnostic {
     pub fixes: Vec<SuggestedFix>,
     /// Library frames that lead to the failure and the entrypoint, as `Diagnostic::related`.
     pub related: Vec<Related>,
+    /// A companion of a constraint violation found in another file than the entrypoint's: it
+    /// stands where the dimensions are declared, carries torch's fix for them there, and
+    /// names the guard's place (file, 1-based line). An info diagnostic: the failure itself is
+    /// reported on the guard.
+    pub declaration_of: Option<(PathBuf, u32)>,
 }
 
 impl TraceDiagnostic {
@@ -68,12 +73,22 @@ impl TraceDiagnostic {
     /// the real exporter failed, or (PT601) the program it wrote was run and computes something
     /// else than the model.
     pub fn to_diagnostic(&self, text: &str, index: &LineIndex) -> Diagnostic {
+        let fix = self.dim_fix(text);
+        let mut range = self.range(text, index);
+        let mut severity = Severity::Error;
+        if self.declaration_of.is_some() {
+            severity = Severity::Info;
+            // On the declaration the fix edits, where there is one.
+            if let Some(edit) = fix.as_ref().and_then(|fix| fix.edits.first()) {
+                range = edit.range;
+            }
+        }
         Diagnostic {
             rule: self.rule,
-            severity: Severity::Error,
+            severity,
             message: self.message.clone(),
-            range: self.range(text, index),
-            fix: self.dim_fix(text),
+            range,
+            fix,
             related: self.related.clone(),
         }
     }
@@ -204,6 +219,39 @@ pub fn from_result(result: &JobResult, anchor: &Anchor) -> Vec<TraceDiagnostic> 
         .iter()
         .map(|finding| from_finding(finding, anchor))
         .collect();
+    // torch's fix edits `dynamic_shapes`, which the guard's file does not hold: a companion at
+    // the entrypoint carries it where the dimensions are declared.
+    let companions: Vec<TraceDiagnostic> = out
+        .iter()
+        .filter(|found| {
+            !found.fixes.is_empty() && normalized(&found.file) != normalized(&anchor.file)
+        })
+        .map(|found| {
+            let suggested: Vec<&str> = found.fixes.iter().map(|fix| fix.text.as_str()).collect();
+            TraceDiagnostic {
+                file: anchor.file.clone(),
+                rule: found.rule,
+                message: format!(
+                    "the dimensions declared here are violated by a guard in another file (see \
+                     the related place); torch suggests: {}",
+                    suggested.join(", ")
+                ),
+                line: anchor.line,
+                column: None,
+                end_line: None,
+                end_column: None,
+                fixes: found.fixes.clone(),
+                related: vec![Related {
+                    file: found.file.clone(),
+                    line: found.line,
+                    column: found.column.map_or(1, |column| column + 1),
+                    message: "the guard torch added here".to_owned(),
+                }],
+                declaration_of: Some((found.file.clone(), found.line)),
+            }
+        })
+        .collect();
+    out.extend(companions);
     let own = |message: String| TraceDiagnostic {
         file: anchor.file.clone(),
         rule: Rule::WorkerCrash,
@@ -214,6 +262,7 @@ pub fn from_result(result: &JobResult, anchor: &Anchor) -> Vec<TraceDiagnostic> 
         end_column: None,
         fixes: Vec::new(),
         related: Vec::new(),
+        declaration_of: None,
     };
     let detail = result.detail.as_deref().unwrap_or("");
     match result.status {
@@ -283,6 +332,7 @@ fn from_finding(finding: &Finding, anchor: &Anchor) -> TraceDiagnostic {
                 message: related.message.clone(),
             })
             .collect(),
+        declaration_of: None,
     }
 }
 
@@ -445,6 +495,7 @@ mod tests {
             end_column: end.map(|(_, column)| column),
             fixes: Vec::new(),
             related: Vec::new(),
+            declaration_of: None,
         }
     }
 

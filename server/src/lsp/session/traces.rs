@@ -332,7 +332,9 @@ impl Session {
                 .filter(|found| settings.analyzer.is_enabled(found.rule))
                 .filter(|found| !is_suppressed(&text, &lines, found.line, found.rule))
                 .map(|found| {
-                    places.push((shown(&file, root), found.line));
+                    if found.declaration_of.is_none() {
+                        places.push((shown(&file, root), found.line));
+                    }
                     diagnostics::traced_to_lsp(
                         found,
                         &text,
