@@ -290,7 +290,8 @@ async fn a_save_of_a_relatively_imported_module_traces_the_export_script_that_re
 }
 
 /// The exporter is ground truth in the editor too: a static PT401 error on an assert that holds
-/// (`t <= self.config.block_size` with `block_size=32` and `Dim("seq", max=32)`) is published
+/// (`t <= limit`, `limit = self.config.block_size`, with `block_size=32` and
+/// `Dim("seq", max=32)`) is published
 /// until a trace of the script that reaches it exports, then no longer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_static_error_the_export_contradicts_leaves_the_editor_after_the_trace() {
@@ -304,7 +305,7 @@ async fn a_static_error_the_export_contradicts_leaves_the_editor_after_the_trace
         ),
         (
             "gpt/model.py",
-            "import torch\nimport torch.nn as nn\n\n\nclass GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n        self.config = config\n        self.wte = nn.Embedding(config.vocab_size, config.n_embd)\n        self.wpe = nn.Embedding(config.block_size, config.n_embd)\n\n    def forward(self, idx):\n        b, t = idx.size()\n        assert t <= self.config.block_size, f\"Cannot forward sequence of length {t}\"\n        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)\n        return self.wte(idx) + self.wpe(pos)\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n        self.config = config\n        self.wte = nn.Embedding(config.vocab_size, config.n_embd)\n        self.wpe = nn.Embedding(config.block_size, config.n_embd)\n\n    def forward(self, idx):\n        b, t = idx.size()\n        limit = self.config.block_size\n        assert t <= limit, f\"Cannot forward sequence of length {t}\"\n        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)\n        return self.wte(idx) + self.wpe(pos)\n",
         ),
         (
             "export.py",
@@ -325,7 +326,7 @@ async fn a_static_error_the_export_contradicts_leaves_the_editor_after_the_trace
     let published = latest(&mut client, &model_uri).await;
     assert_eq!(
         found(&published),
-        [("PT401".to_owned(), 14, "static".to_owned())],
+        [("PT401".to_owned(), 15, "static".to_owned())],
         "the static pass no longer errs here: this test needs another false error"
     );
     save(&client, &model_uri).await;

@@ -1374,7 +1374,8 @@ fn scripts_that_never_reach_their_export_call_say_where_they_stopped() {
     assert_clean(tmp.path());
 }
 
-/// The exporter is ground truth where it ran. A GPT asserts `t <= self.config.block_size`;
+/// The exporter is ground truth where it ran. A GPT asserts `t <= limit`, read from
+/// `self.config.block_size` into a local the static pass cannot evaluate;
 /// the script declares `Dim("seq", max=32)` and builds the config with `block_size=32`, so the
 /// assert holds and torch exports. The static pass, which does not know `block_size`, calls
 /// the assert a PT401 error; the trace contradicts it, so it leaves the report (and stays, as
@@ -1393,7 +1394,7 @@ fn a_static_error_the_export_contradicts_is_not_an_error() {
         ),
         (
             "gpt/model.py",
-            "import torch\nimport torch.nn as nn\n\n\nclass GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n        self.config = config\n        self.wte = nn.Embedding(config.vocab_size, config.n_embd)\n        self.wpe = nn.Embedding(config.block_size, config.n_embd)\n\n    def forward(self, idx):\n        b, t = idx.size()\n        assert t <= self.config.block_size, f\"Cannot forward sequence of length {t}\"\n        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)\n        return self.wte(idx) + self.wpe(pos)\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n        self.config = config\n        self.wte = nn.Embedding(config.vocab_size, config.n_embd)\n        self.wpe = nn.Embedding(config.block_size, config.n_embd)\n\n    def forward(self, idx):\n        b, t = idx.size()\n        limit = self.config.block_size\n        assert t <= limit, f\"Cannot forward sequence of length {t}\"\n        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)\n        return self.wte(idx) + self.wpe(pos)\n",
         ),
         (
             "export.py",
@@ -1424,7 +1425,7 @@ fn a_static_error_the_export_contradicts_is_not_an_error() {
     );
     assert_eq!(
         codes(&statically),
-        [("gpt/model.py".to_owned(), 14, "error".to_owned())],
+        [("gpt/model.py".to_owned(), 15, "error".to_owned())],
         "the static pass no longer errs here: this test needs another false error"
     );
     let traced_run = pt2lsp(
@@ -1456,7 +1457,7 @@ fn a_static_error_the_export_contradicts_is_not_an_error() {
     );
     assert_eq!(
         codes(&shown),
-        [("gpt/model.py".to_owned(), 14, "info".to_owned())]
+        [("gpt/model.py".to_owned(), 15, "info".to_owned())]
     );
     assert!(
         shown.json()[0]["message"]

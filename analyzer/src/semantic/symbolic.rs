@@ -458,6 +458,7 @@ mod tests {
             name: name.to_owned(),
             min,
             max,
+            bounds_unknown: false,
             automatic: false,
             range: TextRange::default(),
         }))
@@ -499,6 +500,7 @@ mod tests {
                 name: name.to_owned(),
                 min,
                 max,
+                bounds_unknown: false,
                 automatic: false,
                 range: TextRange::new(at.into(), at.into()),
             }))

@@ -116,6 +116,9 @@ pub(crate) struct DimDecl {
     pub(crate) name: String,
     pub(crate) min: Option<i64>,
     pub(crate) max: Option<i64>,
+    /// A `min` or `max` is written but the analysis cannot read its value (`max=cfg.max_len`):
+    /// the range is not known, so nothing that depends on it is an error.
+    pub(crate) bounds_unknown: bool,
     /// `Dim.AUTO` / `Dim.DYNAMIC`: the exporter refines the range itself instead of failing.
     pub(crate) automatic: bool,
     /// Where the `Dim` is made, for fixes and messages.

@@ -349,7 +349,7 @@ impl Interpreter<'_, '_> {
                 ..
             } = value
             {
-                if !dim.automatic && dim.max.is_none() {
+                if !dim.automatic && dim.max.is_none() && !dim.bounds_unknown {
                     self.record(EventKind::BufferSlice { dim }, upper.range());
                 }
             }
@@ -395,6 +395,9 @@ impl Interpreter<'_, '_> {
         // `arange(n).unsqueeze(0)` is 1), is a constant the known ranges may decide against.
         let left_number = number_of(&compare.left).or_else(|| left.known_constant());
         let right_number = number_of(right_expr).or_else(|| right.known_constant());
+        if ordering_against_configuration(op, (&left, &compare.left), (right, right_expr)) {
+            return Value::Unknown;
+        }
         let guard = match (&left, right) {
             (Value::DataScalar(interval), _) => data_guard(*interval, op, right_number),
             (_, Value::DataScalar(interval)) => data_guard(*interval, op.flipped(), left_number),
@@ -426,4 +429,35 @@ impl Interpreter<'_, '_> {
             other => other,
         }
     }
+}
+
+/// An ordering of a dynamic size against a configuration value the analysis cannot read
+/// (`t <= self.config.block_size`, `n < cfg.max_len`) under a `Dim` with an upper bound:
+/// whether the number lies inside the declared range cannot be told, so the guard is not known
+/// to violate it. (Without an upper bound any finite number cuts the range, and the guard stays.)
+fn ordering_against_configuration(
+    op: CompareOp,
+    (left, left_expr): (&Value, &Expr),
+    (right, right_expr): (&Value, &Expr),
+) -> bool {
+    if !matches!(
+        op,
+        CompareOp::Lt | CompareOp::LtE | CompareOp::Gt | CompareOp::GtE
+    ) {
+        return false;
+    }
+    let bounded_dynamic = |value: &Value| {
+        matches!(
+            value,
+            Value::Size {
+                origin: SizeOrigin::Dynamic { dim, .. },
+                ..
+            } if dim.max.is_some() || dim.bounds_unknown
+        )
+    };
+    let configuration = |value: &Value, expr: &Expr| {
+        matches!(value, Value::Unknown) && matches!(expr, Expr::Attribute(_))
+    };
+    (bounded_dynamic(left) && configuration(right, right_expr))
+        || (bounded_dynamic(right) && configuration(left, left_expr))
 }

@@ -637,6 +637,10 @@ fn size_guard(
                 }
                 _ => (false, None),
             };
+            // An unreadable bound: whether the guard cuts the range cannot be told.
+            if !decided && dim.bounds_unknown {
+                return Value::Unknown;
+            }
             Value::Guard(Guard {
                 kind: GuardKind::Dynamic(dim.clone()),
                 decided,

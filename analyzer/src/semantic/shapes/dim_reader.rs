@@ -121,15 +121,19 @@ impl DimReader<'_, '_, '_> {
                     .and_then(names::string_literal)
                     .unwrap_or("_")
                     .to_owned();
+                // A bound written as a literal, or as a name bound to one in the file.
                 let bound = |key: &str| {
-                    call.arguments
-                        .find_keyword(key)
-                        .and_then(|k| names::int_literal(&k.value))
+                    let value = &call.arguments.find_keyword(key)?.value;
+                    names::int_literal(value).or_else(|| names::int_literal(self.resolve(value)?))
                 };
+                let written = |key: &str| call.arguments.find_keyword(key).is_some();
+                let (min, max) = (bound("min"), bound("max"));
                 Some(DimDecl {
                     name,
-                    min: bound("min"),
-                    max: bound("max"),
+                    min,
+                    max,
+                    bounds_unknown: (written("min") && min.is_none())
+                        || (written("max") && max.is_none()),
                     automatic,
                     range: call.range(),
                 })
@@ -139,6 +143,7 @@ impl DimReader<'_, '_, '_> {
                     name: attribute.attr.to_string(),
                     min: None,
                     max: None,
+                    bounds_unknown: false,
                     automatic: true,
                     range: expr.range(),
                 }),
@@ -150,6 +155,7 @@ impl DimReader<'_, '_, '_> {
                         name: (*dim).to_owned(),
                         min: None,
                         max: None,
+                        bounds_unknown: false,
                         automatic: false,
                         range: *range,
                     });
