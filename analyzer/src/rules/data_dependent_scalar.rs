@@ -106,8 +106,8 @@ pub(crate) fn check(checker: &mut Checker) {
                 "`{text}` turns a tensor into a Python number, which non-strict export cannot do; use `.item()` and keep arithmetic in torch, or stay a tensor"
             ),
             EventKind::Scalar {
+                value: Value::Tensor(_) | Value::DataScalar(_),
                 usage: ScalarUse::MathCall,
-                ..
             } => format!(
                 "`{text}` applies a `math` function to a tensor, which needs its value; use the `torch` function of the same name"
             ),

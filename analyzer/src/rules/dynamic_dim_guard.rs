@@ -174,6 +174,22 @@ pub(crate) fn check(checker: &mut Checker) {
                 ),
                 static_dim(checker, dim),
             ),
+            // Measured: `math.log2(n)` (and `sqrt`, `exp`, `isqrt`, `gcd`) of a size needs a
+            // concrete number, which fixes the dimension in either mode.
+            EventKind::Scalar {
+                value:
+                    Value::Size {
+                        origin: SizeOrigin::Dynamic { dim, .. },
+                        ..
+                    },
+                usage: ScalarUse::MathCall,
+            } if !dim.automatic => (
+                format!(
+                    "`{text}` needs a concrete number, which fixes dynamic dimension `{}` to the example's size; compute it with the torch function of the same name on a tensor, or declare the dimension static",
+                    dim.name
+                ),
+                static_dim(checker, dim),
+            ),
             EventKind::DimMismatch { left, right } => (
                 format!(
                     "`{text}` broadcasts dynamic dimensions `{}` and `{}` against each other, so they must be equal: export fails with \"Constraints violated ({})\"; declare `{} = {}` in `dynamic_shapes`",

@@ -498,11 +498,29 @@ impl Interpreter<'_, '_> {
                     Value::DataScalar(Interval::default())
                 }
                 Some(Value::DataScalar(_)) => Value::DataScalar(Interval::default()),
-                Some(Value::Size { origin, .. }) => Value::Size {
-                    origin: origin.combine(&SizeOrigin::Static),
-                    interval: Interval::default(),
-                    sym: None,
-                },
+                Some(size @ Value::Size { origin, .. }) => {
+                    // Measured (torch 2.15): `math.log2`, `sqrt`, `exp`, `isqrt`, `gcd` of a
+                    // size ask for a concrete number and fix a dynamic dimension; `ceil`,
+                    // `floor`, `trunc` and `prod` keep it symbolic.
+                    let keeps_symbolic = matches!(
+                        qualified,
+                        "math.ceil" | "math.floor" | "math.trunc" | "math.prod" | "math.fsum"
+                    );
+                    if !keeps_symbolic && matches!(origin, SizeOrigin::Dynamic { .. }) {
+                        self.record(
+                            EventKind::Scalar {
+                                value: size.clone(),
+                                usage: ScalarUse::MathCall,
+                            },
+                            call.range(),
+                        );
+                    }
+                    Value::Size {
+                        origin: origin.combine(&SizeOrigin::Static),
+                        interval: Interval::default(),
+                        sym: None,
+                    }
+                }
                 _ => Value::Unknown,
             };
         }
