@@ -123,7 +123,7 @@ pub fn settings(
                 RuleSelector::parse(text).ok_or_else(|| {
                     Error::Invalid(format!(
                         "unknown rule selector {text:?} in {option}: selectors are rule codes \
-                         or their prefixes (PT, PT1, PT101); `pt2lsp rule --all` lists the rules"
+                         or their prefixes (PT, PT1, PT101); `pt2lsp rule` lists the rules"
                     ))
                 })
             })

@@ -1083,3 +1083,36 @@ fn code_no_entrypoint_exports_is_warned_about_not_failed() {
     assert_eq!(run.code, 1, "{run:?}");
     assert_eq!(json(&run)[0]["severity"], "error");
 }
+
+/// `export -o` into a directory that does not exist refuses, naming it, and creates nothing;
+/// before any Python runs.
+#[test]
+fn export_refuses_an_output_in_a_missing_directory() {
+    let dir = tree(&[(
+        "net.py",
+        b"import torch\n\nmodel = torch.nn.Linear(2, 2)\nexample_args = (torch.randn(1, 2),)\n",
+    )]);
+    let missing = dir.path().join("no/such/dir/net.pt2");
+    let run = pt2lsp(
+        dir.path(),
+        &["export", "net.py", "-o", missing.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("does not exist") && run.stderr.contains("no/such/dir"),
+        "{run:?}"
+    );
+    assert!(!dir.path().join("no").exists());
+}
+
+/// A selector that names no rule points to the plain rule list.
+#[test]
+fn an_unknown_selector_points_to_the_rule_list() {
+    let dir = tree(&[("clean.py", CLEAN)]);
+    let run = pt2lsp(dir.path(), &["check", "--select", "PT999X"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("`pt2lsp rule` lists the rules"),
+        "{run:?}"
+    );
+}

@@ -42,7 +42,7 @@ pub(crate) fn parse_expression(source: &str) -> Option<ast::Expr> {
 /// parser could make sense of, so later passes still see `if x.sum() > 0` with its colon missing.
 pub(crate) fn parse(source: &str) -> Parsed {
     let parsed = ruff_python_parser::parse_unchecked(source, ParseOptions::from(Mode::Module));
-    let errors = parsed
+    let mut errors: Vec<SyntaxError> = parsed
         .errors()
         .iter()
         .map(|error| SyntaxError {
@@ -50,6 +50,7 @@ pub(crate) fn parse(source: &str) -> Parsed {
             range: error.location,
         })
         .collect();
+    errors.extend(too_deeply_nested(parsed.tokens()));
     let module = match parsed.into_syntax() {
         ast::Mod::Module(module) => module,
         // `Mode::Module` always yields a module; an expression is wrapped rather than lost.
@@ -61,4 +62,34 @@ pub(crate) fn parse(source: &str) -> Parsed {
         },
     };
     Parsed { module, errors }
+}
+
+/// CPython's tokenizer refuses more than this many open brackets at once.
+const MAX_BRACKET_DEPTH: usize = 200;
+
+/// The first bracket past CPython's nesting limit, which ruff's parser accepts: the file cannot
+/// be imported ("too many nested parentheses").
+fn too_deeply_nested(tokens: &[ast::token::Token]) -> Option<SyntaxError> {
+    use ast::token::TokenKind;
+    let mut depth = 0_usize;
+    for token in tokens {
+        match token.kind() {
+            TokenKind::Lpar | TokenKind::Lsqb | TokenKind::Lbrace => {
+                depth += 1;
+                if depth > MAX_BRACKET_DEPTH {
+                    return Some(SyntaxError {
+                        message: format!(
+                            "too many nested parentheses: Python allows {MAX_BRACKET_DEPTH} levels"
+                        ),
+                        range: ruff_text_size::Ranged::range(token),
+                    });
+                }
+            }
+            TokenKind::Rpar | TokenKind::Rsqb | TokenKind::Rbrace => {
+                depth = depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+    }
+    None
 }

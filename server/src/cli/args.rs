@@ -228,9 +228,10 @@ I/O problem (a missing path, an unreadable file, a bad pyproject.toml, an unknow
     reason = "each bool is one on/off command-line flag"
 )]
 pub struct CheckArgs {
-    /// Files or directories to check [default: .]. Directories are walked for *.py and *.pyi
-    /// files, skipping hidden files and what .gitignore or .ignore exclude; a file named here is
-    /// always checked.
+    /// Files or directories to check [default: .]. Directories are walked for *.py, *.pyi and
+    /// *.ipynb (Jupyter notebooks) files, skipping hidden files and what .gitignore or .ignore
+    /// exclude; a file named here is always checked. The rest of the project is read for
+    /// cross-file facts either way, so a file gets the same diagnostics however it is named.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 

@@ -320,7 +320,7 @@ fn resolve_settings(options: &CheckOptions, config: &Config) -> Result<Settings>
                 RuleSelector::parse(text).with_context(|| {
                     format!(
                         "unknown rule selector `{text}` in {origin}: selectors are rule codes or \
-                         their prefixes (PT, PT1, PT101); `pt2lsp rule --all` lists the rules"
+                         their prefixes (PT, PT1, PT101); `pt2lsp rule` lists the rules"
                     )
                 })
             })

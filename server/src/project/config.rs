@@ -340,7 +340,8 @@ pub fn from_table(table: &Table, path: Option<&Path>) -> Config {
                 let read = entrypoints(value, &mut unknown, &mut old);
                 for (index, name) in unknown {
                     config.warnings.push(format!(
-                        "{source}: unknown key `{prefix}entrypoints[{index}].{name}` (known keys: {})",
+                        "{source}: unknown key `{prefix}entrypoints[{index}].{name}`{} (known keys: {})",
+                        did_you_mean(&name, &ENTRYPOINT_KEYS),
                         ENTRYPOINT_KEYS.join(", ")
                     ));
                 }
@@ -354,7 +355,8 @@ pub fn from_table(table: &Table, path: Option<&Path>) -> Config {
             }
             unknown => {
                 config.warnings.push(format!(
-                    "{source}: unknown key `{prefix}{unknown}` (known keys: {})",
+                    "{source}: unknown key `{prefix}{unknown}`{} (known keys: {})",
+                    did_you_mean(unknown, &KEYS),
                     KEYS.join(", ")
                 ));
                 Ok(())
@@ -461,6 +463,33 @@ fn strings(value: &Value) -> Result<Vec<String>, String> {
 /// An old spelling met in an entrypoint table: (index, key as written, key as spelled now,
 /// whether the new spelling is there too).
 type OldSpelling = (usize, String, &'static str, bool);
+
+/// `; did you mean `select`?` when a known key is within two edits of `key` (a typo), else
+/// nothing.
+fn did_you_mean(key: &str, known: &[&str]) -> String {
+    known
+        .iter()
+        .map(|candidate| (edit_distance(key, candidate), candidate))
+        .filter(|(distance, candidate)| *distance <= 2.min(candidate.len() / 2))
+        .min()
+        .map(|(_, candidate)| format!("; did you mean `{candidate}`?"))
+        .unwrap_or_default()
+}
+
+/// Levenshtein distance between two short keys.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
 
 /// An array of entrypoint tables; unknown keys inside them go to `unknown` as (index, key), old
 /// spellings to `old`.
@@ -675,6 +704,18 @@ mod tests {
                 && config.warnings[1].contains("`tool.pt2lsp.selekt`"),
             "{:?}",
             config.warnings
+        );
+        assert!(
+            config.warnings[0].contains("did you mean `model`?")
+                && config.warnings[1].contains("did you mean `select`?"),
+            "{:?}",
+            config.warnings
+        );
+        let far = parse("colour-scheme = 1").unwrap();
+        assert!(
+            !far.warnings[0].contains("did you mean"),
+            "{:?}",
+            far.warnings
         );
 
         let error = format!("{:#}", parse("strict = \"yes\"").unwrap_err());
