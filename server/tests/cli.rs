@@ -1116,3 +1116,40 @@ fn an_unknown_selector_points_to_the_rule_list() {
         "{run:?}"
     );
 }
+
+/// `--show-files` lists what a run would check and checks nothing; `--output-file` writes the
+/// report there instead of stdout, keeping the exit status; `--color` forces or removes colour.
+#[test]
+fn show_files_output_file_and_color() {
+    let dir = tree(&[
+        ("pkg/__init__.py", b""),
+        ("pkg/broken.py", BROKEN),
+        ("clean.py", CLEAN),
+        (".hidden/skipped.py", CLEAN),
+    ]);
+    let listed = pt2lsp(dir.path(), &["check", "--show-files"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    assert_eq!(listed.stdout, "clean.py\npkg/__init__.py\npkg/broken.py\n");
+
+    let report = dir.path().join("report.json");
+    let run = pt2lsp(
+        dir.path(),
+        &[
+            "check",
+            "--format",
+            "json",
+            "--output-file",
+            "report.json",
+            "pkg",
+        ],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "");
+    let written: Value = serde_json::from_str(&fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(written[0]["code"], "PT001", "{written:#}");
+
+    let colored = pt2lsp(dir.path(), &["check", "--color", "always", "pkg"]);
+    assert!(colored.stdout.contains("\u{1b}["), "{colored:?}");
+    let plain = pt2lsp(dir.path(), &["check", "--color", "never", "pkg"]);
+    assert!(!plain.stdout.contains('\u{1b}'), "{plain:?}");
+}

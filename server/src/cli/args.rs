@@ -179,6 +179,14 @@ pub struct ExportArgs {
     pub quiet: bool,
 }
 
+/// When the text report uses colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
     /// What was written, or the problems, for people.
@@ -239,6 +247,18 @@ pub struct CheckArgs {
     /// scanning, github for annotations in a GitHub Actions log.
     #[arg(long, visible_alias = "output-format", value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+
+    /// Write the report to FILE instead of stdout (replaced whole, never half-written).
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+
+    /// Colours in the text report: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// Print the files a run would check, one per line, and exit without checking them.
+    #[arg(long)]
+    pub show_files: bool,
 
     /// Rules to run, as codes or prefixes (PT101, PT1, PT), comma-separated or repeated.
     /// Replaces `select` and `ignore` from pyproject.toml [default: PT].

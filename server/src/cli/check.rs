@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::args::CheckArgs;
+use crate::cli::args::{CheckArgs, ColorChoice};
 use crate::cli::fix;
 use crate::cli::output::{self, OutputFormat};
 use crate::cli::trace::Tracing;
@@ -24,6 +24,25 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         mut io_errors,
         libraries,
     } = prepare(&options(args))?;
+    if args.show_files {
+        let mut shown: Vec<String> = files
+            .iter()
+            .map(|file| {
+                crate::project::walk::display_path(file, &cwd)
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        shown.sort();
+        output::with_stdout(|out| {
+            for file in &shown {
+                writeln!(out, "{file}")?;
+            }
+            Ok(())
+        })
+        .context("cannot write the file list")?;
+        return Ok(ExitStatus::Success);
+    }
     let fixing = fix::Fixing::resolve(args, &config);
     let mut project = Project::load(&files, &settings, &cwd, pool, &mut io_errors);
     project.add_context(&context);
@@ -75,14 +94,26 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         format: args.format,
         quiet: args.quiet,
         statistics: args.statistics,
-        color: args.format == OutputFormat::Text && output::use_color(),
+        color: args.format == OutputFormat::Text
+            && match args.color {
+                ColorChoice::Always => true,
+                ColorChoice::Never => false,
+                ColorChoice::Auto => args.output_file.is_none() && output::use_color(),
+            },
         fix_mode: fixing.mode,
         fixed: fixed.as_ref().map(|outcome| outcome.fixed),
         fix_only: args.fix_only,
         trace_failed,
     };
-    output::with_stdout(|out| output::render(&reports, options, out))
-        .context("cannot write the report")?;
+    match &args.output_file {
+        Some(path) => {
+            let mut rendered = Vec::new();
+            output::render(&reports, options, &mut rendered).context("cannot render the report")?;
+            write_report(path, &rendered)?;
+        }
+        None => output::with_stdout(|out| output::render(&reports, options, out))
+            .context("cannot write the report")?,
+    }
 
     let has_errors = !args.fix_only
         && reports
@@ -114,4 +145,28 @@ pub fn options(args: &CheckArgs) -> CheckOptions {
         cache_dir: args.cache_dir.clone(),
         no_cache: args.no_cache,
     }
+}
+
+/// Writes the report to `path` through a temporary file beside it, renamed over it: a reader
+/// sees the old report or the new one, never half of one.
+fn write_report(path: &std::path::Path, rendered: &[u8]) -> Result<()> {
+    let directory = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or_else(|| std::path::Path::new("."));
+    let name = path
+        .file_name()
+        .with_context(|| format!("--output-file {} names no file", path.display()))?;
+    let temporary = directory.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&temporary, rendered)
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .map_err(|error| {
+            let _ = std::fs::remove_file(&temporary);
+            error
+        })
+        .with_context(|| format!("cannot write the report to {}", path.display()))
 }
