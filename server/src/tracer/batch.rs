@@ -268,7 +268,7 @@ pub fn run(
         diagnostics::dedup(&mut report.diagnostics);
         return Ok(report);
     }
-    let mut progress = Progress::new(progress && std::io::stderr().is_terminal(), to_run.len());
+    let mut progress = Progress::new(progress, to_run.len());
     progress.show("starting the tracer");
     let python = options.python.clone();
     let submitted = std::time::SystemTime::now();
@@ -322,27 +322,58 @@ pub fn run(
     Ok(report)
 }
 
-/// `tracing 3/12 models/encoder.py` on one terminal line, rewritten in place.
+/// How far the batch is: `tracing 3/12 models/encoder.py` on one terminal line, rewritten in
+/// place; where stderr is not a terminal (a CI log), a line at the start and one as jobs end,
+/// at most every [`LOG_INTERVAL`] (and for the last), so a long trace is never silent.
 struct Progress {
-    enabled: bool,
+    mode: ProgressMode,
     done: usize,
     total: usize,
+    last_line: Option<std::time::Instant>,
 }
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ProgressMode {
+    Off,
+    Terminal,
+    Lines,
+}
+
+/// The least time between two progress lines in a log.
+const LOG_INTERVAL: Duration = Duration::from_secs(5);
 
 impl Progress {
     fn new(enabled: bool, total: usize) -> Self {
+        let mode = match (enabled, std::io::stderr().is_terminal()) {
+            (false, _) => ProgressMode::Off,
+            (true, true) => ProgressMode::Terminal,
+            (true, false) => ProgressMode::Lines,
+        };
         Self {
-            enabled,
+            mode,
             done: 0,
             total,
+            last_line: None,
         }
     }
 
-    fn show(&self, what: &str) {
-        if self.enabled {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2Ktracing {}/{} {what}", self.done, self.total);
-            let _ = err.flush();
+    fn show(&mut self, what: &str) {
+        let mut err = std::io::stderr().lock();
+        match self.mode {
+            ProgressMode::Off => {}
+            ProgressMode::Terminal => {
+                let _ = write!(err, "\r\x1b[2Ktracing {}/{} {what}", self.done, self.total);
+                let _ = err.flush();
+            }
+            ProgressMode::Lines => {
+                let due = self
+                    .last_line
+                    .is_none_or(|last| last.elapsed() >= LOG_INTERVAL);
+                if due || self.done == self.total {
+                    let _ = writeln!(err, "pt2lsp: tracing {}/{} {what}", self.done, self.total);
+                    self.last_line = Some(std::time::Instant::now());
+                }
+            }
         }
     }
 
@@ -352,7 +383,7 @@ impl Progress {
     }
 
     fn clear(&self) {
-        if self.enabled {
+        if self.mode == ProgressMode::Terminal {
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\r\x1b[2K");
             let _ = err.flush();
