@@ -69,3 +69,36 @@ fn old_spellings_work_with_a_deprecation_that_quiet_does_not_hide() {
         "{check:?}"
     );
 }
+
+/// Every setting the VS Code extension declares in `package.json` has a row in its README's
+/// settings table (issue 33: three were missing).
+#[test]
+fn every_vscode_setting_is_documented() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../editors/vscode");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(root.join("package.json")).unwrap()).unwrap();
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let rows: Vec<&str> = readme
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+        .collect();
+    let settings = manifest["contributes"]["configuration"]["properties"]
+        .as_object()
+        .unwrap();
+    assert!(settings.len() >= 10, "{settings:?}");
+    let missing: Vec<&String> = settings
+        .keys()
+        .filter(|key| {
+            let cell = format!("`{key}`");
+            !rows.iter().any(|row| {
+                row.split('|')
+                    .nth(1)
+                    .is_some_and(|first| first.contains(&cell))
+            })
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "settings of package.json without a row in editors/vscode/README.md: {missing:?}"
+    );
+}

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use pt2lsp_analyzer::{FixMode, Rule};
 use serde::Serialize;
 use serde_json::json;
@@ -76,26 +76,14 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
         None => plan::default_output(&file, &chosen, plan::out_dir(&config).as_deref()),
     };
     if let Some(dir) = output.parent() {
-        // A file named with `-o` goes into a directory that exists: a typo in its path must not
-        // create directories anywhere (`-o /nonexistent/x.pt2`). A directory named as one
-        // (`-o build/`), `out-dir` and the script's own save path are created.
-        let names_file = args.output.as_ref().is_some_and(|given| {
-            !given
-                .as_os_str()
-                .to_string_lossy()
-                .ends_with(std::path::MAIN_SEPARATOR)
-                && !walk::absolute(&cwd, given).is_dir()
-        });
-        if names_file && !dir.is_dir() {
-            bail!(
-                "the output directory {} does not exist: create it first, or name a directory \
-                 with a trailing `/` (`-o {}/`) for pt2lsp to create it",
-                dir.display(),
-                dir.display()
-            );
-        }
+        // A missing directory is created, and said so: a typo in `-o` must not make
+        // directories unnoticed (`-o /nonexistent/x.pt2`).
+        let missing = !dir.is_dir();
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
+        if missing && !args.quiet {
+            warn(&format!("created the output directory {}", dir.display()));
+        }
     }
     let label = format!("{} ({})", shown.display(), chosen.name);
 
