@@ -297,26 +297,10 @@ async fn a_save_of_a_relatively_imported_module_traces_the_export_script_that_re
 async fn a_static_error_the_export_contradicts_leaves_the_editor_after_the_trace() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    let files = [
-        ("gpt/__init__.py", ""),
-        (
-            "gpt/config.py",
-            "from dataclasses import dataclass\n\n\n@dataclass\nclass GPTConfig:\n    block_size: int = 256\n    vocab_size: int = 100\n    n_embd: int = 16\n",
-        ),
-        (
-            "gpt/model.py",
-            "import torch\nimport torch.nn as nn\n\n\nclass GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n        self.config = config\n        self.wte = nn.Embedding(config.vocab_size, config.n_embd)\n        self.wpe = nn.Embedding(config.block_size, config.n_embd)\n\n    def forward(self, idx):\n        b, t = idx.size()\n        limit = self.config.block_size\n        assert t <= limit, f\"Cannot forward sequence of length {t}\"\n        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)\n        return self.wte(idx) + self.wpe(pos)\n",
-        ),
-        (
-            "export.py",
-            "import torch\nfrom torch.export import Dim\n\nfrom gpt.config import GPTConfig\nfrom gpt.model import GPT\n\n\ndef main():\n    config = GPTConfig(block_size=32)\n    model = GPT(config).eval()\n    idx = torch.randint(0, 100, (2, 8))\n    seq = Dim(\"seq\", max=32)\n    ep = torch.export.export(model, (idx,), dynamic_shapes={\"idx\": {1: seq}})\n    torch.export.save(ep, \"gpt.pt2\")\n\n\nif __name__ == \"__main__\":\n    main()\n",
-        ),
-    ];
-    for (name, text) in files {
-        let path = root.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/contradicted_gpt"),
+        &root,
+    );
     let (mut child, mut client) = served(&root).await;
     let model = root.join("gpt/model.py");
     let model_uri = file_uri(&model);

@@ -144,22 +144,21 @@ pub fn traced_to_lsp(
 
 /// Whether a published diagnostic came from the tracer.
 pub fn is_traced(diagnostic: &lsp::Diagnostic) -> bool {
+    data_source(diagnostic) == Some(TRACE_SOURCE)
+}
+
+/// The `source` a published diagnostic's `data` names (`trace`, `static+trace`).
+fn data_source(diagnostic: &lsp::Diagnostic) -> Option<&str> {
     diagnostic
         .data
         .as_ref()
         .and_then(|data| data.get("source"))
         .and_then(serde_json::Value::as_str)
-        == Some(TRACE_SOURCE)
 }
 
 /// Whether a published diagnostic is a static one the tracer confirmed.
 pub fn is_confirmed(diagnostic: &lsp::Diagnostic) -> bool {
-    diagnostic
-        .data
-        .as_ref()
-        .and_then(|data| data.get("source"))
-        .and_then(serde_json::Value::as_str)
-        == Some(CONFIRMED_SOURCE)
+    data_source(diagnostic) == Some(CONFIRMED_SOURCE)
 }
 
 /// The rule of a published diagnostic, from its code.
