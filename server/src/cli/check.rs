@@ -164,9 +164,8 @@ fn write_report(path: &std::path::Path, rendered: &[u8]) -> Result<()> {
     ));
     std::fs::write(&temporary, rendered)
         .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|error| {
+        .inspect_err(|_| {
             let _ = std::fs::remove_file(&temporary);
-            error
         })
         .with_context(|| format!("cannot write the report to {}", path.display()))
 }
