@@ -269,10 +269,14 @@ impl WorkspaceIndex {
     }
 
     /// Why nothing the project exports runs `module`'s code: the project has entrypoints and
-    /// none of them is `module` or may reach it. `None` when one does, or when the project has
-    /// no entrypoint at all (then every file is analysed for what it would do if exported).
+    /// none of them is `module` or may reach it. `None` when one does, when the project has no
+    /// entrypoint at all (then every file is analysed for what it would do if exported), and
+    /// for a top-level module: a file outside any package (a script, an example, a model kept
+    /// in a file of its own) is analysed as if exported, since it is run or copied on its own,
+    /// while a package's modules (`models/matcher.py`) are only ever run through imports.
     pub fn unexported(&self, module: &str) -> Option<String> {
-        if self.entrypoints.is_empty()
+        if !module.contains('.')
+            || self.entrypoints.is_empty()
             || self.is_entrypoint(module)
             || !self.entrypoints_reaching(module).is_empty()
         {
