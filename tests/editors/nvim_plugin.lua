@@ -204,6 +204,15 @@ else
   io.stdout:write("SKIPPED: the trace's progress (PT2LSP_TRACE_PYTHON is empty)\n")
 end
 command_answers("Pt2Export " .. vim.fn.fnameescape(project .. "/model.pt2"), "^pt2lsp: .*export")
+-- Left empty at the prompt, the output is the server's to name (the rule `pt2lsp export`
+-- follows): the command still answers.
+local prompted = nil
+vim.ui.input = function(opts, on_confirm)
+  prompted = opts
+  on_confirm("")
+end
+command_answers("Pt2Export", "^pt2lsp: .*export")
+check("export prompt", prompted ~= nil and prompted.default == "", vim.inspect(prompted))
 
 local id = client.id
 vim.lsp.stop_client(id)

@@ -433,10 +433,16 @@ function M.export(output, entry, bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local name = vim.api.nvim_buf_get_name(bufnr)
   local function run(path)
-    if path == nil or path == "" then
-      return
+    if path == nil then
+      return -- cancelled
     end
-    path = vim.fn.fnamemodify(vim.fn.expand(path), ":p")
+    -- Empty: the server chooses, by the rule `pt2lsp export` follows (the script's own save
+    -- path, `out-dir`, else beside the file), so the editor and the command write one file.
+    local destination = vim.NIL
+    if path ~= "" then
+      path = vim.fn.fnamemodify(vim.fn.expand(path), ":p")
+      destination = path
+    end
     -- The server exports the file as saved.
     if vim.bo[bufnr].modified then
       vim.api.nvim_buf_call(bufnr, function()
@@ -444,17 +450,17 @@ function M.export(output, entry, bufnr)
       end)
     end
     local uri = vim.uri_from_bufnr(bufnr)
-    M.execute(bufnr, "pt2lsp.exportPt2", { uri, entry or vim.NIL, path }, function(result)
+    M.execute(bufnr, "pt2lsp.exportPt2", { uri, entry or vim.NIL, destination }, function(result)
       -- A server that reports the export has shown its own message (size, node count).
       if type(result) ~= "table" or result.status ~= "exported" then
-        notify("exported " .. vim.fn.fnamemodify(name, ":t") .. " to " .. path)
+        notify("exported " .. vim.fn.fnamemodify(name, ":t") .. (path ~= "" and (" to " .. path) or ""))
       end
     end)
   end
   if output and output ~= "" then
     return run(output)
   end
-  vim.ui.input({ prompt = "Export model to: ", default = vim.fn.fnamemodify(name, ":p:r") .. ".pt2", completion = "file" }, run)
+  vim.ui.input({ prompt = "Export model to (empty: the project's default): ", default = "", completion = "file" }, run)
 end
 
 --- :Pt2Retrace — runs the tracer again on the current file.
