@@ -172,6 +172,11 @@ end
 vim.cmd("silent undo")
 check("diagnostic back", vim.wait(20000, function() return pt101() ~= nil end, 20),
   "no PT101 after undoing the suppression; got: " .. all_codes())
+-- The usual mappings, buffer-local once the server attached (Neovim 0.7 maps `K` to pydoc's
+-- keywordprg otherwise).
+local hover = vim.fn.maparg("K", "n", false, true)
+check("K is hover", hover.buffer == 1 and (hover.desc or ""):find("hover") ~= nil, vim.inspect(hover))
+check("code action key", vim.fn.maparg("<leader>ca", "n") ~= "", "no <leader>ca mapping")
 command_answers("Pt2Retrace", "^pt2lsp: .*retrace")
 if trace_python ~= "" then
   local pt2lsp = require("pt2lsp")

@@ -37,6 +37,17 @@ M.defaults = {
   -- Tensor shapes as inlay hints after assignments (`h = self.proj(x)  : [batch, seq, 64]`):
   -- Neovim's own inlay hints on 0.10 and later, end-of-line virtual text before.
   inlay_hints = true,
+  -- Buffer-local mappings set when the server attaches, as nvim-lspconfig's README suggests
+  -- (a key mapped already, by you or by Neovim, is left alone); false: none. Without them, `K` runs
+  -- `keywordprg` (pydoc) in Neovim before 0.10.
+  keymaps = {
+    hover = "K",
+    code_action = "<leader>ca",
+    definition = "gd",
+    next_diagnostic = "]d",
+    previous_diagnostic = "[d",
+    diagnostic_float = "<leader>e",
+  },
   -- Passed on to the client as they are.
   on_attach = nil,
   capabilities = nil,
@@ -285,7 +296,44 @@ local function on_inlay_hint_refresh(err, result, ctx)
   return vim.NIL
 end
 
+--- The mappings of `config.keymaps` in `bufnr`, where the buffer has none of its own.
+local function map_keys(bufnr)
+  if not config.keymaps then
+    return
+  end
+  -- Neovim 0.11 moves diagnostics with vim.diagnostic.jump; goto_next/goto_prev before.
+  local function jump(count, fallback)
+    if vim.diagnostic.jump then
+      return function()
+        vim.diagnostic.jump({ count = count, float = true })
+      end
+    end
+    return fallback
+  end
+  local actions = {
+    hover = vim.lsp.buf.hover,
+    code_action = vim.lsp.buf.code_action,
+    definition = vim.lsp.buf.definition,
+    next_diagnostic = jump(1, vim.diagnostic.goto_next),
+    previous_diagnostic = jump(-1, vim.diagnostic.goto_prev),
+    diagnostic_float = vim.diagnostic.open_float,
+  }
+  for action, lhs in pairs(config.keymaps) do
+    local rhs = actions[action]
+    -- A key mapped already (by the user, or by Neovim's own defaults) is left alone.
+    if rhs and type(lhs) == "string" and lhs ~= "" and vim.fn.maparg(lhs, "n") == "" then
+      vim.api.nvim_buf_set_keymap(bufnr, "n", lhs, "", {
+        noremap = true,
+        silent = true,
+        callback = rhs,
+        desc = "pt2lsp: " .. action:gsub("_", " "),
+      })
+    end
+  end
+end
+
 local function on_attach(client, bufnr)
+  map_keys(bufnr)
   if config.show_codes then
     show_codes(client.id)
   end
