@@ -1159,3 +1159,37 @@ fn show_files_output_file_and_color() {
     let plain = pt2lsp(dir.path(), &["check", "--color", "never", "pkg"]);
     assert!(!plain.stdout.contains('\u{1b}'), "{plain:?}");
 }
+
+/// `--show-settings` prints each resolved setting with where it came from, and checks nothing.
+#[test]
+fn show_settings_names_each_source() {
+    let dir = tree(&[
+        (
+            "pyproject.toml",
+            b"[tool.pt2lsp]\nselect = [\"PT1\", \"PT4\"]\nstrict = true\n",
+        ),
+        ("broken.py", BROKEN),
+    ]);
+    let run = pt2lsp(
+        dir.path(),
+        &["check", "--show-settings", "--ignore", "PT402"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let pyproject = dir.path().join("pyproject.toml");
+    let from_file = format!("# {}", pyproject.display());
+    let line = |key: &str| {
+        run.stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key} in {}", run.stdout))
+            .to_owned()
+    };
+    assert_eq!(
+        line("select"),
+        format!("select = [\"PT1\", \"PT4\"]  {from_file}")
+    );
+    assert_eq!(line("ignore"), "ignore = [\"PT402\"]  # --ignore");
+    assert_eq!(line("strict"), format!("strict = true  {from_file}"));
+    assert_eq!(line("timeout"), "timeout = 60  # default");
+    assert!(!run.stdout.contains("PT001"), "{}", run.stdout);
+}

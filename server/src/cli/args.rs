@@ -260,6 +260,11 @@ pub struct CheckArgs {
     #[arg(long)]
     pub show_files: bool,
 
+    /// Print the resolved settings and where each came from (the command line, the
+    /// configuration file, or the default), and exit without checking.
+    #[arg(long)]
+    pub show_settings: bool,
+
     /// Rules to run, as codes or prefixes (PT101, PT1, PT), comma-separated or repeated.
     /// Replaces `select` and `ignore` from pyproject.toml [default: PT].
     #[arg(long, value_delimiter = ',', value_name = "RULES")]

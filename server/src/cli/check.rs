@@ -24,6 +24,17 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         mut io_errors,
         libraries,
     } = prepare(&options(args))?;
+    if args.show_settings {
+        let lines = settings_lines(args, &config, &settings, files.len(), context.len());
+        output::with_stdout(|out| {
+            for line in &lines {
+                writeln!(out, "{line}")?;
+            }
+            Ok(())
+        })
+        .context("cannot write the settings")?;
+        return Ok(ExitStatus::Success);
+    }
     if args.show_files {
         let mut shown: Vec<String> = files
             .iter()
@@ -145,6 +156,109 @@ pub fn options(args: &CheckArgs) -> CheckOptions {
         cache_dir: args.cache_dir.clone(),
         no_cache: args.no_cache,
     }
+}
+
+/// `--show-settings`: each resolved setting, `key = value  # source`, as the run would use it.
+fn settings_lines(
+    args: &CheckArgs,
+    config: &crate::project::config::Config,
+    settings: &pt2lsp_analyzer::Settings,
+    files: usize,
+    context: usize,
+) -> Vec<String> {
+    let file = config.path.as_ref().map_or_else(
+        || "default (no configuration file)".to_owned(),
+        |path| path.display().to_string(),
+    );
+    let source = |flag: bool, flag_name: &str, configured: bool| {
+        if flag {
+            flag_name.to_owned()
+        } else if configured {
+            file.clone()
+        } else {
+            "default".to_owned()
+        }
+    };
+    let list = |selectors: &[pt2lsp_analyzer::RuleSelector]| {
+        let quoted: Vec<String> = selectors
+            .iter()
+            .map(|selector| format!("\"{}\"", selector.as_str()))
+            .collect();
+        format!("[{}]", quoted.join(", "))
+    };
+    let mut lines = vec![
+        format!("configuration = {file}"),
+        format!(
+            "select = {}  # {}",
+            list(&settings.select),
+            source(args.select.is_some(), "--select", config.select.is_some())
+        ),
+        format!(
+            "ignore = {}  # {}",
+            list(&settings.ignore),
+            source(args.ignore.is_some(), "--ignore", config.ignore.is_some())
+        ),
+        format!(
+            "strict = {}  # {}",
+            settings.strict,
+            source(
+                args.strict_override().is_some(),
+                "--strict",
+                config.strict.is_some()
+            )
+        ),
+        format!(
+            "timeout = {}  # {}",
+            args.timeout
+                .or(config.timeout)
+                .unwrap_or(crate::tracer::DEFAULT_TIMEOUT_SECONDS),
+            source(
+                args.timeout.is_some(),
+                "--timeout",
+                config.timeout.is_some()
+            )
+        ),
+        format!(
+            "python = {}  # {}",
+            args.python
+                .as_ref()
+                .map(|path| path.display().to_string())
+                .or_else(|| config.python.clone())
+                .unwrap_or_else(|| {
+                    "(the environment pt2lsp is installed in, else $VIRTUAL_ENV, else python3)"
+                        .to_owned()
+                }),
+            source(args.python.is_some(), "--python", config.python.is_some())
+        ),
+        format!(
+            "follow-libraries = {}  # {}",
+            !args.no_follow_libraries && config.follow_libraries != Some(false),
+            source(
+                args.no_follow_libraries,
+                "--no-follow-libraries",
+                config.follow_libraries.is_some()
+            )
+        ),
+    ];
+    let exclude: Vec<String> = config
+        .exclude
+        .iter()
+        .chain(&args.exclude)
+        .map(|pattern| format!("\"{pattern}\""))
+        .collect();
+    lines.push(format!(
+        "exclude = [{}]  # {}, beside the default excludes",
+        exclude.join(", "),
+        source(
+            !args.exclude.is_empty(),
+            "--exclude",
+            !config.exclude.is_empty()
+        )
+    ));
+    lines.push(format!(
+        "files = {files} checked, {context} more of the project read for cross-file facts"
+    ));
+    lines
 }
 
 /// Writes the report to `path` through a temporary file beside it, renamed over it: a reader
