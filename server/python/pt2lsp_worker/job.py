@@ -8,6 +8,7 @@ import sys
 import tempfile
 import time
 
+from . import stalled
 from .dependencies import DependencyRecorder, environment_files
 from .entrypoint import EntrypointError, load_entrypoint
 from .export import export_program
@@ -30,6 +31,7 @@ def run_job(job: dict, job_dir: str, progress=None) -> dict:
 
 def _run(job: dict, job_dir: str, progress) -> dict:
     _set_limits(job)
+    stalled.arm(job_dir, float(job.get("timeout") or 60))
     os.environ["TMPDIR"] = job_dir
     # draft_export writes its structured trace under TORCH_DTRACE, else under the temp dir.
     os.environ["TORCH_DTRACE"] = job_dir

@@ -22,6 +22,7 @@ import sys
 import time
 from multiprocessing.connection import wait
 
+from . import stalled
 from .channel import Channel
 from .protocol import OUTPUT_LIMIT
 
@@ -206,6 +207,9 @@ class SpawnPool:
             message["status"] = member.killed_for
             if member.killed_for == "timeout":
                 message["detail"] = f"the trace did not finish within {float(member.job.get('timeout') or 60):g} s"
+                where = stalled.finding(member.job_dir, member.job) if member.job_dir else None
+                if where is not None:
+                    message["diagnostics"] = [where]
         elif member.result is not None:
             message.update(member.result)
         else:

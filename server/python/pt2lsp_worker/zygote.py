@@ -11,6 +11,7 @@ import sys
 import time
 import traceback
 
+from . import stalled
 from .channel import Channel
 from .job import run_job
 from .protocol import OUTPUT_LIMIT
@@ -296,6 +297,9 @@ class Zygote:
             message["status"] = child.killed_for
             if child.killed_for == "timeout":
                 message["detail"] = f"the trace did not finish within {float(child.job.get('timeout') or 60):g} s"
+                where = stalled.finding(child.job_dir, child.job)
+                if where is not None:
+                    message["diagnostics"] = [where]
         elif result is not None:
             message.update(result)
         elif os.WIFSIGNALED(status):

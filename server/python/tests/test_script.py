@@ -102,3 +102,25 @@ def test_a_function_or_a_test_method_is_called_with_no_arguments(tmp_path):
     script._call_function(Module, "export_all")
     script._call_function(Module, "TestExport.test_it")
     assert calls == ["function", "method"]
+
+
+def test_a_timed_out_job_is_reported_on_the_user_line_that_was_running(tmp_path):
+    from pt2lsp_worker import stalled
+
+    model = _write(tmp_path, "hang.py", "while True:\n    pass\n")
+    dump = (
+        "Timeout (0:00:04)!\n"
+        "Thread 0x00007f (most recent call first):\n"
+        '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
+        f'  File "{model}", line 2 in <module>\n'
+        '  File "<frozen runpy>", line 88 in _run_code\n'
+        "\n"
+        "Thread 0x00008f (most recent call first):\n"
+        f'  File "{model}", line 1 in <module>\n'
+    )
+    job = {"file": model, "roots": [str(tmp_path)], "timeout": 5}
+    found = stalled.finding_from_text(dump, job)
+    assert found is not None
+    assert (found["code"], found["line"]) == ("PT502", 2)
+    assert "within 5 s" in found["message"]
+    assert stalled.finding_from_text("Timeout (0:00:04)!\n", job) is None

@@ -273,7 +273,12 @@ pub fn from_result(result: &JobResult, anchor: &Anchor) -> Vec<TraceDiagnostic> 
                 out.push(own(or_summary(detail, "the trace ran out of memory")));
             }
         }
-        Status::Timeout => out.push(own(or_summary(detail, "the trace timed out"))),
+        // The worker says which line was running when it stopped the job, where it knows.
+        Status::Timeout => {
+            if !out.iter().any(|found| found.rule == Rule::WorkerCrash) {
+                out.push(own(or_summary(detail, "the trace timed out")));
+            }
+        }
         Status::Crashed => {
             let mut message = or_summary(detail, "the trace crashed");
             if let Some(last) = crash_line(&result.output) {

@@ -110,6 +110,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/protocol.py"),
     worker_file!("pt2lsp_worker/shapes.py"),
     worker_file!("pt2lsp_worker/spawn.py"),
+    worker_file!("pt2lsp_worker/stalled.py"),
     worker_file!("pt2lsp_worker/pytree_types.py"),
     worker_file!("pt2lsp_worker/script.py"),
     worker_file!("pt2lsp_worker/spec.py"),
