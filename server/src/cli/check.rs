@@ -25,14 +25,13 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         libraries,
     } = prepare(&options(args))?;
     if args.show_settings {
-        let lines = settings_lines(args, &config, &settings, files.len(), context.len());
-        output::with_stdout(|out| {
-            for line in &lines {
-                writeln!(out, "{line}")?;
-            }
-            Ok(())
-        })
-        .context("cannot write the settings")?;
+        print_lines(&settings_lines(
+            args,
+            &config,
+            &settings,
+            files.len(),
+            context.len(),
+        ))?;
         return Ok(ExitStatus::Success);
     }
     if args.show_files {
@@ -45,13 +44,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
             })
             .collect();
         shown.sort();
-        output::with_stdout(|out| {
-            for file in &shown {
-                writeln!(out, "{file}")?;
-            }
-            Ok(())
-        })
-        .context("cannot write the file list")?;
+        print_lines(&shown)?;
         return Ok(ExitStatus::Success);
     }
     let fixing = fix::Fixing::resolve(args, &config);
@@ -158,6 +151,17 @@ pub fn options(args: &CheckArgs) -> CheckOptions {
     }
 }
 
+/// `--show-settings` and `--show-files`: one line each on stdout.
+fn print_lines(lines: &[String]) -> Result<()> {
+    output::with_stdout(|out| {
+        for line in lines {
+            writeln!(out, "{line}")?;
+        }
+        Ok(())
+    })
+    .context("cannot write to stdout")
+}
+
 /// `--show-settings`: each resolved setting, `key = value  # source`, as the run would use it.
 fn settings_lines(
     args: &CheckArgs,
@@ -220,14 +224,16 @@ fn settings_lines(
         ),
         format!(
             "python = {}  # {}",
-            args.python
-                .as_ref()
-                .map(|path| path.display().to_string())
-                .or_else(|| config.python.clone())
-                .unwrap_or_else(|| {
-                    "(the environment pt2lsp is installed in, else $VIRTUAL_ENV, else python3)"
-                        .to_owned()
-                }),
+            // The interpreter the tracer would run, resolved as `--trace` resolves it.
+            crate::project::interpreter::interpreter(
+                args.python.as_deref(),
+                config.python.as_deref(),
+                config.root(),
+                std::env::var_os("VIRTUAL_ENV")
+                    .as_deref()
+                    .map(std::path::Path::new),
+            )
+            .display(),
             source(args.python.is_some(), "--python", config.python.is_some())
         ),
         format!(

@@ -318,11 +318,11 @@ impl Session {
             Some(path) if track => self.check_tracked(text, path, &settings),
             _ => self.check(text, path, &settings),
         };
-        // Code no entrypoint of the project exports: as `pt2lsp check` reports it.
+        // Code no entrypoint of the project exports: as `pt2lsp check` reports it. The module
+        // is the scan's (no disk look-up on a keystroke).
         let unexported = path
-            .filter(|path| workspace::is_python(path))
-            .and_then(workspace::module_place)
-            .and_then(|place| self.index().unexported(&place.module));
+            .and_then(|path| self.module_of(path))
+            .and_then(|module| self.index().unexported(&module));
         if let Some(why) = unexported {
             for diagnostic in &mut report.diagnostics {
                 pt2lsp_analyzer::as_unexported(diagnostic, &why);
