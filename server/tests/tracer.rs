@@ -1462,3 +1462,49 @@ fn a_static_error_the_export_contradicts_is_not_an_error() {
     assert!(!project.path().join("gpt.pt2").exists());
     assert_clean(tmp.path());
 }
+
+/// A script that needs a command-line argument gets it from an entrypoint table's `script` and
+/// `args`; without the table, PT503 on `parse_args()` says what to set. The table names no model
+/// and is no "entrypoint without a model".
+#[test]
+fn a_scripts_command_line_comes_from_its_entrypoint_table() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let script = "import argparse\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x.relu()\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(\"--width\", type=int, required=True)\n    args = parser.parse_args()\n    torch.export.export(M(), (torch.randn(2, args.width),))\n\n\nif __name__ == \"__main__\":\n    main()\n";
+    fs::write(project.path().join("export.py"), script).unwrap();
+    let args = [
+        "check",
+        "--trace",
+        "--python",
+        python.to_str().unwrap(),
+        "--format",
+        "json",
+        "--exit-zero",
+    ];
+    let without = pt2lsp(project.path(), tmp.path(), &args);
+    let found = traced(&without.json());
+    assert!(
+        found
+            .iter()
+            .any(|(file, line, code, message)| file == "export.py"
+                && *line == 13
+                && code == "PT503"
+                && message.contains("--width")),
+        "{found:#?}"
+    );
+    fs::write(
+        project.path().join("pyproject.toml"),
+        "[tool.pt2lsp]\n\n[[tool.pt2lsp.entrypoints]]\nscript = \"export.py\"\nargs = [\"--width\", \"4\"]\n",
+    )
+    .unwrap();
+    let with = pt2lsp(project.path(), tmp.path(), &args);
+    assert_eq!(traced(&with.json()), [], "{}", with.stderr);
+    assert!(
+        with.stderr.contains("Traced 1 entrypoint") && !with.stderr.contains("no `model`"),
+        "{}",
+        with.stderr
+    );
+    assert_clean(tmp.path());
+}

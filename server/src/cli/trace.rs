@@ -125,7 +125,8 @@ impl<'a> Tracing<'a> {
         for (index, entry) in config.entrypoints.iter().flatten().enumerate() {
             match tracer::export::spec_of(entry) {
                 Some(spec) => entrypoints.push(spec),
-                None if !args.quiet => warn(&format!(
+                // A table with `script` gives a script's command line; it names no model.
+                None if !args.quiet && entry.script.is_none() => warn(&format!(
                     "entrypoint {}: no `model` to trace",
                     entry
                         .name

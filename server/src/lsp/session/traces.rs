@@ -866,7 +866,8 @@ pub fn entrypoint_problems(
             };
             out.push(diagnostics::to_lsp(&diagnostic, &positions, DISK_VERSION));
         };
-        if entry.model.is_none() {
+        // A table with `script` gives a script's command line; it names no model.
+        if entry.model.is_none() && entry.script.is_none() {
             problem(
                 header,
                 format!(
