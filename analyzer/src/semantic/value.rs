@@ -398,6 +398,10 @@ pub(crate) enum Value {
         interval: Interval,
         sym: Option<Rc<SymSize>>,
     },
+    /// A Python number the program computes without tensors, known exactly: a literal, a
+    /// configuration field, a constructor argument, arithmetic on them. `True` is 1. The
+    /// exporter runs such code in Python and records the result as a constant.
+    Number(f64),
     /// A comparison of sizes or data-dependent numbers.
     Guard(Guard),
     /// An `nn.Module` instance (`self`, a submodule, a layer taken from a `ModuleList`).
@@ -421,6 +425,14 @@ pub(crate) enum Value {
     /// A Python value read at trace time from the clock, `random`, the environment (`time.time`,
     /// `random.uniform`, `os.getenv`), or computed from one: the export keeps it as a constant.
     Baked(Rc<BakedRead>),
+}
+
+/// `number` as an integer, when it is one (a size, a count) small enough to be exact.
+pub(crate) fn integer(number: f64) -> Option<i64> {
+    #[allow(clippy::cast_possible_truncation)] // Checked: the round trip is exact.
+    let integer = number as i64;
+    #[allow(clippy::cast_precision_loss, clippy::float_cmp)]
+    (number.is_finite() && integer as f64 == number && integer.abs() < 1 << 53).then_some(integer)
 }
 
 /// Where a value read at trace time comes from: the call, as written, and its place.
@@ -455,6 +467,7 @@ impl Value {
     /// The number a static size is known to be exactly.
     pub(crate) fn known_constant(&self) -> Option<f64> {
         match self {
+            Value::Number(number) => Some(*number),
             Value::Size {
                 origin: SizeOrigin::Static,
                 interval,
@@ -504,6 +517,7 @@ impl Value {
     pub(crate) fn as_sym(&self) -> Option<SymSize> {
         match self {
             Value::Size { sym: Some(sym), .. } => Some((**sym).clone()),
+            Value::Number(number) => integer(*number).map(SymSize::constant),
             _ => None,
         }
     }

@@ -935,7 +935,7 @@ impl Interpreter<'_, '_> {
             if let Some(annotation) = &parameter.parameter.annotation {
                 let keeps = matches!(
                     value,
-                    Value::Size { .. } | Value::DataScalar(_) | Value::None
+                    Value::Size { .. } | Value::DataScalar(_) | Value::None | Value::Number(_)
                 );
                 if matches!(annotation_kind(annotation), AnnotationKind::Other) && !keeps {
                     value = Value::Unknown;

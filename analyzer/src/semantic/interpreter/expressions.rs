@@ -76,6 +76,8 @@ impl Interpreter<'_, '_> {
                 value
             }
             Expr::NoneLiteral(_) => Value::None,
+            Expr::NumberLiteral(_) => number_of(expr).map_or(Value::Unknown, Value::Number),
+            Expr::BooleanLiteral(literal) => Value::Number(f64::from(u8::from(literal.value))),
             Expr::Attribute(attribute) => {
                 let receiver = self.eval(&attribute.value, env);
                 // `config.SCALES`: another file's container, through its module.
@@ -90,7 +92,8 @@ impl Interpreter<'_, '_> {
             Expr::BinOp(operation) => {
                 let left = self.eval(&operation.left, env);
                 let right = self.eval(&operation.right, env);
-                let mut result = binary(&left, operation.op, &right, number_of(&operation.right));
+                let right_number = number_of(&operation.right).or_else(|| right.known_constant());
+                let mut result = binary(&left, operation.op, &right, right_number);
                 if let (Value::Baked(source), Value::Tensor(info))
                 | (Value::Tensor(info), Value::Baked(source)) = (&left, &right)
                 {
@@ -123,6 +126,11 @@ impl Interpreter<'_, '_> {
                 }
                 match self.eval(&unary.operand, env) {
                     value @ (Value::Tensor(_) | Value::DataScalar(_)) => value,
+                    Value::Number(number) => match unary.op {
+                        ast::UnaryOp::USub => Value::Number(-number),
+                        ast::UnaryOp::UAdd => Value::Number(number),
+                        _ => Value::Unknown,
+                    },
                     Value::Size { origin, .. } => Value::Size {
                         origin,
                         interval: Interval::default(),

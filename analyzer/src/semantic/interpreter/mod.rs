@@ -652,6 +652,9 @@ fn size_guard(
 
 fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f64>) -> Value {
     match (left, right) {
+        (Value::Number(a), Value::Number(b)) => {
+            number_arithmetic(*a, op, *b).map_or(Value::Unknown, Value::Number)
+        }
         // The caller computes the shape of two tensors' broadcast or product.
         (Value::Tensor(a), Value::Tensor(b)) => Value::Tensor(TensorInfo {
             dims: None,
@@ -1192,6 +1195,22 @@ fn forced_events(forced: Vec<(SymSize, SymSize)>, by: &Forcing) -> Vec<EventKind
         }
     }
     events
+}
+
+/// `a <op> b` on Python numbers, as Python computes it (`//` and `%` floor towards minus
+/// infinity); `None` where Python raises or the analysis does not follow the operator.
+fn number_arithmetic(a: f64, op: ast::Operator, b: f64) -> Option<f64> {
+    let result = match op {
+        ast::Operator::Add => a + b,
+        ast::Operator::Sub => a - b,
+        ast::Operator::Mult => a * b,
+        ast::Operator::Div if b != 0.0 => a / b,
+        ast::Operator::FloorDiv if b != 0.0 => (a / b).floor(),
+        ast::Operator::Mod if b != 0.0 => a - b * (a / b).floor(),
+        ast::Operator::Pow => a.powf(b),
+        _ => return None,
+    };
+    result.is_finite().then_some(result)
 }
 
 /// A Python integer operand as a symbolic size: a followed size or an integer literal.

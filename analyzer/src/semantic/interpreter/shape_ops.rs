@@ -380,6 +380,10 @@ fn shape_arguments<'v>(args: &'v [Value], exprs: &[Expr]) -> Option<Vec<ShapeArg
                 }
                 None => ShapeArgument::Size(match value {
                     Value::Size { sym: Some(sym), .. } => Some(DimSize::Sym((**sym).clone())),
+                    Value::Number(_) => match value.as_sym() {
+                        Some(sym) => Some(DimSize::Sym(sym)),
+                        None => return ShapeArgument::Unknown,
+                    },
                     Value::Size {
                         origin: crate::semantic::value::SizeOrigin::Static,
                         ..
