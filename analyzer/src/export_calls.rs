@@ -423,24 +423,7 @@ impl Finder<'_> {
         else {
             return;
         };
-        let dest = call
-            .arguments
-            .find_keyword("dest")
-            .and_then(|k| names::string_literal(&k.value))
-            .map(str::to_owned)
-            .or_else(|| {
-                let flags: Vec<&str> = call
-                    .arguments
-                    .args
-                    .iter()
-                    .filter_map(names::string_literal)
-                    .collect();
-                let long = flags
-                    .iter()
-                    .find(|flag| flag.starts_with("--"))
-                    .or(flags.first())?;
-                Some(long.trim_start_matches('-').replace('-', "_"))
-            });
+        let dest = names::argparse_destination(call);
         if let Some(dest) = dest {
             self.argparse_defaults.insert(dest, default.to_owned());
         }

@@ -440,9 +440,13 @@ fn import_events(
             .iter()
             .filter(|event| event.file == target)
         {
-            related
-                .entry(event.range)
-                .or_insert_with(|| places.chain(&event.chain));
+            // The path of an entrypoint whose analysis settled the guard there is not the
+            // path of a finding another entrypoint makes on that line.
+            if !event.is_settled() {
+                related
+                    .entry(event.range)
+                    .or_insert_with(|| places.chain(&event.chain));
+            }
             imported.push(event.portable());
         }
     }

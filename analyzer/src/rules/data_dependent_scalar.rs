@@ -100,8 +100,8 @@ pub(crate) fn check(checker: &mut Checker) {
                 "`{text}` asks for the value of a number read from tensor data, which non-strict export cannot do; keep it a tensor, or export with `strict=True`"
             ),
             EventKind::Scalar {
+                value: Value::Tensor(_),
                 usage: ScalarUse::Conversion,
-                ..
             } if !strict => format!(
                 "`{text}` turns a tensor into a Python number, which non-strict export cannot do; use `.item()` and keep arithmetic in torch, or stay a tensor"
             ),

@@ -90,7 +90,7 @@ use crate::diagnostic::{Applicability, Fix};
 use crate::fixes::dims::{DimConstraint, constraint_fix};
 use crate::registry::Rule;
 use crate::rules::Checker;
-use crate::semantic::symbolic::{Relation, SymSize, min_above_one, relation};
+use crate::semantic::symbolic::{Relation, SymSize, min_above_one, periodic_relation, relation};
 use crate::semantic::value::{
     CompareOp, Compared, DimDecl, Guard, GuardKind, SizeComparison, SizeOrigin, Value,
 };
@@ -174,6 +174,21 @@ pub(crate) fn check(checker: &mut Checker) {
                 ),
                 static_dim(checker, dim),
             ),
+            // Measured: non-strict `int(x.shape[0])` asks for the size's value as `len(x)` does.
+            EventKind::Scalar {
+                value:
+                    Value::Size {
+                        origin: SizeOrigin::Dynamic { dim, .. },
+                        ..
+                    },
+                usage: ScalarUse::Conversion,
+            } if !dim.automatic && !strict => (
+                format!(
+                    "`{text}` asks for the value of dynamic dimension `{}`, which fixes it to the example's size; keep the size as it is (`x.shape[0]` stays symbolic without `int()`)",
+                    dim.name
+                ),
+                static_dim(checker, dim),
+            ),
             // Measured: `math.log2(n)` (and `sqrt`, `exp`, `isqrt`, `gcd`) of a size needs a
             // concrete number, which fixes the dimension in either mode.
             EventKind::Scalar {
@@ -218,10 +233,13 @@ pub(crate) fn check(checker: &mut Checker) {
                 multiple_of(checker, dim, *multiple),
             ),
             EventKind::SizeEquality { left, right, by } => {
-                let Some(relation) = relation(left, right) else {
+                if let Some(relation) = relation(left, right) {
+                    size_equality(&text, left, right, by, &relation)
+                } else if let Some(found) = periodic_equality(checker, &text, left, right, by) {
+                    found
+                } else {
                     continue;
-                };
-                size_equality(&text, left, right, by, &relation)
+                }
             }
             EventKind::StridedSlice { size } if !strict => {
                 let Some((dim, min)) = min_above_one(size) else {
@@ -308,14 +326,55 @@ pub(crate) fn check(checker: &mut Checker) {
 
 /// The message and constraints for an operation that requires `left == right`, from what the
 /// exporter makes of it.
-fn size_equality(
+/// A size equality that holds for some sizes of one `Dim` only (`2*(h//4) == h//2`): the
+/// message, and the declaration of the `Dim` as a multiple of the period when that satisfies it.
+fn periodic_equality(
+    checker: &Checker,
     text: &str,
     left: &SymSize,
     right: &SymSize,
     by: &Forcing,
-    relation: &Relation,
-) -> (String, Option<Vec<DimConstraint>>) {
-    let requirement = match by {
+) -> Option<(String, Option<Vec<DimConstraint>>)> {
+    let (dim, period, remainders) = periodic_relation(left, right)?;
+    let sizes = match remainders.as_slice() {
+        [0] => format!("a multiple of {period}"),
+        [remainder] => format!("{remainder} more than a multiple of {period}"),
+        _ => format!(
+            "{} modulo {period}",
+            remainders
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ),
+    };
+    // A multiple of the period is one declaration that always holds.
+    let fix = remainders
+        .contains(&0)
+        .then(|| multiple_of(checker, &dim, period))
+        .flatten();
+    let advice = if remainders.contains(&0) {
+        format!(
+            "declare it a multiple of {period} (`_{name} = Dim(\"_{name}\"); {name} = {period}*_{name}`)",
+            name = dim.name
+        )
+    } else {
+        "make the sizes agree for every size of the input".to_owned()
+    };
+    Some((
+        format!(
+            "`{text}` {}: they are equal only when dynamic dimension `{}` is {sizes}, so export fails with \"Constraints violated ({})\"; {advice}",
+            requirement(left, right, by),
+            dim.name,
+            dim.name
+        ),
+        fix,
+    ))
+}
+
+/// What forces `left == right`, as the message says it.
+fn requirement(left: &SymSize, right: &SymSize, by: &Forcing) -> String {
+    match by {
         Forcing::Broadcast => format!("broadcasts `{left}` against `{right}`, which must be equal"),
         Forcing::Layer { class, parameter } => format!(
             "feeds `nn.{class}` a dimension of size `{left}`, which must equal its `{parameter}` ({right})"
@@ -326,7 +385,17 @@ fn size_equality(
         Forcing::Contraction => {
             format!("multiplies matrices whose inner sizes must agree: `{left}` and `{right}`")
         }
-    };
+    }
+}
+
+fn size_equality(
+    text: &str,
+    left: &SymSize,
+    right: &SymSize,
+    by: &Forcing,
+    relation: &Relation,
+) -> (String, Option<Vec<DimConstraint>>) {
+    let requirement = requirement(left, right, by);
     match relation {
         Relation::Constant { dim, value } => (
             format!(

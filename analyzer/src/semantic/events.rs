@@ -195,6 +195,17 @@ impl EventKind {
 }
 
 impl Event {
+    /// A guard the known ranges decide: recorded, but nothing any rule reports.
+    pub(crate) fn is_settled(&self) -> bool {
+        matches!(
+            &self.kind,
+            EventKind::Truthiness {
+                value: Value::Guard(guard),
+                ..
+            } if guard.decided
+        )
+    }
+
     /// The event as another analysis of its file can use it: values that index the model it
     /// was found in (classes, functions) are forgotten, and it belongs to file 0.
     pub(crate) fn portable(&self) -> Event {

@@ -85,6 +85,8 @@ pub(crate) struct ClassInfo<'a> {
     pub(crate) methods: FxHashMap<&'a str, usize>,
     /// What `self.<name>` holds, from assignments in any method.
     pub(crate) attributes: FxHashMap<String, Value>,
+    /// The `self.<name>` that a method other than `__init__` assigns.
+    pub(crate) assigned_outside_init: Vec<String>,
 }
 
 pub(crate) struct SemanticModel<'a> {
@@ -282,7 +284,7 @@ impl<'a> SemanticModel<'a> {
             .any(|class| class.is_module && class.file == 0);
         if local_module || !self.foreign.is_empty() {
             self.strict = shapes::declares_strict(&parsed.module.body);
-            let (events, reached, shapes) = Interpreter::run(self);
+            let (events, reached, shapes) = Interpreter::run(self, &parsed.module.body);
             self.shapes = shapes;
             let (own, foreign): (Vec<Event>, Vec<Event>) =
                 events.into_iter().partition(|event| event.file == 0);
@@ -310,6 +312,7 @@ impl<'a> SemanticModel<'a> {
                         is_module: false,
                         methods: FxHashMap::default(),
                         attributes: FxHashMap::default(),
+                        assigned_outside_init: Vec::new(),
                         file,
                         replaced: false,
                     });
@@ -819,11 +822,16 @@ impl<'a> SemanticModel<'a> {
             let methods: Vec<usize> = self.classes[index].methods.values().copied().collect();
             let file = self.classes[index].file;
             let mut attributes: FxHashMap<String, Value> = FxHashMap::default();
+            let mut assigned_outside_init = Vec::new();
             for method in methods {
                 let def = self.functions[method].def;
                 Interpreter::collect_attributes(self, &def.body, &mut attributes, file);
+                if def.name.as_str() != "__init__" {
+                    names::self_attributes_assigned(&def.body, &mut assigned_outside_init);
+                }
             }
             self.classes[index].attributes = attributes;
+            self.classes[index].assigned_outside_init = assigned_outside_init;
         }
     }
 
@@ -868,7 +876,7 @@ impl<'a> SemanticModel<'a> {
 
     /// The class and its local bases, depth first, left to right: the order Python's method
     /// resolution takes for the single-inheritance and simple mixin cases that model code uses.
-    fn lineage(&self, class: usize) -> Vec<usize> {
+    pub(crate) fn lineage(&self, class: usize) -> Vec<usize> {
         // Hand-written hierarchies are a few classes deep; generated chains of thousands made
         // every `self.<name>` walk all of them, quadratic in the file. Past the bound, a
         // method or attribute is unknown.
@@ -898,6 +906,17 @@ impl<'a> SemanticModel<'a> {
         self.lineage(class)
             .into_iter()
             .find_map(|current| self.classes[current].methods.get(name).copied())
+    }
+
+    /// Whether a method of `class` or its local bases other than `__init__` assigns
+    /// `self.<name>`: then what the construction left there is not what `forward` reads.
+    pub(crate) fn assigned_after_construction(&self, class: usize, name: &str) -> bool {
+        self.lineage(class).into_iter().any(|current| {
+            self.classes[current]
+                .assigned_outside_init
+                .iter()
+                .any(|assigned| assigned == name)
+        })
     }
 
     /// What `self.<name>` holds in class `class` or its local bases.

@@ -230,3 +230,73 @@ pub(crate) fn number_literal(expr: &ast::Expr) -> Option<f64> {
         _ => int_literal(expr).map(|value| value as f64),
     }
 }
+
+/// The names `self.<name>` that `body` assigns anywhere (nested blocks included, nested
+/// functions not), appended to `assigned` once each.
+pub(crate) fn self_attributes_assigned(body: &[Stmt], assigned: &mut Vec<String>) {
+    use crate::syntax::ast::visitor::{self, Visitor};
+    struct Targets<'v>(&'v mut Vec<String>);
+    impl Targets<'_> {
+        fn target(&mut self, target: &ast::Expr) {
+            match target {
+                ast::Expr::Attribute(attribute) if matches!(&*attribute.value, ast::Expr::Name(name) if name.id.as_str() == "self") =>
+                {
+                    let name = attribute.attr.to_string();
+                    if !self.0.contains(&name) {
+                        self.0.push(name);
+                    }
+                }
+                ast::Expr::Tuple(ast::ExprTuple { elts, .. })
+                | ast::Expr::List(ast::ExprList { elts, .. }) => {
+                    for element in elts {
+                        self.target(element);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    impl<'a> Visitor<'a> for Targets<'_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            match stmt {
+                Stmt::FunctionDef(_) | Stmt::ClassDef(_) => return,
+                Stmt::Assign(assign) => {
+                    for target in &assign.targets {
+                        self.target(target);
+                    }
+                }
+                Stmt::AugAssign(assign) => self.target(&assign.target),
+                Stmt::AnnAssign(assign) => self.target(&assign.target),
+                _ => {}
+            }
+            visitor::walk_stmt(self, stmt);
+        }
+    }
+    let mut targets = Targets(assigned);
+    for stmt in body {
+        targets.visit_stmt(stmt);
+    }
+}
+
+/// The attribute an `add_argument("--max-len", ...)` call stores its value in on the parsed
+/// namespace: `dest=`, else the first long option, else the first name, dashes as underscores.
+pub(crate) fn argparse_destination(call: &ast::ExprCall) -> Option<String> {
+    if let Some(dest) = call
+        .arguments
+        .find_keyword("dest")
+        .and_then(|keyword| string_literal(&keyword.value))
+    {
+        return Some(dest.to_owned());
+    }
+    let flags: Vec<&str> = call
+        .arguments
+        .args
+        .iter()
+        .filter_map(string_literal)
+        .collect();
+    let long = flags
+        .iter()
+        .find(|flag| flag.starts_with("--"))
+        .or(flags.first())?;
+    Some(long.trim_start_matches('-').replace('-', "_"))
+}

@@ -40,6 +40,10 @@ pub(crate) enum ExampleClass {
 #[derive(Debug, Default)]
 pub(crate) struct Entrypoint {
     pub(crate) model_class: Option<usize>,
+    /// The function of the analysed file whose body builds the model, when it is not built at
+    /// module level (an export call in `main()`): the construction pass runs it when the
+    /// module-level code does not reach it.
+    pub(crate) scope: Option<usize>,
     /// The parameters the example inputs feed, in the order torch sees them (positional
     /// arguments, then keyword arguments), when the file spells them out.
     bound: Option<Vec<(String, ExampleClass)>>,
@@ -302,6 +306,9 @@ struct Gathered<'a> {
     /// Names whose value is changed in place (`inputs.append(x)`, `inputs += [x]`,
     /// `inputs[0] = x`): their literal does not list what they hold.
     mutated: Vec<&'a str>,
+    /// The `default=` of each `add_argument` call, by the attribute it sets on the parsed
+    /// namespace: what `args.<name>` is when the script runs with no arguments.
+    argument_defaults: FxHashMap<String, &'a Expr>,
 }
 
 /// List methods that change a list in place.
@@ -461,6 +468,14 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
     fn visit_expr(&mut self, expr: &'a Expr) {
         if let Expr::Call(call) = expr {
             if let Expr::Attribute(attribute) = &*call.func {
+                if attribute.attr.as_str() == "add_argument" {
+                    if let (Some(dest), Some(default)) = (
+                        names::argparse_destination(call),
+                        call.arguments.find_keyword("default"),
+                    ) {
+                        self.gathered.argument_defaults.insert(dest, &default.value);
+                    }
+                }
                 if let (Expr::Name(name), true) = (
                     &*attribute.value,
                     MUTATES.contains(&attribute.attr.as_str()),
@@ -993,8 +1008,21 @@ pub(crate) fn collect<'a>(
             }
         }
     }
+    let scope = model_expr.and_then(|expr| {
+        let range = expr.range();
+        model
+            .functions
+            .iter()
+            .enumerate()
+            .filter(|(_, function)| {
+                function.file == 0 && function.def.range().contains_range(range)
+            })
+            .max_by_key(|(_, function)| function.def.start())
+            .map(|(index, _)| index)
+    });
     let entry = (model_class.is_some() || !unregistered.is_empty()).then(|| Entrypoint {
         model_class,
+        scope,
         bound: bound.clone(),
         parameters: parameters
             .as_ref()

@@ -2,9 +2,11 @@
 //!
 //! The exporter gives every dynamic dimension a symbol and computes every other size from those
 //! symbols; a size here is the same thing in the user's names: `batch`, `dx + dy`,
-//! `(dz + 1)//2`, `4*seq`. The expressions are linear in the `Dim`s with an optional floor
-//! division by a constant, which covers what models do to sizes (concatenation, strided
-//! slices, flattening a dynamic dimension with static ones, splitting heads). Anything else
+//! `(dz + 1)//2`, `4*seq`, `2*(h//2)`. The expressions are linear in the `Dim`s with an
+//! optional floor division by a constant, itself scaled and shifted by constants, which covers
+//! what models do to sizes (concatenation, strided slices, flattening a dynamic dimension with
+//! static ones, splitting heads, a stride-2 downsampling undone by a stride-2 upsampling).
+//! Anything else
 //! (a product of two `Dim`s, a size read from data) is not a `SymSize`: the caller keeps it
 //! unknown rather than guess.
 
@@ -13,14 +15,18 @@ use std::rc::Rc;
 
 use super::value::DimDecl;
 
-/// `(Σ coefficient·dim + constant) // divisor`, kept normalised: terms sorted by the `Dim`'s
-/// name, no zero coefficient, `divisor >= 1`, and a divisor that divides every coefficient and
-/// the constant folded away.
+/// `scale·((Σ coefficient·dim + constant) // divisor) + offset`, kept normalised: terms
+/// sorted by the `Dim`'s name, no zero coefficient, `divisor >= 1`, a divisor that divides
+/// every coefficient and the constant folded away, and, without a division, `scale == 1` and
+/// `offset == 0` (they fold into the terms); with one, `scale >= 1` and `0 <= offset < scale`
+/// (a multiple of `scale` folds into the constant).
 #[derive(Debug, Clone)]
 pub(crate) struct SymSize {
     terms: Vec<(Rc<DimDecl>, i64)>,
     constant: i64,
     divisor: i64,
+    scale: i64,
+    offset: i64,
 }
 
 /// Torch knows a `Dim` by its name: two `Dim("d")` written apart are one symbol.
@@ -28,6 +34,8 @@ impl PartialEq for SymSize {
     fn eq(&self, other: &SymSize) -> bool {
         self.constant == other.constant
             && self.divisor == other.divisor
+            && self.scale == other.scale
+            && self.offset == other.offset
             && self.terms.len() == other.terms.len()
             && self
                 .terms
@@ -39,18 +47,20 @@ impl PartialEq for SymSize {
 
 impl SymSize {
     pub(crate) fn constant(value: i64) -> SymSize {
-        SymSize {
-            terms: Vec::new(),
-            constant: value,
-            divisor: 1,
-        }
+        SymSize::linear_form(Vec::new(), value)
     }
 
     pub(crate) fn dim(dim: Rc<DimDecl>) -> SymSize {
+        SymSize::linear_form(vec![(dim, 1)], 0)
+    }
+
+    fn linear_form(terms: Vec<(Rc<DimDecl>, i64)>, constant: i64) -> SymSize {
         SymSize {
-            terms: vec![(dim, 1)],
-            constant: 0,
+            terms,
+            constant,
             divisor: 1,
+            scale: 1,
+            offset: 0,
         }
     }
 
@@ -83,12 +93,31 @@ impl SymSize {
         self.terms.iter().map(|(dim, _)| dim)
     }
 
-    /// The linear part and the divisor: `Σ coefficient·dim + constant` and `d` in `(…) // d`.
+    /// The linear part and the divisor: `Σ coefficient·dim + constant` and `d` in `(…) // d`
+    /// (with a divisor above 1 the size is not linear, and may be scaled too).
     pub(crate) fn linear(&self) -> (&[(Rc<DimDecl>, i64)], i64, i64) {
         (&self.terms, self.constant, self.divisor)
     }
 
-    fn normalised(mut self) -> SymSize {
+    fn normalised(mut self) -> Option<SymSize> {
+        if self.divisor > 1 && self.scale > 1 {
+            // `s·(q) + o` with `o = m·s + r` is `s·((inner + m·d) // d) + r`.
+            let folded = self.offset.div_euclid(self.scale);
+            self.constant = self
+                .constant
+                .checked_add(folded.checked_mul(self.divisor)?)?;
+            self.offset = self.offset.rem_euclid(self.scale);
+        }
+        if self.divisor > 1 && self.scale == 1 && self.offset != 0 {
+            self.constant = self
+                .constant
+                .checked_add(self.offset.checked_mul(self.divisor)?)?;
+            self.offset = 0;
+        }
+        Some(self.reduced())
+    }
+
+    fn reduced(mut self) -> SymSize {
         self.terms.retain(|(_, coefficient)| *coefficient != 0);
         self.terms.sort_by(|(a, _), (b, _)| a.name.cmp(&b.name));
         if self.divisor > 1 {
@@ -104,24 +133,38 @@ impl SymSize {
                 self.divisor /= common;
             }
         }
+        if self.divisor == 1 && (self.scale != 1 || self.offset != 0) {
+            // Checked by the callers' ranges: model sizes are far from overflowing.
+            for (_, coefficient) in &mut self.terms {
+                *coefficient = coefficient.saturating_mul(self.scale);
+            }
+            self.constant = self
+                .constant
+                .saturating_mul(self.scale)
+                .saturating_add(self.offset);
+            (self.scale, self.offset) = (1, 0);
+        }
         if self.terms.is_empty() && self.divisor > 1 {
-            self.constant = self.constant.div_euclid(self.divisor);
-            self.divisor = 1;
+            self.constant = self
+                .constant
+                .div_euclid(self.divisor)
+                .saturating_mul(self.scale)
+                .saturating_add(self.offset);
+            (self.divisor, self.scale, self.offset) = (1, 1, 0);
         }
         self
     }
 
-    /// `self + other`; `None` when both are floor divisions (not linear any more).
+    /// `self + other`; `None` when both depend on `Dim`s and one is a floor division (not
+    /// linear any more).
     pub(crate) fn add(&self, other: &SymSize) -> Option<SymSize> {
         let (this, that) = match (self.divisor, other.divisor) {
             (1, 1) => (self, other),
-            // `(a // d) + c` is `(a + c·d) // d` for a constant `c`.
+            // `s·(a // d) + o + c` for a constant `c`.
             (_, 1) if other.terms.is_empty() => {
                 let mut sum = self.clone();
-                sum.constant = sum
-                    .constant
-                    .checked_add(other.constant.checked_mul(self.divisor)?)?;
-                return Some(sum.normalised());
+                sum.offset = sum.offset.checked_add(other.constant)?;
+                return sum.normalised();
             }
             (1, _) if self.terms.is_empty() => return other.add(self),
             _ => return None,
@@ -133,70 +176,83 @@ impl SymSize {
                 None => terms.push((dim.clone(), *coefficient)),
             }
         }
-        Some(
-            SymSize {
-                terms,
-                constant: this.constant.checked_add(that.constant)?,
-                divisor: 1,
-            }
-            .normalised(),
-        )
+        Some(SymSize::linear_form(terms, this.constant.checked_add(that.constant)?).reduced())
     }
 
     pub(crate) fn negate(&self) -> Option<SymSize> {
         if self.divisor != 1 {
             return None;
         }
-        Some(SymSize {
-            terms: self
-                .terms
+        Some(SymSize::linear_form(
+            self.terms
                 .iter()
                 .map(|(dim, coefficient)| Some((dim.clone(), coefficient.checked_neg()?)))
                 .collect::<Option<_>>()?,
-            constant: self.constant.checked_neg()?,
-            divisor: 1,
-        })
+            self.constant.checked_neg()?,
+        ))
     }
 
     pub(crate) fn sub(&self, other: &SymSize) -> Option<SymSize> {
         self.add(&other.negate()?)
     }
 
-    /// `self * other`, when one side is a constant.
+    /// `self * other`, when one side is a constant (a floor division by a positive one).
     pub(crate) fn mul(&self, other: &SymSize) -> Option<SymSize> {
         let (symbolic, factor) = match (self.as_constant(), other.as_constant()) {
             (_, Some(factor)) => (self, factor),
             (Some(factor), None) => (other, factor),
             (None, None) => return None,
         };
-        if symbolic.divisor != 1 && factor != 0 {
-            return None;
+        if factor == 0 {
+            return Some(SymSize::constant(0));
+        }
+        if symbolic.divisor != 1 {
+            if factor < 0 {
+                return None;
+            }
+            let mut scaled = symbolic.clone();
+            scaled.scale = scaled.scale.checked_mul(factor)?;
+            scaled.offset = scaled.offset.checked_mul(factor)?;
+            return scaled.normalised();
         }
         Some(
-            SymSize {
-                terms: symbolic
+            SymSize::linear_form(
+                symbolic
                     .terms
                     .iter()
                     .map(|(dim, coefficient)| Some((dim.clone(), coefficient.checked_mul(factor)?)))
                     .collect::<Option<_>>()?,
-                constant: symbolic.constant.checked_mul(factor)?,
-                divisor: 1,
-            }
-            .normalised(),
+                symbolic.constant.checked_mul(factor)?,
+            )
+            .reduced(),
         )
     }
 
-    /// `self // other` for a positive constant `other`.
+    /// `self // other` for a positive constant `other`; `None` for a scaled division the
+    /// constant does not divide (`3·(h // 2) // 2`).
     pub(crate) fn floor_div(&self, other: &SymSize) -> Option<SymSize> {
         let divisor = other.as_constant().filter(|divisor| *divisor > 0)?;
-        Some(
-            SymSize {
-                terms: self.terms.clone(),
-                constant: self.constant,
-                divisor: self.divisor.checked_mul(divisor)?,
-            }
-            .normalised(),
-        )
+        if self.divisor == 1 || self.scale == 1 {
+            // `(inner // d) // k` is `inner // (d·k)`.
+            let mut divided = self.clone();
+            divided.divisor = divided.divisor.checked_mul(divisor)?;
+            return divided.normalised();
+        }
+        // `(s·q + o) // k` is `q // (k/s)` when `s` divides `k` (as `0 <= o < s`).
+        if divisor % self.scale == 0 {
+            let mut divided = self.clone();
+            divided.divisor = divided.divisor.checked_mul(divisor / self.scale)?;
+            (divided.scale, divided.offset) = (1, 0);
+            return divided.normalised();
+        }
+        // `(s·q + o) // k` is `(s/k)·q + o // k` when `k` divides `s`.
+        if self.scale % divisor != 0 {
+            return None;
+        }
+        let mut divided = self.clone();
+        divided.scale /= divisor;
+        divided.offset = divided.offset.div_euclid(divisor);
+        divided.normalised()
     }
 
     /// The sizes the exporter assumes it takes: every `Dim` in its assumed range (at least 2).
@@ -221,7 +277,12 @@ impl SymSize {
             low = low.zip(term_low).and_then(|(a, b)| a.checked_add(b));
             high = high.zip(term_high).and_then(|(a, b)| a.checked_add(b));
         }
-        let divide = |value: i64| value.div_euclid(self.divisor);
+        let divide = |value: i64| {
+            value
+                .div_euclid(self.divisor)
+                .saturating_mul(self.scale)
+                .saturating_add(self.offset)
+        };
         (low.map(divide), high.map(divide))
     }
 
@@ -231,7 +292,10 @@ impl SymSize {
         for (dim, coefficient) in &self.terms {
             total = total.checked_add(size_of(dim)?.checked_mul(*coefficient)?)?;
         }
-        Some(total.div_euclid(self.divisor))
+        total
+            .div_euclid(self.divisor)
+            .checked_mul(self.scale)?
+            .checked_add(self.offset)
     }
 }
 
@@ -272,6 +336,12 @@ impl fmt::Display for SymSize {
                 text = format!("({text})");
             }
             let _ = write!(text, "//{}", self.divisor);
+            if self.scale > 1 {
+                text = format!("{}*({text})", self.scale);
+            }
+            if self.offset != 0 {
+                let _ = write!(text, " + {}", self.offset);
+            }
         }
         f.write_str(&text)
     }
@@ -294,6 +364,59 @@ pub(crate) enum Relation {
     /// More `Dim`s than the exporter relates (it checks the sum at run time), whose ranges must
     /// narrow for the sum to be reachable: `(dim, min, max)`.
     Ranges(Vec<(Rc<DimDecl>, i64, Option<i64>)>),
+}
+
+/// `left == right` over one `Dim` through floor divisions, when it holds for some sizes only
+/// and which ones depends on the size modulo a period: `2*(h//2) == h` after a stride-2 down-
+/// and upsampling holds for even `h`, `2*(h//4) == h//2` two levels down for `h % 4` in
+/// `{0, 1}`. The exporter guards it; the `Dim`, period and the remainders where it holds.
+/// Found by evaluating both sides over the declared range, exact for the periods that range
+/// covers twice.
+pub(crate) fn periodic_relation(
+    left: &SymSize,
+    right: &SymSize,
+) -> Option<(Rc<DimDecl>, i64, Vec<i64>)> {
+    const SAMPLES: i64 = 256;
+    const LONGEST_PERIOD: i64 = 64;
+    let dim = left
+        .terms
+        .first()
+        .or_else(|| right.terms.first())
+        .map(|(dim, _)| dim)?;
+    let single = |size: &SymSize| {
+        size.terms.is_empty() || (size.terms.len() == 1 && size.terms[0].0.name == dim.name)
+    };
+    if !single(left) || !single(right) || (left.divisor == 1 && right.divisor == 1) {
+        return None;
+    }
+    let (low, high) = declared_range(dim);
+    let high = high.map_or(low + SAMPLES, |high| high.min(low + SAMPLES));
+    let equal: Vec<(i64, bool)> = (low..=high)
+        .map(|value| {
+            let at = |size: &SymSize| size.evaluate(|_| Some(value));
+            Some((value, at(left)? == at(right)?))
+        })
+        .collect::<Option<_>>()?;
+    if equal.iter().all(|(_, equal)| *equal) || !equal.iter().any(|(_, equal)| *equal) {
+        return None;
+    }
+    let span = high - low + 1;
+    (2..=LONGEST_PERIOD.min(span / 2)).find_map(|period| {
+        let mut holds: Vec<Option<bool>> = vec![None; usize::try_from(period).ok()?];
+        for (value, equal) in &equal {
+            let slot = &mut holds[usize::try_from(value.rem_euclid(period)).ok()?];
+            match slot {
+                Some(seen) if seen != equal => return None,
+                _ => *slot = Some(*equal),
+            }
+        }
+        let remainders = (0..period)
+            .filter(|remainder| {
+                holds[usize::try_from(*remainder).unwrap_or_default()] == Some(true)
+            })
+            .collect();
+        Some((dim.clone(), period, remainders))
+    })
 }
 
 /// The range the exporter assumes for a `Dim`.
@@ -333,11 +456,7 @@ pub(crate) fn relation(left: &SymSize, right: &SymSize) -> Option<Relation> {
                 return None;
             };
             // `c·target + r·root + k = 0` → `target = -(r·root + k)/c`.
-            let rest = SymSize {
-                terms: vec![root.clone()],
-                constant: difference.constant,
-                divisor: 1,
-            };
+            let rest = SymSize::linear_form(vec![root.clone()], difference.constant);
             let expr = if target.1 == 1 { rest.negate()? } else { rest };
             let root_range = narrowed_root(&root.0, &expr, &target.0);
             Some(Relation::Derived {
@@ -568,6 +687,75 @@ mod tests {
             .unwrap();
         assert_eq!(min_above_one(&strided).map(|(_, min)| min), Some(3));
         assert_eq!(relation(&strided, &dx), None);
+    }
+
+    #[test]
+    fn a_downsampling_undone_by_an_upsampling_needs_a_multiple() {
+        let height = dim("height", None, None);
+        let constant = SymSize::constant;
+        // MaxPool2d(2): (h - 2)//2 + 1 is h//2; ConvTranspose2d(k=2, s=2): (h//2 - 1)·2 + 2.
+        let pooled = height
+            .sub(&constant(2))
+            .unwrap()
+            .floor_div(&constant(2))
+            .unwrap()
+            .add(&constant(1))
+            .unwrap();
+        assert_eq!(pooled.to_string(), "height//2");
+        let upsampled = pooled
+            .sub(&constant(1))
+            .unwrap()
+            .mul(&constant(2))
+            .unwrap()
+            .add(&constant(2))
+            .unwrap();
+        assert_eq!(upsampled.to_string(), "2*(height//2)");
+        assert_eq!(upsampled.evaluate(|_| Some(7)), Some(6));
+        assert_eq!(upsampled.range(), (Some(2), None));
+        let Some((dim, period, remainders)) = periodic_relation(&upsampled, &height) else {
+            panic!("a multiple")
+        };
+        assert_eq!(
+            (dim.name.as_str(), period, remainders),
+            ("height", 2, vec![0])
+        );
+        // Twice down and up: a multiple of 4; `3*(h//2) // 2` is not followed.
+        let twice = upsampled
+            .floor_div(&constant(4))
+            .unwrap()
+            .mul(&constant(4))
+            .unwrap();
+        assert_eq!(twice.to_string(), "4*(height//4)");
+        assert_eq!(
+            periodic_relation(&twice, &height).map(|(_, period, remainders)| (period, remainders)),
+            Some((4, vec![0]))
+        );
+        // Two levels down, one up, against the first level: `h % 4` in {0, 1}.
+        let quarter_up = height
+            .floor_div(&constant(4))
+            .unwrap()
+            .mul(&constant(2))
+            .unwrap();
+        assert_eq!(
+            periodic_relation(&quarter_up, &pooled)
+                .map(|(_, period, remainders)| (period, remainders)),
+            Some((4, vec![0, 1]))
+        );
+        assert!(
+            pooled
+                .mul(&constant(3))
+                .unwrap()
+                .floor_div(&constant(2))
+                .is_none()
+        );
+        // An odd size kept by `2*(h//2) + 1`.
+        let odd = upsampled.add(&constant(1)).unwrap();
+        assert_eq!(odd.to_string(), "2*(height//2) + 1");
+        assert_eq!(
+            periodic_relation(&odd, &height).map(|(_, period, remainders)| (period, remainders)),
+            Some((2, vec![1]))
+        );
+        assert_eq!(periodic_relation(&height, &height), None);
     }
 
     #[test]

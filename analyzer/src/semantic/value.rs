@@ -420,6 +420,12 @@ pub(crate) enum Value {
     Method(Option<usize>, usize),
     /// A tuple or list display with known elements.
     Tuple(Rc<[Value]>),
+    /// An instance of a plain class, a dataclass or a `SimpleNamespace` (a configuration
+    /// object): its fields as its construction set them.
+    Object(Rc<Instance>),
+    /// The instance an `__init__` is building, by its place on the interpreter's stack of
+    /// constructions: `self.<name> = ...` writes its fields as the body runs.
+    Building(usize),
     /// Something iterable whose elements are the inner value (`zip`, `enumerate`, `range`).
     Iter(Rc<Value>),
     /// A Python value read at trace time from the clock, `random`, the environment (`time.time`,
@@ -433,6 +439,14 @@ pub(crate) fn integer(number: f64) -> Option<i64> {
     let integer = number as i64;
     #[allow(clippy::cast_precision_loss, clippy::float_cmp)]
     (number.is_finite() && integer as f64 == number && integer.abs() < 1 << 53).then_some(integer)
+}
+
+/// The fields of a constructed object, by name (ordered, so that equal objects print alike).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Instance {
+    /// Its class, when it is one of the workspace's (`None` for a `SimpleNamespace`).
+    pub(crate) class: Option<usize>,
+    pub(crate) fields: std::collections::BTreeMap<String, Value>,
 }
 
 /// Where a value read at trace time comes from: the call, as written, and its place.
@@ -526,7 +540,17 @@ impl Value {
     pub(crate) fn portable(&self) -> Value {
         match self {
             Value::Module(_) => Value::Module(None),
-            Value::Function(_) | Value::Class(_) | Value::Method(..) => Value::Unknown,
+            Value::Function(_) | Value::Class(_) | Value::Method(..) | Value::Building(_) => {
+                Value::Unknown
+            }
+            Value::Object(instance) => Value::Object(Rc::new(Instance {
+                class: None,
+                fields: instance
+                    .fields
+                    .iter()
+                    .map(|(name, value)| (name.clone(), value.portable()))
+                    .collect(),
+            })),
             Value::Tuple(items) => Value::Tuple(items.iter().map(Value::portable).collect()),
             Value::Iter(inner) => Value::Iter(Rc::new(inner.portable())),
             other => other.clone(),
@@ -561,8 +585,39 @@ impl Value {
                 interval: Interval::at_least(0.0),
                 sym: None,
             },
+            // One kind of layer built with different sizes: the sizes both give it.
+            (Value::Layer(a), Value::Layer(b))
+                if a.qualified == b.qualified
+                    && a.same_padding == b.same_padding
+                    && a.sizes.len() == b.sizes.len()
+                    && a.sizes.iter().zip(&b.sizes).all(|(x, y)| x.0 == y.0) =>
+            {
+                Value::Layer(Rc::new(LayerInfo {
+                    qualified: a.qualified.clone(),
+                    sizes: a
+                        .sizes
+                        .iter()
+                        .zip(&b.sizes)
+                        .map(|((name, x), (_, y))| (*name, if x == y { *x } else { None }))
+                        .collect(),
+                    same_padding: a.same_padding,
+                }))
+            }
             (Value::Module(_) | Value::Layer(_), Value::Module(_) | Value::Layer(_)) => {
                 Value::Module(None)
+            }
+            // Two constructions of one class: a field keeps what both give it.
+            (Value::Object(a), Value::Object(b)) if a.class == b.class => {
+                Value::Object(Rc::new(Instance {
+                    class: a.class,
+                    fields: a
+                        .fields
+                        .iter()
+                        .filter_map(|(name, value)| {
+                            Some((name.clone(), value.join(b.fields.get(name)?)))
+                        })
+                        .collect(),
+                }))
             }
             _ => Value::Unknown,
         }

@@ -131,6 +131,8 @@ impl Interpreter<'_, '_> {
                     env,
                 ),
                 Value::Shape(info) if matches!(name, "numel") => self.numel_of(&info),
+                Value::Building(index) => self.building_method(index, name, &args, &kwargs, call),
+                Value::Object(instance) => self.object_method(&instance, name, &args, &kwargs),
                 _ => Value::Unknown,
             };
         }
@@ -159,9 +161,11 @@ impl Interpreter<'_, '_> {
             Value::Method(class, method) => {
                 self.inline(*method, Some(Value::Module(*class)), args, kwargs, None)
             }
-            Value::Class(class) if self.model.classes[*class].is_module => {
-                Value::Module(Some(*class))
-            }
+            Value::Class(class) => match self.construct(*class, args, kwargs) {
+                Some(value) => value,
+                None if self.model.classes[*class].is_module => Value::Module(Some(*class)),
+                None => Value::Unknown,
+            },
             Value::Module(submodule) => self.call_module(*submodule, args, kwargs),
             Value::Layer(layer) => self.layer_call(layer, args, call.range()),
             _ => Value::Unknown,
@@ -223,16 +227,15 @@ impl Interpreter<'_, '_> {
         let Some(class) = env.class else {
             return Value::Unknown;
         };
+        // In a construction, `super().__init__(...)` builds the same instance.
+        let receiver = match env.locals.get("self") {
+            Some(building @ (Value::Building(_) | Value::Object(_))) => building.clone(),
+            _ => Value::Module(Some(class)),
+        };
         for base in &self.model.classes[class].bases {
             if let Value::Class(base) = base {
                 if let Some(method) = self.model.find_method(*base, name) {
-                    return self.inline(
-                        method,
-                        Some(Value::Module(Some(class))),
-                        args,
-                        kwargs,
-                        None,
-                    );
+                    return self.inline(method, Some(receiver), args, kwargs, None);
                 }
             }
         }
@@ -376,7 +379,10 @@ impl Interpreter<'_, '_> {
             if let Some(method) = self.model.find_method(class, name) {
                 return self.inline(method, Some(Value::Module(Some(class))), args, kwargs, None);
             }
-            match self.model.find_attribute(class, name) {
+            let attribute = self
+                .constructed_attribute(class, name)
+                .or_else(|| self.model.find_attribute(class, name).cloned());
+            match &attribute {
                 Some(Value::Module(submodule)) => {
                     let submodule = *submodule;
                     return self.call_module(submodule, args, kwargs);
@@ -422,6 +428,13 @@ impl Interpreter<'_, '_> {
         }
         let top = qualified.split('.').next().unwrap_or_default();
         match qualified {
+            "types.SimpleNamespace" | "argparse.Namespace" => return Self::namespace(kwargs),
+            // The parser stands for its class: what matters is what `parse_args` returns.
+            "argparse.ArgumentParser" => return Value::Qualified(Rc::from(qualified)),
+            "argparse.ArgumentParser.parse_args" => return self.parsed_arguments(),
+            "argparse.ArgumentParser.parse_known_args" => {
+                return Value::Tuple(Rc::from(vec![self.parsed_arguments(), Value::Unknown]));
+            }
             "torch._check" | "torch._check_is_size" => {
                 if let Some(condition) = call.arguments.args.first() {
                     // A check on a declared dynamic dimension is a guard on it, as an `assert`
@@ -561,9 +574,9 @@ impl Interpreter<'_, '_> {
         }
         if let Some(constructed) = catalogue::constructed(qualified) {
             return match constructed {
-                Constructed::Module if catalogue::keeps_batch_dim(qualified) => {
-                    Value::Layer(Rc::new(shape_ops::layer_info(qualified, call, args)))
-                }
+                Constructed::Module if catalogue::keeps_batch_dim(qualified) => Value::Layer(
+                    Rc::new(shape_ops::layer_info(qualified, call, args, kwargs)),
+                ),
                 Constructed::Module => Value::Module(None),
                 Constructed::Modules => Value::Modules,
                 Constructed::Parameter => Value::tensor(),
@@ -706,7 +719,24 @@ impl Interpreter<'_, '_> {
                     Value::DataScalar(interval)
                 }
                 Value::DataScalar(interval) => Value::DataScalar(interval),
+                // Measured: non-strict `int()` of a dynamic size asks for its value, which
+                // fixes the dimension (strict export keeps it symbolic).
+                size @ Value::Size {
+                    origin: SizeOrigin::Dynamic { .. },
+                    ..
+                } if name == "int" => {
+                    self.record(
+                        EventKind::Scalar {
+                            value: size.clone(),
+                            usage: ScalarUse::Conversion,
+                        },
+                        call.range(),
+                    );
+                    size
+                }
                 size @ Value::Size { .. } => size,
+                Value::Number(number) if name == "int" => Value::Number(number.trunc()),
+                number @ Value::Number(_) => number,
                 _ => Value::Unknown,
             },
             "bool" => {
@@ -739,6 +769,10 @@ impl Interpreter<'_, '_> {
                     );
                     size
                 }
+                Value::Tuple(items) => {
+                    #[allow(clippy::cast_precision_loss)] // A display has few elements.
+                    Value::Number(items.len() as f64)
+                }
                 _ => Value::Unknown,
             },
             "range" => {
@@ -756,6 +790,18 @@ impl Interpreter<'_, '_> {
                 Value::Iter(Rc::new(Value::Unknown))
             }
             "min" | "max" => {
+                let numbers: Option<Vec<f64>> = args
+                    .iter()
+                    .map(|arg| match arg {
+                        Value::Number(number) => Some(*number),
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(numbers) = numbers.filter(|numbers| numbers.len() > 1) {
+                    let pick = if name == "min" { f64::min } else { f64::max };
+                    let first = numbers[0];
+                    return Value::Number(numbers[1..].iter().copied().fold(first, pick));
+                }
                 if args.iter().any(Value::is_tensor) {
                     Value::tensor()
                 } else if args.iter().any(|arg| matches!(arg, Value::DataScalar(_))) {
@@ -778,6 +824,8 @@ impl Interpreter<'_, '_> {
             }
             "abs" | "round" => match first {
                 value @ (Value::Tensor(_) | Value::DataScalar(_) | Value::Size { .. }) => value,
+                Value::Number(number) if name == "abs" => Value::Number(number.abs()),
+                Value::Number(number) if args.len() == 1 => Value::Number(number.round_ties_even()),
                 _ => Value::Unknown,
             },
             "sum" => match first {
@@ -854,7 +902,12 @@ impl Interpreter<'_, '_> {
         kwargs: &[(String, Value)],
         outer: Option<Rc<FxHashMap<String, Value>>>,
     ) -> Value {
-        if self.stack.contains(&function) || self.stack.len() >= MAX_DEPTH || self.budget == 0 {
+        let max_depth = if self.constructing {
+            2 * MAX_DEPTH
+        } else {
+            MAX_DEPTH
+        };
+        if self.stack.contains(&function) || self.stack.len() >= max_depth || self.budget == 0 {
             return Value::Unknown;
         }
         // The exporter does not trace into a custom operator: it runs its fake kernel.
@@ -891,8 +944,8 @@ impl Interpreter<'_, '_> {
         }
         // A closure's result also depends on the values it closes over, which the key does not
         // hold: a nested function called again with other enclosing values is run again.
-        let key = outer
-            .is_none()
+        // A construction writes its instance's fields as it runs: it is never replayed.
+        let key = (outer.is_none() && !matches!(receiver, Some(Value::Building(_))))
             .then(|| format!("{function}:{receiver:?}:{args:?}:{kwargs:?}"));
         if let Some(value) = key.as_ref().and_then(|key| self.memo.get(key)) {
             return value.clone();
@@ -1313,6 +1366,7 @@ fn factory_dims(name: &str, call: &ast::ExprCall, args: &[Value]) -> Option<Tens
             Some(size) => Some(Some(DimSize::Sym(SymSize::constant(size)))),
             None => match value {
                 Value::Size { sym: Some(sym), .. } => Some(Some(DimSize::Sym((**sym).clone()))),
+                Value::Number(_) => Some(value.as_sym().map(DimSize::Sym)),
                 Value::Size {
                     origin: SizeOrigin::Static,
                     ..

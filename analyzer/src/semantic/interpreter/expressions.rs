@@ -21,6 +21,12 @@ impl Interpreter<'_, '_> {
 
     pub(super) fn lookup(&self, name: &str, env: &Env) -> Value {
         if let Some(value) = env.locals.get(name) {
+            // A function-local import of a workspace function or class.
+            if let Value::Qualified(qualified) = value {
+                if let Some(resolved) = self.model.resolve_qualified(qualified) {
+                    return resolved;
+                }
+            }
             return value.clone();
         }
         if let Some(value) = env.outer.as_ref().and_then(|outer| outer.get(name)) {
@@ -239,7 +245,12 @@ impl Interpreter<'_, '_> {
                 }),
                 AttributeResult::Other => Value::Unknown,
             },
+            Value::Building(index) => self.building_attribute(*index, name),
+            Value::Object(instance) => self.object_attribute(instance, name),
             Value::Module(Some(class)) => {
+                if let Some(value) = self.constructed_attribute(*class, name) {
+                    return value;
+                }
                 if let Some(value) = self.model.find_attribute(*class, name) {
                     return value.clone();
                 }

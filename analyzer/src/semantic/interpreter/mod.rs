@@ -25,6 +25,7 @@ use crate::syntax::ast::visitor::{self, Visitor};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 mod calls;
+mod construction;
 mod expressions;
 mod shape_ops;
 mod statements;
@@ -217,6 +218,14 @@ pub(crate) struct Interpreter<'m, 'a> {
     /// The shapes of tensors named in file 0, by the name's range; `None` where evaluations
     /// disagree (a helper called with different shapes).
     shapes: FxHashMap<TextRange, Option<NamedShape>>,
+    /// In the construction pass: calling a module class runs its `__init__`.
+    constructing: bool,
+    /// The instances whose `__init__` is running, innermost last.
+    building: Vec<construction::Building>,
+    /// What the construction pass stored on each module class's instances, by class.
+    constructed: FxHashMap<usize, std::collections::BTreeMap<String, Value>>,
+    /// The analysed file's module-level statements, where its `add_argument` calls are found.
+    module_body: &'a [Stmt],
 }
 
 impl<'m, 'a> Interpreter<'m, 'a> {
@@ -238,6 +247,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             frames: Vec::new(),
             reached: FxHashSet::default(),
             shapes: FxHashMap::default(),
+            constructing: false,
+            building: Vec::new(),
+            constructed: FxHashMap::default(),
+            module_body: &[],
         }
     }
 
@@ -245,8 +258,16 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     /// functions of other files it entered.
     pub(crate) fn run(
         model: &'m SemanticModel<'a>,
+        body: &'a [Stmt],
     ) -> (Vec<Event>, FxHashSet<Site>, Vec<crate::ShapeHint>) {
         let mut interpreter = Interpreter::new(model, true);
+        interpreter.module_body = body;
+        if let Some(entry) = &model.entry {
+            let mut builder = Interpreter::new(model, false);
+            builder.module_body = body;
+            builder.run_construction(body, entry.model_class, entry.scope);
+            interpreter.constructed = builder.constructed;
+        }
         let declares_dynamic = model
             .spec
             .as_ref()
@@ -867,10 +888,14 @@ fn union_kind(slice: &Expr) -> AnnotationKind {
     AnnotationKind::Tensor { optional }
 }
 
+/// A parameter's default when the caller passes none: `None` and literal numbers (a default is
+/// evaluated where the function is defined, which the analysis does not re-run).
 fn default_value(parameter: &ast::ParameterWithDefault) -> Value {
     match parameter.default.as_deref() {
         Some(Expr::NoneLiteral(_)) => Value::None,
-        _ => Value::Unknown,
+        Some(Expr::BooleanLiteral(literal)) => Value::Number(f64::from(u8::from(literal.value))),
+        Some(default) => number_of(default).map_or(Value::Unknown, Value::Number),
+        None => Value::Unknown,
     }
 }
 
@@ -1152,6 +1177,17 @@ fn forced_events(forced: Vec<(SymSize, SymSize)>, by: &Forcing) -> Vec<EventKind
         }
         let floor_division = |size: &SymSize| size.linear().2 > 1;
         if floor_division(&left) || floor_division(&right) {
+            // Equal only at some sizes (`2*(h//2) == h` at even ones): a guard on the `Dim`.
+            if crate::semantic::symbolic::periodic_relation(&left, &right).is_some() {
+                let event = EventKind::SizeEquality {
+                    left: left.clone(),
+                    right: right.clone(),
+                    by: by.clone(),
+                };
+                if !events.contains(&event) {
+                    events.push(event);
+                }
+            }
             // The relation is not linear: the exporter keeps it as a runtime assertion. But a
             // broadcast size it cannot rule out being 1 gets a guard `!= 1`.
             if *by == Forcing::Broadcast {

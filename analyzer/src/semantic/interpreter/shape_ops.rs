@@ -167,7 +167,11 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                 if sizes.len() != spatial + 2 {
                     return None;
                 }
-                sizes[1] = Some(DimSize::Sym(SymSize::constant(layer.size("out_channels")?)));
+                // Channels the analysis cannot read (a layer built with several widths) leave
+                // the spatial sizes known.
+                sizes[1] = layer
+                    .size("out_channels")
+                    .map(|channels| DimSize::Sym(SymSize::constant(channels)));
                 let transposed = matches!(shape, LayerShape::ConvTranspose { .. });
                 if layer.same_padding && !transposed {
                     return Some(TensorDims::from_sizes(sizes));
@@ -300,7 +304,12 @@ impl Window {
 }
 
 /// A layer value from its constructor call: the literal sizes it was given.
-pub(super) fn layer_info(qualified: &str, call: &ast::ExprCall, args: &[Value]) -> LayerInfo {
+pub(super) fn layer_info(
+    qualified: &str,
+    call: &ast::ExprCall,
+    args: &[Value],
+    kwargs: &[(String, Value)],
+) -> LayerInfo {
     let parameters = catalogue::layer_shape(qualified).map_or(&[][..], catalogue::layer_parameters);
     let literal = |expr: &Expr, value: Option<&Value>| {
         let single = |expr: &Expr| names::int_literal(expr);
@@ -322,9 +331,13 @@ pub(super) fn layer_info(qualified: &str, call: &ast::ExprCall, args: &[Value]) 
             .get(position)
             .map(|expr| (expr, args.get(position)))
             .or_else(|| {
-                call.arguments
-                    .find_keyword(parameter)
-                    .map(|keyword| (&keyword.value, None))
+                call.arguments.find_keyword(parameter).map(|keyword| {
+                    let value = kwargs
+                        .iter()
+                        .find(|(name, _)| name == parameter)
+                        .map(|(_, value)| value);
+                    (&keyword.value, value)
+                })
             });
         if let Some((expr, value)) = expr {
             sizes.push((*parameter, literal(expr, value)));
@@ -712,7 +725,9 @@ pub(super) fn concatenate(
     if index >= sizes.len() {
         return None;
     }
-    let mut total = sizes[index].as_ref()?.sym()?.clone();
+    // The other dimensions must agree whether or not the concatenated one is known (a
+    // channel count the analysis cannot read leaves the spatial sizes it follows).
+    let mut total = sizes[index].as_ref().and_then(DimSize::sym).cloned();
     for part in &parts[1..] {
         let other = part.all_sizes()?;
         if other.len() != sizes.len() {
@@ -728,10 +743,12 @@ pub(super) fn concatenate(
                 }
             }
         }
-        total = total.add(other[index].as_ref()?.sym()?)?;
+        total = total
+            .zip(other[index].as_ref().and_then(DimSize::sym))
+            .and_then(|(total, size)| total.add(size));
     }
     let mut sizes = sizes;
-    sizes[index] = Some(DimSize::Sym(total));
+    sizes[index] = total.map(DimSize::Sym);
     Some(TensorDims::from_sizes(sizes))
 }
 

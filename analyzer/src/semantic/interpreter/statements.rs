@@ -57,7 +57,10 @@ impl Interpreter<'_, '_> {
                 if let Some(attribute) = self_attribute(&assign.target) {
                     let python_value = matches!(
                         left,
-                        Value::Size { .. } | Value::DataScalar(_) | Value::Unknown
+                        Value::Size { .. }
+                            | Value::DataScalar(_)
+                            | Value::Unknown
+                            | Value::Number(_)
                     ) && !matches!(right, Value::Tensor(_) | Value::Tensors(_));
                     if python_value
                         && !self.reset_in_trace.contains(attribute)
@@ -71,7 +74,8 @@ impl Interpreter<'_, '_> {
                         );
                     }
                 }
-                let value = binary(&left, assign.op, &right, number_of(&assign.value));
+                let right_number = number_of(&assign.value).or_else(|| right.known_constant());
+                let value = binary(&left, assign.op, &right, right_number);
                 self.bind(&assign.target, value, env);
             }
             Stmt::Return(ret) => {
@@ -392,6 +396,14 @@ impl Interpreter<'_, '_> {
                 }
             }
             Expr::Starred(starred) => self.bind(&starred.value, Value::Unknown, env),
+            // `self.<name> = ...` in an `__init__` the construction pass runs.
+            Expr::Attribute(attribute) => {
+                if let Expr::Name(receiver) = &*attribute.value {
+                    if let Some(&Value::Building(index)) = env.locals.get(receiver.id.as_str()) {
+                        self.write_field(index, attribute.attr.as_str(), value);
+                    }
+                }
+            }
             Expr::Subscript(subscript) => {
                 self.eval(&subscript.value, env);
                 self.eval(&subscript.slice, env);

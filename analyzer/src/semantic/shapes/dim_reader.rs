@@ -95,8 +95,26 @@ impl DimReader<'_, '_, '_> {
     }
 
     fn resolve(&self, expr: &Expr) -> Option<&Expr> {
-        let Expr::Name(name) = expr else { return None };
-        self.gathered.assignments.get(name.id.as_str()).copied()
+        match expr {
+            Expr::Name(name) => self.gathered.assignments.get(name.id.as_str()).copied(),
+            // `args.max_len` of `args = parser.parse_args()`: the argument's default.
+            Expr::Attribute(attribute) => {
+                let Expr::Call(parsed) = self.resolve(&attribute.value)? else {
+                    return None;
+                };
+                let Expr::Attribute(method) = &*parsed.func else {
+                    return None;
+                };
+                if !matches!(method.attr.as_str(), "parse_args") {
+                    return None;
+                }
+                self.gathered
+                    .argument_defaults
+                    .get(attribute.attr.as_str())
+                    .copied()
+            }
+            _ => None,
+        }
     }
 
     /// A `Dim` expression; `None` for a static entry.

@@ -1,0 +1,488 @@
+//! Construction: the values a model is built with, followed from the code that builds it.
+//!
+//! `GPT(GPTConfig(block_size=32))` runs `GPT.__init__` with a configuration object whose
+//! `block_size` is 32, and what `__init__` stores on `self` (numbers, layers sized from the
+//! configuration, buffers, submodules that are built the same way) is what `forward` reads. The
+//! construction pass runs the entry file's module-level code, and the function that holds the
+//! export call when that code never reaches it, without tracing anything; each module class it
+//! builds keeps the attributes its constructions gave it (joined, when it is built twice with
+//! different values). Configuration objects (dataclasses, plain classes, `SimpleNamespace`) are
+//! values wherever they are built.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::semantic::names;
+use crate::semantic::value::Instance;
+use crate::syntax::ast::{self, Expr, Stmt};
+
+use super::{Env, Interpreter, Value};
+
+/// Inline calls the construction pass may follow: building a model runs every submodule's
+/// `__init__`, many more calls than one `forward` makes.
+pub(super) const CONSTRUCTION_BUDGET: usize = 4000;
+
+/// An instance whose `__init__` is running.
+pub(super) struct Building {
+    pub(super) class: Option<usize>,
+    pub(super) fields: BTreeMap<String, Value>,
+    /// How many undecided `if` clauses enclosed the construction when it began: a field
+    /// written under more of them may or may not be written, and is joined with what it held.
+    undecided: usize,
+}
+
+impl Interpreter<'_, '_> {
+    /// Runs the code that builds the entrypoint's model: the entry file's module-level
+    /// statements, then, when they did not build the entry class (the export call is in a
+    /// function that is called some other way), the function that holds the export call.
+    pub(crate) fn run_construction(
+        &mut self,
+        body: &[Stmt],
+        entry_class: Option<usize>,
+        scope: Option<usize>,
+    ) {
+        self.constructing = true;
+        self.budget = CONSTRUCTION_BUDGET;
+        self.returns.push(Value::Bottom);
+        self.exec_block(body, &mut Env::default());
+        self.returns.pop();
+        let built = |interpreter: &Self| {
+            entry_class.is_none_or(|class| interpreter.constructed.contains_key(&class))
+        };
+        if let Some(function) = scope.filter(|_| !built(self)) {
+            self.budget = CONSTRUCTION_BUDGET;
+            self.inline(function, None, &[], &[], None);
+        }
+        self.constructing = false;
+    }
+
+    /// Calls the workspace class `class`: a configuration object is built wherever it is
+    /// called; a module's `__init__` runs only in the construction pass (in traced code a
+    /// module built in `forward` is rare, and its `__init__` is not what the exporter reports).
+    /// `None` when the call is not followed.
+    pub(super) fn construct(
+        &mut self,
+        class: usize,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Option<Value> {
+        let is_module = self.model.classes[class].is_module;
+        if is_module && !self.constructing {
+            return None;
+        }
+        if !is_module && !self.is_plain_class(class, 0) {
+            return None;
+        }
+        let mut fields = self.class_level_fields(class);
+        let generated_init = self.is_record_class(class, 0);
+        if generated_init {
+            let order: Vec<String> = self.record_fields(class, 0);
+            for (name, value) in order.iter().zip(args) {
+                fields.insert(name.clone(), value.clone());
+            }
+            for (name, value) in kwargs {
+                if order.contains(name) {
+                    fields.insert(name.clone(), value.clone());
+                }
+            }
+        }
+        self.building.push(Building {
+            class: Some(class),
+            fields,
+            undecided: self.undecided,
+        });
+        let index = self.building.len() - 1;
+        let receiver = Some(Value::Building(index));
+        let init = self.model.find_method(class, "__init__");
+        match init {
+            Some(init)
+                if !generated_init
+                    || self.model.classes[class].methods.contains_key("__init__") =>
+            {
+                self.inline(init, receiver.clone(), args, kwargs, None);
+            }
+            _ => {}
+        }
+        if let Some(post_init) = self.model.find_method(class, "__post_init__") {
+            self.inline(post_init, receiver, &[], &[], None);
+        }
+        let building = self.building.pop()?;
+        if is_module {
+            let merged = match self.constructed.remove(&class) {
+                Some(earlier) => join_fields(&earlier, &building.fields),
+                None => building.fields,
+            };
+            self.constructed.insert(class, merged);
+            Some(Value::Module(Some(class)))
+        } else {
+            Some(Value::Object(Rc::new(Instance {
+                class: Some(class),
+                fields: building.fields,
+            })))
+        }
+    }
+
+    /// `types.SimpleNamespace(a=1, b=2)`: an object with the keywords as fields.
+    pub(super) fn namespace(kwargs: &[(String, Value)]) -> Value {
+        Value::Object(Rc::new(Instance {
+            class: None,
+            fields: kwargs
+                .iter()
+                .filter(|(name, _)| !name.is_empty())
+                .cloned()
+                .collect(),
+        }))
+    }
+
+    /// What `parser.parse_args()` returns when the script runs with no arguments: a
+    /// namespace of every `add_argument` default of the analysed file (`store_true` is false,
+    /// no default is `None`, a required argument is unknown). The tracer runs export scripts
+    /// the same way unless an entrypoint table gives their arguments.
+    pub(super) fn parsed_arguments(&mut self) -> Value {
+        use crate::syntax::ast::visitor::{self, Visitor};
+        struct Arguments<'b>(Vec<&'b ast::ExprCall>);
+        impl<'b> Visitor<'b> for Arguments<'b> {
+            fn visit_expr(&mut self, expr: &'b Expr) {
+                if let Expr::Call(call) = expr {
+                    if matches!(&*call.func, Expr::Attribute(method) if method.attr.as_str() == "add_argument")
+                    {
+                        self.0.push(call);
+                    }
+                }
+                visitor::walk_expr(self, expr);
+            }
+        }
+        if self.file != 0 {
+            return Value::Unknown;
+        }
+        let mut arguments = Arguments(Vec::new());
+        arguments.visit_body(self.module_body);
+        let emit = std::mem::replace(&mut self.emit, false);
+        let mut fields: BTreeMap<String, Value> = BTreeMap::new();
+        for call in arguments.0 {
+            let Some(dest) = names::argparse_destination(call) else {
+                continue;
+            };
+            let keyword = |name: &str| call.arguments.find_keyword(name).map(|k| &k.value);
+            let required = keyword("required").is_some_and(
+                |value| matches!(value, Expr::BooleanLiteral(literal) if literal.value),
+            );
+            let value = match (
+                keyword("default"),
+                keyword("action").and_then(names::string_literal),
+            ) {
+                _ if required => Value::Unknown,
+                (Some(default), _) => self.eval(default, &mut Env::default()),
+                (None, Some("store_true")) => Value::Number(0.0),
+                (None, Some("store_false")) => Value::Number(1.0),
+                (None, _) => Value::None,
+            };
+            let value = match fields.get(&dest) {
+                Some(earlier) => earlier.join(&value),
+                None => value,
+            };
+            fields.insert(dest, value);
+        }
+        self.emit = emit;
+        Value::Object(Rc::new(Instance {
+            class: None,
+            fields,
+        }))
+    }
+
+    /// `self.<name> = value` on an instance being built.
+    pub(super) fn write_field(&mut self, index: usize, name: &str, value: Value) {
+        let undecided = self.undecided;
+        let Some(building) = self.building.get_mut(index) else {
+            return;
+        };
+        // Read while the model is built, not while it is exported: eager keeps that one value
+        // too, so it is a constant of the model, not one the export bakes in.
+        let value = match value {
+            Value::Baked(_) => Value::Unknown,
+            value => value,
+        };
+        let value = match building.fields.get(name) {
+            Some(existing) if undecided > building.undecided => existing.join(&value),
+            _ => value,
+        };
+        building.fields.insert(name.to_owned(), value);
+    }
+
+    /// An attribute of an instance being built: a field written so far, a method of its
+    /// class, or what the class's methods store there.
+    pub(super) fn building_attribute(&mut self, index: usize, name: &str) -> Value {
+        let Some(building) = self.building.get(index) else {
+            return Value::Unknown;
+        };
+        if let Some(value) = building.fields.get(name) {
+            return value.clone();
+        }
+        let Some(class) = building.class else {
+            return Value::Unknown;
+        };
+        if let Some(method) = self.model.find_method(class, name) {
+            if self.is_property(method) {
+                return self.inline(method, Some(Value::Building(index)), &[], &[], None);
+            }
+            return Value::Unknown;
+        }
+        match self.model.find_attribute(class, name) {
+            Some(value) => value.clone(),
+            None if self.model.classes[class].is_module => super::module_parameter(name),
+            None => Value::Unknown,
+        }
+    }
+
+    /// A method called on an instance being built: followed with the instance as `self`
+    /// (`self._build(config)` sets attributes too); `register_buffer` and its kin set one.
+    pub(super) fn building_method(
+        &mut self,
+        index: usize,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        call: &ast::ExprCall,
+    ) -> Value {
+        let class = self.building.get(index).and_then(|building| building.class);
+        if let Some(method) = class.and_then(|class| self.model.find_method(class, name)) {
+            return self.inline(method, Some(Value::Building(index)), args, kwargs, None);
+        }
+        if let (
+            "register_buffer" | "register_parameter" | "add_module" | "register_module",
+            Some(field),
+        ) = (
+            name,
+            call.arguments.args.first().and_then(names::string_literal),
+        ) {
+            let value = args.get(1).cloned().unwrap_or(Value::Unknown);
+            let value = match (name, value) {
+                (
+                    "add_module" | "register_module",
+                    value @ (Value::Module(_) | Value::Layer(_)),
+                ) => value,
+                ("add_module" | "register_module", _) => Value::Module(None),
+                (_, value @ Value::Tensor(_)) => value,
+                _ => Value::tensor(),
+            };
+            self.write_field(index, field, value);
+        }
+        Value::Unknown
+    }
+
+    /// A method called on a constructed object: followed with the object as `self`;
+    /// `dict.get(key, default)` on a mapping display reads the field.
+    pub(super) fn object_method(
+        &mut self,
+        instance: &Rc<Instance>,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Value {
+        match instance.class {
+            Some(class) => match self.model.find_method(class, name) {
+                Some(method) => self.inline(
+                    method,
+                    Some(Value::Object(instance.clone())),
+                    args,
+                    kwargs,
+                    None,
+                ),
+                None => Value::Unknown,
+            },
+            None => Value::Unknown,
+        }
+    }
+
+    /// An attribute of a constructed object: its field, or a `@property` of its class run on
+    /// it.
+    pub(super) fn object_attribute(&mut self, instance: &Rc<Instance>, name: &str) -> Value {
+        if let Some(value) = instance.fields.get(name) {
+            return value.clone();
+        }
+        let Some(class) = instance.class else {
+            return Value::Unknown;
+        };
+        match self.model.find_method(class, name) {
+            Some(method) if self.is_property(method) => self.inline(
+                method,
+                Some(Value::Object(instance.clone())),
+                &[],
+                &[],
+                None,
+            ),
+            _ => Value::Unknown,
+        }
+    }
+
+    /// What the construction pass stored in `self.<name>` of module class `class`, when no
+    /// method other than `__init__` assigns it (a counter or a cache that `forward` changes is
+    /// not what `__init__` left there).
+    pub(super) fn constructed_attribute(&self, class: usize, name: &str) -> Option<Value> {
+        let fields = self.constructed.get(&class)?;
+        let value = fields.get(name)?;
+        (!self.model.assigned_after_construction(class, name)).then(|| value.clone())
+    }
+
+    fn is_property(&self, method: usize) -> bool {
+        self.model.functions[method]
+            .def
+            .decorator_list
+            .iter()
+            .any(|decorator| {
+                names::dotted(&decorator.expression).is_some_and(|name| {
+                    matches!(name.as_str(), "property" | "functools.cached_property")
+                        || name.ends_with("cached_property")
+                })
+            })
+    }
+
+    /// A class whose instances are plain Python objects: no bases but `object`, other plain
+    /// classes of the workspace and `typing.NamedTuple`. (A class with another base may be a
+    /// module, a pydantic model or anything else whose construction the analysis cannot see.)
+    fn is_plain_class(&self, class: usize, depth: usize) -> bool {
+        let info = &self.model.classes[class];
+        let written = info
+            .def
+            .arguments
+            .as_ref()
+            .map_or(0, |arguments| arguments.args.len());
+        if info
+            .def
+            .arguments
+            .as_ref()
+            .is_some_and(|arguments| !arguments.keywords.is_empty())
+        {
+            return false;
+        }
+        // Bases are resolved after module-level names: until then only a class with none is
+        // known to be plain.
+        depth < 16
+            && info.bases.len() == written
+            && info.bases.iter().all(|base| match base {
+                Value::Class(base) => self.is_plain_class(*base, depth + 1),
+                Value::Qualified(name) => matches!(
+                    name.as_ref(),
+                    "builtins.object" | "typing.NamedTuple" | "typing_extensions.NamedTuple"
+                ),
+                _ => false,
+            })
+    }
+
+    /// A class whose `__init__` Python generates from its annotated fields: `@dataclass` (or a
+    /// `NamedTuple`), itself or through a base.
+    fn is_record_class(&self, class: usize, depth: usize) -> bool {
+        let info = &self.model.classes[class];
+        let decorated = info.def.decorator_list.iter().any(|decorator| {
+            let callee = match &decorator.expression {
+                Expr::Call(call) => &*call.func,
+                other => other,
+            };
+            names::dotted(callee)
+                .is_some_and(|name| name == "dataclass" || name.ends_with(".dataclass"))
+        });
+        decorated
+            || (depth < 16
+                && info.bases.iter().any(|base| match base {
+                    Value::Class(base) => self.is_record_class(*base, depth + 1),
+                    Value::Qualified(name) => name.ends_with("NamedTuple"),
+                    _ => false,
+                }))
+    }
+
+    /// The generated `__init__`'s parameters: annotated class-level names, bases first.
+    fn record_fields(&self, class: usize, depth: usize) -> Vec<String> {
+        let info = &self.model.classes[class];
+        let mut fields = Vec::new();
+        if depth < 16 {
+            for base in &info.bases {
+                if let Value::Class(base) = base {
+                    for field in self.record_fields(*base, depth + 1) {
+                        if !fields.contains(&field) {
+                            fields.push(field);
+                        }
+                    }
+                }
+            }
+        }
+        for stmt in &info.def.body {
+            if let Stmt::AnnAssign(assign) = stmt {
+                let class_variable = names::dotted(&assign.annotation).is_some_and(|name| {
+                    name.starts_with("ClassVar") || name.ends_with(".ClassVar")
+                }) || matches!(&*assign.annotation, Expr::Subscript(subscript) if names::dotted(&subscript.value).is_some_and(|name| name.ends_with("ClassVar")));
+                if let (Expr::Name(target), false) = (&*assign.target, class_variable) {
+                    let name = target.id.to_string();
+                    if !fields.contains(&name) {
+                        fields.push(name);
+                    }
+                }
+            }
+        }
+        fields
+    }
+
+    /// What the class body (and its bases') binds to plain names: the defaults an instance
+    /// reads until it sets its own. `field(default=x)` is `x`; a `default_factory` is unknown.
+    fn class_level_fields(&mut self, class: usize) -> BTreeMap<String, Value> {
+        let mut fields = BTreeMap::new();
+        let lineage: Vec<usize> = self.model.lineage(class).into_iter().rev().collect();
+        let caller_file = self.file;
+        // Defaults are computed when the class is defined, not traced with the call.
+        let emit = std::mem::replace(&mut self.emit, false);
+        for current in lineage {
+            let info = &self.model.classes[current];
+            self.file = info.file;
+            for stmt in &info.def.body {
+                let (target, value) = match stmt {
+                    Stmt::Assign(assign) => match assign.targets.as_slice() {
+                        [target] => (target, Some(&*assign.value)),
+                        _ => continue,
+                    },
+                    Stmt::AnnAssign(assign) => (&*assign.target, assign.value.as_deref()),
+                    _ => continue,
+                };
+                let Expr::Name(target) = target else { continue };
+                let value = match value {
+                    Some(Expr::Call(call))
+                        if names::dotted(&call.func)
+                            .is_some_and(|name| name.rsplit('.').next() == Some("field")) =>
+                    {
+                        match call.arguments.find_keyword("default") {
+                            Some(keyword) => self.eval(&keyword.value, &mut Env::default()),
+                            None => Value::Unknown,
+                        }
+                    }
+                    Some(value) => self.eval(value, &mut Env::default()),
+                    None => Value::Unknown,
+                };
+                fields.insert(target.id.to_string(), value);
+            }
+        }
+        self.file = caller_file;
+        self.emit = emit;
+        fields
+    }
+}
+
+/// The fields two constructions of one class agree on, each joined.
+fn join_fields(
+    earlier: &BTreeMap<String, Value>,
+    later: &BTreeMap<String, Value>,
+) -> BTreeMap<String, Value> {
+    earlier
+        .iter()
+        .map(|(name, value)| {
+            let joined = match later.get(name) {
+                Some(other) => value.join(other),
+                None => Value::Unknown,
+            };
+            (name.clone(), joined)
+        })
+        .chain(
+            later
+                .iter()
+                .filter(|(name, _)| !earlier.contains_key(*name))
+                .map(|(name, _)| (name.clone(), Value::Unknown)),
+        )
+        .collect()
+}
