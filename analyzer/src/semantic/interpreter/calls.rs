@@ -66,22 +66,21 @@ impl Interpreter<'_, '_> {
             .iter()
             .map(|arg| self.eval(arg, env))
             .collect();
-        let kwargs: Vec<(String, Value)> = call
-            .arguments
-            .keywords
-            .iter()
-            .map(|keyword| {
-                let value = self.eval(&keyword.value, env);
-                (
-                    keyword
-                        .arg
-                        .as_ref()
-                        .map(ToString::to_string)
-                        .unwrap_or_default(),
-                    value,
-                )
-            })
-            .collect();
+        let mut kwargs: Vec<(String, Value)> = Vec::new();
+        for keyword in &call.arguments.keywords {
+            let value = self.eval(&keyword.value, env);
+            match (&keyword.arg, value) {
+                (Some(name), value) => kwargs.push((name.to_string(), value)),
+                // `Model(**config)`: the mapping's fields are the keywords.
+                (None, Value::Object(mapping)) => kwargs.extend(
+                    mapping
+                        .fields
+                        .iter()
+                        .map(|(name, value)| (name.clone(), value.clone())),
+                ),
+                (None, value) => kwargs.push((String::new(), value)),
+            }
+        }
         let any_tensor = args
             .iter()
             .chain(kwargs.iter().map(|(_, value)| value))
@@ -132,7 +131,9 @@ impl Interpreter<'_, '_> {
                 ),
                 Value::Shape(info) if matches!(name, "numel") => self.numel_of(&info),
                 Value::Building(index) => self.building_method(index, name, &args, &kwargs, call),
-                Value::Object(instance) => self.object_method(&instance, name, &args, &kwargs),
+                Value::Object(instance) => {
+                    self.object_method(&instance, name, &args, &kwargs, call)
+                }
                 _ => Value::Unknown,
             };
         }
@@ -428,7 +429,9 @@ impl Interpreter<'_, '_> {
         }
         let top = qualified.split('.').next().unwrap_or_default();
         match qualified {
-            "types.SimpleNamespace" | "argparse.Namespace" => return Self::namespace(kwargs),
+            "types.SimpleNamespace" | "argparse.Namespace" | "builtins.dict" => {
+                return Self::namespace(kwargs);
+            }
             // The parser stands for its class: what matters is what `parse_args` returns.
             "argparse.ArgumentParser" => return Value::Qualified(Rc::from(qualified)),
             "argparse.ArgumentParser.parse_args" => return self.parsed_arguments(),

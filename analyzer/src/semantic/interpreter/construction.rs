@@ -278,6 +278,7 @@ impl Interpreter<'_, '_> {
         name: &str,
         args: &[Value],
         kwargs: &[(String, Value)],
+        call: &ast::ExprCall,
     ) -> Value {
         match instance.class {
             Some(class) => match self.model.find_method(class, name) {
@@ -290,6 +291,15 @@ impl Interpreter<'_, '_> {
                 ),
                 None => Value::Unknown,
             },
+            // `config.get("dim", 64)` on a mapping.
+            None if name == "get" => call
+                .arguments
+                .args
+                .first()
+                .and_then(names::string_literal)
+                .and_then(|key| instance.fields.get(key).cloned())
+                .or_else(|| args.get(1).cloned())
+                .unwrap_or(Value::None),
             None => Value::Unknown,
         }
     }

@@ -207,14 +207,35 @@ impl Interpreter<'_, '_> {
                 self.eval(&comprehension.value, &mut inner);
                 Value::Unknown
             }
+            // A mapping with string keys (a configuration dict) is an object of those fields.
             Expr::Dict(dict) => {
+                let mut fields = Some(std::collections::BTreeMap::new());
                 for item in &dict.items {
-                    if let Some(key) = &item.key {
-                        self.eval(key, env);
+                    let value = self.eval(&item.value, env);
+                    match (&item.key, value) {
+                        (Some(key), value) => {
+                            self.eval(key, env);
+                            match (names::string_literal(key), fields.as_mut()) {
+                                (Some(key), Some(fields)) => {
+                                    fields.insert(key.to_owned(), value);
+                                }
+                                _ => fields = None,
+                            }
+                        }
+                        (None, Value::Object(unpacked)) if unpacked.class.is_none() => {
+                            if let Some(fields) = fields.as_mut() {
+                                fields.extend(unpacked.fields.clone());
+                            }
+                        }
+                        (None, _) => fields = None,
                     }
-                    self.eval(&item.value, env);
                 }
-                Value::Unknown
+                fields.map_or(Value::Unknown, |fields| {
+                    Value::Object(Rc::new(crate::semantic::value::Instance {
+                        class: None,
+                        fields,
+                    }))
+                })
             }
             Expr::Starred(starred) => {
                 self.eval(&starred.value, env);
@@ -331,6 +352,9 @@ impl Interpreter<'_, '_> {
                     },
                 },
             },
+            Value::Object(instance) => names::string_literal(&subscript.slice)
+                .and_then(|key| instance.fields.get(key).cloned())
+                .unwrap_or(Value::Unknown),
             Value::Tuple(items) => match names::int_literal(&subscript.slice) {
                 Some(position) => {
                     let position = if position < 0 {
