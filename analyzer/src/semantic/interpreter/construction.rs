@@ -93,6 +93,9 @@ impl Interpreter<'_, '_> {
         });
         let index = self.building.len() - 1;
         let receiver = Some(Value::Building(index));
+        // An object built in traced code is followed for its values only: what its `__init__`
+        // does (often library bookkeeping) is not reported on the line that builds it.
+        let emit = std::mem::replace(&mut self.emit, false);
         let init = self.model.find_method(class, "__init__");
         match init {
             Some(init)
@@ -106,6 +109,7 @@ impl Interpreter<'_, '_> {
         if let Some(post_init) = self.model.find_method(class, "__post_init__") {
             self.inline(post_init, receiver, &[], &[], None);
         }
+        self.emit = emit;
         let building = self.building.pop()?;
         if is_module {
             let merged = match self.constructed.remove(&class) {
