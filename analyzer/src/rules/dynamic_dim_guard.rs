@@ -174,6 +174,15 @@ pub(crate) fn check(checker: &mut Checker) {
                 ),
                 static_dim(checker, dim),
             ),
+            // Measured: torch 2.15 unrolls `nn.LSTM`/`GRU`/`RNN` over a dynamic sequence, in
+            // either mode, and the length becomes the example's.
+            EventKind::Unrolled { dim, layer } if !dim.automatic => (
+                format!(
+                    "`{text}` runs `nn.{layer}` step by step over dynamic dimension `{}`, which fixes it to the example's length: export fails with \"Constraints violated ({})\"; export with one sequence length (pad inputs to it), or declare the dimension static",
+                    dim.name, dim.name
+                ),
+                static_dim(checker, dim),
+            ),
             // Measured: non-strict `int(x.shape[0])` asks for the size's value as `len(x)` does.
             EventKind::Scalar {
                 value:

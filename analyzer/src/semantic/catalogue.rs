@@ -529,10 +529,23 @@ pub(crate) enum LayerShape {
     LastNorm,
     /// Keeps the first dimension; the catalogue does not follow the others.
     BatchOnly,
+    /// `LSTM` / `GRU` / `RNN(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+    /// bidirectional)`: runs over the sequence dimension (0, or 1 with `batch_first`) step by
+    /// step; the output's last dimension is `hidden_size` (twice that, bidirectional).
+    /// Measured with torch 2.15, strict and not: a dynamic sequence length is specialised.
+    Recurrent,
+}
+
+/// Recurrent layers, which the exporter unrolls over the sequence.
+pub(crate) fn is_recurrent(qualified: &str) -> bool {
+    matches!(qualified, "torch.nn.LSTM" | "torch.nn.GRU" | "torch.nn.RNN")
 }
 
 /// What layer `qualified` does to shapes, for the layers that keep the batch dimension.
 pub(crate) fn layer_shape(qualified: &str) -> Option<LayerShape> {
+    if is_recurrent(qualified) {
+        return Some(LayerShape::Recurrent);
+    }
     if !keeps_batch_dim(qualified) {
         return None;
     }
@@ -596,6 +609,15 @@ pub(crate) fn layer_parameters(shape: LayerShape) -> &'static [&'static str] {
         ],
         LayerShape::Pool { .. } => &["kernel_size", "stride", "padding", "dilation"],
         LayerShape::AdaptivePool { .. } => &["output_size"],
+        LayerShape::Recurrent => &[
+            "input_size",
+            "hidden_size",
+            "num_layers",
+            "bias",
+            "batch_first",
+            "dropout",
+            "bidirectional",
+        ],
         LayerShape::ChannelNorm => &["num_features"],
         LayerShape::LastNorm => &["normalized_shape"],
         LayerShape::Same | LayerShape::BatchOnly => &[],

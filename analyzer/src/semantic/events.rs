@@ -145,6 +145,9 @@ pub(crate) enum EventKind {
     StridedSlice { size: SymSize },
     /// A parameter or buffer sliced up to a dynamic size with no declared maximum.
     BufferSlice { dim: Rc<DimDecl> },
+    /// A recurrent layer (`nn.LSTM`, `nn.GRU`, `nn.RNN`) runs over a sequence whose length is a
+    /// dynamic dimension: the exporter unrolls it step by step, which fixes the length.
+    Unrolled { dim: Rc<DimDecl>, layer: String },
     /// An `if` on a tensor's value (the event's range is its condition): the local names
     /// that hold tensors where it starts, and at the end of each clause in source order
     /// (`None` for a clause that returns or raises). The `torch.cond` rewrite passes the first
@@ -188,6 +191,7 @@ impl EventKind {
             | EventKind::DimSpecialized { dim, .. }
             | EventKind::ReshapeGuard { dim, .. }
             | EventKind::BufferSlice { dim }
+            | EventKind::Unrolled { dim, .. }
             | EventKind::DimMismatch { left: dim, .. } => Some(dim),
             _ => None,
         }

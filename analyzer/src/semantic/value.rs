@@ -402,6 +402,8 @@ pub(crate) enum Value {
     /// configuration field, a constructor argument, arithmetic on them. `True` is 1. The
     /// exporter runs such code in Python and records the result as a constant.
     Number(f64),
+    /// A Python string known exactly: a literal, a configuration field, an argparse default.
+    Str(Rc<str>),
     /// A comparison of sizes or data-dependent numbers.
     Guard(Guard),
     /// An `nn.Module` instance (`self`, a submodule, a layer taken from a `ModuleList`).

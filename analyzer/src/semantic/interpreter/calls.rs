@@ -101,6 +101,13 @@ impl Interpreter<'_, '_> {
             });
         if let Expr::Attribute(attribute) = &*call.func {
             let name = attribute.attr.as_str();
+            if let (Expr::Name(list), "append" | "extend" | "insert") = (&*attribute.value, name) {
+                if let Some(value) = env.locals.get(list.id.as_str()) {
+                    let grown = grown_list(value, name, &args);
+                    env.locals.insert(list.id.to_string(), grown);
+                    return Value::None;
+                }
+            }
             if let Expr::Call(inner) = &*attribute.value {
                 if matches!(&*inner.func, Expr::Name(callee) if callee.id.as_str() == "super") {
                     return self.super_call(name, &args, &kwargs, any_tensor, env);
@@ -577,9 +584,14 @@ impl Interpreter<'_, '_> {
         }
         if let Some(constructed) = catalogue::constructed(qualified) {
             return match constructed {
-                Constructed::Module if catalogue::keeps_batch_dim(qualified) => Value::Layer(
-                    Rc::new(shape_ops::layer_info(qualified, call, args, kwargs)),
-                ),
+                Constructed::Module
+                    if catalogue::keeps_batch_dim(qualified)
+                        || catalogue::is_recurrent(qualified) =>
+                {
+                    Value::Layer(Rc::new(shape_ops::layer_info(
+                        qualified, call, args, kwargs,
+                    )))
+                }
                 Constructed::Module => Value::Module(None),
                 Constructed::Modules => Value::Modules,
                 Constructed::Parameter => Value::tensor(),
@@ -834,6 +846,22 @@ impl Interpreter<'_, '_> {
             "sum" => match first {
                 Value::Tensors(_) => Value::tensor(),
                 Value::Tuple(items) if items.iter().any(Value::is_tensor) => Value::tensor(),
+                _ => Value::Unknown,
+            },
+            // `getattr(nn, "LSTM")`: a module's member named by a known string.
+            "getattr" => match (&first, args.get(1)) {
+                (Value::Qualified(module), Some(Value::Str(member))) => {
+                    let qualified = format!("{module}.{member}");
+                    self.model
+                        .resolve_qualified(&qualified)
+                        .unwrap_or_else(|| Value::Qualified(Rc::from(qualified)))
+                }
+                (Value::Object(instance), Some(Value::Str(member))) => instance
+                    .fields
+                    .get(member.as_ref())
+                    .cloned()
+                    .or_else(|| args.get(2).cloned())
+                    .unwrap_or(Value::Unknown),
                 _ => Value::Unknown,
             },
             "tuple" | "list" => match first {
@@ -1394,4 +1422,34 @@ fn factory_sizes<'v>(name: &str, args: &'v [Value]) -> impl Iterator<Item = &'v 
         _ => args,
     };
     sizes.iter()
+}
+
+/// A local list after `append(x)` / `extend(xs)` / `insert(i, x)`: a list of tensors while
+/// everything in it is a tensor, else unknown (its length is no longer the display's).
+fn grown_list(list: &Value, method: &str, args: &[Value]) -> Value {
+    let added: Vec<&Value> = match (method, args) {
+        ("append", [item]) | ("insert", [_, item]) => vec![item],
+        ("extend", [Value::Tuple(items)]) => items.iter().collect(),
+        ("extend", [tensors @ Value::Tensors(_)]) => vec![tensors],
+        _ => return Value::Unknown,
+    };
+    let existing: Vec<&Value> = match list {
+        Value::Tuple(items) => items.iter().collect(),
+        tensors @ Value::Tensors(_) => vec![tensors],
+        _ => return Value::Unknown,
+    };
+    let mut joined: Option<TensorInfo> = None;
+    for item in existing.into_iter().chain(added) {
+        let (Value::Tensor(info) | Value::Tensors(info)) = item else {
+            return Value::Unknown;
+        };
+        joined = Some(match joined {
+            None => info.clone(),
+            Some(earlier) => match Value::Tensor(earlier).join(&Value::Tensor(info.clone())) {
+                Value::Tensor(info) => info,
+                _ => return Value::Unknown,
+            },
+        });
+    }
+    joined.map_or(Value::Unknown, Value::Tensors)
 }

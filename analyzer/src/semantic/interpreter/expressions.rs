@@ -83,6 +83,8 @@ impl Interpreter<'_, '_> {
             }
             Expr::NoneLiteral(_) => Value::None,
             Expr::NumberLiteral(_) => number_of(expr).map_or(Value::Unknown, Value::Number),
+            Expr::StringLiteral(_) => names::string_literal(expr)
+                .map_or(Value::Unknown, |text| Value::Str(Rc::from(text))),
             Expr::BooleanLiteral(literal) => Value::Number(f64::from(u8::from(literal.value))),
             Expr::Attribute(attribute) => {
                 let receiver = self.eval(&attribute.value, env);
@@ -352,9 +354,11 @@ impl Interpreter<'_, '_> {
                     },
                 },
             },
-            Value::Object(instance) => names::string_literal(&subscript.slice)
-                .and_then(|key| instance.fields.get(key).cloned())
-                .unwrap_or(Value::Unknown),
+            Value::Object(instance) => match &index {
+                Value::Str(key) => instance.fields.get(key.as_ref()).cloned(),
+                _ => None,
+            }
+            .unwrap_or(Value::Unknown),
             Value::Tuple(items) => match names::int_literal(&subscript.slice) {
                 Some(position) => {
                     let position = if position < 0 {

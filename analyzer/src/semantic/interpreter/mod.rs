@@ -684,8 +684,13 @@ fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f
             assumed: a.assumed && b.assumed,
             opaque: false,
         }),
-        (Value::Tensor(info), _) | (_, Value::Tensor(info)) => Value::Tensor(TensorInfo {
-            dims: info.dims.clone(),
+        (Value::Tensor(info), other) | (other, Value::Tensor(info)) => Value::Tensor(TensorInfo {
+            // An operand the analysis lost may be a tensor that broadcasts the shape larger.
+            dims: if matches!(other, Value::Unknown | Value::Tensors(_)) {
+                None
+            } else {
+                info.dims.clone()
+            },
             data_dependent_shape: info.data_dependent_shape,
             maybe_none: false,
             assumed: info.assumed,

@@ -227,7 +227,75 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
             dims: batch_only(),
             forced: None,
         },
+        // Its output is a pair; `recurrent_call` computes it.
+        LayerShape::Recurrent => LayerApplied {
+            dims: None,
+            forced: None,
+        },
     }
+}
+
+/// The sequence dimension a recurrent layer runs over, and its output's shape: `(seq, batch,
+/// D·hidden)` (batch first with `batch_first`), `D` being 2 when bidirectional.
+fn recurrent_state(layer: &LayerInfo, input: &TensorDims) -> Option<TensorDims> {
+    let batch_first = layer.size("batch_first") == Some(1);
+    let directions = if layer.size("bidirectional") == Some(1) {
+        2
+    } else {
+        1
+    };
+    let layers = layer.size("num_layers").unwrap_or(1);
+    let hidden = layer.size("hidden_size")?;
+    let sizes = input.all_sizes()?;
+    let constant = |size: i64| Some(DimSize::Sym(SymSize::constant(size)));
+    let state = match (sizes.len(), batch_first) {
+        (2, _) => vec![constant(layers * directions), constant(hidden)],
+        (3, false) => vec![
+            constant(layers * directions),
+            sizes[1].clone(),
+            constant(hidden),
+        ],
+        (3, true) => vec![
+            constant(layers * directions),
+            sizes[0].clone(),
+            constant(hidden),
+        ],
+        _ => return None,
+    };
+    Some(TensorDims::from_sizes(state))
+}
+
+fn recurrent_output(
+    layer: &LayerInfo,
+    input: &TensorDims,
+) -> (Option<DimSize>, Option<TensorDims>) {
+    let batch_first = layer.size("batch_first") == Some(1);
+    let Some(rank) = input.rank else {
+        return (None, None);
+    };
+    let sequence = match (rank, batch_first) {
+        (2, _) | (3, false) => 0,
+        (3, true) => 1,
+        _ => return (None, None),
+    };
+    let Some(sizes) = input.all_sizes() else {
+        return (None, None);
+    };
+    let directions = if layer.size("bidirectional") == Some(1) {
+        2
+    } else {
+        1
+    };
+    let mut output = sizes.clone();
+    if let Some(last) = output.last_mut() {
+        *last = layer
+            .size("hidden_size")
+            .map(|hidden| DimSize::Sym(SymSize::constant(hidden * directions)));
+    }
+    (
+        sizes[sequence].clone(),
+        Some(TensorDims::from_sizes(output)),
+    )
 }
 
 /// A convolution's or pooling's sliding window along one spatial dimension.
@@ -1226,6 +1294,9 @@ impl super::Interpreter<'_, '_> {
         args: &[Value],
         range: ruff_text_size::TextRange,
     ) -> Value {
+        if catalogue::layer_shape(&layer.qualified) == Some(catalogue::LayerShape::Recurrent) {
+            return self.recurrent_call(layer, args, range);
+        }
         match args.first() {
             Some(Value::Tensor(info)) => {
                 let applied = info.dims.as_ref().map(|dims| apply_layer(layer, dims));
@@ -1258,5 +1329,57 @@ impl super::Interpreter<'_, '_> {
             }
             _ => Value::opaque_tensor(),
         }
+    }
+
+    /// Calls a recurrent layer: `(output, state)`. A dynamic sequence length is unrolled.
+    fn recurrent_call(
+        &mut self,
+        layer: &LayerInfo,
+        args: &[Value],
+        range: ruff_text_size::TextRange,
+    ) -> Value {
+        let Some(Value::Tensor(info)) = args.first() else {
+            return Value::Tuple(Rc::from(vec![
+                Value::opaque_tensor(),
+                Value::opaque_tensor(),
+            ]));
+        };
+        // `h` (and `c` for an LSTM): `(num_layers·D, batch, hidden)`.
+        let hidden = Value::Tensor(super::TensorInfo {
+            dims: info
+                .dims
+                .as_ref()
+                .and_then(|dims| recurrent_state(layer, dims))
+                .map(Rc::new),
+            assumed: info.assumed,
+            ..super::TensorInfo::default()
+        });
+        let state = if layer.qualified.as_ref() == "torch.nn.LSTM" {
+            Value::Tuple(Rc::from(vec![hidden.clone(), hidden]))
+        } else {
+            hidden
+        };
+        let (sequence, output) = info
+            .dims
+            .as_ref()
+            .map_or((None, None), |dims| recurrent_output(layer, dims));
+        if let Some(dim) = sequence.as_ref().and_then(DimSize::dynamic_dim) {
+            if !dim.automatic && !info.assumed {
+                let class = layer.qualified.rsplit('.').next().unwrap_or_default();
+                self.record(
+                    super::EventKind::Unrolled {
+                        dim: dim.clone(),
+                        layer: class.to_owned(),
+                    },
+                    range,
+                );
+            }
+        }
+        let output = Value::Tensor(super::TensorInfo {
+            dims: output.map(Rc::new),
+            assumed: info.assumed,
+            ..super::TensorInfo::default()
+        });
+        Value::Tuple(Rc::from(vec![output, state]))
     }
 }

@@ -275,6 +275,21 @@ impl Interpreter<'_, '_> {
     /// The truth of a condition the exporter decides the same way on every trace: `self.training`
     /// (models are exported in eval mode), `torch.jit.is_scripting()`, `x is None` for a value
     /// known to be `None` or known not to be.
+    /// What `expr` is, evaluated for its value only (no finding recorded), when it is a Python
+    /// constant the program computes: a number, a string, `None`, or a tuple of those.
+    fn known_value(&mut self, expr: &Expr, env: &mut Env) -> Option<Value> {
+        let emit = std::mem::replace(&mut self.emit, false);
+        let value = self.eval(expr, env);
+        self.emit = emit;
+        let constant =
+            |value: &Value| matches!(value, Value::Number(_) | Value::Str(_) | Value::None);
+        match &value {
+            Value::Tuple(items) if items.iter().all(constant) => Some(value),
+            value if constant(value) => Some(value.clone()),
+            _ => None,
+        }
+    }
+
     pub(super) fn static_truth(&mut self, expr: &Expr, env: &mut Env) -> Option<bool> {
         match expr {
             Expr::BooleanLiteral(literal) => Some(literal.value),
@@ -301,10 +316,27 @@ impl Interpreter<'_, '_> {
                     None
                 }
             }
-            Expr::Attribute(attribute) => {
-                let is_self =
-                    matches!(&*attribute.value, Expr::Name(name) if name.id.as_str() == "self");
-                (is_self && attribute.attr.as_str() == "training").then_some(false)
+            Expr::Attribute(attribute)
+                if matches!(&*attribute.value, Expr::Name(name) if name.id.as_str() == "self")
+                    && attribute.attr.as_str() == "training" =>
+            {
+                Some(false)
+            }
+            // A flag or a name the program set to a known value (`config.use_bias`,
+            // `up_mode`): Python decides it the same way on every trace.
+            Expr::Name(_) | Expr::Attribute(_) => match self.known_value(expr, env)? {
+                Value::Number(number) => Some(number != 0.0),
+                Value::Str(text) => Some(!text.is_empty()),
+                Value::None => Some(false),
+                _ => None,
+            },
+            Expr::Compare(compare) if known_comparison(compare) => {
+                let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
+                    return None;
+                };
+                let left = self.known_value(&compare.left, env)?;
+                let right = self.known_value(right, env)?;
+                compare_known(&left, *op, &right)
             }
             Expr::Compare(compare) => {
                 let ([op], [Expr::NoneLiteral(_)]) = (&*compare.ops, &*compare.comparators) else {
@@ -524,5 +556,62 @@ impl Interpreter<'_, '_> {
                         .any(|target| self_attribute(target) == Some(attribute))
             })
         })
+    }
+}
+
+/// A comparison whose operands may be Python constants: no tensor or size is spelled in it (a
+/// size compared with a number is a guard, decided elsewhere).
+fn known_comparison(compare: &ast::ExprCompare) -> bool {
+    let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
+        return false;
+    };
+    let plain = |expr: &Expr| {
+        matches!(
+            expr,
+            Expr::Name(_)
+                | Expr::Attribute(_)
+                | Expr::StringLiteral(_)
+                | Expr::NumberLiteral(_)
+                | Expr::BooleanLiteral(_)
+                | Expr::NoneLiteral(_)
+                | Expr::Tuple(_)
+                | Expr::List(_)
+                | Expr::Set(_)
+                | Expr::Subscript(_)
+        )
+    };
+    !matches!(op, ast::CmpOp::Is | ast::CmpOp::IsNot) && plain(&compare.left) && plain(right)
+}
+
+/// `left <op> right` on Python constants, as Python decides it; `None` where it cannot tell.
+fn compare_known(left: &Value, op: ast::CmpOp, right: &Value) -> Option<bool> {
+    #[allow(clippy::float_cmp)] // Configuration numbers compared as Python compares them.
+    let equal = |a: &Value, b: &Value| match (a, b) {
+        (Value::Number(a), Value::Number(b)) => Some(a == b),
+        (Value::Str(a), Value::Str(b)) => Some(a == b),
+        (Value::None, Value::None) => Some(true),
+        (
+            Value::Number(_) | Value::Str(_) | Value::None,
+            Value::Number(_) | Value::Str(_) | Value::None,
+        ) => Some(false),
+        _ => None,
+    };
+    let member = |item: &Value, container: &Value| match container {
+        Value::Tuple(items) => {
+            let found: Option<Vec<bool>> = items.iter().map(|other| equal(item, other)).collect();
+            found.map(|found| found.contains(&true))
+        }
+        _ => None,
+    };
+    match (op, left, right) {
+        (ast::CmpOp::Eq, ..) => equal(left, right),
+        (ast::CmpOp::NotEq, ..) => equal(left, right).map(|equal| !equal),
+        (ast::CmpOp::In, ..) => member(left, right),
+        (ast::CmpOp::NotIn, ..) => member(left, right).map(|found| !found),
+        (ast::CmpOp::Lt, Value::Number(a), Value::Number(b)) => Some(a < b),
+        (ast::CmpOp::LtE, Value::Number(a), Value::Number(b)) => Some(a <= b),
+        (ast::CmpOp::Gt, Value::Number(a), Value::Number(b)) => Some(a > b),
+        (ast::CmpOp::GtE, Value::Number(a), Value::Number(b)) => Some(a >= b),
+        _ => None,
     }
 }
