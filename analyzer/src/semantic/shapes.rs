@@ -510,7 +510,7 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
 /// The last names of [`is_export_function`]'s functions.
 const EXPORT_FUNCTIONS: &[&str] = &["export", "draft_export", "_export"];
 
-fn is_export_function(qualified: &str) -> bool {
+pub(crate) fn is_export_function(qualified: &str) -> bool {
     matches!(
         qualified,
         "torch.export.export"
@@ -1020,16 +1020,21 @@ pub(crate) fn collect<'a>(
             .max_by_key(|(_, function)| function.def.start())
             .map(|(index, _)| index)
     });
-    let entry = (model_class.is_some() || !unregistered.is_empty()).then(|| Entrypoint {
-        model_class,
-        scope,
-        bound: bound.clone(),
-        parameters: parameters
-            .as_ref()
-            .map(|p| p.names.clone())
-            .unwrap_or_default(),
-        unregistered,
-    });
+    // A model expression the resolver cannot name a class for (`vits.__dict__[arch](...)`) is
+    // still an entrypoint: the construction pass may find the class it builds.
+    let entry =
+        (model_class.is_some() || model_expr.is_some() || !unregistered.is_empty()).then(|| {
+            Entrypoint {
+                model_class,
+                scope,
+                bound: bound.clone(),
+                parameters: parameters
+                    .as_ref()
+                    .map(|p| p.names.clone())
+                    .unwrap_or_default(),
+                unregistered,
+            }
+        });
     let Some(spec_expr) = module_level("dynamic_shapes")
         .or_else(|| keyword("dynamic_shapes"))
         .and_then(resolve)

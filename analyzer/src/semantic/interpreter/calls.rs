@@ -407,6 +407,13 @@ impl Interpreter<'_, '_> {
             "children" | "modules" => Value::Modules,
             "get_submodule" => Value::Module(None),
             "get_parameter" | "get_buffer" => Value::tensor(),
+            // They return the module itself: `model = Net().eval()` is still the `Net`.
+            "train" | "eval" | "to" | "float" | "half" | "double" | "cpu" | "cuda"
+            | "requires_grad_"
+                if !any_tensor =>
+            {
+                Value::Module(class)
+            }
             "parameters" | "named_parameters" | "buffers" | "named_buffers" | "state_dict"
             | "train" | "eval" | "to" | "apply" | "register_buffer" | "register_parameter"
             | "add_module" | "named_children" | "named_modules" | "zero_grad"
@@ -433,6 +440,17 @@ impl Interpreter<'_, '_> {
         // A function or class of another file of the program: followed like a local one.
         if let Some(resolved) = self.model.resolve_qualified(qualified) {
             return self.call_value(&resolved, call, args, kwargs, any_tensor, env);
+        }
+        if self.constructing && crate::semantic::shapes::is_export_function(qualified) {
+            let exported = args.first().or_else(|| {
+                kwargs
+                    .iter()
+                    .find(|(name, _)| name == "mod")
+                    .map(|(_, value)| value)
+            });
+            if let (None, Some(Value::Module(Some(class)))) = (self.exported, exported) {
+                self.exported = Some(*class);
+            }
         }
         let top = qualified.split('.').next().unwrap_or_default();
         match qualified {

@@ -354,6 +354,17 @@ impl Interpreter<'_, '_> {
                     },
                 },
             },
+            // `models.__dict__[arch]`: a module's member chosen by a known name.
+            Value::Qualified(dict) if dict.ends_with(".__dict__") => match &index {
+                Value::Str(member) => {
+                    let module = dict.trim_end_matches(".__dict__");
+                    let qualified = format!("{module}.{member}");
+                    self.model
+                        .resolve_qualified(&qualified)
+                        .unwrap_or_else(|| Value::Qualified(Rc::from(qualified)))
+                }
+                _ => Value::Unknown,
+            },
             Value::Object(instance) => match &index {
                 Value::Str(key) => instance.fields.get(key.as_ref()).cloned(),
                 _ => None,

@@ -226,6 +226,9 @@ pub(crate) struct Interpreter<'m, 'a> {
     constructed: FxHashMap<usize, std::collections::BTreeMap<String, Value>>,
     /// The analysed file's module-level statements, where its `add_argument` calls are found.
     module_body: &'a [Stmt],
+    /// The module class the construction pass saw passed to an export call: the entrypoint's
+    /// model when the model expression names no class the resolver knows.
+    exported: Option<usize>,
 }
 
 impl<'m, 'a> Interpreter<'m, 'a> {
@@ -251,6 +254,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             building: Vec::new(),
             constructed: FxHashMap::default(),
             module_body: &[],
+            exported: None,
         }
     }
 
@@ -262,17 +266,18 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     ) -> (Vec<Event>, FxHashSet<Site>, Vec<crate::ShapeHint>) {
         let mut interpreter = Interpreter::new(model, true);
         interpreter.module_body = body;
+        let mut entry_class = model.entry.as_ref().and_then(|entry| entry.model_class);
         if let Some(entry) = &model.entry {
             let mut builder = Interpreter::new(model, false);
             builder.module_body = body;
             builder.run_construction(body, entry.model_class, entry.scope);
             interpreter.constructed = builder.constructed;
+            entry_class = entry_class.or(builder.exported);
         }
         let declares_dynamic = model
             .spec
             .as_ref()
             .is_some_and(ShapesSpec::has_dynamic_dims);
-        let entry_class = model.entry.as_ref().and_then(|entry| entry.model_class);
         let used = entry_class.map(|entry| classes_used_from(model, entry));
         for (class, info) in model.classes.iter().enumerate() {
             // Other files' classes run only as the entrypoint's model or when called.
@@ -286,12 +291,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             // through the classes it names) may never be exported: what it would do is a
             // warning at most.
             let unreached = used.as_ref().is_some_and(|used| !used.contains(&class));
-            let spec = model.spec.as_ref().filter(|_| {
-                model
-                    .entry
-                    .as_ref()
-                    .is_some_and(|entry| entry.model_class == Some(class))
-            });
+            let spec = model.spec.as_ref().filter(|_| entry_class == Some(class));
             interpreter.untracked = if declares_dynamic {
                 SizeOrigin::Unknown
             } else {
@@ -305,10 +305,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 ..Env::default()
             };
             let parameters = all_parameters(&def.parameters);
-            let entry = model
-                .entry
-                .as_ref()
-                .filter(|entry| entry.model_class == Some(class));
+            let entry = model.entry.as_ref().filter(|_| entry_class == Some(class));
             for (position, parameter) in parameters.iter().enumerate() {
                 let value = if position == 0 {
                     Value::Module(Some(class))
