@@ -928,8 +928,8 @@ async fn a_file_with_an_entrypoint_is_traced_on_open_and_retraced_on_command() {
     client.shutdown_and_exit().await;
 }
 
-/// A model whose convolution's kernel size comes from the constructor's parameter: the
-/// analysis knows `y` is a tensor but not its rank.
+/// A model whose convolution's kernel size is read from the environment: the analysis knows
+/// `y` is a tensor but not its rank.
 const KERNEL_FROM_PARAMETER: &str = "\
 import torch
 import torch.nn as nn
@@ -946,7 +946,9 @@ class Net(nn.Module):
         return y.relu()
 
 
-model = Net(3)
+import os
+
+model = Net(int(os.environ.get(\"KERNEL\", \"3\")))
 example_args = (torch.randn(2, 3, 16, 16),)
 dynamic_shapes = {\"x\": {0: Dim(\"batch\")}}
 ";

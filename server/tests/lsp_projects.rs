@@ -290,9 +290,9 @@ async fn a_save_of_a_relatively_imported_module_traces_the_export_script_that_re
 }
 
 /// The exporter is ground truth in the editor too: a static PT401 error on an assert that holds
-/// (`t <= limit`, `limit = self.config.block_size`, with `block_size=32` and
-/// `Dim("seq", max=32)`) is published
-/// until a trace of the script that reaches it exports, then no longer.
+/// (`t <= limit`, `limit = self.config.block_size`, which the script overrides to 64 through
+/// `vars()` the static pass does not follow, with `Dim("seq", max=64)`) is published until a
+/// trace of the script that reaches it exports, then no longer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_static_error_the_export_contradicts_leaves_the_editor_after_the_trace() {
     let dir = tempfile::tempdir().unwrap();

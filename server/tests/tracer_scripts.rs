@@ -226,11 +226,11 @@ fn scripts_that_never_reach_their_export_call_say_where_they_stopped() {
 }
 
 /// The exporter is ground truth where it ran. A GPT asserts `t <= limit`, read from
-/// `self.config.block_size` into a local the static pass cannot evaluate;
-/// the script declares `Dim("seq", max=32)` and builds the config with `block_size=32`, so the
-/// assert holds and torch exports. The static pass, which does not know `block_size`, calls
-/// the assert a PT401 error; the trace contradicts it, so it leaves the report (and stays, as
-/// info with the reason, under `--show-contradicted`).
+/// `self.config.block_size`; the script builds the config with `block_size=32`, then merges an
+/// override into its attributes through `vars()` (which the static pass does not follow) and
+/// declares `Dim("seq", max=64)`, so the assert holds and torch exports. The static pass, still
+/// reading 32, calls the assert a PT401 error; the trace contradicts it, so it leaves the report
+/// (and stays, as info with the reason, under `--show-contradicted`).
 #[test]
 fn a_static_error_the_export_contradicts_is_not_an_error() {
     let Some(python) = torch_python() else { return };

@@ -418,6 +418,9 @@ pub(crate) enum Value {
     Function(usize),
     /// A class defined in this file, by index.
     Class(usize),
+    /// `Function.apply` of a workspace `torch.autograd.Function` subclass, by class: calling
+    /// it runs the class's `forward` with an unknown `ctx`, as the exporter traces it.
+    AutogradApply(usize),
     /// A method looked up on a module instance: its class and function index.
     Method(Option<usize>, usize),
     /// A tuple or list display with known elements.
@@ -444,11 +447,30 @@ pub(crate) fn integer(number: f64) -> Option<i64> {
 }
 
 /// The fields of a constructed object, by name (ordered, so that equal objects print alike).
+/// Shared, as Python objects are: `config.block_size = 64` (or an override helper that does
+/// it) changes what every holder of the object reads.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Instance {
     /// Its class, when it is one of the workspace's (`None` for a `SimpleNamespace`).
     pub(crate) class: Option<usize>,
-    pub(crate) fields: std::collections::BTreeMap<String, Value>,
+    pub(crate) fields: std::cell::RefCell<std::collections::BTreeMap<String, Value>>,
+}
+
+impl Instance {
+    pub(crate) fn new(
+        class: Option<usize>,
+        fields: std::collections::BTreeMap<String, Value>,
+    ) -> Rc<Instance> {
+        Rc::new(Instance {
+            class,
+            fields: std::cell::RefCell::new(fields),
+        })
+    }
+
+    /// The field `name`, when the object has it.
+    pub(crate) fn field(&self, name: &str) -> Option<Value> {
+        self.fields.borrow().get(name).cloned()
+    }
 }
 
 /// Where a value read at trace time comes from: the call, as written, and its place.
@@ -542,17 +564,20 @@ impl Value {
     pub(crate) fn portable(&self) -> Value {
         match self {
             Value::Module(_) => Value::Module(None),
-            Value::Function(_) | Value::Class(_) | Value::Method(..) | Value::Building(_) => {
-                Value::Unknown
-            }
-            Value::Object(instance) => Value::Object(Rc::new(Instance {
-                class: None,
-                fields: instance
+            Value::Function(_)
+            | Value::Class(_)
+            | Value::Method(..)
+            | Value::Building(_)
+            | Value::AutogradApply(_) => Value::Unknown,
+            Value::Object(instance) => Value::Object(Instance::new(
+                None,
+                instance
                     .fields
+                    .borrow()
                     .iter()
                     .map(|(name, value)| (name.clone(), value.portable()))
                     .collect(),
-            })),
+            )),
             Value::Tuple(items) => Value::Tuple(items.iter().map(Value::portable).collect()),
             Value::Iter(inner) => Value::Iter(Rc::new(inner.portable())),
             other => other.clone(),
@@ -610,16 +635,17 @@ impl Value {
             }
             // Two constructions of one class: a field keeps what both give it.
             (Value::Object(a), Value::Object(b)) if a.class == b.class => {
-                Value::Object(Rc::new(Instance {
-                    class: a.class,
-                    fields: a
-                        .fields
+                let other = b.fields.borrow();
+                Value::Object(Instance::new(
+                    a.class,
+                    a.fields
+                        .borrow()
                         .iter()
                         .filter_map(|(name, value)| {
-                            Some((name.clone(), value.join(b.fields.get(name)?)))
+                            Some((name.clone(), value.join(other.get(name)?)))
                         })
                         .collect(),
-                }))
+                ))
             }
             _ => Value::Unknown,
         }

@@ -75,11 +75,19 @@ impl Interpreter<'_, '_> {
                 (None, Value::Object(mapping)) => kwargs.extend(
                     mapping
                         .fields
+                        .borrow()
                         .iter()
                         .map(|(name, value)| (name.clone(), value.clone())),
                 ),
                 (None, value) => kwargs.push((String::new(), value)),
             }
+        }
+        // `f(*args)`: which parameters the call fills is unknown; an unnamed keyword says so
+        // (as `**kwargs` of unknown keys does), and no parameter takes its default.
+        if call.arguments.args.iter().any(Expr::is_starred_expr)
+            && !kwargs.iter().any(|(name, _)| name.is_empty())
+        {
+            kwargs.push((String::new(), Value::Unknown));
         }
         let any_tensor = args
             .iter()
@@ -169,6 +177,15 @@ impl Interpreter<'_, '_> {
             Value::Method(class, method) => {
                 self.inline(*method, Some(Value::Module(*class)), args, kwargs, None)
             }
+            Value::AutogradApply(class) => match self.model.find_method(*class, "forward") {
+                Some(forward) => {
+                    let with_context: Vec<Value> = std::iter::once(Value::Unknown)
+                        .chain(args.iter().cloned())
+                        .collect();
+                    self.inline(forward, None, &with_context, kwargs, None)
+                }
+                None => Value::Unknown,
+            },
             Value::Class(class) => match self.construct(*class, args, kwargs) {
                 Some(value) => value,
                 None if self.model.classes[*class].is_module => Value::Module(Some(*class)),
@@ -866,6 +883,22 @@ impl Interpreter<'_, '_> {
                 Value::Tuple(items) if items.iter().any(Value::is_tensor) => Value::tensor(),
                 _ => Value::Unknown,
             },
+            "setattr" => {
+                let name = match args.get(1) {
+                    Some(Value::Str(name)) => Some(name.as_ref()),
+                    _ => None,
+                };
+                let value = args.get(2).cloned().unwrap_or(Value::Unknown);
+                match &first {
+                    Value::Object(instance) => self.set_field(instance, name, value),
+                    Value::Building(index) => match name {
+                        Some(name) => self.write_field(*index, name, value),
+                        None => self.forget_fields(*index),
+                    },
+                    _ => {}
+                }
+                Value::None
+            }
             // `getattr(nn, "LSTM")`: a module's member named by a known string.
             "getattr" => match (&first, args.get(1)) {
                 (Value::Qualified(module), Some(Value::Str(member))) => {
@@ -875,9 +908,7 @@ impl Interpreter<'_, '_> {
                         .unwrap_or_else(|| Value::Qualified(Rc::from(qualified)))
                 }
                 (Value::Object(instance), Some(Value::Str(member))) => instance
-                    .fields
-                    .get(member.as_ref())
-                    .cloned()
+                    .field(member)
                     .or_else(|| args.get(2).cloned())
                     .unwrap_or(Value::Unknown),
                 _ => Value::Unknown,
@@ -1020,6 +1051,8 @@ impl Interpreter<'_, '_> {
         } else {
             receiver
         };
+        // Arguments of unknown names or number (`f(*args, **kw)`) may fill any parameter.
+        let open = kwargs.iter().any(|(key, _)| key.is_empty());
         let mut positional = receiver.into_iter().chain(args.iter().cloned());
         for parameter in &parameters {
             let name = parameter.parameter.name.as_str();
@@ -1031,7 +1064,13 @@ impl Interpreter<'_, '_> {
                         .find(|(key, _)| key == name)
                         .map(|(_, value)| value.clone())
                 })
-                .unwrap_or_else(|| default_value(parameter));
+                .unwrap_or_else(|| {
+                    if open {
+                        Value::Unknown
+                    } else {
+                        default_value(parameter)
+                    }
+                });
             // A parameter annotated `int`, `tuple[int, int]`, ... is trusted over a caller the
             // interpreter may have misjudged.
             if let Some(annotation) = &parameter.parameter.annotation {

@@ -77,6 +77,12 @@ impl Interpreter<'_, '_> {
         let generated_init = self.is_record_class(class, 0);
         if generated_init {
             let order: Vec<String> = self.record_fields(class, 0);
+            // `Config(**loaded)` of unknown keys: no field is known to keep its default.
+            if kwargs.iter().any(|(name, _)| name.is_empty()) {
+                for name in &order {
+                    fields.insert(name.clone(), Value::Unknown);
+                }
+            }
             for (name, value) in order.iter().zip(args) {
                 fields.insert(name.clone(), value.clone());
             }
@@ -119,23 +125,20 @@ impl Interpreter<'_, '_> {
             self.constructed.insert(class, merged);
             Some(Value::Module(Some(class)))
         } else {
-            Some(Value::Object(Rc::new(Instance {
-                class: Some(class),
-                fields: building.fields,
-            })))
+            Some(Value::Object(Instance::new(Some(class), building.fields)))
         }
     }
 
     /// `types.SimpleNamespace(a=1, b=2)`: an object with the keywords as fields.
     pub(super) fn namespace(kwargs: &[(String, Value)]) -> Value {
-        Value::Object(Rc::new(Instance {
-            class: None,
-            fields: kwargs
+        Value::Object(Instance::new(
+            None,
+            kwargs
                 .iter()
                 .filter(|(name, _)| !name.is_empty())
                 .cloned()
                 .collect(),
-        }))
+        ))
     }
 
     /// What `parser.parse_args()` returns when the script runs with no arguments: a
@@ -188,10 +191,7 @@ impl Interpreter<'_, '_> {
             fields.insert(dest, value);
         }
         self.emit = emit;
-        Value::Object(Rc::new(Instance {
-            class: None,
-            fields,
-        }))
+        Value::Object(Instance::new(None, fields))
     }
 
     /// `self.<name> = value` on an instance being built.
@@ -211,6 +211,34 @@ impl Interpreter<'_, '_> {
             _ => value,
         };
         building.fields.insert(name.to_owned(), value);
+    }
+
+    /// `instance.<name> = value` (`None`: a name the analysis cannot read, as in
+    /// `setattr(config, key, value)` over overrides, after which no field is known). Under a
+    /// condition the analysis cannot decide, the field keeps what both paths give it.
+    pub(super) fn set_field(&self, instance: &Rc<Instance>, name: Option<&str>, value: Value) {
+        let mut fields = instance.fields.borrow_mut();
+        let Some(name) = name else {
+            for field in fields.values_mut() {
+                *field = Value::Unknown;
+            }
+            return;
+        };
+        let value = match fields.get(name) {
+            Some(existing) if self.undecided > 0 => existing.join(&value),
+            _ => value,
+        };
+        fields.insert(name.to_owned(), value);
+    }
+
+    /// `setattr(self, name, value)` with a name the analysis cannot read: no field written so
+    /// far is known any more.
+    pub(super) fn forget_fields(&mut self, index: usize) {
+        if let Some(building) = self.building.get_mut(index) {
+            for field in building.fields.values_mut() {
+                *field = Value::Unknown;
+            }
+        }
     }
 
     /// An attribute of an instance being built: a field written so far, a method of its
@@ -301,7 +329,7 @@ impl Interpreter<'_, '_> {
                 .args
                 .first()
                 .and_then(names::string_literal)
-                .and_then(|key| instance.fields.get(key).cloned())
+                .and_then(|key| instance.field(key))
                 .or_else(|| args.get(1).cloned())
                 .unwrap_or(Value::None),
             None => Value::Unknown,
@@ -311,8 +339,8 @@ impl Interpreter<'_, '_> {
     /// An attribute of a constructed object: its field, or a `@property` of its class run on
     /// it.
     pub(super) fn object_attribute(&mut self, instance: &Rc<Instance>, name: &str) -> Value {
-        if let Some(value) = instance.fields.get(name) {
-            return value.clone();
+        if let Some(value) = instance.field(name) {
+            return value;
         }
         let Some(class) = instance.class else {
             return Value::Unknown;

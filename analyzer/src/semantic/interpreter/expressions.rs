@@ -226,17 +226,14 @@ impl Interpreter<'_, '_> {
                         }
                         (None, Value::Object(unpacked)) if unpacked.class.is_none() => {
                             if let Some(fields) = fields.as_mut() {
-                                fields.extend(unpacked.fields.clone());
+                                fields.extend(unpacked.fields.borrow().clone());
                             }
                         }
                         (None, _) => fields = None,
                     }
                 }
                 fields.map_or(Value::Unknown, |fields| {
-                    Value::Object(Rc::new(crate::semantic::value::Instance {
-                        class: None,
-                        fields,
-                    }))
+                    Value::Object(crate::semantic::value::Instance::new(None, fields))
                 })
             }
             Expr::Starred(starred) => {
@@ -269,6 +266,21 @@ impl Interpreter<'_, '_> {
                 AttributeResult::Other => Value::Unknown,
             },
             Value::Building(index) => self.building_attribute(*index, name),
+            // `PScan.apply`, `Helper.static_method`: looked up on the class itself.
+            Value::Class(class) => {
+                let info = &self.model.classes[*class];
+                let autograd = info.def.arguments.as_ref().is_some_and(|arguments| {
+                    arguments.args.iter().any(|base| {
+                        names::dotted(base)
+                            .is_some_and(|base| base.rsplit('.').next() == Some("Function"))
+                    })
+                });
+                match self.model.find_method(*class, name) {
+                    _ if autograd && name == "apply" => Value::AutogradApply(*class),
+                    Some(method) => Value::Function(method),
+                    None => Value::Unknown,
+                }
+            }
             Value::Object(instance) => self.object_attribute(instance, name),
             Value::Module(Some(class)) => {
                 if let Some(value) = self.constructed_attribute(*class, name) {
@@ -366,7 +378,7 @@ impl Interpreter<'_, '_> {
                 _ => Value::Unknown,
             },
             Value::Object(instance) => match &index {
-                Value::Str(key) => instance.fields.get(key.as_ref()).cloned(),
+                Value::Str(key) => instance.field(key),
                 _ => None,
             }
             .unwrap_or(Value::Unknown),

@@ -428,12 +428,20 @@ impl Interpreter<'_, '_> {
                 }
             }
             Expr::Starred(starred) => self.bind(&starred.value, Value::Unknown, env),
-            // `self.<name> = ...` in an `__init__` the construction pass runs.
+            // `self.<name> = ...` in an `__init__` the construction pass runs; `config.x = ...`
+            // on a configuration object, which every holder of it then reads.
             Expr::Attribute(attribute) => {
                 if let Expr::Name(receiver) = &*attribute.value {
                     if let Some(&Value::Building(index)) = env.locals.get(receiver.id.as_str()) {
                         self.write_field(index, attribute.attr.as_str(), value);
+                        return;
                     }
+                }
+                let emit = std::mem::replace(&mut self.emit, false);
+                let receiver = self.eval(&attribute.value, env);
+                self.emit = emit;
+                if let Value::Object(instance) = receiver {
+                    self.set_field(&instance, Some(attribute.attr.as_str()), value);
                 }
             }
             Expr::Subscript(subscript) => {
