@@ -639,6 +639,7 @@ pub(crate) const SHAPE_OPS: &[&str] = &[
     "squeeze",
     "flatten",
     "expand",
+    "repeat",
 ];
 
 /// Functions that make a tensor of the sizes they are given.

@@ -844,7 +844,9 @@ impl<'a> SemanticModel<'a> {
             .iter()
             .enumerate()
             .any(|(index, class)| class.methods.contains_key("forward") && undetermined(index));
-        open_class || self.custom_ops.iter().any(|op| !op.has_fake)
+        // A file that exports a model is followed into the code it imports (`pscan` of another
+        // module called from a local model's `forward`), whatever its classes' bases.
+        open_class || self.entry.is_some() || self.custom_ops.iter().any(|op| !op.has_fake)
     }
 
     /// A class not known to be a module that has a base from elsewhere.

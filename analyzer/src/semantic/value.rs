@@ -408,8 +408,9 @@ pub(crate) enum Value {
     Guard(Guard),
     /// An `nn.Module` instance (`self`, a submodule, a layer taken from a `ModuleList`).
     Module(Option<usize>),
-    /// A container of modules (`nn.ModuleList`, `nn.ModuleDict`, `nn.Sequential`).
-    Modules,
+    /// A container of modules (`nn.ModuleList`, `nn.ModuleDict`): what each element is (the
+    /// join of them; `Module(None)` when not known), so a loop over it runs their `forward`.
+    Modules(Rc<Value>),
     /// A `torch.nn` layer that keeps its input's first dimension (`nn.Linear`, `nn.Conv2d`).
     Layer(Rc<LayerInfo>),
     /// A module-level object known by its qualified name: `torch.nn.functional`, `np.mean`.
@@ -580,6 +581,7 @@ impl Value {
             )),
             Value::Tuple(items) => Value::Tuple(items.iter().map(Value::portable).collect()),
             Value::Iter(inner) => Value::Iter(Rc::new(inner.portable())),
+            Value::Modules(element) => Value::Modules(Rc::new(element.portable())),
             other => other.clone(),
         }
     }
@@ -633,6 +635,7 @@ impl Value {
             (Value::Module(_) | Value::Layer(_), Value::Module(_) | Value::Layer(_)) => {
                 Value::Module(None)
             }
+            (Value::Modules(a), Value::Modules(b)) => Value::Modules(Rc::new(a.join(b))),
             // Two constructions of one class: a field keeps what both give it.
             (Value::Object(a), Value::Object(b)) if a.class == b.class => {
                 let other = b.fields.borrow();

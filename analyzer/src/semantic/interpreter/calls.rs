@@ -109,6 +109,28 @@ impl Interpreter<'_, '_> {
             });
         if let Expr::Attribute(attribute) = &*call.func {
             let name = attribute.attr.as_str();
+            // `self.blocks.append(Block(...))` in an `__init__` the construction pass runs.
+            if let (Expr::Attribute(field), "append" | "extend" | "insert") =
+                (&*attribute.value, name)
+            {
+                if let Expr::Name(receiver) = &*field.value {
+                    if let Some(&Value::Building(index)) = env.locals.get(receiver.id.as_str()) {
+                        let current = self.building_attribute(index, field.attr.as_str());
+                        if let Value::Modules(element) = current {
+                            let added = match (name, args.as_slice()) {
+                                ("append", [item]) | ("insert", [_, item]) => item.clone(),
+                                ("extend", [items]) => element_of(items),
+                                _ => Value::Module(None),
+                            };
+                            let grown = Value::Modules(Rc::new(module_elements(Some(
+                                &Value::Tuple(Rc::from(vec![(*element).clone(), added])),
+                            ))));
+                            self.write_field(index, field.attr.as_str(), grown);
+                            return Value::None;
+                        }
+                    }
+                }
+            }
             if let (Expr::Name(list), "append" | "extend" | "insert") = (&*attribute.value, name) {
                 if let Some(value) = env.locals.get(list.id.as_str()) {
                     let grown = grown_list(value, name, &args);
@@ -124,6 +146,11 @@ impl Interpreter<'_, '_> {
             let receiver = self.eval(&attribute.value, env);
             self.note_baked_call(call, baked.as_deref(), &receiver);
             return match receiver {
+                // `PScan.apply(a, x)`, `Helper.static_method(x)`: the class's own attribute.
+                class @ Value::Class(_) => {
+                    let callee = self.attribute(&class, name);
+                    self.call_value(&callee, call, &args, &kwargs, any_tensor, env)
+                }
                 Value::Tensor(info) | Value::Tensors(info) => {
                     self.tensor_method(&info, name, call, &args, &kwargs)
                 }
@@ -132,8 +159,8 @@ impl Interpreter<'_, '_> {
                     self.layer_call(&layer, &args, call.range())
                 }
                 Value::Layer(_) => self.module_method(None, name, &args, &kwargs, any_tensor),
-                Value::Modules => match name {
-                    "values" | "children" | "modules" => Value::Modules,
+                Value::Modules(element) => match name {
+                    "values" | "children" | "modules" => Value::Modules(element),
                     _ => Value::Unknown,
                 },
                 Value::Qualified(qualified) => self.qualified_call(
@@ -416,12 +443,12 @@ impl Interpreter<'_, '_> {
                     let layer = layer.clone();
                     return self.layer_call(&layer, args, self.call_range());
                 }
-                Some(Value::Tensor(_) | Value::Modules) => return Value::Unknown,
+                Some(Value::Tensor(_) | Value::Modules(_)) => return Value::Unknown,
                 _ => {}
             }
         }
         match name {
-            "children" | "modules" => Value::Modules,
+            "children" | "modules" => Value::Modules(Rc::new(Value::Module(None))),
             "get_submodule" => Value::Module(None),
             "get_parameter" | "get_buffer" => Value::tensor(),
             // They return the module itself: `model = Net().eval()` is still the `Net`.
@@ -468,6 +495,9 @@ impl Interpreter<'_, '_> {
             if let (None, Some(Value::Module(Some(class)))) = (self.exported, exported) {
                 self.exported = Some(*class);
             }
+        }
+        if let Some(number) = math_of_numbers(qualified, args) {
+            return Value::Number(number);
         }
         let top = qualified.split('.').next().unwrap_or_default();
         match qualified {
@@ -628,8 +658,15 @@ impl Interpreter<'_, '_> {
                     )))
                 }
                 Constructed::Module => Value::Module(None),
-                Constructed::Modules => Value::Modules,
-                Constructed::Parameter => Value::tensor(),
+                Constructed::Modules => Value::Modules(Rc::new(module_elements(args.first()))),
+                // `nn.Parameter(torch.log(A))`: the tensor it wraps, with its shape.
+                Constructed::Parameter => match args.first() {
+                    Some(Value::Tensor(info)) => Value::Tensor(TensorInfo {
+                        dims: info.dims.clone(),
+                        ..TensorInfo::default()
+                    }),
+                    _ => Value::tensor(),
+                },
             };
         }
         if let Some(class) = self.model.workspace_module_class(qualified) {
@@ -918,7 +955,7 @@ impl Interpreter<'_, '_> {
                 | Value::Tensors(_)
                 | Value::Tuple(_)
                 | Value::DataScalars
-                | Value::Modules) => value,
+                | Value::Modules(_)) => value,
                 _ => Value::Unknown,
             },
             "zip" => Value::Iter(Rc::new(Value::Tuple(args.iter().map(element_of).collect()))),
@@ -1047,7 +1084,7 @@ impl Interpreter<'_, '_> {
         let receiver = if decorated("staticmethod") {
             None
         } else if decorated("classmethod") {
-            receiver.map(|_| Value::Unknown)
+            receiver.map(|_| info.class.map_or(Value::Unknown, Value::Class))
         } else {
             receiver
         };
@@ -1258,6 +1295,32 @@ impl Interpreter<'_, '_> {
                 let assumed = !items.iter().any(Value::is_certain_tensor);
                 Some(Value::Tensor(TensorInfo {
                     dims: dims.map(Rc::new),
+                    assumed,
+                    ..TensorInfo::default()
+                }))
+            }
+            // `torch.arange(end)`, `arange(start, end[, step])`: a vector of the count.
+            "arange" => {
+                let length = match args {
+                    [end] => end.as_sym(),
+                    [start, end] => end.as_sym()?.sub(&start.as_sym()?),
+                    [start, end, step] => {
+                        let (start, end, step) = (
+                            start.known_constant()?,
+                            end.known_constant()?,
+                            step.known_constant()?,
+                        );
+                        let count = ((end - start) / step).ceil().max(0.0);
+                        crate::semantic::value::integer(count).map(SymSize::constant)
+                    }
+                    _ => None,
+                };
+                let length = length
+                    .filter(|length| length.as_constant().is_none_or(|length| length >= 0))?;
+                Some(Value::Tensor(TensorInfo {
+                    dims: Some(Rc::new(TensorDims::from_sizes(vec![Some(DimSize::Sym(
+                        length,
+                    ))]))),
                     assumed,
                     ..TensorInfo::default()
                 }))
@@ -1509,4 +1572,52 @@ fn grown_list(list: &Value, method: &str, args: &[Value]) -> Value {
         });
     }
     joined.map_or(Value::Unknown, Value::Tensors)
+}
+
+/// What each module of `nn.ModuleList(items)` / `nn.ModuleDict(items)` is: the join of a
+/// display's elements, of a comprehension's element, of a mapping's values.
+fn module_elements(items: Option<&Value>) -> Value {
+    let element = match items {
+        Some(Value::Tuple(items)) => items.iter().fold(Value::Bottom, |acc, item| acc.join(item)),
+        Some(Value::Modules(element)) => (**element).clone(),
+        Some(Value::Object(mapping)) => mapping
+            .fields
+            .borrow()
+            .values()
+            .fold(Value::Bottom, |acc, item| acc.join(item)),
+        // `nn.ModuleList()`: empty until `append` fills it.
+        None => Value::Bottom,
+        _ => Value::Module(None),
+    };
+    match element {
+        module @ (Value::Module(_) | Value::Layer(_) | Value::Bottom) => module,
+        _ => Value::Module(None),
+    }
+}
+
+/// `math.ceil(d_model / 16)` and the like on Python numbers the program computed: the number.
+fn math_of_numbers(qualified: &str, args: &[Value]) -> Option<f64> {
+    let function = qualified.strip_prefix("math.")?;
+    let numbers: Vec<f64> = args
+        .iter()
+        .map(|arg| match arg {
+            Value::Number(number) => Some(*number),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let result = match (function, numbers.as_slice()) {
+        ("ceil", [x]) => x.ceil(),
+        ("floor", [x]) => x.floor(),
+        ("trunc", [x]) => x.trunc(),
+        ("sqrt", [x]) if *x >= 0.0 => x.sqrt(),
+        ("log", [x]) if *x > 0.0 => x.ln(),
+        ("log", [x, base]) if *x > 0.0 && *base > 0.0 => x.log(*base),
+        ("log2", [x]) if *x > 0.0 => x.log2(),
+        ("log10", [x]) if *x > 0.0 => x.log10(),
+        ("exp", [x]) => x.exp(),
+        ("pow", [x, y]) => x.powf(*y),
+        ("fabs", [x]) => x.abs(),
+        _ => return None,
+    };
+    result.is_finite().then_some(result)
 }

@@ -366,6 +366,14 @@ impl Interpreter<'_, '_> {
         (!self.model.assigned_after_construction(class, name)).then(|| value.clone())
     }
 
+    pub(super) fn is_classmethod(&self, method: usize) -> bool {
+        self.model.functions[method]
+            .def
+            .decorator_list
+            .iter()
+            .any(|decorator| names::dotted(&decorator.expression).as_deref() == Some("classmethod"))
+    }
+
     fn is_property(&self, method: usize) -> bool {
         self.model.functions[method]
             .def

@@ -196,7 +196,9 @@ impl Interpreter<'_, '_> {
                 self.comprehension(generators, &mut inner);
                 match self.eval(elt, &mut inner) {
                     Value::Tensor(info) => Value::Tensors(info),
-                    Value::Module(_) => Value::Modules,
+                    module @ (Value::Module(_) | Value::Layer(_)) => {
+                        Value::Modules(Rc::new(module))
+                    }
                     _ => Value::Unknown,
                 }
             }
@@ -277,6 +279,10 @@ impl Interpreter<'_, '_> {
                 });
                 match self.model.find_method(*class, name) {
                     _ if autograd && name == "apply" => Value::AutogradApply(*class),
+                    // `Model.from_config(cfg)`: bound to the class.
+                    Some(method) if self.is_classmethod(method) => {
+                        Value::Method(Some(*class), method)
+                    }
                     Some(method) => Value::Function(method),
                     None => Value::Unknown,
                 }
@@ -314,7 +320,7 @@ impl Interpreter<'_, '_> {
         if let Value::DataScalar(_) = index {
             if matches!(
                 receiver,
-                Value::Tuple(_) | Value::Tensors(_) | Value::Shape(_) | Value::Modules
+                Value::Tuple(_) | Value::Tensors(_) | Value::Shape(_) | Value::Modules(_)
             ) {
                 self.record(
                     EventKind::Scalar {
@@ -398,7 +404,7 @@ impl Interpreter<'_, '_> {
                 None => Value::Unknown,
             },
             Value::DataScalars => Value::DataScalar(Interval::default()),
-            Value::Modules => Value::Module(None),
+            Value::Modules(element) => element_of(&Value::Modules(element)),
             _ => Value::Unknown,
         }
     }

@@ -427,7 +427,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 Value::Tensor(_)
                 | Value::Module(_)
                 | Value::Layer(_)
-                | Value::Modules
+                | Value::Modules(_)
                 | Value::Tuple(_) => value,
                 Value::None => Value::None,
                 _ => Value::Unknown,
@@ -972,7 +972,10 @@ fn element_of(value: &Value) -> Value {
         }),
         Value::Tuple(items) => items.iter().fold(Value::Bottom, |acc, item| acc.join(item)),
         Value::DataScalars => Value::DataScalar(Interval::default()),
-        Value::Modules => Value::Module(None),
+        Value::Modules(element) => match &**element {
+            Value::Bottom => Value::Module(None),
+            element => element.clone(),
+        },
         Value::Iter(inner) => (**inner).clone(),
         _ => Value::Unknown,
     }

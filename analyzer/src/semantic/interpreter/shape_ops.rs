@@ -666,6 +666,32 @@ pub(super) fn method_shape(
             result.extend_from_slice(&sizes[end + 1..]);
             Some(TensorDims::from_sizes(result))
         }
+        // `x.repeat(a, b, c)`: each size times its count, leading counts as new dimensions.
+        "repeat" => {
+            let sizes = sizes()?;
+            let arguments = shape_arguments(args, exprs)?;
+            if arguments.len() < sizes.len() {
+                return None;
+            }
+            let offset = arguments.len() - sizes.len();
+            let repeated: Vec<Option<DimSize>> = arguments
+                .into_iter()
+                .enumerate()
+                .map(|(index, argument)| {
+                    let ShapeArgument::Size(Some(DimSize::Sym(count))) = argument else {
+                        return None;
+                    };
+                    match index.checked_sub(offset) {
+                        None => Some(DimSize::Sym(count)),
+                        Some(at) => match sizes[at].as_ref()? {
+                            DimSize::Sym(size) => size.mul(&count).map(DimSize::Sym),
+                            DimSize::Derived(dim) => Some(DimSize::Derived(dim.clone())),
+                        },
+                    }
+                })
+                .collect();
+            Some(TensorDims::from_sizes(repeated))
+        }
         "expand" => {
             let sizes = sizes()?;
             let arguments = shape_arguments(args, exprs)?;

@@ -351,7 +351,7 @@ impl Interpreter<'_, '_> {
                     Value::None => Some(is),
                     Value::Tensor(info) if !info.maybe_none && !info.assumed => Some(!is),
                     Value::Module(_)
-                    | Value::Modules
+                    | Value::Modules(_)
                     | Value::Tuple(_)
                     | Value::Shape(_)
                     | Value::Size { .. } => Some(!is),
