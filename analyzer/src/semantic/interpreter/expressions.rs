@@ -61,6 +61,18 @@ impl Interpreter<'_, '_> {
     }
 
     pub(super) fn eval(&mut self, expr: &Expr, env: &mut Env) -> Value {
+        // Generated code nests expressions tens of thousands deep (`'s0' + 's1' + …`): past a
+        // depth no model writes, the value is unknown rather than the stack exhausted.
+        if self.expression_depth >= super::MAX_EXPRESSION_DEPTH {
+            return Value::Unknown;
+        }
+        self.expression_depth += 1;
+        let value = self.eval_expression(expr, env);
+        self.expression_depth -= 1;
+        value
+    }
+
+    fn eval_expression(&mut self, expr: &Expr, env: &mut Env) -> Value {
         match expr {
             Expr::Name(name) => {
                 let id = name.id.as_str();
@@ -212,32 +224,7 @@ impl Interpreter<'_, '_> {
                 Value::Unknown
             }
             // A mapping with string keys (a configuration dict) is an object of those fields.
-            Expr::Dict(dict) => {
-                let mut fields = Some(std::collections::BTreeMap::new());
-                for item in &dict.items {
-                    let value = self.eval(&item.value, env);
-                    match (&item.key, value) {
-                        (Some(key), value) => {
-                            self.eval(key, env);
-                            match (names::string_literal(key), fields.as_mut()) {
-                                (Some(key), Some(fields)) => {
-                                    fields.insert(key.to_owned(), value);
-                                }
-                                _ => fields = None,
-                            }
-                        }
-                        (None, Value::Object(unpacked)) if unpacked.class.is_none() => {
-                            if let Some(fields) = fields.as_mut() {
-                                fields.extend(unpacked.fields.borrow().clone());
-                            }
-                        }
-                        (None, _) => fields = None,
-                    }
-                }
-                fields.map_or(Value::Unknown, |fields| {
-                    Value::Object(crate::semantic::value::Instance::new(None, fields))
-                })
-            }
+            Expr::Dict(dict) => self.dict_display(dict, env),
             Expr::Starred(starred) => {
                 self.eval(&starred.value, env);
                 Value::Unknown
@@ -245,6 +232,36 @@ impl Interpreter<'_, '_> {
             Expr::Await(await_expr) => self.eval(&await_expr.value, env),
             _ => Value::Unknown,
         }
+    }
+
+    /// `{"dim": 64, **base}`: an object of those fields when every key is a known string.
+    /// Apart from `eval`, whose frame every nested expression pays for.
+    #[inline(never)]
+    fn dict_display(&mut self, dict: &ast::ExprDict, env: &mut Env) -> Value {
+        let mut fields = Some(std::collections::BTreeMap::new());
+        for item in &dict.items {
+            let value = self.eval(&item.value, env);
+            match (&item.key, value) {
+                (Some(key), value) => {
+                    self.eval(key, env);
+                    match (names::string_literal(key), fields.as_mut()) {
+                        (Some(key), Some(fields)) => {
+                            fields.insert(key.to_owned(), value);
+                        }
+                        _ => fields = None,
+                    }
+                }
+                (None, Value::Object(unpacked)) if unpacked.class.is_none() => {
+                    if let Some(fields) = fields.as_mut() {
+                        fields.extend(unpacked.fields.borrow().clone());
+                    }
+                }
+                (None, _) => fields = None,
+            }
+        }
+        fields.map_or(Value::Unknown, |fields| {
+            Value::Object(crate::semantic::value::Instance::new(None, fields))
+        })
     }
 
     pub(super) fn comprehension(&mut self, generators: &[ast::Comprehension], env: &mut Env) {

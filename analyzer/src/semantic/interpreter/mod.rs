@@ -34,6 +34,8 @@ mod statements;
 const INLINE_BUDGET: usize = 400;
 /// How deep inline calls may nest.
 const MAX_DEPTH: usize = 8;
+/// How deep one expression may nest before its value is unknown.
+const MAX_EXPRESSION_DEPTH: usize = 4_000;
 
 /// Local bindings of one function activation.
 #[derive(Clone, Default)]
@@ -229,6 +231,8 @@ pub(crate) struct Interpreter<'m, 'a> {
     /// The module class the construction pass saw passed to an export call: the entrypoint's
     /// model when the model expression names no class the resolver knows.
     exported: Option<usize>,
+    /// Expressions being evaluated, nested (see `MAX_EXPRESSION_DEPTH`).
+    expression_depth: usize,
 }
 
 impl<'m, 'a> Interpreter<'m, 'a> {
@@ -255,6 +259,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             constructed: FxHashMap::default(),
             module_body: &[],
             exported: None,
+            expression_depth: 0,
         }
     }
 
