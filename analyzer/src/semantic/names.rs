@@ -300,3 +300,14 @@ pub(crate) fn argparse_destination(call: &ast::ExprCall) -> Option<String> {
         .or(flags.first())?;
     Some(long.trim_start_matches('-').replace('-', "_"))
 }
+
+/// Whether a class is decorated `@dataclass` / `@dataclasses.dataclass(...)`.
+pub(crate) fn is_dataclass(def: &ast::StmtClassDef) -> bool {
+    def.decorator_list.iter().any(|decorator| {
+        let callee = match &decorator.expression {
+            ast::Expr::Call(call) => &*call.func,
+            other => other,
+        };
+        dotted(callee).is_some_and(|name| name == "dataclass" || name.ends_with(".dataclass"))
+    })
+}

@@ -809,14 +809,7 @@ impl<'a> Flattening<'_, '_, 'a> {
                 if !plain || info.is_module || self.gathered.registered.iter().any(|r| r == name) {
                     return None;
                 }
-                let is_dataclass = info.def.decorator_list.iter().any(|decorator| {
-                    let callee = match &decorator.expression {
-                        Expr::Call(call) => &*call.func,
-                        other => other,
-                    };
-                    names::dotted(callee)
-                        .is_some_and(|name| name == "dataclass" || name.ends_with(".dataclass"))
-                });
+                let is_dataclass = names::is_dataclass(info.def);
                 Some((*class, is_dataclass))
             }
             _ => None,

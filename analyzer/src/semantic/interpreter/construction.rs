@@ -423,15 +423,7 @@ impl Interpreter<'_, '_> {
     /// `NamedTuple`), itself or through a base.
     fn is_record_class(&self, class: usize, depth: usize) -> bool {
         let info = &self.model.classes[class];
-        let decorated = info.def.decorator_list.iter().any(|decorator| {
-            let callee = match &decorator.expression {
-                Expr::Call(call) => &*call.func,
-                other => other,
-            };
-            names::dotted(callee)
-                .is_some_and(|name| name == "dataclass" || name.ends_with(".dataclass"))
-        });
-        decorated
+        names::is_dataclass(info.def)
             || (depth < 16
                 && info.bases.iter().any(|base| match base {
                     Value::Class(base) => self.is_record_class(*base, depth + 1),

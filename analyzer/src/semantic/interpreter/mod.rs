@@ -24,6 +24,7 @@ use super::{OpDefinition, SemanticModel, ShapesSpec, Site};
 use crate::syntax::ast::visitor::{self, Visitor};
 use crate::syntax::ast::{self, Expr, Stmt};
 
+mod builtins;
 mod calls;
 mod construction;
 mod expressions;

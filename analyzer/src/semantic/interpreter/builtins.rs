@@ -1,0 +1,290 @@
+//! The interpreter's calls of Python builtins (`int`, `len`, `range`, `min`, `getattr`, …) and
+//! of `math` functions on numbers the program computes.
+
+use std::rc::Rc;
+
+use ruff_text_size::Ranged;
+
+use crate::semantic::catalogue;
+use crate::syntax::ast::{self, Expr};
+
+use super::{
+    BoolContext, CompareOp, Env, EventKind, Guard, GuardKind, Interpreter, Interval, ScalarUse,
+    SizeOrigin, Value, element_of,
+};
+
+impl Interpreter<'_, '_> {
+    pub(super) fn builtin_call(
+        &mut self,
+        name: &str,
+        call: &ast::ExprCall,
+        args: &[Value],
+        env: &mut Env,
+    ) -> Value {
+        let first = args.first().cloned().unwrap_or(Value::Unknown);
+        // A number made from a value read at trace time is read at trace time too.
+        if let Value::Baked(_) = first {
+            if matches!(
+                name,
+                "int" | "float" | "round" | "abs" | "min" | "max" | "bool"
+            ) {
+                return first;
+            }
+        }
+        if name == "next" && !matches!(first, Value::Tensor(_) | Value::Tensors(_)) {
+            // An iterator that outlives the call (on the module, or module-level): each eager
+            // call takes the next element, the exported program the one it took while exporting.
+            let kept = call.arguments.args.first().and_then(|expr| match expr {
+                Expr::Name(name)
+                    if !env.binds(name.id.as_str())
+                        && self
+                            .model
+                            .globals_in(self.file)
+                            .contains_key(name.id.as_str()) =>
+                {
+                    Some(name.id.to_string())
+                }
+                expr => super::self_attribute(expr).map(|attribute| format!("self.{attribute}")),
+            });
+            if let Some(iterator) = kept {
+                self.record(EventKind::IteratorAdvanced { iterator }, call.range());
+            }
+        }
+        match name {
+            "int" | "float" => match first {
+                Value::Tensor(info) if info.assumed => Value::Unknown,
+                Value::Tensor(_) => {
+                    self.record(
+                        EventKind::Scalar {
+                            value: first,
+                            usage: ScalarUse::Conversion,
+                        },
+                        call.range(),
+                    );
+                    Value::DataScalar(Interval::default())
+                }
+                // `int()` of a number read from tensor data asks the symbolic integer for its
+                // value: non-strict export fails there (the rule knows the mode).
+                Value::DataScalar(interval) if name == "int" => {
+                    self.record(
+                        EventKind::Scalar {
+                            value: Value::DataScalar(interval),
+                            usage: ScalarUse::Conversion,
+                        },
+                        call.range(),
+                    );
+                    Value::DataScalar(interval)
+                }
+                Value::DataScalar(interval) => Value::DataScalar(interval),
+                // Measured: non-strict `int()` of a dynamic size asks for its value, which
+                // fixes the dimension (strict export keeps it symbolic).
+                size @ Value::Size {
+                    origin: SizeOrigin::Dynamic { .. },
+                    ..
+                } if name == "int" => {
+                    self.record(
+                        EventKind::Scalar {
+                            value: size.clone(),
+                            usage: ScalarUse::Conversion,
+                        },
+                        call.range(),
+                    );
+                    size
+                }
+                size @ Value::Size { .. } => size,
+                Value::Number(number) if name == "int" => Value::Number(number.trunc()),
+                number @ Value::Number(_) => number,
+                _ => Value::Unknown,
+            },
+            "bool" => {
+                // Non-strict export fails at `bool()` itself (the rules say so from the event);
+                // strict export captures a symbolic boolean, which fails only where it decides
+                // control flow: the result carries the guard to that use.
+                let result = match &first {
+                    Value::DataScalar(interval) => Value::Guard(Guard {
+                        kind: GuardKind::Data,
+                        decided: interval.decide(CompareOp::NotEq, 0.0).is_some(),
+                        suggestion: None,
+                    }),
+                    Value::Guard(guard) if matches!(guard.kind, GuardKind::Data) => first.clone(),
+                    _ => Value::Unknown,
+                };
+                if let Some(argument) = call.arguments.args.first() {
+                    self.record_truthiness(first, argument, BoolContext::BoolCall);
+                }
+                result
+            }
+            "len" => match first {
+                Value::Tensor(info) => {
+                    let size = self.size_of(&info, 0);
+                    self.record(
+                        EventKind::Scalar {
+                            value: size.clone(),
+                            usage: ScalarUse::Len,
+                        },
+                        call.range(),
+                    );
+                    size
+                }
+                Value::Tuple(items) => {
+                    #[allow(clippy::cast_precision_loss)] // A display has few elements.
+                    Value::Number(items.len() as f64)
+                }
+                _ => Value::Unknown,
+            },
+            "range" => {
+                for (value, expr) in args.iter().zip(call.arguments.args.iter()) {
+                    if matches!(value, Value::DataScalar(_) | Value::Size { .. }) {
+                        self.record(
+                            EventKind::Scalar {
+                                value: value.clone(),
+                                usage: ScalarUse::Range,
+                            },
+                            expr.range(),
+                        );
+                    }
+                }
+                Value::Iter(Rc::new(Value::Unknown))
+            }
+            "min" | "max" => {
+                let numbers: Option<Vec<f64>> = args
+                    .iter()
+                    .map(|arg| match arg {
+                        Value::Number(number) => Some(*number),
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(numbers) = numbers.filter(|numbers| numbers.len() > 1) {
+                    let pick = if name == "min" { f64::min } else { f64::max };
+                    let first = numbers[0];
+                    return Value::Number(numbers[1..].iter().copied().fold(first, pick));
+                }
+                if args.iter().any(Value::is_tensor) {
+                    Value::tensor()
+                } else if args.iter().any(|arg| matches!(arg, Value::DataScalar(_))) {
+                    Value::DataScalar(Interval::default())
+                } else {
+                    args.iter()
+                        .fold(Value::Bottom, |acc, arg| match (acc, arg) {
+                            (Value::Size { origin, .. }, Value::Size { origin: other, .. }) => {
+                                Value::Size {
+                                    origin: origin.combine(other),
+                                    interval: Interval::default(),
+                                    sym: None,
+                                }
+                            }
+                            (size @ Value::Size { .. }, _) => size,
+                            (_, size @ Value::Size { .. }) => size.clone(),
+                            _ => Value::Unknown,
+                        })
+                }
+            }
+            "abs" | "round" => match first {
+                value @ (Value::Tensor(_) | Value::DataScalar(_) | Value::Size { .. }) => value,
+                Value::Number(number) if name == "abs" => Value::Number(number.abs()),
+                Value::Number(number) if args.len() == 1 => Value::Number(number.round_ties_even()),
+                _ => Value::Unknown,
+            },
+            "sum" => match first {
+                Value::Tensors(_) => Value::tensor(),
+                Value::Tuple(items) if items.iter().any(Value::is_tensor) => Value::tensor(),
+                _ => Value::Unknown,
+            },
+            "setattr" => {
+                let name = match args.get(1) {
+                    Some(Value::Str(name)) => Some(name.as_ref()),
+                    _ => None,
+                };
+                let value = args.get(2).cloned().unwrap_or(Value::Unknown);
+                match &first {
+                    Value::Object(instance) => self.set_field(instance, name, value),
+                    Value::Building(index) => match name {
+                        Some(name) => self.write_field(*index, name, value),
+                        None => self.forget_fields(*index),
+                    },
+                    _ => {}
+                }
+                Value::None
+            }
+            // `getattr(nn, "LSTM")`: a module's member named by a known string.
+            "getattr" => match (&first, args.get(1)) {
+                (Value::Qualified(module), Some(Value::Str(member))) => {
+                    let qualified = format!("{module}.{member}");
+                    self.model
+                        .resolve_qualified(&qualified)
+                        .unwrap_or_else(|| Value::Qualified(Rc::from(qualified)))
+                }
+                (Value::Object(instance), Some(Value::Str(member))) => instance
+                    .field(member)
+                    .or_else(|| args.get(2).cloned())
+                    .unwrap_or(Value::Unknown),
+                _ => Value::Unknown,
+            },
+            "tuple" | "list" => match first {
+                value @ (Value::Shape(_)
+                | Value::Tensors(_)
+                | Value::Tuple(_)
+                | Value::DataScalars
+                | Value::Modules(_)) => value,
+                _ => Value::Unknown,
+            },
+            "zip" => Value::Iter(Rc::new(Value::Tuple(args.iter().map(element_of).collect()))),
+            "enumerate" => Value::Iter(Rc::new(Value::Tuple(Rc::from(vec![
+                Value::Unknown,
+                element_of(&first),
+            ])))),
+            "reversed" | "iter" => Value::Iter(Rc::new(element_of(&first))),
+            "print" => {
+                self.record(
+                    EventKind::Call {
+                        qualified: "print".to_owned(),
+                        tensor_argument: false,
+                    },
+                    call.range(),
+                );
+                Value::Unknown
+            }
+            _ if catalogue::UNTRACEABLE_BUILTINS.contains(&name) => {
+                self.record(
+                    EventKind::Call {
+                        qualified: name.to_owned(),
+                        tensor_argument: false,
+                    },
+                    call.range(),
+                );
+                Value::Unknown
+            }
+            _ => {
+                let _ = env;
+                Value::Unknown
+            }
+        }
+    }
+}
+
+/// `math.ceil(d_model / 16)` and the like on Python numbers the program computed: the number.
+pub(super) fn math_of_numbers(qualified: &str, args: &[Value]) -> Option<f64> {
+    let function = qualified.strip_prefix("math.")?;
+    let numbers: Vec<f64> = args
+        .iter()
+        .map(|arg| match arg {
+            Value::Number(number) => Some(*number),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let result = match (function, numbers.as_slice()) {
+        ("ceil", [x]) => x.ceil(),
+        ("floor", [x]) => x.floor(),
+        ("trunc", [x]) => x.trunc(),
+        ("sqrt", [x]) if *x >= 0.0 => x.sqrt(),
+        ("log", [x]) if *x > 0.0 => x.ln(),
+        ("log", [x, base]) if *x > 0.0 && *base > 0.0 => x.log(*base),
+        ("log2", [x]) if *x > 0.0 => x.log2(),
+        ("log10", [x]) if *x > 0.0 => x.log10(),
+        ("exp", [x]) => x.exp(),
+        ("pow", [x, y]) => x.powf(*y),
+        ("fabs", [x]) => x.abs(),
+        _ => return None,
+    };
+    result.is_finite().then_some(result)
+}
