@@ -298,7 +298,7 @@ fn a_static_error_the_export_contradicts_is_not_an_error() {
         shown.json()[0]["message"]
             .as_str()
             .unwrap()
-            .contains("contradicted: the export of export.py:13 (main)"),
+            .contains("contradicted: the export of export.py:14 (main)"),
         "{}",
         shown.stdout
     );
