@@ -19,9 +19,16 @@ those dimensions that the `Dim`'s range does not already decide: `if x.shape[0] 
 inputs' different `Dim`s against each other (`x + y` with `Dim("a")` and `Dim("b")`) is
 reported too: the exporter requires them equal; against a literal size other than 1
 (`x + torch.ones(8, 3)`) it specialises the dimension, also reported. So are `view`/`reshape` to literal sizes that the
-dynamic dimension's element count must divide into (`x.reshape(-1, 4)` on `x: [batch, 2]`), and
+dynamic dimension's element count must divide into (`x.reshape(-1, 4)` on `x: [batch, 2]`),
 slicing a parameter or buffer up to a dynamic
-size (`self.pos[:, :x.shape[1]]`) when the `Dim` has no `max`.
+size (`self.pos[:, :x.shape[1]]`) when the `Dim` has no `max`, non-strict `int(x.shape[0])`,
+`math.log2` of a size, and `nn.LSTM` / `nn.GRU` / `nn.RNN` over a dynamic sequence length, which
+the exporter unrolls step by step (in either mode).
+
+Sizes and the numbers they are compared with come from the values the program computes: the
+model is built with its constructor's arguments (a config dataclass, `SimpleNamespace`, a dict,
+`**config`, argparse defaults), so `assert t <= self.config.block_size` under
+`Dim("seq", max=64)` with `block_size=32` is reported, and with `block_size=64` is not.
 
 Shapes are followed symbolically, in your `Dim` names, through layers (from their constructor
 arguments), concatenation, views, transposes, slices with steps and reductions, so constraints
@@ -29,7 +36,9 @@ the code forces far from any `if` are found too: `torch.cat([x, y], 1)` fed to `
 requires `dx + dy == 32`; `torch.cat([x, x], 1) + y` relates `dy = 2*dx`; `nn.Linear(32, ...)`
 on a dimension declared dynamic fixes it to 32; broadcasting `z[:, ::2]`, of size `(dz + 1)//2`,
 guards it `!= 1`, which `Dim("dz")` allows at dz = 2 (non-strict export guards every slice with a
-step that way, where it slices). A relation torch checks at run time
+step that way, where it slices); a U-Net's skip concatenation of `2*(h//4)` with `h//2`, after
+two stride-2 poolings and one stride-2 upsampling, holds only when `h` is a multiple of 4 (the
+fix declares `h = 4*_h`, as torch suggests). A relation torch checks at run time
 instead (`dx + dy == dz`) is not reported. `Dim.AUTO` and `Dim.DYNAMIC` let the
 exporter refine the range itself and are not checked.
 
