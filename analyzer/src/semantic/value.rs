@@ -411,6 +411,9 @@ pub(crate) enum Value {
     /// A container of modules (`nn.ModuleList`, `nn.ModuleDict`): what each element is (the
     /// join of them; `Module(None)` when not known), so a loop over it runs their `forward`.
     Modules(Rc<Value>),
+    /// `nn.Sequential(a, b, c)` of modules and layers the analysis knows, in order: calling it
+    /// runs each on the previous one's output.
+    Sequential(Rc<[Value]>),
     /// A `torch.nn` layer that keeps its input's first dimension (`nn.Linear`, `nn.Conv2d`).
     Layer(Rc<LayerInfo>),
     /// A module-level object known by its qualified name: `torch.nn.functional`, `np.mean`.
@@ -582,6 +585,7 @@ impl Value {
             Value::Tuple(items) => Value::Tuple(items.iter().map(Value::portable).collect()),
             Value::Iter(inner) => Value::Iter(Rc::new(inner.portable())),
             Value::Modules(element) => Value::Modules(Rc::new(element.portable())),
+            Value::Sequential(_) => Value::Module(None),
             other => other.clone(),
         }
     }
@@ -632,9 +636,10 @@ impl Value {
                     same_padding: a.same_padding,
                 }))
             }
-            (Value::Module(_) | Value::Layer(_), Value::Module(_) | Value::Layer(_)) => {
-                Value::Module(None)
-            }
+            (
+                Value::Module(_) | Value::Layer(_) | Value::Sequential(_),
+                Value::Module(_) | Value::Layer(_) | Value::Sequential(_),
+            ) => Value::Module(None),
             (Value::Modules(a), Value::Modules(b)) => Value::Modules(Rc::new(a.join(b))),
             // Two constructions of one class: a field keeps what both give it.
             (Value::Object(a), Value::Object(b)) if a.class == b.class => {

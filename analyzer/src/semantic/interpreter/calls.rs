@@ -218,9 +218,28 @@ impl Interpreter<'_, '_> {
                 None => Value::Unknown,
             },
             Value::Module(submodule) => self.call_module(*submodule, args, kwargs),
+            Value::Sequential(steps) => self.run_sequential(steps, args),
             Value::Layer(layer) => self.layer_call(layer, args, call.range()),
             _ => Value::Unknown,
         }
+    }
+
+    /// Calls `nn.Sequential(a, b, c)` on `args`: each step on the previous one's output.
+    pub(super) fn run_sequential(&mut self, steps: &[Value], args: &[Value]) -> Value {
+        let range = self.call_range();
+        let mut value = match args {
+            [single] => single.clone(),
+            _ => return Value::opaque_tensor(),
+        };
+        for step in steps {
+            value = match step {
+                Value::Layer(layer) => self.layer_call(layer, &[value], range),
+                Value::Module(Some(class)) => self.call_module(Some(*class), &[value], &[]),
+                Value::Sequential(inner) => self.run_sequential(inner, &[value]),
+                _ => return Value::opaque_tensor(),
+            };
+        }
+        value
     }
 
     /// Calls a module: a class of this file runs its `forward` on the caller's values, so shapes
@@ -442,6 +461,10 @@ impl Interpreter<'_, '_> {
                     let layer = layer.clone();
                     return self.layer_call(&layer, args, self.call_range());
                 }
+                Some(Value::Sequential(steps)) => {
+                    let steps = steps.clone();
+                    return self.run_sequential(&steps, args);
+                }
                 Some(Value::Tensor(_) | Value::Modules(_)) => return Value::Unknown,
                 _ => {}
             }
@@ -655,6 +678,21 @@ impl Interpreter<'_, '_> {
                     Value::Layer(Rc::new(shape_ops::layer_info(
                         qualified, call, args, kwargs,
                     )))
+                }
+                // `nn.Sequential(conv, relu, pool)`: each step known, none unpacked from a list
+                // (whose length a loop that built it may not tell).
+                Constructed::Module
+                    if qualified == "torch.nn.Sequential"
+                        && !args.is_empty()
+                        && !call.arguments.args.iter().any(Expr::is_starred_expr)
+                        && args.iter().all(|step| {
+                            matches!(
+                                step,
+                                Value::Layer(_) | Value::Module(Some(_)) | Value::Sequential(_)
+                            )
+                        }) =>
+                {
+                    Value::Sequential(Rc::from(args))
                 }
                 Constructed::Module => Value::Module(None),
                 Constructed::Modules => Value::Modules(Rc::new(module_elements(args.first()))),

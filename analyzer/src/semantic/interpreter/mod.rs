@@ -433,6 +433,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 Value::Tensor(_)
                 | Value::Module(_)
                 | Value::Layer(_)
+                | Value::Sequential(_)
                 | Value::Modules(_)
                 | Value::Tuple(_) => value,
                 Value::None => Value::None,

@@ -351,6 +351,7 @@ impl Interpreter<'_, '_> {
                     Value::None => Some(is),
                     Value::Tensor(info) if !info.maybe_none && !info.assumed => Some(!is),
                     Value::Module(_)
+                    | Value::Sequential(_)
                     | Value::Modules(_)
                     | Value::Tuple(_)
                     | Value::Shape(_)
