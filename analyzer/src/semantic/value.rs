@@ -567,7 +567,7 @@ impl Value {
     /// The value without indexes into the model it was computed in.
     pub(crate) fn portable(&self) -> Value {
         match self {
-            Value::Module(_) => Value::Module(None),
+            Value::Module(_) | Value::Sequential(_) => Value::Module(None),
             Value::Function(_)
             | Value::Class(_)
             | Value::Method(..)
@@ -585,7 +585,6 @@ impl Value {
             Value::Tuple(items) => Value::Tuple(items.iter().map(Value::portable).collect()),
             Value::Iter(inner) => Value::Iter(Rc::new(inner.portable())),
             Value::Modules(element) => Value::Modules(Rc::new(element.portable())),
-            Value::Sequential(_) => Value::Module(None),
             other => other.clone(),
         }
     }
