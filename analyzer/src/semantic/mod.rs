@@ -606,6 +606,9 @@ impl<'a> SemanticModel<'a> {
             .map(|(index, class)| (class.def.start(), index))
             .collect();
         let source = self.source_in(file);
+        // A module-level value the code changes after binding it (`CONFIG["k"] = v`,
+        // `global N` in a function) is not what its assignment says.
+        let rebound = names::changed_after_binding(body);
         for stmt in names::module_level_statements(body) {
             match stmt {
                 Stmt::Import(_) | Stmt::ImportFrom(_) => {
@@ -639,6 +642,13 @@ impl<'a> SemanticModel<'a> {
                 Stmt::Assign(assign) => {
                     if let [ast::Expr::Name(target)] = assign.targets.as_slice() {
                         let value = Interpreter::evaluate_global_in(self, &assign.value, file);
+                        let constant = matches!(
+                            value,
+                            Value::Number(_) | Value::Str(_) | Value::Object(_) | Value::Tuple(_)
+                        );
+                        if constant && rebound.contains(target.id.as_str()) {
+                            continue;
+                        }
                         if !matches!(value, Value::Unknown) {
                             self.globals_in_mut(file)
                                 .insert(target.id.to_string(), value);

@@ -311,3 +311,79 @@ pub(crate) fn is_dataclass(def: &ast::StmtClassDef) -> bool {
         dotted(callee).is_some_and(|name| name == "dataclass" || name.ends_with(".dataclass"))
     })
 }
+
+/// Module-level names the file changes after binding them, anywhere in it: rebound through
+/// `global` in a function, augmented (`N += 1`), or changed in place (`CONFIG["k"] = v`,
+/// `config.x = v`, `CONFIG.update(...)`).
+pub(crate) fn changed_after_binding(body: &[Stmt]) -> rustc_hash::FxHashSet<String> {
+    use crate::syntax::ast::visitor::{self, Visitor};
+    const CHANGES: &[&str] = &[
+        "update",
+        "pop",
+        "popitem",
+        "setdefault",
+        "clear",
+        "append",
+        "extend",
+        "insert",
+        "remove",
+    ];
+    struct Changed(rustc_hash::FxHashSet<String>);
+    impl Changed {
+        fn base(&mut self, target: &ast::Expr) {
+            match target {
+                ast::Expr::Subscript(ast::ExprSubscript { value, .. })
+                | ast::Expr::Attribute(ast::ExprAttribute { value, .. }) => self.base(value),
+                ast::Expr::Name(name) => {
+                    self.0.insert(name.id.to_string());
+                }
+                _ => {}
+            }
+        }
+        fn target(&mut self, target: &ast::Expr) {
+            match target {
+                ast::Expr::Subscript(_) | ast::Expr::Attribute(_) => self.base(target),
+                ast::Expr::Tuple(ast::ExprTuple { elts, .. })
+                | ast::Expr::List(ast::ExprList { elts, .. }) => {
+                    for element in elts {
+                        self.target(element);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    impl<'a> Visitor<'a> for Changed {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            match stmt {
+                Stmt::Global(global) => {
+                    self.0.extend(global.names.iter().map(ToString::to_string));
+                }
+                Stmt::Assign(assign) => {
+                    for target in &assign.targets {
+                        self.target(target);
+                    }
+                }
+                Stmt::AugAssign(assign) => self.base(&assign.target),
+                Stmt::AnnAssign(assign) => self.target(&assign.target),
+                _ => {}
+            }
+            visitor::walk_stmt(self, stmt);
+        }
+        fn visit_expr(&mut self, expr: &'a ast::Expr) {
+            if let ast::Expr::Call(call) = expr {
+                if let ast::Expr::Attribute(method) = &*call.func {
+                    if CHANGES.contains(&method.attr.as_str()) {
+                        self.base(&method.value);
+                    }
+                }
+            }
+            visitor::walk_expr(self, expr);
+        }
+    }
+    let mut changed = Changed(rustc_hash::FxHashSet::default());
+    for stmt in body {
+        changed.visit_stmt(stmt);
+    }
+    changed.0
+}

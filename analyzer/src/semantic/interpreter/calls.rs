@@ -523,9 +523,7 @@ impl Interpreter<'_, '_> {
         }
         let top = qualified.split('.').next().unwrap_or_default();
         match qualified {
-            "types.SimpleNamespace" | "argparse.Namespace" | "builtins.dict" => {
-                return Self::namespace(kwargs);
-            }
+            "types.SimpleNamespace" | "argparse.Namespace" => return Self::namespace(kwargs),
             // The parser stands for its class: what matters is what `parse_args` returns.
             "argparse.ArgumentParser" => return Value::Qualified(Rc::from(qualified)),
             "argparse.ArgumentParser.parse_args" => return self.parsed_arguments(),

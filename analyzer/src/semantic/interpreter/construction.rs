@@ -219,9 +219,7 @@ impl Interpreter<'_, '_> {
     pub(super) fn set_field(&self, instance: &Rc<Instance>, name: Option<&str>, value: Value) {
         let mut fields = instance.fields.borrow_mut();
         let Some(name) = name else {
-            for field in fields.values_mut() {
-                *field = Value::Unknown;
-            }
+            forget(&mut fields);
             return;
         };
         let value = match fields.get(name) {
@@ -235,9 +233,7 @@ impl Interpreter<'_, '_> {
     /// far is known any more.
     pub(super) fn forget_fields(&mut self, index: usize) {
         if let Some(building) = self.building.get_mut(index) {
-            for field in building.fields.values_mut() {
-                *field = Value::Unknown;
-            }
+            forget(&mut building.fields);
         }
     }
 
@@ -303,7 +299,8 @@ impl Interpreter<'_, '_> {
     }
 
     /// A method called on a constructed object: followed with the object as `self`;
-    /// `dict.get(key, default)` on a mapping display reads the field.
+    /// `dict.get(key, default)` on a mapping display reads the field; `update`, `pop` and the
+    /// like change it (`update` with a known mapping merges it; otherwise no field is known).
     pub(super) fn object_method(
         &mut self,
         instance: &Rc<Instance>,
@@ -332,7 +329,21 @@ impl Interpreter<'_, '_> {
                 .and_then(|key| instance.field(key))
                 .or_else(|| args.get(1).cloned())
                 .unwrap_or(Value::None),
-            None => Value::Unknown,
+            None => {
+                match (name, args) {
+                    ("update", [Value::Object(other)]) if other.class.is_none() => {
+                        let merged = other.fields.borrow().clone();
+                        for (field, value) in merged {
+                            self.set_field(instance, Some(&field), value);
+                        }
+                    }
+                    ("update" | "pop" | "popitem" | "setdefault" | "clear", _) => {
+                        self.set_field(instance, None, Value::Unknown);
+                    }
+                    _ => {}
+                }
+                Value::Unknown
+            }
         }
     }
 
@@ -503,6 +514,14 @@ impl Interpreter<'_, '_> {
         self.file = caller_file;
         self.emit = emit;
         fields
+    }
+}
+
+/// After a write the analysis cannot place (a `setattr` of an unknown name, `dict.update` of
+/// unknown keys): no field is known any more.
+fn forget(fields: &mut BTreeMap<String, Value>) {
+    for field in fields.values_mut() {
+        *field = Value::Unknown;
     }
 }
 

@@ -525,7 +525,7 @@ impl Interpreter<'_, '_> {
 }
 
 /// An ordering of a dynamic size against a configuration value the analysis cannot read
-/// (`t <= self.config.block_size`, `n < cfg.max_len`) under a `Dim` with an upper bound:
+/// (`t <= self.config.block_size`, `n < cfg["max_len"]`) under a `Dim` with an upper bound:
 /// whether the number lies inside the declared range cannot be told, so the guard is not known
 /// to violate it. (Without an upper bound any finite number cuts the range, and the guard stays.)
 fn ordering_against_configuration(
@@ -548,8 +548,12 @@ fn ordering_against_configuration(
             } if dim.max.is_some() || dim.bounds_unknown
         )
     };
+    // An attribute or a key the analysis cannot read (`self.config.block_size`,
+    // `CONFIG["max_len"]` changed after it was written). A bare name is not: it is as often a
+    // loop counter (`while n < x.shape[0]`), whose guard torch does add.
     let configuration = |value: &Value, expr: &Expr| {
-        matches!(value, Value::Unknown) && matches!(expr, Expr::Attribute(_))
+        matches!(value, Value::Unknown | Value::Qualified(_))
+            && matches!(expr, Expr::Attribute(_) | Expr::Subscript(_))
     };
     (bounded_dynamic(left) && configuration(right, right_expr))
         || (bounded_dynamic(right) && configuration(left, left_expr))

@@ -272,9 +272,6 @@ impl Interpreter<'_, '_> {
         true
     }
 
-    /// The truth of a condition the exporter decides the same way on every trace: `self.training`
-    /// (models are exported in eval mode), `torch.jit.is_scripting()`, `x is None` for a value
-    /// known to be `None` or known not to be.
     /// What `expr` is, evaluated for its value only (no finding recorded), when it is a Python
     /// constant the program computes: a number, a string, `None`, or a tuple of those.
     fn known_value(&mut self, expr: &Expr, env: &mut Env) -> Option<Value> {
@@ -290,6 +287,10 @@ impl Interpreter<'_, '_> {
         }
     }
 
+    /// The truth of a condition the exporter decides the same way on every trace: `self.training`
+    /// (models are exported in eval mode), `torch.jit.is_scripting()`, `x is None` for a value
+    /// known to be `None` or known not to be, a flag or comparison of values the program
+    /// computed (`config.use_cuda`, `rnn_type in ["LSTM", "GRU"]`).
     pub(super) fn static_truth(&mut self, expr: &Expr, env: &mut Env) -> Option<bool> {
         match expr {
             Expr::BooleanLiteral(literal) => Some(literal.value),
@@ -445,9 +446,17 @@ impl Interpreter<'_, '_> {
                     self.set_field(&instance, Some(attribute.attr.as_str()), value);
                 }
             }
+            // `config["max_len"] = 64` on a mapping: what every holder of it then reads.
             Expr::Subscript(subscript) => {
-                self.eval(&subscript.value, env);
-                self.eval(&subscript.slice, env);
+                let receiver = self.eval(&subscript.value, env);
+                let key = self.eval(&subscript.slice, env);
+                if let Value::Object(mapping) = receiver {
+                    let key = match &key {
+                        Value::Str(key) => Some(key.as_ref()),
+                        _ => None,
+                    };
+                    self.set_field(&mapping, key, value);
+                }
             }
             _ => {}
         }
