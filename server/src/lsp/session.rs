@@ -109,7 +109,7 @@ pub struct Session {
     pub documents: DashMap<Uri, OpenDocument>,
     flags: OnceLock<ClientFlags>,
     editor: RwLock<Config>,
-    projects: DashMap<PathBuf, Option<Arc<Project>>>,
+    projects: settings::ProjectCache,
     roots: RwLock<Vec<PathBuf>>,
     /// What each root's project excludes, as of the last scan of that root.
     scopes: RwLock<Vec<Scope>>,
@@ -150,7 +150,7 @@ impl Session {
             documents: DashMap::new(),
             flags: OnceLock::new(),
             editor: RwLock::new(Config::default()),
-            projects: DashMap::new(),
+            projects: settings::ProjectCache::default(),
             roots: RwLock::new(Vec::new()),
             scopes: RwLock::new(Vec::new()),
             summaries: RwLock::new(Summaries::default()),
@@ -203,12 +203,12 @@ impl Session {
 
     /// Forgets every project's settings; the next analysis reads `pyproject.toml` again.
     pub fn forget_projects(&self) {
-        self.projects.clear();
+        self.projects.forget();
     }
 
     fn project(&self, dir: &Path) -> Option<Arc<Project>> {
         let mut warnings = Vec::new();
-        let project = settings::find_project(dir, &self.projects, &mut |w| warnings.push(w));
+        let project = self.projects.find(dir, &mut |w| warnings.push(w));
         for warning in warnings {
             self.log(MessageType::WARNING, warning);
         }

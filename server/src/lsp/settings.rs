@@ -6,11 +6,11 @@
 //! server's policy for a bad value is to report it and skip the key: a typo in one key must not
 //! throw the others away.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use dashmap::DashMap;
 use pt2lsp_analyzer::{RuleSelector, Settings};
 use serde_json::Value;
 
@@ -249,38 +249,59 @@ pub struct Project {
     pub options: Config,
 }
 
-/// Finds the project a file belongs to: the nearest `pyproject.toml` at or above `dir` with a
-/// `[tool.pt2lsp]` table. `cache` remembers the answer per directory; it is cleared whenever a
-/// `pyproject.toml` changes. Unreadable or invalid files are reported through `warn` and passed
-/// over, as are bad values in a good file.
-pub fn find_project(
-    dir: &Path,
-    cache: &DashMap<PathBuf, Option<Arc<Project>>>,
-    warn: &mut dyn FnMut(String),
-) -> Option<Arc<Project>> {
-    if let Some(found) = cache.get(dir) {
-        return found.clone();
+/// The project each directory belongs to, remembered until a `pyproject.toml` changes.
+///
+/// A look-up reads files outside the lock; an answer read before [`ProjectCache::forget`] is
+/// not remembered after it, so an analysis that started on the old `pyproject.toml` cannot
+/// put its stale settings back once the change has been announced.
+#[derive(Debug, Default)]
+pub struct ProjectCache {
+    /// The number of `forget` calls, and the answers found since the last one.
+    entries: Mutex<(u64, HashMap<PathBuf, Option<Arc<Project>>>)>,
+}
+
+impl ProjectCache {
+    /// Forgets every answer; the next look-up reads `pyproject.toml` files again.
+    pub fn forget(&self) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.0 += 1;
+            entries.1.clear();
+        }
     }
-    let here = match config::in_directory(dir) {
-        Ok(Some(options)) => {
-            skipped(&options).for_each(&mut *warn);
-            Some(Arc::new(Project {
-                pyproject: dir.join("pyproject.toml"),
-                options,
-            }))
+
+    /// Finds the project a file in `dir` belongs to: the nearest `pyproject.toml` at or above
+    /// `dir` with a `[tool.pt2lsp]` table. Unreadable or invalid files are reported through
+    /// `warn` and passed over, as are bad values in a good file.
+    pub fn find(&self, dir: &Path, warn: &mut dyn FnMut(String)) -> Option<Arc<Project>> {
+        let generation = {
+            let entries = self.entries.lock().ok()?;
+            if let Some(found) = entries.1.get(dir) {
+                return found.clone();
+            }
+            entries.0
+        };
+        let here = match config::in_directory(dir) {
+            Ok(Some(options)) => {
+                skipped(&options).for_each(&mut *warn);
+                Some(Arc::new(Project {
+                    pyproject: dir.join("pyproject.toml"),
+                    options,
+                }))
+            }
+            Ok(None) => None,
+            Err(error) => {
+                warn(format!("{error:#}; ignoring it"));
+                None
+            }
+        };
+        let found = here.or_else(|| dir.parent().and_then(|parent| self.find(parent, warn)));
+        if let Ok(mut entries) = self.entries.lock()
+            && entries.0 == generation
+        {
+            entries.1.insert(dir.to_owned(), found.clone());
         }
-        Ok(None) => None,
-        Err(error) => {
-            warn(format!("{error:#}; ignoring it"));
-            None
-        }
-    };
-    let found = here.or_else(|| {
-        dir.parent()
-            .and_then(|parent| find_project(parent, cache, warn))
-    });
-    cache.insert(dir.to_owned(), found.clone());
-    found
+        found
+    }
 }
 
 #[cfg(test)]
@@ -302,8 +323,9 @@ mod tests {
             "[tool.pt2lsp]\nstrict = false\ntimeout = 30\nselect = [\"PT1\", \"E501\"]\n",
         )
         .unwrap();
-        let cache = DashMap::new();
-        let project = find_project(&dir.path().join("src"), &cache, &mut |w| panic!("{w}"))
+        let cache = ProjectCache::default();
+        let project = cache
+            .find(&dir.path().join("src"), &mut |w| panic!("{w}"))
             .expect("the project above");
         let resolved = Resolved::new(&editor.or(&project.options));
         assert!(resolved.analyzer.strict);
@@ -336,13 +358,13 @@ mod tests {
             "[tool.ruff]\nline-length = 100\n",
         )
         .unwrap();
-        let cache = DashMap::new();
+        let cache = ProjectCache::default();
         let mut warnings = Vec::new();
-        assert!(find_project(&inner, &cache, &mut |w| warnings.push(w)).is_none());
+        assert!(cache.find(&inner, &mut |w| warnings.push(w)).is_none());
         assert!(warnings.is_empty(), "{warnings:?}");
         std::fs::write(inner.join("pyproject.toml"), "[tool.pt2lsp\n").unwrap();
-        let cache = DashMap::new();
-        assert!(find_project(&inner, &cache, &mut |w| warnings.push(w)).is_none());
+        let cache = ProjectCache::default();
+        assert!(cache.find(&inner, &mut |w| warnings.push(w)).is_none());
         assert!(warnings[0].contains("not valid TOML"), "{warnings:?}");
     }
 }
