@@ -256,9 +256,11 @@ pub struct Project {
 /// put its stale settings back once the change has been announced.
 #[derive(Debug, Default)]
 pub struct ProjectCache {
-    /// The number of `forget` calls, and the answers found since the last one.
-    entries: Mutex<(u64, HashMap<PathBuf, Option<Arc<Project>>>)>,
+    entries: Mutex<Remembered>,
 }
+
+/// The number of [`ProjectCache::forget`] calls, and the answers found since the last one.
+type Remembered = (u64, HashMap<PathBuf, Option<Arc<Project>>>);
 
 impl ProjectCache {
     /// Forgets every answer; the next look-up reads `pyproject.toml` files again.
