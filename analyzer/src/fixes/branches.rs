@@ -22,6 +22,8 @@ pub(crate) struct BranchSite<'a> {
     pub(crate) function: &'a ast::StmtFunctionDef,
     /// The statements after the `if` in its block.
     pub(crate) rest: &'a [Stmt],
+    /// Other statements come before the `if` in its block.
+    pub(crate) follows_statements: bool,
     /// The block is the function's own body: falling off its end returns `None`.
     pub(crate) at_function_level: bool,
 }
@@ -74,6 +76,7 @@ fn collect<'a>(
                         stmt: if_stmt,
                         function,
                         rest: &block[index + 1..],
+                        follows_statements: index > 0,
                         at_function_level,
                     });
                 }

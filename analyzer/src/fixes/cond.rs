@@ -817,16 +817,48 @@ fn render(
         cond.name,
         &text[predicate.expr.range()],
     );
-    let mut edits = vec![Edit {
+    let mut edits = Vec::new();
+    match separation(site, text, branches.replaced.start()) {
+        Some(at) if at == branches.replaced.start() => replacement.insert(0, '\n'),
+        Some(at) => edits.push(Edit {
+            range: TextRange::empty(at),
+            content: "\n".to_owned(),
+        }),
+        None => {}
+    }
+    edits.push(Edit {
         range: branches.replaced,
         content: replacement,
-    }];
+    });
     edits.extend(cond.edit);
     Fix {
         title: "Rewrite the branches as `torch.cond`".to_owned(),
         edits,
         applicability: Applicability::Unsafe,
     }
+}
+
+/// Where the blank line goes that sets the branch functions off from the statements before
+/// them, as a formatter puts one before a nested `def`: above the comments that lead into the
+/// `if` (they now lead into the functions). `None` when the `if` opens its block or a blank line
+/// is already there.
+fn separation(site: &BranchSite<'_>, text: &str, if_line: TextSize) -> Option<TextSize> {
+    if !site.follows_statements {
+        return None;
+    }
+    let mut start = if_line;
+    while start > TextSize::new(0) {
+        let above = line_start(text, start - TextSize::new(1));
+        let line = text[TextRange::new(above, start)].trim();
+        if line.is_empty() {
+            return None;
+        }
+        if !line.starts_with('#') {
+            break;
+        }
+        start = above;
+    }
+    Some(start)
 }
 
 #[cfg(test)]
@@ -859,6 +891,48 @@ class M(nn.Module):
         true_fn = 3
         if x.sum() > 0: return x.view(-1)
         else: return x.flatten() * true_fn
+";
+        insta::assert_snapshot!(rewritten(source));
+    }
+
+    #[test]
+    fn a_blank_line_sets_the_functions_off_from_the_code_before() {
+        // After a statement (above the comment that leads into the `if`), not after a blank
+        // line that is there already, and not at the top of a block.
+        let source = r"import torch
+import torch.nn as nn
+
+
+class A(nn.Module):
+    def forward(self, x):
+        y = x.sum()
+        # Scale up when positive.
+        if y > 0:
+            w = x * 2
+        else:
+            w = x - 1
+        return w
+
+
+class B(nn.Module):
+    def forward(self, x):
+        y = x.sum()
+
+        if y > 0:
+            w = x * 2
+        else:
+            w = x - 1
+        return w
+
+
+class C(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            z = x * 2
+            w = z + 1
+        else:
+            w = x - 1
+        return w
 ";
         insta::assert_snapshot!(rewritten(source));
     }
