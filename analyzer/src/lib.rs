@@ -33,6 +33,7 @@ pub use line_index::{LineColumn, LineIndex};
 pub use registry::Rule;
 pub use ruff_text_size::{TextRange, TextSize};
 pub use settings::{RuleSelector, Settings};
+pub use suppression::silences as suppression_silences;
 pub use workspace::{
     ModuleSource, ModuleSummary, ParseCache, SUMMARY_FORMAT, WorkspaceIndex, WorkspaceSources,
     import_targets, summarize,

@@ -10,6 +10,7 @@ use crate::rules;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rule {
     SyntaxError,
+    UnusedSuppression,
     DataDependentBranch,
     DataDependentScalar,
     DataDependentShape,
@@ -46,8 +47,9 @@ pub struct RuleMeta {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 18] = [
+    pub const ALL: [Rule; 19] = [
         Rule::SyntaxError,
+        Rule::UnusedSuppression,
         Rule::DataDependentBranch,
         Rule::DataDependentScalar,
         Rule::DataDependentShape,
@@ -70,6 +72,7 @@ impl Rule {
     pub fn meta(self) -> &'static RuleMeta {
         match self {
             Rule::SyntaxError => &rules::syntax_error::META,
+            Rule::UnusedSuppression => &rules::unused_suppression::META,
             Rule::DataDependentBranch => &rules::data_dependent_branch::META,
             Rule::DataDependentScalar => &rules::data_dependent_scalar::META,
             Rule::DataDependentShape => &rules::data_dependent_shape::META,
@@ -124,6 +127,25 @@ impl Rule {
     /// Where the rule's page lives in the repository, relative to its root.
     pub fn doc_path(self) -> String {
         format!("docs/rules/{}.md", self.code())
+    }
+
+    /// The rule's page: its code, name, summary, severity and documentation, in Markdown. The
+    /// repository's `docs/rules/` holds these pages (a test keeps them equal), and the language
+    /// server writes them next to itself for the editor's rule links.
+    pub fn page(self) -> String {
+        let static_note = if self.is_static() {
+            "Found by the static analysis, as you type, and by the tracer."
+        } else {
+            "Found by the tracer only (`pt2lsp check --trace`, or on save in the editor)."
+        };
+        format!(
+            "# {code} `{name}`\n\n{summary}.\n\nDefault severity: **{severity}**. {static_note}\n\n{doc}",
+            code = self.code(),
+            name = self.name(),
+            summary = self.summary(),
+            severity = self.default_severity().as_str(),
+            doc = self.doc().trim_start(),
+        )
     }
 }
 

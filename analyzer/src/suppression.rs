@@ -1,32 +1,68 @@
 //! `# pt2lsp: ignore[PT101]` comments: drop diagnostics on the line that carries one.
+//!
+//! One reader of the comment serves the static pass, the tracer's findings (through
+//! [`silences`]) and PT002, which reports the codes in a comment that name no rule.
+
+use ruff_text_size::{TextRange, TextSize};
 
 use crate::diagnostic::Diagnostic;
 use crate::line_index::LineIndex;
+use crate::registry::Rule;
 
 const MARKER: &str = "pt2lsp: ignore";
 
-/// What one line suppresses.
-enum Suppression {
+/// What one comment suppresses.
+pub(crate) enum Suppression {
+    /// A bare `# pt2lsp: ignore`.
     All,
-    Codes(Vec<String>),
+    /// The codes in the brackets, upper-cased, each with its range in the text searched.
+    Codes(Vec<(String, TextRange)>),
 }
 
-fn parse_line(line: &str) -> Option<Suppression> {
-    // The marker must sit in a comment; `#` inside a string on the same line is rare enough
-    // that a false suppression there is acceptable, and the check stays a plain scan.
-    let comment = &line[line.find('#')?..];
-    let rest = &comment[comment.find(MARKER)? + MARKER.len()..];
-    let Some(codes) = rest.strip_prefix('[') else {
+impl Suppression {
+    fn silences(&self, rule: Rule) -> bool {
+        match self {
+            Suppression::All => true,
+            Suppression::Codes(codes) => codes
+                .iter()
+                .any(|(code, _)| rule.code().starts_with(code.as_str())),
+        }
+    }
+}
+
+/// The suppression in `text`, which starts at `offset` in its file and holds a comment from
+/// its first `#` on. The marker must sit in that comment; a `#` inside a string on the same
+/// line is rare enough that a false suppression there is acceptable, and the scan stays plain.
+pub(crate) fn parse(text: &str, offset: TextSize) -> Option<Suppression> {
+    let hash = text.find('#')?;
+    let comment = &text[hash..];
+    let after_marker = hash + comment.find(MARKER)? + MARKER.len();
+    let Some(codes) = text[after_marker..].strip_prefix('[') else {
         return Some(Suppression::All);
     };
+    let codes_start = after_marker + 1;
     let codes = &codes[..codes.find(']').unwrap_or(codes.len())];
-    Some(Suppression::Codes(
-        codes
-            .split(',')
-            .map(|code| code.trim().to_ascii_uppercase())
-            .filter(|c| !c.is_empty())
-            .collect(),
-    ))
+    let mut found = Vec::new();
+    let mut at = codes_start;
+    for piece in codes.split(',') {
+        let code = piece.trim();
+        if !code.is_empty() {
+            let start = at + (piece.len() - piece.trim_start().len());
+            let range = TextRange::at(
+                offset + TextSize::try_from(start).unwrap_or_default(),
+                TextSize::try_from(code.len()).unwrap_or_default(),
+            );
+            found.push((code.to_ascii_uppercase(), range));
+        }
+        at += piece.len() + 1;
+    }
+    Some(Suppression::Codes(found))
+}
+
+/// Whether the suppression comment on `line` (one line of a file) silences `rule`: for the
+/// diagnostics found elsewhere than the static pass, the tracer's.
+pub fn silences(line: &str, rule: Rule) -> bool {
+    parse(line, TextSize::default()).is_some_and(|suppression| suppression.silences(rule))
 }
 
 /// Removes every diagnostic whose first line carries a matching suppression comment.
@@ -39,12 +75,31 @@ pub(crate) fn apply(text: &str, diagnostics: &mut Vec<Diagnostic>) {
         let line = index.line_column(diagnostic.range.start()).line;
         let start = index.line_start(line, text).to_usize();
         let end = index.line_start(line + 1, text).to_usize();
-        match parse_line(&text[start..end]) {
-            Some(Suppression::All) => false,
-            Some(Suppression::Codes(codes)) => !codes
-                .iter()
-                .any(|code| diagnostic.rule.code().starts_with(code.as_str())),
-            None => true,
-        }
+        !silences(&text[start..end], diagnostic.rule)
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_read_with_their_ranges() {
+        let line = "x = 1  # pt2lsp: ignore[PT101,  pt999 ]";
+        let Some(Suppression::Codes(codes)) = parse(line, TextSize::new(10)) else {
+            panic!("a list of codes");
+        };
+        let read: Vec<_> = codes
+            .iter()
+            .map(|(code, range)| {
+                let local = *range - TextSize::new(10);
+                (code.as_str(), &line[local])
+            })
+            .collect();
+        assert_eq!(read, [("PT101", "PT101"), ("PT999", "pt999")]);
+        assert!(silences(line, Rule::DataDependentBranch));
+        assert!(!silences(line, Rule::DataDependentScalar));
+        assert!(silences("y  # pt2lsp: ignore", Rule::DataDependentScalar));
+        assert!(!silences("y  # pt2lsp ignore", Rule::DataDependentScalar));
+    }
 }

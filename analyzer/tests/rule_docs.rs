@@ -5,22 +5,6 @@ use std::path::Path;
 
 use pt2lsp_analyzer::Rule;
 
-fn page(rule: Rule) -> String {
-    let static_note = if rule.is_static() {
-        "Found by the static analysis, as you type, and by the tracer."
-    } else {
-        "Found by the tracer only (`pt2lsp check --trace`, or on save in the editor)."
-    };
-    format!(
-        "# {code} `{name}`\n\n{summary}.\n\nDefault severity: **{severity}**. {static_note}\n\n{doc}",
-        code = rule.code(),
-        name = rule.name(),
-        summary = rule.summary(),
-        severity = rule.default_severity().as_str(),
-        doc = rule.doc().trim_start(),
-    )
-}
-
 #[test]
 fn rule_pages_are_up_to_date() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -28,7 +12,7 @@ fn rule_pages_are_up_to_date() {
     let mut stale = Vec::new();
     for rule in Rule::ALL {
         let path = root.join(rule.doc_path());
-        let expected = page(rule);
+        let expected = rule.page();
         if update {
             std::fs::create_dir_all(path.parent().expect("docs/rules has a parent"))
                 .expect("docs/rules is writable");

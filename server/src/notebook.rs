@@ -39,9 +39,40 @@ pub struct CellLine {
 pub struct CellMap {
     /// (cell number from 1, first line in the module from 0, line count), code cells in order.
     cells: Vec<(u32, usize, usize)>,
+    /// Where each line of each code cell (in the order of `cells`) is written in the
+    /// notebook's JSON text.
+    file_lines: Vec<Vec<FileLine>>,
+}
+
+/// Where one line of a cell is written in the notebook's file, for a `path:line:col` that an
+/// editor or a terminal can jump to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct FileLine {
+    /// The file's line, from 1.
+    line: u32,
+    /// The file's column (in characters, from 1) of each character of the cell's line, and one
+    /// past its last: JSON's escapes (`\"`, `\\`, `\u00e9`) make them differ from the cell's.
+    columns: Vec<u32>,
 }
 
 impl CellMap {
+    /// Where a line and column of the module (both from 1, the column in characters) are
+    /// written in the notebook's file, as (line, column) from 1.
+    pub fn file_position(&self, module_line: u32, column: u32) -> Option<(u32, u32)> {
+        let line = usize::try_from(module_line.checked_sub(1)?).ok()?;
+        let (index, within) = self.cells.iter().enumerate().find_map(|(index, cell)| {
+            let within = line.checked_sub(cell.1)?;
+            (within < cell.2).then_some((index, within))
+        })?;
+        let written = self.file_lines.get(index)?.get(within)?;
+        let column = usize::try_from(column.checked_sub(1)?).ok()?;
+        let file_column = written
+            .columns
+            .get(column)
+            .or_else(|| written.columns.last())?;
+        Some((written.line, *file_column))
+    }
+
     /// The cell and cell line of a line of the module (both from 1).
     pub fn locate(&self, module_line: u32) -> Option<CellLine> {
         let line = usize::try_from(module_line.checked_sub(1)?).ok()?;
@@ -212,6 +243,12 @@ impl<'a> Notebook<'a> {
                     Some((cell.number, code.first, code.masked.len()))
                 })
                 .collect(),
+            file_lines: self
+                .cells
+                .iter()
+                .filter(|cell| cell.code.is_some())
+                .map(|cell| file_lines(self.text, cell.source_span.clone()))
+                .collect(),
         }
     }
 
@@ -377,6 +414,80 @@ fn encode_source(original: &str, text: &str) -> String {
     format!("[{lead}{}{trail}]", body.join(&separator))
 }
 
+/// Where each line of a cell's `source` (the JSON value at `span` of the notebook's `text`) is
+/// written in the file: the strings are decoded character by character, and each decoded
+/// character remembers the file position of the text that wrote it.
+fn file_lines(text: &str, span: Range<usize>) -> Vec<FileLine> {
+    let before = &text[..span.start];
+    let mut line = u32::try_from(before.matches('\n').count() + 1).unwrap_or(u32::MAX);
+    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+    let mut column = u32::try_from(before[line_start..].chars().count() + 1).unwrap_or(u32::MAX);
+    let mut lines = Vec::new();
+    let mut current = FileLine {
+        line,
+        columns: Vec::new(),
+    };
+    let mut in_string = false;
+    let mut closing_quote = column;
+    let mut chars = text[span].chars().peekable();
+    while let Some(c) = chars.next() {
+        let here = (line, column);
+        column += 1;
+        if !in_string {
+            if c == '\n' {
+                line += 1;
+                column = 1;
+            } else if c == '"' {
+                in_string = true;
+            }
+            continue;
+        }
+        let decoded = match c {
+            '"' => {
+                in_string = false;
+                closing_quote = here.1;
+                continue;
+            }
+            '\\' => {
+                let escaped = chars.next();
+                column += 1;
+                if escaped == Some('u') {
+                    // Four hex digits; a surrogate pair (`\ud83d\ude00`) is one character,
+                    // whose second half is passed over here.
+                    let digits: String = chars.by_ref().take(4).collect();
+                    column += 4;
+                    if u32::from_str_radix(&digits, 16)
+                        .is_ok_and(|unit| (0xD800..0xDC00).contains(&unit))
+                        && chars.peek() == Some(&'\\')
+                    {
+                        chars.by_ref().take(6).for_each(drop);
+                        column += 6;
+                    }
+                    'u'
+                } else if escaped == Some('n') {
+                    '\n'
+                } else {
+                    escaped.unwrap_or(' ')
+                }
+            }
+            other => other,
+        };
+        if current.columns.is_empty() {
+            current.line = here.0;
+        }
+        current.columns.push(here.1);
+        if decoded == '\n' {
+            lines.push(std::mem::take(&mut current));
+        }
+    }
+    // The last line, unless the cell ended with a newline: it ends at its string's quote.
+    if !current.columns.is_empty() {
+        current.columns.push(closing_quote);
+        lines.push(current);
+    }
+    lines
+}
+
 /// Byte offsets where each line of `text` starts (a final empty line after a newline included).
 fn line_starts(text: &str) -> Vec<usize> {
     std::iter::once(0)
@@ -451,6 +562,41 @@ fn assignment_escape(line: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positions_in_the_file_follow_json_escapes_and_both_source_forms() {
+        // Cell 1 is a list of lines with escapes; cell 2 one string on one line of the file.
+        let text = "{\"cells\": [\n {\"cell_type\": \"code\", \"source\": [\n  \"s = \\\"\u{e9}\\\\\\u00e9\\\"; t = 1\\n\",\n  \"u = 2\"\n ]},\n {\"cell_type\": \"code\", \"source\": \"a = 1\\nb = 2\\n\"}\n], \"nbformat\": 4}\n";
+        let notebook = Notebook::parse(text).unwrap();
+        assert_eq!(
+            notebook.python(),
+            "s = \"\u{e9}\\\u{e9}\"; t = 1\nu = 2\na = 1\nb = 2\n"
+        );
+        let cells = notebook.cell_map();
+        let file_lines: Vec<&str> = text.lines().collect();
+        let written = |(line, column): (u32, u32)| -> String {
+            file_lines[line as usize - 1]
+                .chars()
+                .skip(column as usize - 1)
+                .take(5)
+                .collect()
+        };
+        // `t` (the cell's column 12) comes after an escaped quote, a backslash and a `\u00e9`.
+        assert_eq!(written(cells.file_position(1, 12).unwrap()), "t = 1");
+        assert_eq!(cells.file_position(1, 1), Some((3, 4)));
+        assert_eq!(written(cells.file_position(2, 1).unwrap()), "u = 2");
+        // One past the end of the line: its newline's escape, or the closing quote.
+        assert_eq!(written(cells.file_position(1, 17).unwrap()), "\\n\",");
+        assert_eq!(written(cells.file_position(2, 6).unwrap()), "\"");
+        // The second cell's lines share one line of the file.
+        let (a, b) = (
+            cells.file_position(3, 1).unwrap(),
+            cells.file_position(4, 1).unwrap(),
+        );
+        assert_eq!((a.0, b.0), (6, 6));
+        assert_eq!(written(b), "b = 2");
+        assert_eq!(cells.file_position(5, 1), None);
+    }
 
     /// A notebook as Jupyter writes it: indent 1, sources as lists of lines.
     const SAVED: &str = r##"{

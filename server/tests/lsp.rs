@@ -56,11 +56,17 @@ async fn syntax_error_is_published_with_its_version_and_rule_page() {
     let diagnostic = &diagnostics[0];
     assert_eq!(diagnostic["source"], "pt2lsp");
     assert_eq!(diagnostic["severity"], 1);
-    assert!(
-        diagnostic["codeDescription"]["href"]
-            .as_str()
-            .unwrap()
-            .ends_with("docs/rules/PT001.md")
+    // The link opens the rule's page, the same as the repository's `docs/rules/PT001.md`.
+    let href = diagnostic["codeDescription"]["href"].as_str().unwrap();
+    let page = href
+        .strip_prefix("file://")
+        .unwrap_or_else(|| panic!("a file link: {href}"));
+    let repository_page =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/rules/PT001.md");
+    assert_eq!(
+        std::fs::read_to_string(page).unwrap(),
+        std::fs::read_to_string(repository_page).unwrap(),
+        "{href}"
     );
     assert_eq!(diagnostic["data"]["code"], "PT001");
     assert_eq!(diagnostic["data"]["name"], "syntax-error");

@@ -51,6 +51,36 @@ fn text_names_the_cell_and_the_line_in_it() {
 }
 
 #[test]
+fn concise_points_into_the_notebook_file() {
+    let dir = project();
+    let found = pt2lsp(
+        dir.path(),
+        &["check", "--isolated", "--format", "concise", NOTEBOOK],
+    );
+    assert_eq!(found.code, 1, "{found:?}");
+    let first = found.stdout.lines().next().unwrap();
+    // The position an editor jumps to is the condition's, in the line of the JSON file that
+    // holds the cell's line.
+    let (line, column) = first
+        .strip_prefix("gated.ipynb:")
+        .and_then(|rest| rest.split_once(": PT101 [error] "))
+        .and_then(|(position, _)| position.split_once(':'))
+        .unwrap_or_else(|| panic!("{}", found.stdout));
+    let (line, column): (usize, usize) = (line.parse().unwrap(), column.parse().unwrap());
+    let written = fixture().lines().nth(line - 1).unwrap().to_owned();
+    assert!(
+        written[column - 1..].starts_with("x.sum() > 0:"),
+        "{first} points at {written:?}"
+    );
+    assert_eq!(
+        found.stdout.lines().count(),
+        1,
+        "no summary: {}",
+        found.stdout
+    );
+}
+
+#[test]
 fn a_directory_walk_finds_notebooks() {
     let dir = project();
     let found = pt2lsp(dir.path(), &["check", "--isolated", "."]);

@@ -21,6 +21,7 @@ pub(crate) mod syntax_error;
 pub(crate) mod tensor_to_numpy;
 pub(crate) mod unregistered_input_type;
 pub(crate) mod untraceable_call;
+pub(crate) mod unused_suppression;
 pub(crate) mod worker_crash;
 
 use ruff_text_size::TextRange;
@@ -117,6 +118,7 @@ pub(crate) fn run_all<'a>(
         imports: std::cell::OnceCell::new(),
     };
     syntax_error::check(&mut checker);
+    unused_suppression::check(&mut checker);
     data_dependent_branch::check(&mut checker);
     data_dependent_scalar::check(&mut checker);
     data_dependent_shape::check(&mut checker);

@@ -11,6 +11,8 @@ use ruff_text_size::TextRange;
 pub(crate) struct Parsed {
     pub(crate) module: ast::ModModule,
     pub(crate) errors: Vec<SyntaxError>,
+    /// Every comment, `#` included, in source order.
+    pub(crate) comments: Vec<TextRange>,
 }
 
 pub(crate) struct SyntaxError {
@@ -51,6 +53,12 @@ pub(crate) fn parse(source: &str) -> Parsed {
         })
         .collect();
     errors.extend(too_deeply_nested(parsed.tokens()));
+    let comments = parsed
+        .tokens()
+        .iter()
+        .filter(|token| token.kind() == ast::token::TokenKind::Comment)
+        .map(ruff_text_size::Ranged::range)
+        .collect();
     let module = match parsed.into_syntax() {
         ast::Mod::Module(module) => module,
         // `Mode::Module` always yields a module; an expression is wrapped rather than lost.
@@ -61,7 +69,11 @@ pub(crate) fn parse(source: &str) -> Parsed {
             body: Default::default(),
         },
     };
-    Parsed { module, errors }
+    Parsed {
+        module,
+        errors,
+        comments,
+    }
 }
 
 /// CPython's tokenizer refuses more than this many open brackets at once.

@@ -14,9 +14,6 @@ use tower_lsp_server::ls_types::{
 
 use super::document::TextPositions;
 
-/// Where the rule pages live; a rule's `doc_path()` is appended.
-pub const DOCS_BASE_URL: &str = "https://github.com/pt2lsp/pt2lsp/blob/main/";
-
 /// The `source` of every diagnostic the server publishes.
 pub const SOURCE: &str = "pt2lsp";
 
@@ -253,8 +250,9 @@ pub fn fix_edits(fix: &Fix, positions: &TextPositions<'_>) -> Vec<TextEdit> {
         .collect()
 }
 
+/// The link to a rule's page (see [`super::rule_pages`]).
 pub fn doc_url(rule: Rule) -> Option<Uri> {
-    format!("{DOCS_BASE_URL}{}", rule.doc_path()).parse().ok()
+    super::rule_pages::url(rule)
 }
 
 fn severity(severity: Severity) -> DiagnosticSeverity {
@@ -371,7 +369,7 @@ mod tests {
                 .unwrap()
                 .href
                 .as_str()
-                .ends_with("docs/rules/PT101.md")
+                .ends_with("/PT101.md")
         );
     }
 

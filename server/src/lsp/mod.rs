@@ -11,6 +11,7 @@ pub mod diagnostics;
 pub mod document;
 pub mod handlers;
 pub mod notebooks;
+pub mod rule_pages;
 pub mod server;
 pub mod session;
 pub mod settings;

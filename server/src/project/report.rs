@@ -128,6 +128,16 @@ impl FileReport {
         }
     }
 
+    /// Where `offset` is written in the file on disk, as (line, column) from 1: the same as
+    /// [`Self::position`] but in a notebook, whose cells' lines are strings in its JSON text.
+    pub fn file_position(&self, offset: TextSize) -> (u32, u32) {
+        let (line, column) = self.line_index().line_char_column(offset, &self.text);
+        self.notebook
+            .as_ref()
+            .and_then(|cells| cells.file_position(line + 1, column + 1))
+            .unwrap_or((line + 1, column + 1))
+    }
+
     /// [`Self::position`] of where a range ends: in a notebook, the end of a cell's last line
     /// stays in that cell (its line count + 1, column 1), though it is also the start of the
     /// next cell.

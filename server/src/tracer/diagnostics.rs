@@ -342,27 +342,11 @@ fn from_finding(finding: &Finding, anchor: &Anchor) -> TraceDiagnostic {
 }
 
 /// Whether `# pt2lsp: ignore` or `# pt2lsp: ignore[CODE]` on the diagnostic's line silences it,
-/// as for the static diagnostics.
+/// by the reader the static pass uses.
 pub fn is_suppressed(text: &str, index: &LineIndex, line: u32, rule: Rule) -> bool {
-    const MARKER: &str = "pt2lsp: ignore";
     let start = index.line_start(line.saturating_sub(1), text).to_usize();
     let end = index.line_start(line, text).to_usize().max(start);
-    let line_text = &text[start..end];
-    let Some(comment) = line_text.find('#').map(|at| &line_text[at..]) else {
-        return false;
-    };
-    let Some(at) = comment.find(MARKER) else {
-        return false;
-    };
-    let rest = &comment[at + MARKER.len()..];
-    let Some(codes) = rest.strip_prefix('[') else {
-        return true;
-    };
-    let codes = &codes[..codes.find(']').unwrap_or(codes.len())];
-    codes
-        .split(',')
-        .map(|code| code.trim().to_ascii_uppercase())
-        .any(|code| !code.is_empty() && rule.code().starts_with(code.as_str()))
+    pt2lsp_analyzer::suppression_silences(&text[start..end], rule)
 }
 
 /// Puts a trace diagnostic among a file's diagnostics, by the one merge rule of `pt2lsp check

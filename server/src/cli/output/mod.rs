@@ -29,6 +29,9 @@ pub enum OutputFormat {
     Sarif,
     /// GitHub Actions workflow commands, shown as annotations on the pull request.
     Github,
+    /// `path:line:col: CODE message` lines that terminals and editors jump to, a notebook's
+    /// positions being those of its JSON file; no notes, no summary.
+    Concise,
 }
 
 /// Counts by severity, for summaries.
@@ -143,6 +146,7 @@ pub fn render(reports: &[FileReport], options: Options, out: &mut dyn Write) -> 
         (OutputFormat::Json, true) => json::render_statistics(reports, out),
         (OutputFormat::Sarif, _) => sarif::render(reports, out),
         (OutputFormat::Github, _) => github::render(reports, out),
+        (OutputFormat::Concise, _) => text::render_concise(reports, options, out),
     }
 }
 

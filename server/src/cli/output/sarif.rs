@@ -17,16 +17,10 @@ use super::{FileReport, path_string};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
-/// Used when Cargo.toml names no `repository`.
-const FALLBACK_REPOSITORY: &str = "https://github.com/pt2lsp/pt2lsp";
-
-fn repository() -> &'static str {
-    let declared = env!("CARGO_PKG_REPOSITORY");
-    if declared.is_empty() {
-        FALLBACK_REPOSITORY
-    } else {
-        declared
-    }
+/// The repository Cargo.toml declares, whose `docs/rules/` a rule's `helpUri` links; without
+/// one there is no link (the page itself is in `help`), rather than one that may not open.
+fn repository() -> Option<&'static str> {
+    Some(env!("CARGO_PKG_REPOSITORY")).filter(|declared| !declared.is_empty())
 }
 
 fn level(severity: Severity) -> &'static str {
@@ -47,16 +41,19 @@ fn what_it_does(doc: &str) -> &str {
 
 fn rule_descriptor(rule: Rule) -> Value {
     let description = what_it_does(rule.doc());
-    json!({
+    let mut descriptor = json!({
         "id": rule.code(),
         "name": rule.name(),
         "shortDescription": { "text": rule.summary() },
         "fullDescription": { "text": description, "markdown": description },
         "help": { "text": rule.doc(), "markdown": rule.doc() },
-        "helpUri": format!("{}/blob/main/{}", repository(), rule.doc_path()),
         "defaultConfiguration": { "level": level(rule.default_severity()) },
         "properties": { "tags": [if rule.is_static() { "static" } else { "tracer" }] },
-    })
+    });
+    if let Some(repository) = repository() {
+        descriptor["helpUri"] = json!(format!("{repository}/blob/main/{}", rule.doc_path()));
+    }
+    descriptor
 }
 
 fn region(report: &FileReport, range: TextRange) -> Value {
@@ -178,13 +175,15 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
                 "name": "pt2lsp",
                 "version": env!("CARGO_PKG_VERSION"),
                 "semanticVersion": env!("CARGO_PKG_VERSION"),
-                "informationUri": repository(),
                 "rules": Rule::ALL.into_iter().map(rule_descriptor).collect::<Vec<_>>(),
             }
         },
         "columnKind": "unicodeCodePoints",
         "results": results,
     });
+    if let Some(repository) = repository() {
+        run["tool"]["driver"]["informationUri"] = json!(repository);
+    }
     // Relative paths are relative to the current directory (see `walk::display_path`); saying
     // which one lets a viewer other than GitHub find the files.
     if let Ok(cwd) = std::env::current_dir() {

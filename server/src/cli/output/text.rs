@@ -18,6 +18,35 @@ fn severity_color(severity: Severity) -> &'static str {
     }
 }
 
+/// `--format concise`: a line per diagnostic, `path:line:col: CODE [severity] [*] message`, at
+/// the position in the file on disk (for a notebook, in its JSON text), so that a terminal or an
+/// editor's error list opens the file at the problem.
+pub(super) fn render_concise(
+    reports: &[FileReport],
+    options: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    for report in reports {
+        for diagnostic in &report.diagnostics {
+            let (line, column) = report.file_position(diagnostic.range.start());
+            let marker = if is_fixable(diagnostic, options.fix_mode) {
+                "[*] "
+            } else {
+                ""
+            };
+            writeln!(
+                out,
+                "{path}:{line}:{column}: {code} [{severity}] {marker}{message}",
+                path = report.path.display(),
+                code = diagnostic.rule.code(),
+                severity = diagnostic.severity.as_str(),
+                message = diagnostic.message,
+            )?;
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn render(
     reports: &[FileReport],
     options: Options,

@@ -1,0 +1,109 @@
+//! PT002 `unused-suppression`: a suppression comment names a code that silences nothing.
+
+use crate::diagnostic::Severity;
+use crate::registry::RuleMeta;
+
+pub(crate) const META: RuleMeta = RuleMeta {
+    code: "PT002",
+    name: "unused-suppression",
+    summary: "A suppression comment names a code that silences nothing",
+    severity: Severity::Warning,
+    is_static: true,
+    doc: r#"## What it does
+Finds the codes in `# pt2lsp: ignore[...]` comments that name no rule: a typo (`PT10l`), a
+rule's name where its code belongs (`data-dependent-branch`), or a code from another tool.
+
+## Why export fails
+It does not: the comment is what fails. A code that names no rule silences nothing, so the
+diagnostic it was meant for still shows, or a later one on that line goes unnoticed because the
+reader trusts the comment.
+
+## Example
+```python
+if x.sum() > 0:  # pt2lsp: ignore[PT999]
+```
+
+## Fix
+Write the code of the rule you mean (`pt2lsp rule` lists them); the fix removes the code, and
+the comment when nothing else is left in it. pt2lsp does not report a known code that silences
+nothing on its line: the exporter may find there a problem the static pass does not, and the
+comment that silences it is not unused.
+"#,
+};
+
+use ruff_text_size::{TextRange, TextSize};
+
+use crate::diagnostic::{Applicability, Edit, Fix};
+use crate::registry::Rule;
+use crate::rules::Checker;
+use crate::suppression::{self, Suppression};
+
+pub(crate) fn check(checker: &mut Checker) {
+    let text = checker.model.file.text;
+    for comment in &checker.parsed.comments {
+        let Some(Suppression::Codes(codes)) = suppression::parse(&text[*comment], comment.start())
+        else {
+            continue;
+        };
+        for (index, (code, range)) in codes.iter().enumerate() {
+            if Rule::ALL
+                .iter()
+                .any(|rule| rule.code().starts_with(code.as_str()))
+            {
+                continue;
+            }
+            let written = &text[*range];
+            let hint = match Rule::from_code_or_name(written) {
+                Some(rule) => format!("; write its code, `{}`", rule.code()),
+                None => "; `pt2lsp rule` lists the rules".to_owned(),
+            };
+            let message = format!(
+                "`{written}` names no pt2lsp rule, so this suppression silences nothing{hint}"
+            );
+            let fix = removal(text, *comment, &codes, index);
+            checker.report_with_fix(
+                Rule::UnusedSuppression,
+                Severity::Warning,
+                *range,
+                message,
+                Some(fix),
+            );
+        }
+    }
+}
+
+/// The edit that takes code `index` out of the comment: with its comma when others stay, the
+/// whole comment (and the spaces before it) when it was the only code and nothing follows.
+fn removal(text: &str, comment: TextRange, codes: &[(String, TextRange)], index: usize) -> Fix {
+    let range = codes[index].1;
+    let edit_range = if codes.len() > 1 {
+        match codes.get(index + 1) {
+            // `PT999, PT101`: from this code to the next one.
+            Some((_, next)) => TextRange::new(range.start(), next.start()),
+            // `PT101, PT999`: from the end of the previous code to the end of this one.
+            None => TextRange::new(codes[index - 1].1.end(), range.end()),
+        }
+    } else {
+        let after_codes = text[range.end().to_usize()..comment.end().to_usize()]
+            .trim_start()
+            .strip_prefix(']')
+            .map(str::trim);
+        if after_codes == Some("") {
+            // Nothing else in the comment: it goes, with the spaces that separated it.
+            let before = &text[..comment.start().to_usize()];
+            let spaces = before.len() - before.trim_end_matches([' ', '\t']).len();
+            let start = comment.start() - TextSize::try_from(spaces).unwrap_or_default();
+            TextRange::new(start, comment.end())
+        } else {
+            range
+        }
+    };
+    Fix {
+        title: format!("Remove `{}` from the suppression", &text[range]),
+        edits: vec![Edit {
+            range: edit_range,
+            content: String::new(),
+        }],
+        applicability: Applicability::Safe,
+    }
+}
