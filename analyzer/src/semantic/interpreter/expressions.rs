@@ -488,7 +488,13 @@ impl Interpreter<'_, '_> {
         // `arange(n).unsqueeze(0)` is 1), is a constant the known ranges may decide against.
         let left_number = number_of(&compare.left).or_else(|| left.known_constant());
         let right_number = number_of(right_expr).or_else(|| right.known_constant());
-        if ordering_against_configuration(op, (&left, &compare.left), (right, right_expr)) {
+        let module_level = |expr: &Expr| matches!(expr, Expr::Name(name) if !env.binds(name.id.as_str()));
+        if ordering_against_configuration(
+            op,
+            (&left, &compare.left),
+            (right, right_expr),
+            module_level,
+        ) {
             return Value::Unknown;
         }
         let guard = match (&left, right) {
@@ -528,10 +534,13 @@ impl Interpreter<'_, '_> {
 /// (`t <= self.config.block_size`, `n < cfg["max_len"]`) under a `Dim` with an upper bound:
 /// whether the number lies inside the declared range cannot be told, so the guard is not known
 /// to violate it. (Without an upper bound any finite number cuts the range, and the guard stays.)
+/// `module_level` tells a bare name the function does not bind (a module's `LIMIT`, perhaps
+/// rebound through `global`) from a local one.
 fn ordering_against_configuration(
     op: CompareOp,
     (left, left_expr): (&Value, &Expr),
     (right, right_expr): (&Value, &Expr),
+    module_level: impl Fn(&Expr) -> bool,
 ) -> bool {
     if !matches!(
         op,
@@ -548,12 +557,13 @@ fn ordering_against_configuration(
             } if dim.max.is_some() || dim.bounds_unknown
         )
     };
-    // An attribute or a key the analysis cannot read (`self.config.block_size`,
-    // `CONFIG["max_len"]` changed after it was written). A bare name is not: it is as often a
-    // loop counter (`while n < x.shape[0]`), whose guard torch does add.
+    // An attribute, a key or a module-level name the analysis cannot read
+    // (`self.config.block_size`, `CONFIG["max_len"]` or `LIMIT` changed after it was written).
+    // A local name is not: it is as often a loop counter (`while n < x.shape[0]`), whose guard
+    // torch does add.
     let configuration = |value: &Value, expr: &Expr| {
         matches!(value, Value::Unknown | Value::Qualified(_))
-            && matches!(expr, Expr::Attribute(_) | Expr::Subscript(_))
+            && (matches!(expr, Expr::Attribute(_) | Expr::Subscript(_)) || module_level(expr))
     };
     (bounded_dynamic(left) && configuration(right, right_expr))
         || (bounded_dynamic(right) && configuration(left, left_expr))
