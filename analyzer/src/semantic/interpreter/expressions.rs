@@ -488,7 +488,8 @@ impl Interpreter<'_, '_> {
         // `arange(n).unsqueeze(0)` is 1), is a constant the known ranges may decide against.
         let left_number = number_of(&compare.left).or_else(|| left.known_constant());
         let right_number = number_of(right_expr).or_else(|| right.known_constant());
-        let module_level = |expr: &Expr| matches!(expr, Expr::Name(name) if !env.binds(name.id.as_str()));
+        let module_level =
+            |expr: &Expr| matches!(expr, Expr::Name(name) if !env.binds(name.id.as_str()));
         if ordering_against_configuration(
             op,
             (&left, &compare.left),
