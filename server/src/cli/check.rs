@@ -1,5 +1,6 @@
 //! `pt2lsp check`: the project's two-phase check (`project::check`), then the tracer when
-//! asked (`cli::trace`), the fixes when asked (`cli::fix`), and the report.
+//! asked (`cli::trace`), the fixes when asked (`cli::fix`), and the report; under `--watch`,
+//! again after each change (`cli::watch`).
 
 use anyhow::{Context, Result, bail};
 
@@ -7,13 +8,37 @@ use crate::cli::args::{CheckArgs, ColorChoice};
 use crate::cli::fix;
 use crate::cli::output::{self, OutputFormat};
 use crate::cli::trace::Tracing;
-use crate::cli::{ExitStatus, report_error};
+use crate::cli::{ExitStatus, report_error, watch};
 use crate::project::check::{CheckOptions, Prepared, Project, prepare};
 
 pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
     if args.statistics && !matches!(args.format, OutputFormat::Text | OutputFormat::Json) {
         bail!("--statistics works with --format text or json");
     }
+    if args.watch {
+        return watch::run(args);
+    }
+    check_prepared(args, prepare(&options(args))?).map(|checked| checked.status)
+}
+
+/// What one check did.
+pub struct Checked {
+    pub status: ExitStatus,
+    /// The files `--fix` rewrote, absolute: `--watch` does not count its own writes as changes.
+    pub rewritten: Vec<std::path::PathBuf>,
+}
+
+impl From<ExitStatus> for Checked {
+    fn from(status: ExitStatus) -> Self {
+        Self {
+            status,
+            rewritten: Vec::new(),
+        }
+    }
+}
+
+/// Checks what `prepare` found and prints the report (or the diff, the settings, the files).
+pub fn check_prepared(args: &CheckArgs, prepared: Prepared) -> Result<Checked> {
     let Prepared {
         cwd,
         config,
@@ -23,7 +48,8 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         pool,
         mut io_errors,
         libraries,
-    } = prepare(&options(args))?;
+        walked: _,
+    } = prepared;
     if args.show_settings {
         print_lines(&settings_lines(
             args,
@@ -32,7 +58,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
             files.len(),
             context.len(),
         ))?;
-        return Ok(ExitStatus::Success);
+        return Ok(ExitStatus::Success.into());
     }
     if args.show_files {
         let mut shown: Vec<String> = files
@@ -45,7 +71,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
             .collect();
         shown.sort();
         print_lines(&shown)?;
-        return Ok(ExitStatus::Success);
+        return Ok(ExitStatus::Success.into());
     }
     let fixing = fix::Fixing::resolve(args, &config);
     let mut project = Project::load(&files, &settings, &cwd, pool, &mut io_errors);
@@ -92,7 +118,8 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
             ExitStatus::Failure
         } else {
             ExitStatus::Success
-        });
+        }
+        .into());
     }
     let options = output::Options {
         format: args.format,
@@ -124,13 +151,24 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
             .iter()
             .flat_map(|report| &report.diagnostics)
             .any(|diagnostic| diagnostic.severity == pt2lsp_analyzer::Severity::Error);
-    Ok(if !io_errors.is_empty() || trace_failed {
+    let status = if !io_errors.is_empty() || trace_failed {
         ExitStatus::Error
     } else if has_errors && !args.exit_zero {
         ExitStatus::Failure
     } else {
         ExitStatus::Success
-    })
+    };
+    let rewritten = fixed
+        .filter(|_| fixing.apply == Some(fix::Apply::Write))
+        .map(|outcome| {
+            outcome
+                .changes
+                .iter()
+                .map(|change| crate::project::walk::absolute(&cwd, &change.shown))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Checked { status, rewritten })
 }
 
 /// The check the flags ask for.

@@ -14,6 +14,7 @@ pub mod output;
 pub mod rule;
 pub mod shard;
 pub mod trace;
+pub mod watch;
 
 use std::process::ExitCode;
 

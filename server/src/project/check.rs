@@ -82,6 +82,8 @@ pub struct Prepared {
     /// The interpreter whose installed libraries the check follows, and where their
     /// summaries are cached; `None` when no interpreter is named or following is off.
     pub(crate) libraries: Option<(PathBuf, Option<PathBuf>)>,
+    /// What was walked to find `files` and `context`, for `check --watch`.
+    pub(crate) walked: walk::Walked,
 }
 
 pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
@@ -118,8 +120,9 @@ pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
         .chain(config.exclude.iter().cloned())
         .chain(options.exclude.iter().cloned())
         .collect();
-    let exclude = Exclude::new(&patterns, config.root().unwrap_or(&cwd))?;
-    let include = Include::new(&config.extend_include, config.root().unwrap_or(&cwd))?;
+    let base = config.root().unwrap_or(&cwd).to_path_buf();
+    let exclude = Exclude::new(&patterns, &base)?;
+    let include = Include::new(&config.extend_include, &base)?;
 
     let discovery = walk::discover(&roots, &exclude, &include);
     if !options.quiet {
@@ -132,13 +135,20 @@ pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
     }
     let io_errors = discovery.errors;
     let libraries = libraries_to_follow(options, &config, &cwd);
-    let context = project_context(
+    let (context_root, context) = project_context(
         &roots,
         &cwd,
         &config,
         (&exclude, &include),
         &discovery.files,
     );
+    let walked = walk::Walked {
+        roots: roots.into_iter().chain(context_root).collect(),
+        exclude: patterns,
+        include: config.extend_include.clone(),
+        base,
+        config: config.path.clone(),
+    };
     // Every file is analysed on the pool's threads (rayon runs an unsplit job on the calling
     // thread otherwise), so each gets the large stack.
     let pool = rayon::ThreadPoolBuilder::new()
@@ -154,6 +164,7 @@ pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
         pool,
         io_errors,
         libraries,
+        walked,
     })
 }
 
@@ -196,23 +207,23 @@ fn libraries_to_follow(
 /// directory that holds the top-level package around it, else the working directory (or the
 /// path's own directory when it is not under it). Context files are summarised and read
 /// for cross-file facts, never reported on; one whose module name a given file also has is left
-/// out (the given file is the one meant).
+/// out (the given file is the one meant). Returns the root too when it was walked.
 fn project_context(
     roots: &[PathBuf],
     cwd: &Path,
     config: &Config,
     (exclude, include): (&Exclude, &Include),
     files: &[PathBuf],
-) -> Vec<PathBuf> {
+) -> (Option<PathBuf>, Vec<PathBuf>) {
     let Some(first) = roots.first() else {
-        return Vec::new();
+        return (None, Vec::new());
     };
     let start = if first.is_dir() {
         first.as_path()
     } else {
         match first.parent() {
             Some(parent) => parent,
-            None => return Vec::new(),
+            None => return (None, Vec::new()),
         }
     };
     let root = config
@@ -243,21 +254,22 @@ fn project_context(
         .iter()
         .all(|given| given.is_dir() && root.starts_with(given))
     {
-        return Vec::new(); // The walk already covers the whole project.
+        return (None, Vec::new()); // The walk already covers the whole project.
     }
     let given: HashSet<&PathBuf> = files.iter().collect();
     let given_modules: HashSet<String> = files
         .iter()
         .filter_map(|path| walk::module_name(path).map(|(module, _)| module))
         .collect();
-    walk::discover(&[root], exclude, include)
+    let context = walk::discover(std::slice::from_ref(&root), exclude, include)
         .files
         .into_iter()
         .filter(|path| !given.contains(path))
         .filter(|path| {
             walk::module_name(path).is_none_or(|(module, _)| !given_modules.contains(&module))
         })
-        .collect()
+        .collect();
+    (Some(root), context)
 }
 
 /// Other workspace files' texts for whole-program analysis, by dotted module name, then the

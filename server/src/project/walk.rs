@@ -104,6 +104,23 @@ pub struct Discovery {
     pub warnings: Vec<String>,
 }
 
+/// What a check walked and read besides its files: the roots, the patterns it walked them by
+/// and the configuration file. `check --watch` walks it again to see whether anything the
+/// check read has changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Walked {
+    /// The given paths, and the project's root when the rest of the project was read for
+    /// cross-file facts.
+    pub roots: Vec<PathBuf>,
+    /// `exclude` patterns (the defaults among them) and `extend-include` patterns, as written.
+    pub exclude: Vec<String>,
+    pub include: Vec<String>,
+    /// The directory the patterns are relative to.
+    pub base: PathBuf,
+    /// The configuration file the settings came from, if any.
+    pub config: Option<PathBuf>,
+}
+
 /// Collects the files to check under `roots` (absolute, existing paths).
 pub fn discover(roots: &[PathBuf], exclude: &Exclude, include: &Include) -> Discovery {
     let (directories, files): (Vec<&PathBuf>, Vec<&PathBuf>) =
