@@ -103,7 +103,7 @@ use crate::semantic::symbolic::{Relation, SymSize, min_above_one, periodic_relat
 use crate::semantic::value::{
     CompareOp, Compared, DimDecl, Guard, GuardKind, SizeComparison, SizeOrigin, Value,
 };
-use crate::semantic::{EventKind, Forcing, ScalarUse};
+use crate::semantic::{BoolContext, EventKind, Forcing, ScalarUse};
 
 pub(crate) fn check(checker: &mut Checker) {
     let strict = checker.strict();
@@ -138,7 +138,7 @@ pub(crate) fn check(checker: &mut Checker) {
                         against: Compared::Constant(constant),
                     }) => format!(
                         "; declare the range it needs: {}",
-                        range_hint(&dim.name, *op, *constant)
+                        range_hint(&dim.name, *op, *constant, *context)
                     ),
                     _ => String::new(),
                 };
@@ -529,8 +529,10 @@ fn size_equality(
     }
 }
 
-/// The `Dim` ranges under which `dim <op> constant` is decided, for the message.
-fn range_hint(name: &str, op: CompareOp, constant: f64) -> String {
+/// The `Dim` ranges under which `dim <op> constant` is decided, for the message: both sides
+/// for a branch, only the side that passes for an `assert` or `torch._check` (which must hold)
+/// and for an `if` that only raises (which must not).
+fn range_hint(name: &str, op: CompareOp, constant: f64, context: BoolContext) -> String {
     #[allow(clippy::cast_possible_truncation)] // Literal sizes.
     let constant = constant.floor() as i64;
     let (true_side, false_side) = match op {
@@ -544,7 +546,15 @@ fn range_hint(name: &str, op: CompareOp, constant: f64) -> String {
             );
         }
     };
-    format!("`Dim(\"{name}\", {true_side})` or `Dim(\"{name}\", {false_side})`")
+    match context {
+        BoolContext::Assert | BoolContext::Check => {
+            format!("`Dim(\"{name}\", {true_side})`, under which it holds")
+        }
+        BoolContext::If { raises_only: true } => {
+            format!("`Dim(\"{name}\", {false_side})`, under which it never raises")
+        }
+        _ => format!("`Dim(\"{name}\", {true_side})` or `Dim(\"{name}\", {false_side})`"),
+    }
 }
 
 /// The constraint that decides a guard the way the example inputs take it, so the exported
@@ -654,4 +664,30 @@ fn multiple_of(checker: &Checker, dim: &DimDecl, multiple: i64) -> Option<Vec<Di
             expr: format!("{multiple}*{root}"),
         },
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_hints_offer_only_the_side_an_assert_or_a_raise_allows() {
+        let hint = |context| range_hint("seq", CompareOp::LtE, 32.0, context);
+        assert_eq!(
+            hint(BoolContext::If { raises_only: false }),
+            "`Dim(\"seq\", max=32)` or `Dim(\"seq\", min=33)`"
+        );
+        assert_eq!(
+            hint(BoolContext::Assert),
+            "`Dim(\"seq\", max=32)`, under which it holds"
+        );
+        assert_eq!(
+            hint(BoolContext::Check),
+            "`Dim(\"seq\", max=32)`, under which it holds"
+        );
+        assert_eq!(
+            hint(BoolContext::If { raises_only: true }),
+            "`Dim(\"seq\", min=33)`, under which it never raises"
+        );
+    }
 }
