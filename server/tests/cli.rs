@@ -1201,6 +1201,26 @@ fn show_settings_names_each_source() {
     assert!(!run.stdout.contains("PT001"), "{}", run.stdout);
 }
 
+#[test]
+fn suppressions_that_silence_nothing_are_reported_and_fixed() {
+    let source = "import torch\nx = 1  # pt2lsp: ignore[PT101]\ny = 2  # pt2lsp: ignore[PT999, PT102]\n";
+    let dir = tree(&[("model.py", source.as_bytes())]);
+    // With PT101 ignored by the settings, a comment that silences it silences nothing.
+    let run = pt2lsp(
+        dir.path(),
+        &["check", "--isolated", "--ignore", "PT101", "--fix", "model.py"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        fs::read_to_string(dir.path().join("model.py")).unwrap(),
+        "import torch\nx = 1\ny = 2  # pt2lsp: ignore[PT102]\n"
+    );
+    // A rule the settings run, with nothing on the line: the exporter may still find something
+    // there, so the comment stays unreported.
+    let run = pt2lsp(dir.path(), &["check", "--isolated", "model.py"]);
+    assert!(run.stdout.contains("All checks passed!"), "{run:?}");
+}
+
 /// A file of this repository, by its path from the root.
 fn repository_file(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)

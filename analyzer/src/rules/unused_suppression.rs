@@ -10,8 +10,10 @@ pub(crate) const META: RuleMeta = RuleMeta {
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
-Finds the codes in `# pt2lsp: ignore[...]` comments that name no rule: a typo (`PT10l`), a
-rule's name where its code belongs (`data-dependent-branch`), or a code from another tool.
+Finds the codes in `# pt2lsp: ignore[...]` comments that certainly silence nothing: a code that
+names no rule (a typo such as `PT10l`, a rule's name where its code belongs, a code from another
+tool), a code another one in the same comment already covers (`PT1, PT101`), and a code whose
+rules the settings do not run (`select`, `ignore`).
 
 ## Why export fails
 It does not: the comment is what fails. A code that names no rule silences nothing, so the
@@ -21,13 +23,14 @@ reader trusts the comment.
 ## Example
 ```python
 if x.sum() > 0:  # pt2lsp: ignore[PT999]
+y = x.item()  # pt2lsp: ignore[PT1, PT102]
 ```
 
 ## Fix
 Write the code of the rule you mean (`pt2lsp rule` lists them); the fix removes the code, and
-the comment when nothing else is left in it. pt2lsp does not report a known code that silences
-nothing on its line: the exporter may find there a problem the static pass does not, and the
-comment that silences it is not unused.
+the comment when nothing else is left in it. pt2lsp does not report a code of a rule it runs
+when nothing on its line is silenced: the exporter may find there a problem the static pass does
+not, and the comment that silences it is not unused.
 "#,
 };
 
@@ -45,21 +48,12 @@ pub(crate) fn check(checker: &mut Checker) {
         else {
             continue;
         };
-        for (index, (code, range)) in codes.iter().enumerate() {
-            if Rule::ALL
-                .iter()
-                .any(|rule| rule.code().starts_with(code.as_str()))
-            {
+        for (index, (_, range)) in codes.iter().enumerate() {
+            let Some(why) = silences_nothing(checker, &codes, index) else {
                 continue;
-            }
-            let written = &text[*range];
-            let hint = match Rule::from_code_or_name(written) {
-                Some(rule) => format!("; write its code, `{}`", rule.code()),
-                None => "; `pt2lsp rule` lists the rules".to_owned(),
             };
-            let message = format!(
-                "`{written}` names no pt2lsp rule, so this suppression silences nothing{hint}"
-            );
+            let written = &text[*range];
+            let message = format!("`{written}` {why}");
             let fix = removal(text, *comment, &codes, index);
             checker.report_with_fix(
                 Rule::UnusedSuppression,
@@ -70,6 +64,51 @@ pub(crate) fn check(checker: &mut Checker) {
             );
         }
     }
+}
+
+/// Why code `index` of a comment silences nothing, when that is certain: it names no rule,
+/// another code of the comment already covers it, or the settings run none of its rules. A known
+/// code with no diagnostic on its line is not reported: the exporter may find one there.
+fn silences_nothing(
+    checker: &Checker,
+    codes: &[(String, TextRange)],
+    index: usize,
+) -> Option<String> {
+    let code = codes[index].0.as_str();
+    let rules: Vec<Rule> = Rule::ALL
+        .into_iter()
+        .filter(|rule| rule.code().starts_with(code))
+        .collect();
+    if rules.is_empty() {
+        let written = &checker.model.file.text[codes[index].1];
+        let hint = match Rule::from_code_or_name(written) {
+            Some(rule) => format!("; write its code, `{}`", rule.code()),
+            None => "; `pt2lsp rule` lists the rules".to_owned(),
+        };
+        return Some(format!(
+            "names no pt2lsp rule, so this suppression silences nothing{hint}"
+        ));
+    }
+    // The first of two equal codes stays; a code inside a shorter one goes.
+    let covering = codes.iter().enumerate().find(|&(other, (other_code, _))| {
+        other != index
+            && code.starts_with(other_code.as_str())
+            && (other_code.len() < code.len() || other < index)
+    });
+    if let Some((_, (other_code, _))) = covering {
+        return Some(if other_code == code {
+            "is written twice in this comment".to_owned()
+        } else {
+            format!("is already silenced by `{other_code}` in this comment")
+        });
+    }
+    if !rules.iter().any(|rule| checker.settings.is_enabled(*rule)) {
+        return Some(
+            "names rules the settings do not run (`select`, `ignore`), so it silences nothing"
+                .to_owned(),
+        );
+    }
+    None
 }
 
 /// The edit that takes code `index` out of the comment: with its comma when others stay, the
