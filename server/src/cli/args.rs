@@ -25,6 +25,7 @@ Examples:
   pt2lsp check                       Check every Python file under the current directory
   pt2lsp check models/ --format json Machine-readable report of one directory
   pt2lsp check --select PT1 --strict Only the data-dependence rules, for strict export
+  pt2lsp check --watch models/       Check again on every save, until Ctrl-C
   pt2lsp check --trace models/       Also run torch.export on the models' entrypoints
   pt2lsp export models/net.py        Write models/net.pt2 and check it against eager
   pt2lsp check --fix models/         Apply the safe fixes, then report what remains
@@ -227,7 +228,8 @@ own K (1..N); together they trace every entrypoint once. A second `--trace` repl
 of entrypoints whose files did not change from .pt2lsp_cache (--no-cache traces everything).
 
 Exit status: 0 when no error-severity diagnostic was found, 1 when one was, 2 on a usage or \
-I/O problem (a missing path, an unreadable file, a bad pyproject.toml, an unknown rule).";
+I/O problem (a missing path, an unreadable file, a bad pyproject.toml, an unknown rule). \
+`--watch` runs until Ctrl-C and then exits 0; only a problem before its first report exits 2.";
 
 /// Options of `pt2lsp check`.
 #[derive(Debug, Args)]
@@ -244,7 +246,8 @@ pub struct CheckArgs {
     pub paths: Vec<PathBuf>,
 
     /// How to print the report: text for people, json for scripts, sarif for GitHub code
-    /// scanning, github for annotations in a GitHub Actions log.
+    /// scanning, github for annotations in a GitHub Actions log, concise for lines a terminal
+    /// or an editor jumps to (in a notebook, at the line of its JSON file).
     #[arg(long, visible_alias = "output-format", value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
 
@@ -310,6 +313,18 @@ pub struct CheckArgs {
     /// Print how many times each rule fired instead of the diagnostics (text or json).
     #[arg(long)]
     pub statistics: bool,
+
+    /// Check, then check again whenever a Python file (.py, .pyi, .ipynb) or a pyproject.toml
+    /// that the check reads is created, changed or deleted, until Ctrl-C. On a terminal the
+    /// screen is cleared before each report; a line on stderr says when and what changed. Works
+    /// with the other options: --fix fixes each change (its own writes are not a change),
+    /// --output-file is rewritten each time, --trace traces again what changed.
+    #[arg(
+        short,
+        long,
+        conflicts_with_all = ["show_files", "show_settings"]
+    )]
+    pub watch: bool,
 
     /// Also run the real exporter on every entrypoint among the checked files: each call of
     /// `torch.export.export` (or `draft_export`, `torch.onnx.export`), reached by running the
