@@ -129,7 +129,8 @@ fn clock_and_environment_reads_get_no_edit() {
 
 /// Two-sided branches, loops, list indices, `len()` in non-strict export and `if` tests whose
 /// negation is no conjunction of comparisons: a check cannot make these export without
-/// changing what the model computes, so none is offered.
+/// changing what the model computes, so none is offered. (A cast or a `math` call of a tensor
+/// has its own rewrite, which `conversion_fixes.rs` tests.)
 #[test]
 fn no_check_is_offered_where_a_check_cannot_make_export_pass() {
     let mut seen = 0;
@@ -138,8 +139,12 @@ fn no_check_is_offered_where_a_check_cannot_make_export_pass() {
             let text = std::fs::read_to_string(&path).unwrap();
             for diagnostic in check(&text, &Settings::default()).diagnostics {
                 seen += 1;
+                let flagged = &text[diagnostic.range];
+                let cast = ["int(", "float(", "math."]
+                    .iter()
+                    .any(|call| flagged.starts_with(call));
                 assert!(
-                    diagnostic.fix.is_none(),
+                    diagnostic.fix.is_none() || cast,
                     "{}: {} got a fix: {:?}",
                     path.display(),
                     diagnostic.rule.code(),

@@ -30,6 +30,10 @@ POSITIONS numbers of the outputs (flattened), the original's draws, eager(fixed)
 exported(fixed)'s must pass a two-sample Kolmogorov-Smirnov test at the 0.001 level; and the
 exported program must not return one frozen value where the original varies.
 
+A fixture with `fix_compare = "arrays_as_tensors"` has a fix that returns a tensor where the
+original returned a NumPy array (PT201's, on the exported `forward`: the exported program
+returns a tensor there anyway): the original's arrays and NumPy scalars are compared as tensors.
+
 A fixture with `fix_compare = "sequence"` keeps state across calls by design (a counter moved
 into a buffer): on each input, each model is called CALLS times in a row from one fresh copy,
 and the i-th outputs must agree.
@@ -165,7 +169,23 @@ def _original_outputs(path: str, saved: str) -> None:
         outputs = [
             _call(copy.deepcopy(module.model), args, _kwargs(module)) for args in inputs
         ]
+    if getattr(module, "fix_compare", "values") == "arrays_as_tensors":
+        outputs = [_arrays_as_tensors(output) for output in outputs]
     torch.save({"inputs": inputs, "outputs": outputs}, saved)
+
+
+def _arrays_as_tensors(value):
+    """`value` with each NumPy array or scalar in it made a tensor (same dtype and values)."""
+    import numpy as np
+    import torch
+
+    if isinstance(value, (np.ndarray, np.generic)):
+        return torch.from_numpy(np.array(value))
+    if isinstance(value, (tuple, list)):
+        return type(value)(_arrays_as_tensors(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _arrays_as_tensors(item) for key, item in value.items()}
+    return value
 
 
 def _compares_distributions(module) -> bool:

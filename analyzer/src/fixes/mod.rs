@@ -7,7 +7,9 @@ pub(crate) mod branches;
 pub(crate) mod cond;
 pub(crate) mod dims;
 pub(crate) mod module_buffer;
+pub(crate) mod numpy_tensor;
 pub(crate) mod register_fake;
+pub(crate) mod scalar_conversion;
 pub(crate) mod torch_check;
 pub(crate) mod torch_random;
 pub(crate) mod where_rewrite;
@@ -17,7 +19,7 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 use crate::SourceFile;
 use crate::diagnostic::Edit;
 use crate::semantic::names::import_bindings;
-use crate::syntax::ast::Stmt;
+use crate::syntax::ast::{Expr, Stmt};
 
 /// The offset where the line holding `offset` starts.
 ///
@@ -67,6 +69,22 @@ pub(crate) fn reindent(block: &str, from: &str, to: &str) -> String {
         }
     }
     out
+}
+
+/// The source of `expr` written so that an attribute can follow it (`….item()`) or it can stand
+/// where a call stood: as is for a name, attribute, call or subscript on one line, else in
+/// parentheses (`(a + b).item()`; a line break outside brackets would end the statement).
+pub(crate) fn as_primary(expr: &Expr, text: &str) -> String {
+    let source = &text[expr.range()];
+    let primary = matches!(
+        expr,
+        Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_)
+    );
+    if primary && !source.contains('\n') {
+        source.to_owned()
+    } else {
+        format!("({source})")
+    }
 }
 
 /// How fixed code names an imported object, and the import to add when the file lacks one.
@@ -218,6 +236,18 @@ mod tests {
         assert_eq!(line_start(text, TextSize::new(7)), TextSize::new(2));
         assert_eq!(line_end(text, TextSize::new(7)), TextSize::new(9));
         assert_eq!(line_end(text, TextSize::new(100)), TextSize::new(11));
+    }
+
+    #[test]
+    fn a_compound_or_multi_line_expression_is_parenthesised_as_a_primary() {
+        let primary = |source: &str| {
+            let expr = crate::syntax::parse_expression(source).unwrap();
+            as_primary(&expr, source)
+        };
+        assert_eq!(primary("x.detach()[0]"), "x.detach()[0]");
+        assert_eq!(primary("a + b"), "(a + b)");
+        assert_eq!(primary("3"), "(3)");
+        assert_eq!(primary("(x\n .detach())"), "(x\n .detach())");
     }
 
     #[test]

@@ -37,17 +37,29 @@ def forward(self, x):
 Keep the value a tensor (`torch.where(x.sum() > 0.5, x * 2, x)`), or tell the exporter what it may
 assume: `torch._check(n >= 0)`, `torch._check(n <= 16)`, `torch._check_is_size(n)` before the use.
 
+A cast gets a safe fix: `int(n)` of a number read from a tensor becomes `torch.sym_int(n)`, and
+`int(t)`/`float(t)` of a tensor `torch.sym_int(t.item())`/`torch.sym_float(t.item())`. In eager
+these return exactly what the cast returns (for every dtype, errors included); while exporting
+they keep the number symbolic, and it then works as a factor, a size (`torch.zeros(n)`,
+`x[:n]`) or a returned number with no `torch._check` (measured on torch 2.15). A `math`
+function of a tensor that torch spells the same (`math.sqrt(t)`, `math.exp(t)`, `math.log(t)`)
+gets an unsafe fix, `torch.sqrt(t)`: the result is a 0-d tensor computed in the tensor's
+precision instead of a Python float, and a domain error becomes NaN. `math.floor`/`ceil`
+(which return an `int`) and `math.log(t, base)` get none.
+
 For input validation, `if n < 0 or n > 8: raise ...`, the unsafe fix inserts the checks that
 the code after it already assumes, `torch._check(n >= 0)` and `torch._check(n <= 8)`, before
 the `if`: the exporter then decides the `if`, inputs that passed behave the same, and inputs
 that raised still raise (a `RuntimeError` from `torch._check`). No check is offered for a
 two-sided branch (deciding it would drop the side other inputs take), a loop, a list index,
 `int(t)` in non-strict export, or a test whose negation is no conjunction of comparisons
-(`if a < 0 and b < 0`): a check cannot make those export.
+(`if a < 0 and b < 0`): a check cannot make those export. A branch, a loop count or a list
+index gets no fix at all: it needs the number's value however it is cast, and the rewrite
+that avoids it (`torch.where`, `torch.cond`, a tensor index) depends on what the code means.
 "#,
 };
 
-use crate::fixes::torch_check;
+use crate::fixes::{scalar_conversion, torch_check};
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::semantic::value::{Guard, GuardKind, Value};
@@ -113,7 +125,8 @@ pub(crate) fn check(checker: &mut Checker) {
             ),
             _ => continue,
         };
-        // Only an input-validation `if` gets a check: see `fixes::torch_check`.
+        // An input-validation `if` gets a check (see `fixes::torch_check`), a cast or a `math`
+        // function its torch spelling (see `fixes::scalar_conversion`).
         let fix = match &event.kind {
             EventKind::Truthiness {
                 context: BoolContext::If { raises_only: true },
@@ -123,6 +136,23 @@ pub(crate) fn check(checker: &mut Checker) {
                 &unexportable,
                 &checker.parsed.module.body,
                 checker.model.file,
+                checker.imports(),
+            ),
+            EventKind::Scalar {
+                value,
+                usage: ScalarUse::Conversion,
+            } => scalar_conversion::symbolic_cast_fix(
+                event.range,
+                matches!(value, Value::Tensor(_)),
+                checker.model.file.text,
+                checker.imports(),
+            ),
+            EventKind::Scalar {
+                value: Value::Tensor(_),
+                usage: ScalarUse::MathCall,
+            } => scalar_conversion::torch_math_fix(
+                event.range,
+                checker.model.file.text,
                 checker.imports(),
             ),
             _ => None,

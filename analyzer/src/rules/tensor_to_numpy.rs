@@ -26,9 +26,32 @@ def forward(self, x):
 
 ## Fix
 Use the torch equivalent (`torch.clamp(x, 0, 1)`); most `np.*` functions have one of the same name.
+
+Where the array is used only where the tensor does the same, the fix keeps the tensor (the
+`.detach()`/`.cpu()` before `.numpy()` stay, so device and gradients are as before):
+
+- Straight back to torch, `torch.from_numpy(t.numpy())`, `torch.as_tensor(...)`,
+  `torch.asarray(...)` become `t`, and `torch.tensor(...)` or `np.array(t)`, which copy,
+  `t.clone()`; also through a name (`a = t.numpy()`) whose every read goes straight back.
+  `.item()` and `.tolist()` of the array become the tensor's own (`.tolist()` only for a tensor
+  whose sizes are known static: the tensor's asks for every size, which would fix a dimension
+  declared dynamic). These are safe: same values, dtype, device and memory sharing.
+- A reduction of the array with no arguments (`.std()`, `.mean()`, `.sum()`, `.max()`, …)
+  becomes the tensor's (`std(correction=0)`, as NumPy divides by n): unsafe, the value is a
+  0-d tensor instead of a NumPy scalar.
+- An array returned from the exported model's `forward` becomes the tensor: unsafe, eager
+  callers get a tensor (the exported program returns one there in any case).
+
+NumPy functions, and methods with arguments, get no fix: their names (`axis`/`dim`), defaults
+and dtype promotion differ from torch's, so no rewrite is mechanical.
 "#,
 };
 
+use std::collections::HashSet;
+
+use ruff_text_size::TextRange;
+
+use crate::fixes::numpy_tensor::NumpyFixes;
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::semantic::EventKind;
@@ -41,8 +64,27 @@ pub(crate) fn check(checker: &mut Checker) {
     } else {
         Severity::Error
     };
+    // Built on the first conversion, once for all of them.
+    let mut fixes: Option<NumpyFixes> = None;
+    // A helper runs once per call: its conversion has a static shape only if it has on every
+    // call (the diagnostics of one place are one).
+    let dynamic: HashSet<TextRange> = checker
+        .model
+        .events
+        .iter()
+        .filter(|event| {
+            matches!(
+                event.kind,
+                EventKind::Numpy {
+                    static_shape: false,
+                    ..
+                }
+            )
+        })
+        .map(|event| event.range)
+        .collect();
     for event in &checker.model.events {
-        let EventKind::Numpy { call } = &event.kind else {
+        let EventKind::Numpy { call, static_shape } = &event.kind else {
             continue;
         };
         let message = if call == ".numpy()" {
@@ -52,6 +94,12 @@ pub(crate) fn check(checker: &mut Checker) {
                 "`{call}` called on a tensor inside traced code: NumPy needs the tensor's data; use the torch function of the same name"
             )
         };
-        checker.report(Rule::TensorToNumpy, severity, event.range, message);
+        let fix = fixes
+            .get_or_insert_with(|| NumpyFixes::new(&checker.parsed.module.body, checker.model))
+            .fix(
+                event.range,
+                *static_shape && !dynamic.contains(&event.range),
+            );
+        checker.report_with_fix(Rule::TensorToNumpy, severity, event.range, message, fix);
     }
 }

@@ -91,8 +91,10 @@ pub(crate) enum EventKind {
     Scalar { value: Value, usage: ScalarUse },
     /// A Python loop over a tensor's first dimension.
     IterateTensor { tensor: TensorInfo, size: Value },
-    /// `.numpy()` or a NumPy function applied to a tensor.
-    Numpy { call: String },
+    /// `.numpy()` or a NumPy function applied to a tensor. `static_shape`: the tensor's sizes
+    /// are known to depend on no declared `Dim` and on no data (a fix may then ask for its
+    /// elements one by one, `.tolist()`, without fixing a dynamic dimension).
+    Numpy { call: String, static_shape: bool },
     /// A call to a qualified function: `print`, `zlib.crc32`, `torch._dynamo.graph_break`.
     Call {
         qualified: String,

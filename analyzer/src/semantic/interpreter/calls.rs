@@ -316,6 +316,19 @@ impl Interpreter<'_, '_> {
         }
     }
 
+    /// Whether `info`'s sizes are the same on every call: tracked and free of declared `Dim`s,
+    /// or untracked in a file that exports its model with no dynamic dimension; never a size
+    /// that depends on data.
+    fn static_shape(&self, info: &TensorInfo) -> bool {
+        if info.data_dependent_shape {
+            return false;
+        }
+        match &info.dims {
+            Some(dims) => !dims.is_dynamic(),
+            None => self.untracked == SizeOrigin::Static && self.model.entry.is_some(),
+        }
+    }
+
     pub(super) fn tensor_method(
         &mut self,
         info: &TensorInfo,
@@ -330,6 +343,7 @@ impl Interpreter<'_, '_> {
                     self.record(
                         EventKind::Numpy {
                             call: ".numpy()".to_owned(),
+                            static_shape: self.static_shape(info),
                         },
                         call.range(),
                     );
@@ -638,9 +652,14 @@ impl Interpreter<'_, '_> {
             .any(Value::is_certain_tensor);
         if catalogue::is_numpy(qualified) {
             if any_certain_tensor {
+                let static_shape = matches!(
+                    args.first(),
+                    Some(Value::Tensor(info)) if self.static_shape(info)
+                );
                 self.record(
                     EventKind::Numpy {
                         call: qualified.to_owned(),
+                        static_shape,
                     },
                     call.range(),
                 );
