@@ -1203,12 +1203,20 @@ fn show_settings_names_each_source() {
 
 #[test]
 fn suppressions_that_silence_nothing_are_reported_and_fixed() {
-    let source = "import torch\nx = 1  # pt2lsp: ignore[PT101]\ny = 2  # pt2lsp: ignore[PT999, PT102]\n";
+    let source =
+        "import torch\nx = 1  # pt2lsp: ignore[PT101]\ny = 2  # pt2lsp: ignore[PT999, PT102]\n";
     let dir = tree(&[("model.py", source.as_bytes())]);
     // With PT101 ignored by the settings, a comment that silences it silences nothing.
     let run = pt2lsp(
         dir.path(),
-        &["check", "--isolated", "--ignore", "PT101", "--fix", "model.py"],
+        &[
+            "check",
+            "--isolated",
+            "--ignore",
+            "PT101",
+            "--fix",
+            "model.py",
+        ],
     );
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(
