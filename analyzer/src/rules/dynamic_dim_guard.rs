@@ -38,7 +38,11 @@ on a dimension declared dynamic fixes it to 32; broadcasting `z[:, ::2]`, of siz
 guards it `!= 1`, which `Dim("dz")` allows at dz = 2 (non-strict export guards every slice with a
 step that way, where it slices); a U-Net's skip concatenation of `2*(h//4)` with `h//2`, after
 two stride-2 poolings and one stride-2 upsampling, holds only when `h` is a multiple of 4 (the
-fix declares `h = 4*_h`, as torch suggests). A relation torch checks at run time
+fix declares `h = 4*_h`, as torch suggests). A convolution or pooling window
+(`nn.Conv2d(3, 64, 7, stride=2, padding=3)`, `F.max_pool2d(x, 2)`) whose output the range
+allows to be 1 or less is guarded too (`!= 1` non-strict, `>= 1` strict): one finding per
+dimension, at the first such window, with the minimum the deepest one needs (`min=33` for a
+ResNet's five halvings; torch 2.15 suggests none, or a minimum that still fails). A relation torch checks at run time
 instead (`dx + dy == dz`) is not reported. `Dim.AUTO` and `Dim.DYNAMIC` let the
 exporter refine the range itself and are not checked.
 
@@ -75,7 +79,8 @@ The fix edits `dynamic_shapes` and the `Dim`s it uses, wherever they are written
   decreasing relation (`y_dim = 32 - x_dim`), which `Dim` arithmetic cannot state, makes both
   `Dim.AUTO`: both stay dynamic and the exporter derives the relation, but their declared
   bounds go, which the fix's title says;
-- a strided size that may be 1 raises the `Dim`'s minimum (`Dim("dz", min=3)`);
+- a strided size, or a window's output, that may be 1 raises the `Dim`'s minimum
+  (`Dim("dz", min=3)`);
 - a reshape that needs a multiple becomes a derived dim (`_batch = Dim("_batch", min=2)`,
   `batch = 2*_batch`);
 - a dimension the code fixes to one size (`== 4`, a loop, `len`, broadcasting against a
@@ -99,7 +104,9 @@ use crate::diagnostic::{Applicability, Fix};
 use crate::fixes::dims::{DimConstraint, constraint_fix};
 use crate::registry::Rule;
 use crate::rules::Checker;
-use crate::semantic::symbolic::{Relation, SymSize, min_above_one, periodic_relation, relation};
+use crate::semantic::symbolic::{
+    Relation, SymSize, min_above_one, min_reaching, periodic_relation, relation,
+};
 use crate::semantic::value::{
     CompareOp, Compared, DimDecl, Guard, GuardKind, SizeComparison, SizeOrigin, Value,
 };
@@ -120,7 +127,8 @@ pub(crate) fn check(checker: &mut Checker) {
             _ => None,
         })
         .collect();
-    for event in &checker.model.events {
+    let windows = window_requirements(checker, strict);
+    for (index, event) in checker.model.events.iter().enumerate() {
         let text = checker.model.text(event.range);
         let (message, constraints) = match &event.kind {
             EventKind::Truthiness {
@@ -272,6 +280,34 @@ pub(crate) fn check(checker: &mut Checker) {
                     Some(vec![DimConstraint::Range {
                         name: dim.name.clone(),
                         min: Some(min),
+                        max: None,
+                    }]),
+                )
+            }
+            EventKind::WindowOutput { size, layer } => {
+                let Some(requirement) = windows.iter().find(|found| found.first == index) else {
+                    continue;
+                };
+                let dim = &requirement.dim;
+                let declared_low = dim.min.unwrap_or(2).max(2);
+                let (guard, least) = if strict { (">= 1", 1) } else { ("!= 1", 2) };
+                let later = match requirement.layers {
+                    1 => String::new(),
+                    n => format!(
+                        "; with the {} windows after it, `{}` needs at least {}",
+                        n - 1,
+                        dim.name,
+                        requirement.min
+                    ),
+                };
+                (
+                    format!(
+                        "`{text}` ({layer}) makes a size `{size}` of dynamic dimension `{}`, which its range allows below {least} (at {} = {declared_low}), so the exporter guards `{size} {guard}`: export fails with \"Constraints violated ({})\"{later}; declare `Dim(\"{}\", min={})`",
+                        dim.name, dim.name, dim.name, dim.name, requirement.min
+                    ),
+                    Some(vec![DimConstraint::Range {
+                        name: dim.name.clone(),
+                        min: Some(requirement.min),
                         max: None,
                     }]),
                 )
@@ -527,6 +563,52 @@ fn size_equality(
             )
         }
     }
+}
+
+/// What the convolution and pooling windows over one dynamic dimension need of its minimum.
+struct WindowRequirement {
+    dim: std::rc::Rc<DimDecl>,
+    /// The smallest minimum under which every window's size stays at least 2 (1 strict).
+    min: i64,
+    /// The index of the first window event, where the finding is reported.
+    first: usize,
+    /// How many windows make a size of the dimension that may be too small.
+    layers: usize,
+}
+
+/// The windows' requirements, one per dimension: torch reports the guards of a network's
+/// windows together, so the finding is one, at the first window, with the minimum that the
+/// deepest one needs (`min=33` for the five halvings of a ResNet).
+fn window_requirements(checker: &Checker, strict: bool) -> Vec<WindowRequirement> {
+    let least = if strict { 1 } else { 2 };
+    let mut requirements: Vec<WindowRequirement> = Vec::new();
+    for (index, event) in checker.model.events.iter().enumerate() {
+        let EventKind::WindowOutput { size, .. } = &event.kind else {
+            continue;
+        };
+        let Some((dim, min)) = min_reaching(size, least) else {
+            continue;
+        };
+        if min <= dim.min.unwrap_or(2).max(2) {
+            continue;
+        }
+        match requirements
+            .iter_mut()
+            .find(|found| found.dim.name == dim.name)
+        {
+            Some(found) => {
+                found.min = found.min.max(min);
+                found.layers += 1;
+            }
+            None => requirements.push(WindowRequirement {
+                dim,
+                min,
+                first: index,
+                layers: 1,
+            }),
+        }
+    }
+    requirements
 }
 
 /// The `Dim` ranges under which `dim <op> constant` is decided, for the message: both sides

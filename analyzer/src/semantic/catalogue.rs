@@ -62,6 +62,20 @@ pub(crate) fn constructed(qualified: &str) -> Option<Constructed> {
     }
 }
 
+/// The layer class whose window a functional pooling applies (`F.max_pool2d(x, 2)` is
+/// `nn.MaxPool2d(2)(x)`): its arguments after the input are the constructor's, in order.
+pub(crate) fn functional_window(qualified: &str) -> Option<&'static str> {
+    Some(match qualified.strip_prefix("torch.nn.functional.")? {
+        "max_pool1d" => "torch.nn.MaxPool1d",
+        "max_pool2d" => "torch.nn.MaxPool2d",
+        "max_pool3d" => "torch.nn.MaxPool3d",
+        "avg_pool1d" => "torch.nn.AvgPool1d",
+        "avg_pool2d" => "torch.nn.AvgPool2d",
+        "avg_pool3d" => "torch.nn.AvgPool3d",
+        _ => return None,
+    })
+}
+
 /// The kind of result of a call to a `torch` function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TorchResult {

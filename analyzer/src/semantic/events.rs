@@ -145,6 +145,10 @@ pub(crate) enum EventKind {
     /// A slice with a step of a dynamic dimension (`x[:, ::2]`) whose size the declared
     /// ranges allow to be 1: non-strict export guards the size `!= 1`.
     StridedSlice { size: SymSize },
+    /// A convolution's or pooling's window (`nn.Conv2d(3, 64, 7, stride=2)`, `F.max_pool2d(x,
+    /// 2)`) makes a spatial size of a dynamic dimension that the declared range allows to be 1
+    /// or less: the exporter guards it (`!= 1` non-strict, `>= 1` strict), narrowing the `Dim`.
+    WindowOutput { size: SymSize, layer: String },
     /// A parameter or buffer sliced up to a dynamic size with no declared maximum.
     BufferSlice { dim: Rc<DimDecl> },
     /// A recurrent layer (`nn.LSTM`, `nn.GRU`, `nn.RNN`) runs over a sequence whose length is a

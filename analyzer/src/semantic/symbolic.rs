@@ -546,15 +546,21 @@ fn ceil_div(a: i64, b: i64) -> i64 {
 /// The smallest size of `dim`, from its declared minimum, at which `size` (over `dim` alone) is
 /// at least 2: the minimum that keeps a broadcast size from being 1.
 pub(crate) fn min_above_one(size: &SymSize) -> Option<(Rc<DimDecl>, i64)> {
+    min_reaching(size, 2)
+}
+
+/// The smallest value in the declared range of `size`'s one `Dim` (looking 1,024 past its
+/// minimum) at which `size` is at least `target`, with that `Dim`.
+pub(crate) fn min_reaching(size: &SymSize, target: i64) -> Option<(Rc<DimDecl>, i64)> {
     let [(dim, _)] = size.terms.as_slice() else {
         return None;
     };
     let (low, high) = declared_range(dim);
-    (low..low + 64)
+    (low..low + 1024)
         .take_while(|value| high.is_none_or(|high| *value <= high))
         .find(|value| {
             size.evaluate(|_| Some(*value))
-                .is_some_and(|size| size >= 2)
+                .is_some_and(|size| size >= target)
         })
         .map(|value| (dim.clone(), value))
 }

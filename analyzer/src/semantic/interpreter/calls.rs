@@ -10,12 +10,12 @@ use crate::semantic::catalogue;
 use crate::semantic::names;
 use crate::syntax::ast::{self, Expr};
 
-use super::shape_ops;
 use super::{
     AnnotationKind, BoolContext, Constructed, Env, EventKind, GuardKind, Interpreter, Interval,
     MAX_DEPTH, MethodResult, OpDefinition, ScalarUse, SizeOrigin, TensorInfo, TorchResult, Value,
     all_parameters, annotation_kind, default_value, element_of, narrow, reshape_guard,
 };
+use super::{layers, shape_ops};
 use crate::semantic::events::Forcing;
 use crate::semantic::symbolic::SymSize;
 use crate::semantic::value::{BakedRead, DimSize, TensorDims};
@@ -692,9 +692,7 @@ impl Interpreter<'_, '_> {
                     if catalogue::keeps_batch_dim(qualified)
                         || catalogue::is_recurrent(qualified) =>
                 {
-                    Value::Layer(Rc::new(shape_ops::layer_info(
-                        qualified, call, args, kwargs,
-                    )))
+                    Value::Layer(Rc::new(layers::layer_info(qualified, call, args, kwargs)))
                 }
                 // `nn.Sequential(conv, relu, pool)`: each step known, none unpacked from a list
                 // (whose length a loop that built it may not tell).
@@ -758,6 +756,24 @@ impl Interpreter<'_, '_> {
                     ..TensorInfo::default()
                 });
             }
+        }
+        // `F.max_pool2d(x, 2)`: the layer's window, its arguments after the input.
+        // Only the window's own arguments: `ceil_mode` and `return_indices` change what it gives.
+        let window_arguments = call.arguments.args.len() <= 4
+            && call.arguments.keywords.iter().all(|keyword| {
+                keyword.arg.as_ref().is_some_and(|name| {
+                    ["kernel_size", "stride", "padding"].contains(&name.as_str())
+                })
+            });
+        if let (Some(class), Some(input), true) = (
+            catalogue::functional_window(qualified),
+            args.first(),
+            window_arguments,
+        ) {
+            let mut window_call = call.clone();
+            window_call.arguments.args = call.arguments.args.iter().skip(1).cloned().collect();
+            let layer = layers::layer_info(class, &window_call, &args[1..], kwargs);
+            return self.layer_call(&layer, std::slice::from_ref(input), call.range());
         }
         if qualified.starts_with("torch.") {
             if let Some(value) = self.torch_shape_call(name, call, args, assumed) {

@@ -28,6 +28,7 @@ mod builtins;
 mod calls;
 mod construction;
 mod expressions;
+mod layers;
 mod shape_ops;
 mod statements;
 

@@ -1,0 +1,528 @@
+//! Layers over symbolic shapes: what a module layer (`nn.Linear`, `nn.Conv2d`, pooling,
+//! `nn.Embedding`, recurrent layers) does to its input's shape, built from its constructor's
+//! arguments, and the sizes it forces or guards.
+
+use std::rc::Rc;
+
+use super::shape_ops::{argument, unknown_like};
+use crate::semantic::catalogue::{self, LayerShape};
+use crate::semantic::names;
+use crate::semantic::symbolic::SymSize;
+use crate::semantic::value::{DimSize, LayerInfo, TensorDims, Value};
+use crate::syntax::ast::{self, Expr};
+
+/// The size a layer forces its input to have, and the shape of its output.
+pub(super) struct LayerApplied {
+    pub(super) dims: Option<TensorDims>,
+    /// The input's size that must equal the constructor's argument, and the argument's name.
+    pub(super) forced: Option<(SymSize, i64, &'static str)>,
+}
+
+/// Applies layer `layer` to an input of shape `input`.
+pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied {
+    let batch_only = || {
+        let sizes = input
+            .sizes
+            .iter()
+            .filter(|(index, _)| *index == 0)
+            .cloned()
+            .collect();
+        Some(TensorDims { rank: None, sizes })
+    };
+    let Some(shape) = catalogue::layer_shape(&layer.qualified) else {
+        return LayerApplied {
+            dims: batch_only(),
+            forced: None,
+        };
+    };
+    let sizes = input.all_sizes();
+    let last_forced = |parameter: &'static str| {
+        let expected = layer.size(parameter)?;
+        let last = input.size(input.rank?.checked_sub(1)?)?.sym()?.clone();
+        Some((last, expected, parameter))
+    };
+    match shape {
+        LayerShape::Same => LayerApplied {
+            dims: Some(input.clone()),
+            forced: None,
+        },
+        LayerShape::LastNorm => LayerApplied {
+            dims: Some(input.clone()),
+            forced: last_forced("normalized_shape"),
+        },
+        LayerShape::ChannelNorm => LayerApplied {
+            dims: Some(input.clone()),
+            forced: (input.rank.is_some_and(|rank| rank >= 2))
+                .then(|| {
+                    let expected = layer.size("num_features")?;
+                    Some((input.size(1)?.sym()?.clone(), expected, "num_features"))
+                })
+                .flatten(),
+        },
+        LayerShape::Linear => {
+            let dims = sizes.and_then(|mut sizes| {
+                let out = layer.size("out_features")?;
+                *sizes.last_mut()? = Some(DimSize::Sym(SymSize::constant(out)));
+                Some(TensorDims::from_sizes(sizes))
+            });
+            LayerApplied {
+                dims: dims.or_else(batch_only),
+                forced: last_forced("in_features"),
+            }
+        }
+        LayerShape::Embedding => {
+            let dims = sizes.and_then(|mut sizes| {
+                let width = layer.size("embedding_dim")?;
+                sizes.push(Some(DimSize::Sym(SymSize::constant(width))));
+                Some(TensorDims::from_sizes(sizes))
+            });
+            LayerApplied {
+                dims: dims.or_else(batch_only),
+                forced: None,
+            }
+        }
+        LayerShape::Conv { spatial } | LayerShape::ConvTranspose { spatial } => {
+            let channel = input
+                .rank
+                .filter(|rank| *rank == spatial + 2)
+                .and_then(|_| Some((input.size(1)?.sym()?.clone(), layer.size("in_channels")?)))
+                .map(|(size, expected)| (size, expected, "in_channels"));
+            let dims = sizes.and_then(|mut sizes| {
+                if sizes.len() != spatial + 2 {
+                    return None;
+                }
+                // Channels the analysis cannot read (a layer built with several widths) leave
+                // the spatial sizes known.
+                sizes[1] = layer
+                    .size("out_channels")
+                    .map(|channels| DimSize::Sym(SymSize::constant(channels)));
+                let transposed = matches!(shape, LayerShape::ConvTranspose { .. });
+                if layer.same_padding && !transposed {
+                    return Some(TensorDims::from_sizes(sizes));
+                }
+                let window = Window::of(layer, layer.size("kernel_size")?, 1);
+                for size in &mut sizes[2..] {
+                    *size = if transposed {
+                        let output_padding = layer.size_or("output_padding", 0);
+                        let window = window.as_ref().zip(output_padding);
+                        Window::transposed_output_of(window, size.take())
+                    } else {
+                        Window::output_of(window.as_ref(), size.take())
+                    };
+                }
+                Some(TensorDims::from_sizes(sizes))
+            });
+            LayerApplied {
+                dims: dims.or_else(batch_only),
+                forced: channel,
+            }
+        }
+        LayerShape::Pool { spatial } | LayerShape::AdaptivePool { spatial } => {
+            // Each of the last `spatial` sizes through the window, or to the output size.
+            let pooled = |size: Option<DimSize>| match shape {
+                LayerShape::Pool { .. } => {
+                    let kernel = layer.size("kernel_size")?;
+                    Window::output_of(Window::of(layer, kernel, kernel).as_ref(), size)
+                }
+                _ => Some(DimSize::Sym(SymSize::constant(layer.size("output_size")?))),
+            };
+            let dims = sizes.and_then(|mut sizes| {
+                let first = sizes
+                    .len()
+                    .checked_sub(spatial)
+                    .filter(|first| *first >= 1)?;
+                // Without its size argument the layer's output is not known: no shape.
+                let parameter = match shape {
+                    LayerShape::Pool { .. } => "kernel_size",
+                    _ => "output_size",
+                };
+                layer.size(parameter)?;
+                for size in &mut sizes[first..] {
+                    *size = pooled(size.take());
+                }
+                Some(TensorDims::from_sizes(sizes))
+            });
+            LayerApplied {
+                dims: dims.or_else(batch_only),
+                forced: None,
+            }
+        }
+        LayerShape::BatchOnly => LayerApplied {
+            dims: batch_only(),
+            forced: None,
+        },
+        // Its output is a pair; `recurrent_call` computes it.
+        LayerShape::Recurrent => LayerApplied {
+            dims: None,
+            forced: None,
+        },
+    }
+}
+
+/// The sequence dimension a recurrent layer runs over, and its output's shape: `(seq, batch,
+/// D·hidden)` (batch first with `batch_first`), `D` being 2 when bidirectional.
+fn recurrent_state(layer: &LayerInfo, input: &TensorDims) -> Option<TensorDims> {
+    let batch_first = layer.size("batch_first") == Some(1);
+    let directions = if layer.size("bidirectional") == Some(1) {
+        2
+    } else {
+        1
+    };
+    let layers = layer.size("num_layers").unwrap_or(1);
+    let hidden = layer.size("hidden_size")?;
+    let sizes = input.all_sizes()?;
+    let constant = |size: i64| Some(DimSize::Sym(SymSize::constant(size)));
+    let state = match (sizes.len(), batch_first) {
+        (2, _) => vec![constant(layers * directions), constant(hidden)],
+        (3, false) => vec![
+            constant(layers * directions),
+            sizes[1].clone(),
+            constant(hidden),
+        ],
+        (3, true) => vec![
+            constant(layers * directions),
+            sizes[0].clone(),
+            constant(hidden),
+        ],
+        _ => return None,
+    };
+    Some(TensorDims::from_sizes(state))
+}
+
+fn recurrent_output(
+    layer: &LayerInfo,
+    input: &TensorDims,
+) -> (Option<DimSize>, Option<TensorDims>) {
+    let batch_first = layer.size("batch_first") == Some(1);
+    let Some(rank) = input.rank else {
+        return (None, None);
+    };
+    let sequence = match (rank, batch_first) {
+        (2, _) | (3, false) => 0,
+        (3, true) => 1,
+        _ => return (None, None),
+    };
+    let Some(sizes) = input.all_sizes() else {
+        return (None, None);
+    };
+    let directions = if layer.size("bidirectional") == Some(1) {
+        2
+    } else {
+        1
+    };
+    let mut output = sizes.clone();
+    if let Some(last) = output.last_mut() {
+        *last = layer
+            .size("hidden_size")
+            .map(|hidden| DimSize::Sym(SymSize::constant(hidden * directions)));
+    }
+    (
+        sizes[sequence].clone(),
+        Some(TensorDims::from_sizes(output)),
+    )
+}
+
+/// A convolution's or pooling's sliding window along one spatial dimension.
+struct Window {
+    kernel: i64,
+    stride: i64,
+    padding: i64,
+    dilation: i64,
+}
+
+impl Window {
+    /// The window of `layer`; `None` when one of its sizes is given and cannot be read
+    /// (`padding="same"`): then the output's size is not known.
+    fn of(layer: &LayerInfo, kernel: i64, default_stride: i64) -> Option<Window> {
+        Some(Window {
+            kernel,
+            stride: layer.size_or("stride", default_stride)?,
+            padding: layer.size_or("padding", 0)?,
+            dilation: layer.size_or("dilation", 1)?,
+        })
+    }
+
+    /// The output size of `window` for an input of `size`; through a window whose sizes are
+    /// not known, a size that depends on the same `Dim`s (or a static one) all the same.
+    fn output_of(window: Option<&Window>, size: Option<DimSize>) -> Option<DimSize> {
+        match (window, size?) {
+            (Some(window), size) => window.output(Some(size)),
+            (None, DimSize::Sym(sym)) => unknown_like(&sym),
+            (None, derived @ DimSize::Derived(_)) => Some(derived),
+        }
+    }
+
+    /// The output size of a transposed convolution's `window` (with its output padding) for
+    /// an input of `size`: `(L − 1)·stride − 2·padding + dilation·(kernel − 1) + output_padding
+    /// + 1`, linear in `L`.
+    fn transposed_output_of(
+        window: Option<(&Window, i64)>,
+        size: Option<DimSize>,
+    ) -> Option<DimSize> {
+        let sym = match size? {
+            DimSize::Sym(sym) => sym,
+            derived @ DimSize::Derived(_) => return Some(derived),
+        };
+        let computed = window.and_then(|(window, output_padding)| {
+            let offset = -window.stride - 2 * window.padding
+                + window.dilation * (window.kernel - 1)
+                + output_padding
+                + 1;
+            sym.mul(&SymSize::constant(window.stride))?
+                .add(&SymSize::constant(offset))
+        });
+        match computed {
+            Some(sym) => Some(DimSize::Sym(sym)),
+            None => unknown_like(&sym),
+        }
+    }
+
+    /// `(L + 2·padding − dilation·(kernel − 1) − 1) // stride + 1`.
+    fn output(&self, size: Option<DimSize>) -> Option<DimSize> {
+        let sym = match size? {
+            DimSize::Sym(sym) => sym,
+            derived @ DimSize::Derived(_) => return Some(derived),
+        };
+        let offset = 2 * self.padding - self.dilation * (self.kernel - 1) - 1;
+        let computed = sym
+            .add(&SymSize::constant(offset))
+            .and_then(|sum| sum.floor_div(&SymSize::constant(self.stride)))
+            .and_then(|quotient| quotient.add(&SymSize::constant(1)));
+        Some(match computed {
+            Some(sym) => DimSize::Sym(sym),
+            None => DimSize::Derived(sym.dims().next()?.clone()),
+        })
+    }
+}
+
+/// A layer value from its constructor call: the literal sizes it was given.
+pub(super) fn layer_info(
+    qualified: &str,
+    call: &ast::ExprCall,
+    args: &[Value],
+    kwargs: &[(String, Value)],
+) -> LayerInfo {
+    let parameters = catalogue::layer_shape(qualified).map_or(&[][..], catalogue::layer_parameters);
+    let literal = |expr: &Expr, value: Option<&Value>| {
+        let single = |expr: &Expr| names::int_literal(expr);
+        match expr {
+            Expr::Tuple(ast::ExprTuple { elts, .. }) => {
+                let sizes: Option<Vec<i64>> = elts.iter().map(single).collect();
+                let sizes = sizes?;
+                let first = *sizes.first()?;
+                sizes.iter().all(|size| *size == first).then_some(first)
+            }
+            expr => single(expr).or_else(|| value?.as_sym()?.as_constant()),
+        }
+    };
+    let mut sizes = Vec::new();
+    for (position, parameter) in parameters.iter().enumerate() {
+        let expr = call
+            .arguments
+            .args
+            .get(position)
+            .map(|expr| (expr, args.get(position)))
+            .or_else(|| {
+                call.arguments.find_keyword(parameter).map(|keyword| {
+                    let value = kwargs
+                        .iter()
+                        .find(|(name, _)| name == parameter)
+                        .map(|(_, value)| value);
+                    (&keyword.value, value)
+                })
+            });
+        if let Some((expr, value)) = expr {
+            sizes.push((*parameter, literal(expr, value)));
+        }
+    }
+    // `padding="valid"` is no padding; `padding="same"` keeps the sizes (stride 1 only).
+    let mut same_padding = false;
+    if let Some(position) = sizes
+        .iter()
+        .position(|(parameter, _)| *parameter == "padding")
+    {
+        let given = parameters
+            .iter()
+            .position(|parameter| *parameter == "padding")
+            .and_then(|position| argument(&call.arguments.args, call, position, &["padding"]));
+        match given.and_then(names::string_literal) {
+            Some("valid") => sizes[position].1 = Some(0),
+            Some("same") => same_padding = true,
+            _ => {}
+        }
+    }
+    // `ceil_mode=True` rounds the count of windows up, which the floor formula does not state:
+    // the size of its output is not known.
+    let ceil_mode = call
+        .arguments
+        .find_keyword("ceil_mode")
+        .is_some_and(|keyword| {
+            !matches!(
+                keyword.value,
+                Expr::BooleanLiteral(ast::ExprBooleanLiteral { value: false, .. })
+            )
+        });
+    if ceil_mode {
+        sizes.retain(|(parameter, _)| *parameter != "kernel_size");
+        sizes.push(("kernel_size", None));
+    }
+    LayerInfo {
+        qualified: Rc::from(qualified),
+        sizes,
+        same_padding,
+    }
+}
+
+impl super::Interpreter<'_, '_> {
+    /// Calls a layer on `args`: its output's shape, and the size its constructor forces.
+    pub(super) fn layer_call(
+        &mut self,
+        layer: &LayerInfo,
+        args: &[Value],
+        range: ruff_text_size::TextRange,
+    ) -> Value {
+        if catalogue::layer_shape(&layer.qualified) == Some(catalogue::LayerShape::Recurrent) {
+            return self.recurrent_call(layer, args, range);
+        }
+        match args.first() {
+            Some(Value::Tensor(info)) => {
+                let applied = info.dims.as_ref().map(|dims| apply_layer(layer, dims));
+                let mut dims = None;
+                if let Some(LayerApplied {
+                    dims: output,
+                    forced,
+                }) = applied
+                {
+                    if let Some((size, expected, parameter)) = forced {
+                        if !info.assumed {
+                            let class = layer.qualified.rsplit('.').next().unwrap_or_default();
+                            self.record_forced(
+                                vec![(size, SymSize::constant(expected))],
+                                &super::Forcing::Layer {
+                                    class: class.to_owned(),
+                                    parameter,
+                                },
+                                range,
+                            );
+                        }
+                    }
+                    if !info.assumed {
+                        self.record_small_windows(
+                            layer,
+                            info.dims.as_deref(),
+                            output.as_ref(),
+                            range,
+                        );
+                    }
+                    dims = output.map(Rc::new);
+                }
+                Value::Tensor(super::TensorInfo {
+                    dims,
+                    assumed: info.assumed,
+                    ..super::TensorInfo::default()
+                })
+            }
+            _ => Value::opaque_tensor(),
+        }
+    }
+
+    /// The spatial sizes a convolution or pooling window made from a dynamic dimension that
+    /// its declared range allows to be 1 or less: each is an event (the exporter guards it).
+    fn record_small_windows(
+        &mut self,
+        layer: &LayerInfo,
+        input: Option<&TensorDims>,
+        output: Option<&TensorDims>,
+        range: ruff_text_size::TextRange,
+    ) {
+        let Some(LayerShape::Conv { spatial } | LayerShape::Pool { spatial }) =
+            catalogue::layer_shape(&layer.qualified)
+        else {
+            return;
+        };
+        let (Some(input), Some(output)) = (input, output) else {
+            return;
+        };
+        let (Some(input_rank), Some(output_rank)) = (input.rank, output.rank) else {
+            return;
+        };
+        let class = layer.qualified.rsplit('.').next().unwrap_or_default();
+        for offset in 1..=spatial {
+            let (Some(before), Some(after)) = (
+                input_rank.checked_sub(offset).and_then(|at| input.size(at)),
+                output_rank
+                    .checked_sub(offset)
+                    .and_then(|at| output.size(at)),
+            ) else {
+                continue;
+            };
+            let (Some(before), Some(after)) = (before.sym(), after.sym()) else {
+                continue;
+            };
+            if before == after || after.is_automatic() || after.dims().count() != 1 {
+                continue;
+            }
+            if after.range().0.is_some_and(|low| low <= 1) {
+                self.record(
+                    super::EventKind::WindowOutput {
+                        size: after.clone(),
+                        layer: class.to_owned(),
+                    },
+                    range,
+                );
+            }
+        }
+    }
+
+    /// Calls a recurrent layer: `(output, state)`. A dynamic sequence length is unrolled.
+    fn recurrent_call(
+        &mut self,
+        layer: &LayerInfo,
+        args: &[Value],
+        range: ruff_text_size::TextRange,
+    ) -> Value {
+        let Some(Value::Tensor(info)) = args.first() else {
+            return Value::Tuple(Rc::from(vec![
+                Value::opaque_tensor(),
+                Value::opaque_tensor(),
+            ]));
+        };
+        // `h` (and `c` for an LSTM): `(num_layers·D, batch, hidden)`.
+        let hidden = Value::Tensor(super::TensorInfo {
+            dims: info
+                .dims
+                .as_ref()
+                .and_then(|dims| recurrent_state(layer, dims))
+                .map(Rc::new),
+            assumed: info.assumed,
+            ..super::TensorInfo::default()
+        });
+        let state = if layer.qualified.as_ref() == "torch.nn.LSTM" {
+            Value::Tuple(Rc::from(vec![hidden.clone(), hidden]))
+        } else {
+            hidden
+        };
+        let (sequence, output) = info
+            .dims
+            .as_ref()
+            .map_or((None, None), |dims| recurrent_output(layer, dims));
+        if let Some(dim) = sequence.as_ref().and_then(DimSize::dynamic_dim) {
+            if !dim.automatic && !info.assumed {
+                let class = layer.qualified.rsplit('.').next().unwrap_or_default();
+                self.record(
+                    super::EventKind::Unrolled {
+                        dim: dim.clone(),
+                        layer: class.to_owned(),
+                    },
+                    range,
+                );
+            }
+        }
+        let output = Value::Tensor(super::TensorInfo {
+            dims: output.map(Rc::new),
+            assumed: info.assumed,
+            ..super::TensorInfo::default()
+        });
+        Value::Tuple(Rc::from(vec![output, state]))
+    }
+}
