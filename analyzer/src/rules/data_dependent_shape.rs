@@ -11,9 +11,12 @@ pub(crate) const META: RuleMeta = RuleMeta {
     is_static: true,
     doc: r#"## What it does
 Tracks tensors whose size depends on data: `nonzero()`, `unique()`, `masked_select()`,
-boolean-mask indexing `x[x > 0]`, `torch.where(cond)` with one argument. Reports where their size
+boolean-mask indexing `x[x > 0]`, `torch.where(cond)` with one argument, and the
+`PackedSequence` of `pack_padded_sequence` / `pack_sequence`. Reports where their size
 (`.shape[i]`, `.size(i)`, `len()`, `.numel()`) decides a branch or a loop, where `len()` must
-return it as a Python int (non-strict), and Python loops over such a tensor.
+return it as a Python int (non-strict), Python loops over such a tensor, and a recurrent layer
+(`nn.LSTM`, `nn.GRU`, `nn.RNN`) run over a `PackedSequence`, which reads its batch sizes as
+Python numbers (`TypeError: zeros(): argument 'size' ... got FakeTensor`).
 
 ## Why export fails
 Such sizes are unbacked symbols. Feeding them to further tensor operations is fine, but a Python
@@ -88,6 +91,9 @@ pub(crate) fn check(checker: &mut Checker) {
             ),
             EventKind::IterateTensor { tensor, .. } if tensor.data_dependent_shape => format!(
                 "Looping over `{text}`, whose length depends on data: the exporter cannot unroll it"
+            ),
+            EventKind::DataDependentRecurrent { layer } => format!(
+                "`{text}` runs `{layer}` over a sequence whose sizes depend on data (a `PackedSequence`'s batch sizes are tensor data): the layer reads them as Python numbers, which the exporter does not have; run it on the padded tensor and mask the padding"
             ),
             _ => continue,
         };

@@ -241,6 +241,12 @@ pub(crate) fn torch_function(qualified: &str, positional_args: usize) -> TorchRe
     if !qualified.starts_with("torch.") {
         return TorchResult::Unknown;
     }
+    // A `PackedSequence` holds `sum(lengths)` steps, and its batch sizes are tensor data.
+    if let Some(name) = qualified.strip_prefix("torch.nn.utils.rnn.")
+        && ["pack_padded_sequence", "pack_sequence"].contains(&name)
+    {
+        return TorchResult::DataDependentShape;
+    }
     if NON_TENSOR_NAMESPACES
         .iter()
         .any(|namespace| qualified.starts_with(namespace))

@@ -149,6 +149,9 @@ pub(crate) enum EventKind {
     /// 2)`) makes a spatial size of a dynamic dimension that the declared range allows to be 1
     /// or less: the exporter guards it (`!= 1` non-strict, `>= 1` strict), narrowing the `Dim`.
     WindowOutput { size: SymSize, layer: String },
+    /// A recurrent layer runs over a sequence whose sizes depend on data (a `PackedSequence`,
+    /// whose batch sizes are tensor data): the layer reads them as Python numbers.
+    DataDependentRecurrent { layer: String },
     /// A parameter or buffer sliced up to a dynamic size with no declared maximum.
     BufferSlice { dim: Rc<DimDecl> },
     /// A recurrent layer (`nn.LSTM`, `nn.GRU`, `nn.RNN`) runs over a sequence whose length is a

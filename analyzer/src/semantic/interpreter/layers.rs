@@ -487,6 +487,15 @@ impl super::Interpreter<'_, '_> {
                 Value::opaque_tensor(),
             ]));
         };
+        if info.data_dependent_shape {
+            let class = layer.qualified.rsplit('.').next().unwrap_or_default();
+            self.record(
+                super::EventKind::DataDependentRecurrent {
+                    layer: class.to_owned(),
+                },
+                range,
+            );
+        }
         // `h` (and `c` for an LSTM): `(num_layers·D, batch, hidden)`.
         let hidden = Value::Tensor(super::TensorInfo {
             dims: info

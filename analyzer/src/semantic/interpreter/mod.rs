@@ -904,7 +904,13 @@ fn default_value(parameter: &ast::ParameterWithDefault) -> Value {
     match parameter.default.as_deref() {
         Some(Expr::NoneLiteral(_)) => Value::None,
         Some(Expr::BooleanLiteral(literal)) => Value::Number(f64::from(u8::from(literal.value))),
-        Some(default) => number_of(default).map_or(Value::Unknown, Value::Number),
+        Some(default) => number_of(default).map_or_else(
+            || {
+                names::string_literal(default)
+                    .map_or(Value::Unknown, |text| Value::Str(Rc::from(text)))
+            },
+            Value::Number,
+        ),
         None => Value::Unknown,
     }
 }
