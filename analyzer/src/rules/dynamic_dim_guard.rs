@@ -243,8 +243,10 @@ pub(crate) fn check(checker: &mut Checker) {
             ),
             EventKind::DimSpecialized { dim, size } => (
                 format!(
-                    "`{text}` broadcasts dynamic dimension `{}` against a fixed size {size}, which specialises it: export fails with \"Constraints violated ({})\"; make the other operand follow the input's shape, or declare the dimension static",
-                    dim.name, dim.name
+                    "`{text}` broadcasts dynamic dimension `{}` against a fixed size {size}{}, which specialises it: export fails with \"Constraints violated ({})\"; make the other operand follow the input's shape, or declare the dimension static",
+                    dim.name,
+                    state_origin(checker, event.range, &text),
+                    dim.name
                 ),
                 Some(vec![DimConstraint::Constant {
                     name: dim.name.clone(),
@@ -565,6 +567,34 @@ fn size_equality(
     }
 }
 
+/// For a size that comes from the module's own state (`k + self.k_cache`), where that state
+/// was built: ` (of `self.k_cache`, built at line 9)`; empty unless the expression reads exactly
+/// one attribute of `self` (not a call of one), which is then the fixed-size operand.
+fn state_origin(checker: &Checker, range: ruff_text_size::TextRange, text: &str) -> String {
+    let mut names = text.match_indices("self.").filter_map(|(at, _)| {
+        let after = &text[at + "self.".len()..];
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let called = after[name.len()..].trim_start().starts_with('(');
+        (!name.is_empty() && !called).then_some(name)
+    });
+    let (Some(name), None) = (names.next(), names.next()) else {
+        return String::new();
+    };
+    let body = &checker.parsed.module.body;
+    let Some(origin) = crate::semantic::names::self_attribute_origin(body, range.start(), &name)
+    else {
+        return String::new();
+    };
+    let line = crate::line_index::LineIndex::new(checker.model.file.text)
+        .line_column(origin.start())
+        .line
+        + 1;
+    format!(" (of `self.{name}`, built at line {line})")
+}
+
 /// What the convolution and pooling windows over one dynamic dimension need of its minimum.
 struct WindowRequirement {
     dim: std::rc::Rc<DimDecl>,
@@ -751,6 +781,21 @@ fn multiple_of(checker: &Checker, dim: &DimDecl, multiple: i64) -> Option<Vec<Di
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fixed_size_from_the_modules_state_names_where_it_was_built() {
+        let source = "import torch\nfrom torch.export import Dim\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.register_buffer(\"cache\", torch.zeros(4, 8))\n\n    def forward(self, x):\n        return x + self.cache\n\n\nmodel = M()\nexample_args = (torch.randn(2, 8),)\ndynamic_shapes = {\"x\": {0: Dim(\"batch\")}}\n";
+        let report = crate::check(source, &crate::Settings::default());
+        let messages: Vec<&str> = report
+            .diagnostics
+            .iter()
+            .map(|diagnostic| diagnostic.message.as_str())
+            .collect();
+        assert!(
+            matches!(messages.as_slice(), [message] if message.contains("a fixed size 4 (of `self.cache`, built at line 8)")),
+            "{messages:?}"
+        );
+    }
 
     #[test]
     fn range_hints_offer_only_the_side_an_assert_or_a_raise_allows() {

@@ -1,6 +1,8 @@
 //! Import resolution: which qualified name a module-level binding refers to.
 
 use crate::SourceFile;
+use ruff_text_size::{Ranged, TextRange, TextSize};
+
 use crate::syntax::ast::{self, Stmt};
 
 /// The package a relative import of `level` dots starts from, for a file at `module`.
@@ -386,4 +388,68 @@ pub(crate) fn changed_after_binding(body: &[Stmt]) -> rustc_hash::FxHashSet<Stri
         changed.visit_stmt(stmt);
     }
     changed.0
+}
+
+/// Where the class around `at` builds its attribute `self.<name>`: an assignment to it
+/// (`self.k_cache = torch.zeros(...)`) or a `self.register_buffer("k_cache", ...)` /
+/// `register_parameter` call, in `__init__` first, then in the class's other methods.
+pub(crate) fn self_attribute_origin(body: &[Stmt], at: TextSize, name: &str) -> Option<TextRange> {
+    use crate::syntax::ast::visitor::{self, Visitor};
+    struct Origin<'n> {
+        name: &'n str,
+        found: Option<TextRange>,
+    }
+    impl<'a> Visitor<'a> for Origin<'_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            if self.found.is_some() {
+                return;
+            }
+            let is_self_name = |target: &ast::Expr| {
+                matches!(target, ast::Expr::Attribute(attribute)
+                    if attribute.attr.as_str() == self.name
+                        && matches!(&*attribute.value, ast::Expr::Name(owner) if owner.id.as_str() == "self"))
+            };
+            match stmt {
+                Stmt::FunctionDef(_) | Stmt::ClassDef(_) => return,
+                Stmt::Assign(assign) if assign.targets.iter().any(is_self_name) => {
+                    self.found = Some(stmt.range());
+                }
+                Stmt::AnnAssign(assign) if is_self_name(&assign.target) => {
+                    self.found = Some(stmt.range());
+                }
+                Stmt::Expr(ast::StmtExpr { value, .. }) => {
+                    if let ast::Expr::Call(call) = &**value
+                        && let ast::Expr::Attribute(method) = &*call.func
+                        && ["register_buffer", "register_parameter"].contains(&method.attr.as_str())
+                        && call
+                            .arguments
+                            .args
+                            .first()
+                            .and_then(string_literal)
+                            .is_some_and(|registered| registered == self.name)
+                    {
+                        self.found = Some(stmt.range());
+                    }
+                }
+                _ => {}
+            }
+            visitor::walk_stmt(self, stmt);
+        }
+    }
+    let class = body.iter().find_map(|stmt| match stmt {
+        Stmt::ClassDef(class) if class.range().contains(at) => Some(class),
+        _ => None,
+    })?;
+    let methods = class.body.iter().filter_map(|stmt| match stmt {
+        Stmt::FunctionDef(def) => Some(def),
+        _ => None,
+    });
+    let (init, others): (Vec<_>, Vec<_>) = methods.partition(|def| def.name.as_str() == "__init__");
+    init.into_iter().chain(others).find_map(|def| {
+        let mut origin = Origin { name, found: None };
+        for stmt in &def.body {
+            origin.visit_stmt(stmt);
+        }
+        origin.found
+    })
 }
