@@ -17,6 +17,11 @@ A condition behind an `and`/`or` operand the analysis cannot decide
 (`x.dtype == torch.float16 and not torch.isfinite(x).all()`) is a warning: with float32
 inputs the exporter never evaluates it.
 
+A transformer (`nn.TransformerEncoder`, `nn.TransformerDecoder`, `nn.Transformer`) given a
+mask without its `is_causal` flag is reported too: torch compares the mask's values with a
+causal mask to choose a kernel (`GuardOnDataDependentSymNode: Eq(u0, 1)`, with no line of
+yours in it). The safe fix passes the flag as `False`, which applies the mask as given.
+
 ## Why export fails
 `torch.export` traces with symbolic tensors that have shapes but no values. Turning a tensor into a
 Python `bool` needs its value, so non-strict export raises `GuardOnDataDependentSymNode`
@@ -73,6 +78,7 @@ use crate::semantic::{BoolContext, EventKind, SemanticModel};
 use crate::syntax::Parsed;
 
 pub(crate) fn check(checker: &mut Checker) {
+    causal_mask_detections(checker);
     let strict = checker.strict();
     let mut seen = HashSet::new();
     // Built on the first `if` that gets a rewrite, once for all of them.
@@ -107,6 +113,49 @@ pub(crate) fn check(checker: &mut Checker) {
             }
             _ => None,
         };
+        checker.report_with_fix(
+            Rule::DataDependentBranch,
+            Checker::failure_severity(event),
+            event.range,
+            message,
+            fix,
+        );
+    }
+}
+
+/// A transformer given a mask without its causal flag compares the mask's values with a causal
+/// mask inside torch (`bool((mask == causal).all())`), a branch on data. Passing the flag as
+/// `False` applies the mask as given, which is what eager computes either way: a safe fix.
+fn causal_mask_detections(checker: &mut Checker) {
+    let mut seen = HashSet::new();
+    for event in &checker.model.events {
+        let EventKind::CausalMaskDetection { layer, mask, flag } = &event.kind else {
+            continue;
+        };
+        if !seen.insert((event.range, *flag)) {
+            continue;
+        }
+        let text = checker.model.text(event.range);
+        let message = format!(
+            "`{text}`: `nn.{layer}` given `{mask}` without `{flag}` compares the mask's values with a causal mask to decide which kernel to run, a branch on tensor data the exporter cannot take; pass `{flag}=False` (the mask is applied as given) or `{flag}=True` when it is causal"
+        );
+        // Before the call's closing parenthesis, after a trailing comma if there is one.
+        let fix = text.strip_suffix(')').map(|inner| {
+            let separator = if inner.trim_end().ends_with([',', '(']) {
+                ""
+            } else {
+                ", "
+            };
+            let at = event.range.end() - TextSize::from(1);
+            Fix {
+                title: format!("Pass `{flag}=False`: apply the mask as given"),
+                edits: vec![crate::diagnostic::Edit {
+                    range: TextRange::empty(at),
+                    content: format!("{separator}{flag}=False"),
+                }],
+                applicability: Applicability::Safe,
+            }
+        });
         checker.report_with_fix(
             Rule::DataDependentBranch,
             Checker::failure_severity(event),

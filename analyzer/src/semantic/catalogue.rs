@@ -518,7 +518,27 @@ pub(crate) fn keeps_batch_dim(qualified: &str) -> bool {
             | "Hardsigmoid"
             | "Softplus"
             | "PReLU"
+            | "TransformerEncoder"
+            | "TransformerDecoder"
     )
+}
+
+/// The masks a `torch.nn` transformer's `forward` takes with the flag that says whether each is
+/// causal, as (mask's position, mask's name, flag's position, flag's name). Given a mask and no
+/// flag, torch compares the mask's values with a causal mask (`_detect_is_causal_mask`), which
+/// the exporter cannot do. Measured with torch 2.15: `nn.TransformerEncoderLayer` does not.
+pub(crate) fn causal_masks(
+    qualified: &str,
+) -> &'static [(usize, &'static str, usize, &'static str)] {
+    match qualified {
+        "torch.nn.TransformerEncoder" => &[(1, "mask", 3, "is_causal")],
+        "torch.nn.TransformerDecoder" => &[(2, "tgt_mask", 6, "tgt_is_causal")],
+        "torch.nn.Transformer" => &[
+            (2, "src_mask", 8, "src_is_causal"),
+            (3, "tgt_mask", 9, "tgt_is_causal"),
+        ],
+        _ => &[],
+    }
 }
 
 /// What a `torch.nn` layer does to the shape of its input, from its constructor's arguments.
@@ -584,7 +604,9 @@ pub(crate) fn layer_shape(qualified: &str) -> Option<LayerShape> {
         "GroupNorm" | "Identity" | "ReLU" | "GELU" | "SiLU" | "Tanh" | "Sigmoid" | "LeakyReLU"
         | "ELU" | "Mish" | "Softmax" | "LogSoftmax" | "Hardswish" | "Hardsigmoid" | "Softplus"
         | "PReLU" | "Dropout" | "Dropout1d" | "Dropout2d" | "Dropout3d" | "InstanceNorm1d"
-        | "InstanceNorm2d" | "InstanceNorm3d" => LayerShape::Same,
+        | "InstanceNorm2d" | "InstanceNorm3d" | "TransformerEncoder" | "TransformerDecoder" => {
+            LayerShape::Same
+        }
         _ => {
             if let Some(spatial) = spatial("Conv") {
                 LayerShape::Conv { spatial }

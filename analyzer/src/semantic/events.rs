@@ -152,6 +152,13 @@ pub(crate) enum EventKind {
     /// A recurrent layer runs over a sequence whose sizes depend on data (a `PackedSequence`,
     /// whose batch sizes are tensor data): the layer reads them as Python numbers.
     DataDependentRecurrent { layer: String },
+    /// A transformer (`nn.TransformerEncoder`, ...) given a mask and not told whether it is
+    /// causal: torch compares the mask's values with a causal one, a branch on data.
+    CausalMaskDetection {
+        layer: String,
+        mask: &'static str,
+        flag: &'static str,
+    },
     /// A parameter or buffer sliced up to a dynamic size with no declared maximum.
     BufferSlice { dim: Rc<DimDecl> },
     /// A recurrent layer (`nn.LSTM`, `nn.GRU`, `nn.RNN`) runs over a sequence whose length is a

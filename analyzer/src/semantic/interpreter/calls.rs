@@ -155,6 +155,7 @@ impl Interpreter<'_, '_> {
                 }
                 Value::Module(class) => self.module_method(class, name, &args, &kwargs, any_tensor),
                 Value::Layer(layer) if name == "forward" => {
+                    self.transformer_masks(&layer, &args, &kwargs, call.range());
                     self.layer_call(&layer, &args, call.range())
                 }
                 Value::Layer(_) => self.module_method(None, name, &args, &kwargs, any_tensor),
@@ -219,7 +220,10 @@ impl Interpreter<'_, '_> {
             },
             Value::Module(submodule) => self.call_module(*submodule, args, kwargs),
             Value::Sequential(steps) => self.run_sequential(steps, args),
-            Value::Layer(layer) => self.layer_call(layer, args, call.range()),
+            Value::Layer(layer) => {
+                self.transformer_masks(layer, args, kwargs, call.range());
+                self.layer_call(layer, args, call.range())
+            }
             _ => Value::Unknown,
         }
     }
@@ -473,6 +477,7 @@ impl Interpreter<'_, '_> {
                 }
                 Some(Value::Layer(layer)) => {
                     let layer = layer.clone();
+                    self.transformer_masks(&layer, args, kwargs, self.call_range());
                     return self.layer_call(&layer, args, self.call_range());
                 }
                 Some(Value::Sequential(steps)) => {

@@ -375,6 +375,41 @@ pub(super) fn layer_info(
 
 impl super::Interpreter<'_, '_> {
     /// Calls a layer on `args`: its output's shape, and the size its constructor forces.
+    /// A transformer called with a mask and no flag saying whether it is causal: an event
+    /// (see [`catalogue::causal_masks`]). Only a mask known to be a tensor counts; a flag the
+    /// analysis cannot read counts as given.
+    pub(super) fn transformer_masks(
+        &mut self,
+        layer: &LayerInfo,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        range: ruff_text_size::TextRange,
+    ) {
+        let argument = |position: usize, name: &str| {
+            args.get(position).or_else(|| {
+                kwargs
+                    .iter()
+                    .find(|(keyword, _)| keyword == name)
+                    .map(|(_, value)| value)
+            })
+        };
+        for &(mask_at, mask, flag_at, flag) in catalogue::causal_masks(&layer.qualified) {
+            let given_mask = matches!(argument(mask_at, mask), Some(Value::Tensor(_)));
+            let undecided = matches!(argument(flag_at, flag), None | Some(Value::None));
+            if given_mask && undecided {
+                let class = layer.qualified.rsplit('.').next().unwrap_or_default();
+                self.record(
+                    super::EventKind::CausalMaskDetection {
+                        layer: class.to_owned(),
+                        mask,
+                        flag,
+                    },
+                    range,
+                );
+            }
+        }
+    }
+
     pub(super) fn layer_call(
         &mut self,
         layer: &LayerInfo,
