@@ -81,6 +81,10 @@ def _bullet_in_user_terms(bullet: str, dims: dict[str, str]) -> str:
     return f"not every value of `{name}` in its declared range {bounds}satisfies the guard {in_user_terms(guard, dims)}"
 
 
+# The symbols torch makes for sizes read from data (`u0`), which no input dimension is.
+UNBACKED = re.compile(r"\b(?:u|zuf|zf)\d+\b")
+
+
 def guard_clause(
     expr: str, symbol_to_sources: dict[str, str], dims: dict[str, str], fixes: list[SuggestedFix]
 ) -> tuple[str, list[SuggestedFix]] | None:
@@ -88,8 +92,9 @@ def guard_clause(
     Dim name}), with the suggested fixes about them; None for a guard on a dimension the
     violation is not about (a Dim.AUTO one)."""
     names = sorted({dims[source] for source in symbol_to_sources.values() if source in dims})
-    if dims and not names and len(set(dims.values())) == 1:
-        # One dim violated: strict export names sources differently (L['flat_args'][0]).
+    if dims and not names and len(set(dims.values())) == 1 and symbol_to_sources and not UNBACKED.search(expr):
+        # One dim violated: strict export names sources differently (L['flat_args'][0]). A guard
+        # over data-dependent sizes (`max(u0, u1) != 0`), which have no source, is not about it.
         names = sorted(set(dims.values()))
     if dims and not names:
         return None

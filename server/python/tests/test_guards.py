@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from pt2lsp_worker.constraints import guard_message, parse_suggested_fixes
+from pt2lsp_worker.constraints import guard_clause, guard_message, parse_suggested_fixes
 from pt2lsp_worker.entrypoint import Target
 from pt2lsp_worker.library_conditions import enclosing_conditions, user_choice
 from pt2lsp_worker.locations import installed_path
@@ -139,3 +139,13 @@ def test_a_condition_the_user_chooses_is_said_with_the_choice_that_avoids_the_gu
 def test_a_long_list_of_guards_is_counted_past_the_first_two():
     message = guard_message("this code adds", ["the guard A", "the guard B", "the guard C", "the guard D"], [])
     assert message == "this code adds the guard A; and the guard B; and 2 more guards"
+
+
+def test_a_guard_on_data_dependent_sizes_is_not_said_to_be_on_the_violated_dim():
+    dims = {"L['x'].size()[0]": "batch"}
+    # draft_export's guard over unbacked sizes has no source: it is not about `batch`.
+    assert guard_clause("Ne(Max(u0, u1), 0)", {}, dims, []) is None
+    assert guard_clause("Ne(u1, 1)", {"u1": "L['x'].size()[0]"}, dims, []) is not None
+    # Strict export's sources for the one violated dim still find it.
+    clause, _ = guard_clause("Ne(s0, 1)", {"s0": "L['flat_args'][0].size()[0]"}, dims, [])
+    assert clause.endswith("on dynamic dimension `batch`")
