@@ -92,6 +92,10 @@ pub struct Report {
     pub diagnostics: Vec<Diagnostic>,
     /// The shapes the analysis inferred for tensors in traced code, by position.
     pub shapes: Vec<ShapeHint>,
+    /// Diagnostics that hold only where an export that succeeded ran their line (PT002 for a
+    /// suppression that silenced nothing the analysis found): `check --trace` and the editor
+    /// add each once the trace of every entrypoint that reaches the line proves it.
+    pub unproven: Vec<Diagnostic>,
 }
 
 /// The shape of a tensor whose rank the analysis does not know: the editor shows it only once

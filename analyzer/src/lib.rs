@@ -84,6 +84,7 @@ pub fn check_syntax(source: &str) -> Report {
     Report {
         diagnostics,
         shapes: Vec::new(),
+        unproven: Vec::new(),
     }
 }
 
@@ -594,12 +595,17 @@ fn report(
     let mut diagnostics = rules::run_all(parsed, model, settings);
     diagnostics.extend(extra);
     diagnostics.retain(|diagnostic| settings.is_enabled(diagnostic.rule));
-    suppression::apply(file.text, &mut diagnostics);
+    // What a file that does not parse reports is not all there is to find on its lines.
+    let mut unproven = suppression::apply(file.text, &parsed.comments, &mut diagnostics, settings);
+    if !parsed.errors.is_empty() {
+        unproven.clear();
+    }
     diagnostics.sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));
     diagnostics.dedup_by(|a, b| a.rule == b.rule && a.range == b.range);
     Report {
         diagnostics,
         shapes: model.shapes.clone(),
+        unproven,
     }
 }
 

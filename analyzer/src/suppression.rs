@@ -8,6 +8,7 @@ use ruff_text_size::{TextRange, TextSize};
 use crate::diagnostic::Diagnostic;
 use crate::line_index::LineIndex;
 use crate::registry::Rule;
+use crate::settings::Settings;
 
 const MARKER: &str = "pt2lsp: ignore";
 
@@ -65,18 +66,92 @@ pub fn silences(line: &str, rule: Rule) -> bool {
     parse(line, TextSize::default()).is_some_and(|suppression| suppression.silences(rule))
 }
 
-/// Removes every diagnostic whose first line carries a matching suppression comment.
-pub(crate) fn apply(text: &str, diagnostics: &mut Vec<Diagnostic>) {
-    if diagnostics.is_empty() || !text.contains(MARKER) {
-        return;
+/// Removes every diagnostic whose first line carries a matching suppression comment, and
+/// returns what in the `comments` silenced none of them (see [`unproven`]).
+pub(crate) fn apply(
+    text: &str,
+    comments: &[TextRange],
+    diagnostics: &mut Vec<Diagnostic>,
+    settings: &Settings,
+) -> Vec<Diagnostic> {
+    if !text.contains(MARKER) {
+        return Vec::new();
     }
     let index = LineIndex::new(text);
+    // The silenced rules by line, to tell which suppressions silenced something.
+    let mut silenced: Vec<(u32, Rule)> = Vec::new();
     diagnostics.retain(|diagnostic| {
         let line = index.line_column(diagnostic.range.start()).line;
         let start = index.line_start(line, text).to_usize();
         let end = index.line_start(line + 1, text).to_usize();
-        !silences(&text[start..end], diagnostic.rule)
+        let silent = silences(&text[start..end], diagnostic.rule);
+        if silent {
+            silenced.push((line, diagnostic.rule));
+        }
+        !silent
     });
+    unproven(text, comments, &index, &silenced, settings)
+}
+
+/// PT002 for each suppression in `comments` that silenced nothing (`silenced`: the rules
+/// silenced on each line) though the rules it names ran: the analysis finds nothing there, but
+/// the exporter may, so each holds only where an export that succeeded ran its line. The codes
+/// that certainly silence nothing are the rule's own check.
+fn unproven(
+    text: &str,
+    comments: &[TextRange],
+    index: &LineIndex,
+    silenced: &[(u32, Rule)],
+    settings: &Settings,
+) -> Vec<Diagnostic> {
+    let mut found = Vec::new();
+    for comment in comments {
+        let Some(suppression) = parse(&text[*comment], comment.start()) else {
+            continue;
+        };
+        let line = index.line_column(comment.start()).line;
+        let silenced_here = |code: Option<&str>| {
+            silenced.iter().any(|(at, rule)| {
+                *at == line && code.is_none_or(|code| rule.code().starts_with(code))
+            })
+        };
+        match &suppression {
+            Suppression::All => {
+                if !silenced_here(None) {
+                    found.push(crate::rules::unused_suppression::unproven(
+                        text, *comment, None,
+                    ));
+                }
+            }
+            // `ignore[PT101, PT002]`: the comment silences its own PT002s.
+            Suppression::Codes(_) if suppression.silences(Rule::UnusedSuppression) => {}
+            Suppression::Codes(codes) => {
+                for (at, (code, _)) in codes.iter().enumerate() {
+                    let rules = || {
+                        Rule::ALL
+                            .into_iter()
+                            .filter(|rule| rule.code().starts_with(code.as_str()))
+                    };
+                    let runs = rules().any(|rule| settings.is_enabled(rule));
+                    // A code another one of the comment covers is the rule's own finding.
+                    let covered = codes.iter().enumerate().any(|(other, (other_code, _))| {
+                        other != at
+                            && code.starts_with(other_code.as_str())
+                            && (other_code.len() < code.len() || other < at)
+                    });
+                    if runs && !covered && !silenced_here(Some(code)) {
+                        found.push(crate::rules::unused_suppression::unproven(
+                            text,
+                            *comment,
+                            Some((codes, at)),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    found.retain(|diagnostic| settings.is_enabled(diagnostic.rule));
+    found
 }
 
 #[cfg(test)]

@@ -323,6 +323,45 @@ async fn a_static_error_the_export_contradicts_leaves_the_editor_after_the_trace
     let _ = child.wait().await;
 }
 
+/// A suppression that silences nothing the analysis finds is said to be unused only once an
+/// export that succeeded ran its line: before the trace it may be there for what the exporter
+/// finds. As `check --trace` says it (`cli.rs`, `suppressions_that_silence_nothing_are_reported_and_fixed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suppression_is_unused_once_an_export_that_succeeded_ran_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let net = root.join("net.py");
+    std::fs::write(&net, QUIET_SUPPRESSIONS).unwrap();
+    let (mut child, mut client) = served(&root).await;
+    let uri = file_uri(&net);
+    client.open(&uri, 1, QUIET_SUPPRESSIONS).await;
+    assert_eq!(found(&latest(&mut client, &uri).await), []);
+    save(&client, &uri).await;
+    assert_eq!(trace_end(&mut client).await, "no problems");
+    let published = latest(&mut client, &uri).await;
+    assert_eq!(
+        found(&published),
+        [
+            ("PT002".to_owned(), 8, "static".to_owned()),
+            ("PT002".to_owned(), 9, "static".to_owned())
+        ],
+        "{published:#}"
+    );
+    // The comment that silences the clock read is not unused; the fix removes only the code.
+    assert!(
+        published["diagnostics"][0]["data"]["fix"]["title"]
+            .as_str()
+            .is_some_and(|title| title.contains("PT101")),
+        "{published:#}"
+    );
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+}
+
+/// A model that exports, with a suppression of a rule that finds nothing on its line (8), a
+/// bare one (9), and one that silences the warning about a clock read (10).
+const QUIET_SUPPRESSIONS: &str = "import time\n\nimport torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        y = x * 2  # pt2lsp: ignore[PT101]\n        z = y + 1  # pt2lsp: ignore\n        return z * time.time()  # pt2lsp: ignore[PT601]\n\n\nmodel = Net()\nexample_args = (torch.randn(3, 4),)\n";
+
 /// An interpreter that leaves a mark in `marker` each time it starts, so a test can tell
 /// whether the worker was started.
 fn marking_python(dir: &Path, marker: &Path) -> String {

@@ -684,6 +684,33 @@ example_args = (torch.randn(8),)
 /// the same (one diagnostic, confirmed by the trace, with the example-size fix), and no PT401 on
 /// `dynamic_shapes`. A size hidden from the static analysis (built by a helper) is the trace's
 /// alone.
+/// A suppression that silences nothing the analysis finds is unused once an export that
+/// succeeded ran its line; without a trace, or on a line whose finding the trace silences, it
+/// is not said (the editor says the same: `lsp_projects.rs`).
+#[test]
+fn a_suppression_is_unused_where_an_export_that_succeeded_ran_its_line() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let net = "import time\n\nimport torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        y = x * 2  # pt2lsp: ignore[PT101]\n        z = y + 1  # pt2lsp: ignore\n        return z * time.time()  # pt2lsp: ignore[PT601]\n\n\nmodel = Net()\nexample_args = (torch.randn(3, 4),)\n";
+    let unused = |run: &Run| -> Vec<u64> {
+        run.json()
+            .iter()
+            .filter(|item| item["code"] == "PT002")
+            .map(|item| item["line"].as_u64().unwrap())
+            .collect()
+    };
+    let run = trace_files(python, tmp.path(), project.path(), &[("net.py", net)]);
+    assert_eq!(unused(&run), [8, 9], "{}", run.stdout);
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &["check", "--format", "json", "--exit-zero", "net.py"],
+    );
+    assert_eq!(unused(&run), Vec::<u64>::new(), "{}", run.stdout);
+}
+
 #[test]
 fn a_dimension_specialized_by_a_size_one_example_is_pt405_on_the_example() {
     let Some(python) = torch_python() else { return };

@@ -15,6 +15,10 @@ names no rule (a typo such as `PT10l`, a rule's name where its code belongs, a c
 tool), a code another one in the same comment already covers (`PT1, PT101`), and a code whose
 rules the settings do not run (`select`, `ignore`).
 
+With a trace (`pt2lsp check --trace`, or a save in the editor), also a code, or a bare
+`# pt2lsp: ignore`, that silences nothing on a line where every export reaching the file
+succeeded and one ran the line: the analysis finds nothing there and the exporter passed it.
+
 ## Why export fails
 It does not: the comment is what fails. A code that names no rule silences nothing, so the
 diagnostic it was meant for still shows, or a later one on that line goes unnoticed because the
@@ -28,9 +32,9 @@ y = x.item()  # pt2lsp: ignore[PT1, PT102]
 
 ## Fix
 Write the code of the rule you mean (`pt2lsp rule` lists them); the fix removes the code, and
-the comment when nothing else is left in it. pt2lsp does not report a code of a rule it runs
-when nothing on its line is silenced: the exporter may find there a problem the static pass does
-not, and the comment that silences it is not unused.
+the comment when nothing else is left in it. Without a trace, pt2lsp does not report a code of
+a rule it runs when nothing on its line is silenced: the exporter may find there a problem the
+static pass does not, and the comment that silences it is not unused.
 "#,
 };
 
@@ -109,6 +113,49 @@ fn silences_nothing(
         );
     }
     None
+}
+
+/// PT002 for a suppression that silenced nothing the analysis found, though its rules ran:
+/// code `at` of `codes`, or the whole comment of a bare `# pt2lsp: ignore` (`None`). It holds
+/// only where an export that succeeded ran the line ([`crate::Report::unproven`]); where none
+/// did, the exporter may find there what the comment is for.
+pub(crate) fn unproven(
+    text: &str,
+    comment: TextRange,
+    code: Option<(&[(String, TextRange)], usize)>,
+) -> crate::diagnostic::Diagnostic {
+    let (range, message, fix) = if let Some((codes, at)) = code {
+        let written = &text[codes[at].1];
+        (
+            codes[at].1,
+            format!(
+                "`{written}` silences nothing here: the analysis finds no {written} on this line, and the export that ran it succeeded"
+            ),
+            removal(text, comment, codes, at),
+        )
+    } else {
+        let before = &text[..comment.start().to_usize()];
+        let spaces = before.len() - before.trim_end_matches([' ', '\t']).len();
+        let start = comment.start() - TextSize::try_from(spaces).unwrap_or_default();
+        let message = "This suppression silences nothing: the analysis finds nothing on this line, and the export that ran it succeeded";
+        let fix = Fix {
+            title: "Remove the suppression".to_owned(),
+            edits: vec![Edit {
+                range: TextRange::new(start, comment.end()),
+                content: String::new(),
+            }],
+            applicability: Applicability::Safe,
+        };
+        (comment, message.to_owned(), fix)
+    };
+    crate::diagnostic::Diagnostic {
+        rule: Rule::UnusedSuppression,
+        severity: Severity::Warning,
+        message,
+        range,
+        fix: Some(fix),
+        related: Vec::new(),
+    }
 }
 
 /// The edit that takes code `index` out of the comment: with its comma when others stay, the

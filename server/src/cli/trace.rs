@@ -284,6 +284,9 @@ impl<'a> Tracing<'a> {
                 .map(|(index, module)| (normalized(module), *index)),
         );
         let mut others: HashMap<PathBuf, usize> = HashMap::new();
+        // The lines where a suppression silenced what the trace found there.
+        let mut silenced: std::collections::HashSet<(PathBuf, u32)> =
+            std::collections::HashSet::new();
         for found in traced.diagnostics {
             if !settings.is_enabled(found.rule) {
                 continue;
@@ -307,6 +310,7 @@ impl<'a> Tracing<'a> {
             };
             let (text, lines, diagnostics) = report.diagnostics_by_line();
             if tracer::diagnostics::is_suppressed(text, lines, found.line, found.rule) {
+                silenced.insert((normalized(&found.file), found.line));
                 continue;
             }
             let diagnostic = found.to_diagnostic(text, lines);
@@ -359,6 +363,7 @@ impl<'a> Tracing<'a> {
             .chain(project.others.iter_mut())
         {
             settle_contradicted(report, &traced.truth, cwd, args.show_contradicted);
+            prove_unproven(report, &traced.truth, cwd, &silenced);
             report
                 .diagnostics
                 .sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));
@@ -370,6 +375,27 @@ impl<'a> Tracing<'a> {
 /// `1 entrypoint`, `2 entrypoints`.
 fn plural(count: usize, one: &str, many: &str) -> String {
     format!("{count} {}", if count == 1 { one } else { many })
+}
+
+/// The static diagnostics that hold where an export that succeeded ran their line (a
+/// suppression that silenced nothing), added where every export reaching the file succeeded,
+/// one ran the line, and nothing the trace found there was silenced (`silenced`).
+fn prove_unproven(
+    report: &mut crate::project::report::FileReport,
+    truth: &crate::tracer::ground_truth::GroundTruth,
+    cwd: &Path,
+    silenced: &std::collections::HashSet<(PathBuf, u32)>,
+) {
+    let path = walk::absolute(cwd, &report.path);
+    let key = crate::tracer::diagnostics::normalized(&path);
+    let unproven = std::mem::take(&mut report.unproven);
+    let (_, lines, diagnostics) = report.diagnostics_by_line();
+    for diagnostic in unproven {
+        let line = lines.line_column(diagnostic.range.start()).line + 1;
+        if truth.ran_and_succeeded(&path, line) && !silenced.contains(&(key.clone(), line)) {
+            diagnostics.push(output::Reported::found_statically(diagnostic));
+        }
+    }
 }
 
 /// The exporter is ground truth where it ran: a static error that an export which succeeded

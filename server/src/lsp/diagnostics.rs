@@ -38,6 +38,11 @@ pub struct DiagnosticData {
     /// In a notebook cell: `fix`'s edits, each in the cell it falls in (`edits` is empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cell_edits: Vec<CellEdit>,
+    /// Holds only where an export that succeeded ran its line (see
+    /// `pt2lsp_analyzer::Report::unproven`): kept with the static diagnostics, published only
+    /// once a trace proves it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unproven: bool,
 }
 
 /// An edit of one notebook cell, at the cell's version when the diagnostic was published.
@@ -73,6 +78,7 @@ pub fn to_lsp(
         source: None,
         suggested_fixes: None,
         cell_edits: Vec::new(),
+        unproven: false,
     };
     lsp::Diagnostic {
         range: positions.range(diagnostic.range),
@@ -85,6 +91,27 @@ pub fn to_lsp(
         tags: None,
         data: serde_json::to_value(data).ok(),
     }
+}
+
+/// [`to_lsp`] of a diagnostic that holds only where a trace proves it (`DiagnosticData::unproven`).
+pub fn unproven_to_lsp(
+    diagnostic: &pt2lsp_analyzer::Diagnostic,
+    positions: &TextPositions<'_>,
+    version: i32,
+) -> lsp::Diagnostic {
+    let mut converted = to_lsp(diagnostic, positions, version);
+    if let Some(data) = converted.data.as_mut() {
+        data["unproven"] = serde_json::Value::Bool(true);
+    }
+    converted
+}
+
+/// Whether `diagnostic` holds only where a trace proves it (see [`unproven_to_lsp`]).
+pub fn is_unproven(diagnostic: &lsp::Diagnostic) -> bool {
+    diagnostic
+        .data
+        .as_ref()
+        .is_some_and(|data| data["unproven"] == serde_json::Value::Bool(true))
 }
 
 /// A diagnostic's related places as LSP related information: each a point at its 1-based line

@@ -699,7 +699,10 @@ impl Checked {
         let (alone, summary) =
             pt2lsp_analyzer::summarize_and_check_alone(self.source_file(), settings);
         match alone {
-            Alone::Report(report) => self.report.set_static(report.diagnostics),
+            Alone::Report(report) => {
+                self.report.set_static(report.diagnostics);
+                self.report.unproven = report.unproven;
+            }
             Alone::NeedsWorkspace(parsed) => {
                 self.report.set_static(Vec::new());
                 self.parsed = Some(parsed);
@@ -717,6 +720,7 @@ impl Checked {
             None => pt2lsp_analyzer::check_file(self.source_file(), settings, workspace),
         };
         self.report.set_static(report.diagnostics);
+        self.report.unproven = report.unproven;
     }
 }
 

@@ -22,6 +22,9 @@ pub struct FileReport {
     pub diagnostics: Vec<Reported>,
     /// For a notebook: `text` is its code cells joined, and positions are shown by cell.
     pub notebook: Option<CellMap>,
+    /// The static analysis's diagnostics that hold only where an export that succeeded ran
+    /// their line (`pt2lsp_analyzer::Report::unproven`): `check --trace` adds those it proves.
+    pub unproven: Vec<Diagnostic>,
 }
 
 /// Which pass found a diagnostic.
@@ -93,6 +96,7 @@ impl FileReport {
                 .map(Reported::found_statically)
                 .collect(),
             notebook: None,
+            unproven: Vec::new(),
         }
     }
 

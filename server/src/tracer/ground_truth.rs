@@ -79,6 +79,18 @@ impl GroundTruth {
         result.status == Status::Ok || !result.passed_lines.is_empty()
     }
 
+    /// Whether every export that reached `file` succeeded and one of them ran `line`
+    /// (1-based): whatever the code there does, it did not fail.
+    pub fn ran_and_succeeded(&self, file: &Path, line: u32) -> bool {
+        let file = normalized(file);
+        !self.unknown_reach
+            && !self.unsettled.contains(&file)
+            && self
+                .passed
+                .get(&file)
+                .is_some_and(|(lines, _)| lines.contains(&line))
+    }
+
     /// Why the exporter contradicts a static error of `rule` at `line` (1-based) of `file`, or
     /// `None` when nothing it did says so.
     pub fn contradicts(&self, file: &Path, line: u32, rule: Rule) -> Option<String> {

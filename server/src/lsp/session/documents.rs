@@ -334,6 +334,12 @@ impl Session {
                 .diagnostics
                 .iter()
                 .map(|d| diagnostics::to_lsp(d, &positions, version))
+                .chain(
+                    report
+                        .unproven
+                        .iter()
+                        .map(|d| diagnostics::unproven_to_lsp(d, &positions, version)),
+                )
                 .collect(),
             shapes: report.shapes,
         }

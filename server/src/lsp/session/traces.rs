@@ -123,6 +123,8 @@ pub struct Evidence {
     pub lines: Vec<u32>,
     /// The entrypoint, for the reason shown.
     pub label: String,
+    /// The 1-based lines where a suppression comment silenced what the trace found.
+    pub silenced: Vec<u32>,
 }
 
 /// What one save traces, and the problems of the configured entrypoints' strings.
@@ -327,9 +329,16 @@ impl Session {
             let settings = self.resolve_settings(Some(&file));
             let lines = LineIndex::new(&text);
             let positions = TextPositions::new(&text);
-            let diagnostics: Vec<lsp::Diagnostic> = found
-                .iter()
-                .filter(|found| settings.analyzer.is_enabled(found.rule))
+            let enabled = || {
+                found
+                    .iter()
+                    .filter(|found| settings.analyzer.is_enabled(found.rule))
+            };
+            let silenced: Vec<u32> = enabled()
+                .filter(|found| is_suppressed(&text, &lines, found.line, found.rule))
+                .map(|found| found.line)
+                .collect();
+            let diagnostics: Vec<lsp::Diagnostic> = enabled()
                 .filter(|found| !is_suppressed(&text, &lines, found.line, found.rule))
                 .map(|found| {
                     if found.declaration_of.is_none() {
@@ -353,6 +362,7 @@ impl Session {
                 exported,
                 lines: passed.remove(&file).unwrap_or_default(),
                 label,
+                silenced,
             };
             files.insert(
                 file,
@@ -462,17 +472,26 @@ impl Session {
         version: Option<i32>,
         statics: &[lsp::Diagnostic],
     ) -> Vec<lsp::Diagnostic> {
+        let (unproven, statics): (Vec<lsp::Diagnostic>, Vec<lsp::Diagnostic>) =
+            statics.iter().cloned().partition(diagnostics::is_unproven);
         let Some(file) = file else {
-            return statics.to_vec();
+            return statics;
         };
         let mut truth = crate::tracer::ground_truth::GroundTruth::default();
         let mut traced_any = false;
+        let mut silenced = HashSet::new();
         self.each_trace_of(file, version, |trace| {
             traced_any = true;
             let evidence = &trace.evidence;
             truth.add_file(file, evidence.exported, &evidence.lines, &evidence.label);
+            silenced.extend(evidence.silenced.iter().copied());
         });
-        let mut merged = diagnostics::merge(statics, &self.traced_for(file, version));
+        let mut merged = diagnostics::merge(&statics, &self.traced_for(file, version));
+        // What holds where an export that succeeded ran the line, as `check --trace` adds it.
+        merged.extend(unproven.into_iter().filter(|diagnostic| {
+            let line = diagnostic.range.start.line + 1;
+            traced_any && truth.ran_and_succeeded(file, line) && !silenced.contains(&line)
+        }));
         if traced_any {
             merged.retain(|diagnostic| {
                 let contradicted = !diagnostics::is_traced(diagnostic)
