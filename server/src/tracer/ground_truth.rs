@@ -167,6 +167,23 @@ mod tests {
     }
 
     #[test]
+    fn a_line_ran_and_succeeded_only_where_every_export_reaching_its_file_succeeded() {
+        let mut truth = GroundTruth::default();
+        truth.add(
+            &result(Status::Ok, &["/p/a.py", "/p/m.py"], &[("/p/m.py", &[5])]),
+            "a.py:3",
+        );
+        let m = Path::new("/p/m.py");
+        assert!(truth.ran_and_succeeded(m, 5));
+        assert!(!truth.ran_and_succeeded(m, 6));
+        truth.add(
+            &result(Status::Failed, &["/p/b.py", "/p/m.py"], &[]),
+            "b.py:3",
+        );
+        assert!(!truth.ran_and_succeeded(m, 5));
+    }
+
+    #[test]
     fn an_export_that_did_not_succeed_keeps_the_claims_on_the_files_it_reaches() {
         let mut truth = GroundTruth::default();
         truth.add(
