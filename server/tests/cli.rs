@@ -588,6 +588,13 @@ fn help_and_version() {
         "--exit-zero",
         "--quiet",
         "--statistics",
+        "--watch",
+        "--show-settings",
+        "--show-files",
+        "--output-file",
+        "--color",
+        "concise",
+        "*.ipynb",
         "pyproject.toml",
     ] {
         assert!(
@@ -602,6 +609,22 @@ fn help_and_version() {
         format!("pt2lsp {}\n", env!("CARGO_PKG_VERSION"))
     );
     assert_eq!(pt2lsp(dir.path(), &["check", "--format", "yaml"]).code, 2);
+}
+
+#[test]
+fn a_mistyped_configuration_key_is_named_with_the_key_meant() {
+    let dir = tree(&[
+        ("pyproject.toml", b"[tool.pt2lsp]\nselekt = [\"PT1\"]\n"),
+        ("model.py", b"x = 1\n"),
+    ]);
+    let run = pt2lsp(dir.path(), &["check", "model.py"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("unknown key `tool.pt2lsp.selekt`; did you mean `select`?"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
