@@ -703,6 +703,14 @@ fn a_suppression_is_unused_where_an_export_that_succeeded_ran_its_line() {
     };
     let run = trace_files(python, tmp.path(), project.path(), &[("net.py", net)]);
     assert_eq!(unused(&run), [8, 9], "{}", run.stdout);
+    // Without a terminal (a CI log), a trace says what it is doing as it goes, on stderr.
+    assert!(
+        run.stderr
+            .contains("pt2lsp: tracing 0/1 starting the tracer")
+            && run.stderr.contains("pt2lsp: tracing 1/1 "),
+        "{}",
+        run.stderr
+    );
     let run = pt2lsp(
         project.path(),
         tmp.path(),
