@@ -16,11 +16,27 @@ fn directory() -> Option<&'static Path> {
     DIRECTORY.get_or_init(write_pages).as_deref()
 }
 
-/// Writes each rule's page (the same text as the repository's `docs/rules/`) under the
-/// temporary directory, in a directory per version. A page already there with the same text is
+/// The user's cache directory: `$XDG_CACHE_HOME`, else `~/.cache` (`%LOCALAPPDATA%` on
+/// Windows). Not the temporary directory, which the server leaves as it found it.
+fn cache_home() -> Option<PathBuf> {
+    let from = |name: &str| {
+        std::env::var_os(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    from("XDG_CACHE_HOME")
+        .or_else(|| from("HOME").map(|home| home.join(".cache")))
+        .or_else(|| from("LOCALAPPDATA"))
+}
+
+/// Writes each rule's page (the same text as the repository's `docs/rules/`) under the user's
+/// cache directory, in a directory per version. A page already there with the same text is
 /// left alone; another is replaced whole, so an editor never opens half a page.
 fn write_pages() -> Option<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("pt2lsp-{}-rules", env!("CARGO_PKG_VERSION")));
+    let dir = cache_home()?
+        .join("pt2lsp")
+        .join(format!("rules-{}", env!("CARGO_PKG_VERSION")));
     std::fs::create_dir_all(&dir).ok()?;
     for rule in Rule::ALL {
         let path = dir.join(format!("{}.md", rule.code()));
