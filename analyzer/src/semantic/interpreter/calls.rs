@@ -371,7 +371,7 @@ impl Interpreter<'_, '_> {
                 }
             }
             "chunk" | "split" | "unbind" => {
-                if let Some(parts) = split_into_tuple(info, name, call, &call.arguments.args) {
+                if let Some(parts) = split_into_tuple(info, name, call, &call.arguments.args, args) {
                     return parts;
                 }
             }
@@ -936,14 +936,16 @@ impl Interpreter<'_, '_> {
                         default_value(parameter)
                     }
                 });
-            // A parameter annotated `int`, `tuple[int, int]`, ... is trusted over a caller the
-            // interpreter may have misjudged.
+            // A parameter annotated `int`, `tuple[int, int]`, `Config`, ... is trusted over a
+            // caller the interpreter may have misjudged to pass a tensor; any other value (a
+            // number, a config object, a module) is what the caller passes.
             if let Some(annotation) = &parameter.parameter.annotation {
-                let keeps = matches!(
-                    value,
-                    Value::Size { .. } | Value::DataScalar(_) | Value::None | Value::Number(_)
-                );
-                if matches!(annotation_kind(annotation), AnnotationKind::Other) && !keeps {
+                let tensor_like = match &value {
+                    Value::Tensor(_) | Value::Tensors(_) | Value::Unknown => true,
+                    Value::Tuple(items) => items.iter().any(Value::is_tensor),
+                    _ => false,
+                };
+                if matches!(annotation_kind(annotation), AnnotationKind::Other) && tensor_like {
                     value = Value::Unknown;
                 }
             }
@@ -1157,7 +1159,7 @@ impl Interpreter<'_, '_> {
                 let Some(Value::Tensor(info)) = args.first() else {
                     return None;
                 };
-                split_into_tuple(info, name, call, call.arguments.args.get(1..)?)
+                split_into_tuple(info, name, call, call.arguments.args.get(1..)?, &args[1..])
             }
             "einsum" => {
                 let equation = names::string_literal(call.arguments.args.first()?)?;
@@ -1277,11 +1279,12 @@ fn split_into_tuple(
     name: &str,
     call: &ast::ExprCall,
     exprs: &[Expr],
+    values: &[Value],
 ) -> Option<Value> {
     if info.data_dependent_shape {
         return None;
     }
-    let parts = shape_ops::split_parts(info.dims.as_deref()?, name, call, exprs)?;
+    let parts = shape_ops::split_parts(info.dims.as_deref()?, name, call, exprs, values)?;
     Some(Value::Tuple(
         parts
             .into_iter()

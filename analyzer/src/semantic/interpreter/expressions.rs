@@ -317,7 +317,17 @@ impl Interpreter<'_, '_> {
                 }
                 module_parameter(name)
             }
-            Value::Module(None) | Value::Layer(_) => module_parameter(name),
+            // `self.proj.weight`: its shape where the constructor's sizes say it.
+            Value::Layer(layer) => super::layers::parameter_shape(layer, name).map_or_else(
+                || module_parameter(name),
+                |dims| {
+                    Value::Tensor(TensorInfo {
+                        dims: Some(Rc::new(dims)),
+                        ..TensorInfo::default()
+                    })
+                },
+            ),
+            Value::Module(None) => module_parameter(name),
             Value::Qualified(qualified) => {
                 let qualified = format!("{qualified}.{name}");
                 self.model

@@ -295,6 +295,32 @@ impl Window {
     }
 }
 
+/// The shape of a layer's parameter or buffer (`linear.weight`: `(out_features,
+/// in_features)`), from its constructor's sizes; `None` where they do not say it.
+pub(super) fn parameter_shape(layer: &LayerInfo, name: &str) -> Option<TensorDims> {
+    let sizes = |sizes: &[Option<i64>]| -> Option<TensorDims> {
+        let sizes: Option<Vec<Option<DimSize>>> = sizes
+            .iter()
+            .map(|size| size.map(|size| Some(DimSize::Sym(SymSize::constant(size)))))
+            .collect();
+        Some(TensorDims::from_sizes(sizes?))
+    };
+    match (catalogue::layer_shape(&layer.qualified)?, name) {
+        (LayerShape::Linear, "weight") => {
+            sizes(&[layer.size("out_features"), layer.size("in_features")])
+        }
+        (LayerShape::Linear, "bias") => sizes(&[layer.size("out_features")]),
+        (LayerShape::Embedding, "weight") => {
+            sizes(&[layer.size("num_embeddings"), layer.size("embedding_dim")])
+        }
+        (LayerShape::LastNorm, "weight" | "bias") => sizes(&[layer.size("normalized_shape")]),
+        (LayerShape::ChannelNorm, "weight" | "bias" | "running_mean" | "running_var") => {
+            sizes(&[layer.size("num_features")])
+        }
+        _ => None,
+    }
+}
+
 /// A layer value from its constructor call: the literal sizes it was given.
 pub(super) fn layer_info(
     qualified: &str,

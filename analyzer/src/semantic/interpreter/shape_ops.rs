@@ -666,16 +666,23 @@ pub(super) fn argument<'e>(
 }
 
 /// The parts `chunk`, `split` and `unbind` cut `input` into, each with its shape, when their
-/// number and sizes are known: the dimension cut has a literal size, the counts are literal.
-/// `exprs` are the call's arguments after the tensor.
+/// number and sizes are known: the dimension cut has a literal size, the counts are literal or
+/// numbers the program computes (`[config.dt_rank, config.d_state]`). `exprs` are the call's
+/// positional arguments after the tensor, `values` what they evaluated to.
 pub(super) fn split_parts(
     input: &TensorDims,
     name: &str,
     call: &ast::ExprCall,
     exprs: &[Expr],
+    values: &[Value],
 ) -> Option<Vec<TensorDims>> {
     // The most parts followed: beyond that the parts are one unknown tensor each.
     const MOST_PARTS: i64 = 64;
+    // A count or size: written, or the first positional argument's value.
+    let number = |expr: &Expr, value: Option<&Value>| {
+        names::int_literal(expr).or_else(|| value?.as_sym()?.as_constant())
+    };
+    let first_value = values.first().filter(|_| !exprs.is_empty());
     let sizes = input.all_sizes()?;
     let dim_position = usize::from(name != "unbind");
     let dim = argument(exprs, call, dim_position, &["dim"]).map_or(Some(0), names::int_literal)?;
@@ -705,17 +712,37 @@ pub(super) fn split_parts(
                 .map(|part| Some(each.min(length - part * each)))
                 .collect()
         }
-        "split" => match argument(exprs, call, 0, &["split_size_or_sections", "split_size"])? {
-            Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. }) => {
-                let sections: Option<Vec<i64>> = elts.iter().map(names::int_literal).collect();
-                let sections = sections?;
+        "split" => {
+            let given = argument(exprs, call, 0, &["split_size_or_sections", "split_size"])?;
+            // The sections, written (`[4, 16]`) or held in a list the program built.
+            let sections: Option<Vec<i64>> = match (given, first_value) {
+                (
+                    Expr::List(ast::ExprList { elts, .. })
+                    | Expr::Tuple(ast::ExprTuple { elts, .. }),
+                    value,
+                ) => {
+                    let items = match value {
+                        Some(Value::Tuple(items)) if items.len() == elts.len() => Some(items),
+                        _ => None,
+                    };
+                    elts.iter()
+                        .enumerate()
+                        .map(|(at, expr)| number(expr, items.and_then(|items| items.get(at))))
+                        .collect()
+                }
+                (_, Some(Value::Tuple(items))) => items
+                    .iter()
+                    .map(|item| item.as_sym()?.as_constant())
+                    .collect(),
+                _ => None,
+            };
+            if let Some(sections) = sections {
                 if sections.iter().sum::<i64>() != length {
                     return None;
                 }
                 sections.into_iter().map(Some).collect()
-            }
-            expr => {
-                let each = names::int_literal(expr)?;
+            } else {
+                let each = number(given, first_value)?;
                 if each <= 0 || length == 0 {
                     return None;
                 }
@@ -724,7 +751,7 @@ pub(super) fn split_parts(
                     .map(|part| Some(each.min(length - part * each)))
                     .collect()
             }
-        },
+        }
         _ => return None,
     };
     if parts.len() as i64 > MOST_PARTS {
