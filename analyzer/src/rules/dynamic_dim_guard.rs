@@ -40,9 +40,9 @@ step that way, where it slices); a U-Net's skip concatenation of `2*(h//4)` with
 two stride-2 poolings and one stride-2 upsampling, holds only when `h` is a multiple of 4 (the
 fix declares `h = 4*_h`, as torch suggests). A convolution or pooling window
 (`nn.Conv2d(3, 64, 7, stride=2, padding=3)`, `F.max_pool2d(x, 2)`) whose output the range
-allows to be 1 or less is guarded too (`!= 1` non-strict, `>= 1` strict): one finding per
-dimension, at the first such window, with the minimum the deepest one needs (`min=33` for a
-ResNet's five halvings; torch 2.15 suggests none, or a minimum that still fails). A relation torch checks at run time
+allows to be 1 or less is guarded too (`!= 1` non-strict, `>= 1` strict), on each window's
+line as torch reports it, each with the one minimum under which all of them hold (`min=33`
+for a ResNet's five halvings; torch 2.15 suggests none, or a minimum that still fails). A relation torch checks at run time
 instead (`dx + dy == dz`) is not reported. `Dim.AUTO` and `Dim.DYNAMIC` let the
 exporter refine the range itself and are not checked.
 
@@ -128,7 +128,7 @@ pub(crate) fn check(checker: &mut Checker) {
         })
         .collect();
     let windows = window_requirements(checker, strict);
-    for (index, event) in checker.model.events.iter().enumerate() {
+    for event in &checker.model.events {
         let text = checker.model.text(event.range);
         let (message, constraints) = match &event.kind {
             EventKind::Truthiness {
@@ -287,24 +287,22 @@ pub(crate) fn check(checker: &mut Checker) {
                 )
             }
             EventKind::WindowOutput { size, layer } => {
-                let Some(requirement) = windows.iter().find(|found| found.first == index) else {
+                let least = if strict { 1 } else { 2 };
+                let Some(requirement) = min_reaching(size, least)
+                    .and_then(|(dim, _)| windows.iter().find(|found| found.dim.name == dim.name))
+                else {
                     continue;
                 };
                 let dim = &requirement.dim;
                 let declared_low = dim.min.unwrap_or(2).max(2);
-                let (guard, least) = if strict { (">= 1", 1) } else { ("!= 1", 2) };
-                let later = match requirement.layers {
+                let guard = if strict { ">= 1" } else { "!= 1" };
+                let all = match requirement.layers {
                     1 => String::new(),
-                    n => format!(
-                        "; with the {} windows after it, `{}` needs at least {}",
-                        n - 1,
-                        dim.name,
-                        requirement.min
-                    ),
+                    n => format!(", the minimum all {n} windows over `{}` need", dim.name),
                 };
                 (
                     format!(
-                        "`{text}` ({layer}) makes a size `{size}` of dynamic dimension `{}`, which its range allows below {least} (at {} = {declared_low}), so the exporter guards `{size} {guard}`: export fails with \"Constraints violated ({})\"{later}; declare `Dim(\"{}\", min={})`",
+                        "`{text}` ({layer}) makes a size `{size}` of dynamic dimension `{}`, which its range allows below {least} (at {} = {declared_low}), so the exporter guards `{size} {guard}`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={})`{all}",
                         dim.name, dim.name, dim.name, dim.name, requirement.min
                     ),
                     Some(vec![DimConstraint::Range {
@@ -600,19 +598,21 @@ struct WindowRequirement {
     dim: std::rc::Rc<DimDecl>,
     /// The smallest minimum under which every window's size stays at least 2 (1 strict).
     min: i64,
-    /// The index of the first window event, where the finding is reported.
-    first: usize,
     /// How many windows make a size of the dimension that may be too small.
     layers: usize,
 }
 
-/// The windows' requirements, one per dimension: torch reports the guards of a network's
-/// windows together, so the finding is one, at the first window, with the minimum that the
-/// deepest one needs (`min=33` for the five halvings of a ResNet).
+/// The windows' requirements, one per dimension: each window's guard is reported on its line,
+/// as torch reports them, with the one minimum under which all of them hold (`min=33` for the
+/// five halvings of a ResNet), so that one fix settles them all.
 fn window_requirements(checker: &Checker, strict: bool) -> Vec<WindowRequirement> {
     let least = if strict { 1 } else { 2 };
     let mut requirements: Vec<WindowRequirement> = Vec::new();
-    for (index, event) in checker.model.events.iter().enumerate() {
+    let mut seen = std::collections::HashSet::new();
+    for event in &checker.model.events {
+        if !seen.insert(event.range) {
+            continue;
+        }
         let EventKind::WindowOutput { size, .. } = &event.kind else {
             continue;
         };
@@ -633,7 +633,6 @@ fn window_requirements(checker: &Checker, strict: bool) -> Vec<WindowRequirement
             None => requirements.push(WindowRequirement {
                 dim,
                 min,
-                first: index,
                 layers: 1,
             }),
         }
@@ -794,6 +793,36 @@ mod tests {
         assert!(
             matches!(messages.as_slice(), [message] if message.contains("a fixed size 4 (of `self.cache`, built at line 8)")),
             "{messages:?}"
+        );
+    }
+
+    /// Measured with torch 2.15: a 3-wide convolution over `Dim("t")` needs `min=4` non-strict
+    /// (the size is guarded `!= 1`) and `min=3` strict (`>= 1` only). Strict export reports
+    /// the guard on `dynamic_shapes`, so this case is a unit test, not a fixture.
+    #[test]
+    fn a_window_needs_a_size_of_two_non_strict_and_one_strict() {
+        let model = |strict: &str| {
+            format!(
+                "import torch\nfrom torch.export import Dim\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.conv = torch.nn.Conv1d(8, 8, kernel_size=3)\n\n    def forward(self, x):\n        return self.conv(x)\n\n\nmodel = M()\nexample_args = (torch.randn(2, 8, 50),)\ndynamic_shapes = {{\"x\": {{2: Dim(\"t\")}}}}\n{strict}"
+            )
+        };
+        let message = |source: &str| {
+            let report = crate::check(source, &crate::Settings::default());
+            report
+                .diagnostics
+                .iter()
+                .map(|diagnostic| diagnostic.message.clone())
+                .collect::<Vec<_>>()
+        };
+        let loose = message(&model(""));
+        assert!(
+            matches!(loose.as_slice(), [one] if one.contains("`t - 2 != 1`") && one.contains("min=4")),
+            "{loose:?}"
+        );
+        let strict = message(&model("strict = True\n"));
+        assert!(
+            matches!(strict.as_slice(), [one] if one.contains("`t - 2 >= 1`") && one.contains("min=3")),
+            "{strict:?}"
         );
     }
 

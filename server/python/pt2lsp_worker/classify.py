@@ -104,6 +104,14 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
         return finding("PT202", "data_ptr() cannot be called while exporting: " + first_sentence(messages))
     if any(is_kind(e, "MemoryError") for e in chain) or "can't allocate memory" in messages:
         return finding("PT502", "the trace ran out of memory: " + first_lines(messages, 1))
+    if any(isinstance(e, TypeError) for e in chain) and "but got FakeTensor" in messages:
+        # A tensor where torch wants Python numbers (`torch.zeros(..., n)` with `n` a tensor,
+        # an RNN over a PackedSequence reading its batch sizes): numbers that come from data.
+        return finding(
+            "PT103",
+            "a tensor's values are used where torch needs Python numbers (a size), which export does not have "
+            "while tracing: " + first_lines(messages, 1),
+        )
     unflattened = unregistered_type(messages)
     if unflattened is not None:
         side, name = unflattened

@@ -299,3 +299,15 @@ def test_an_unbacked_symbol_is_named_by_the_op_that_made_it():
     assert "where u0 is a size of what `nonzero` returns, which depends on the data" in message, message
     # Without a graph (strict export), the message is torch's head alone.
     assert "where" not in data_dependent_message(guard, "PT103")
+
+
+def test_a_tensor_where_torch_wants_sizes_is_pt103(tmp_path):
+    workspace, target = _entry(tmp_path, "model = M()\nexample_args = (x,)\n")
+    message = (
+        "zeros(): argument 'size' failed to unpack the object at pos 2 with error "
+        '"type must be tuple of ints,but got FakeTensor"'
+    )
+    found = classify(TypeError(message), target, workspace, {})
+    assert found.code == "PT103"
+    assert "Python numbers" in found.message
+    assert classify(TypeError("unsupported operand"), target, workspace, {}).code == "PT501"
