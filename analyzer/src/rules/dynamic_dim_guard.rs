@@ -42,7 +42,10 @@ fix declares `h = 4*_h`, as torch suggests). A convolution or pooling window
 (`nn.Conv2d(3, 64, 7, stride=2, padding=3)`, `F.max_pool2d(x, 2)`) whose output the range
 allows to be 1 or less is guarded too (`!= 1` non-strict, `>= 1` strict), on each window's
 line as torch reports it, each with the one minimum under which all of them hold (`min=33`
-for a ResNet's five halvings; torch 2.15 suggests none, or a minimum that still fails). A relation torch checks at run time
+for a ResNet's five halvings; torch 2.15 suggests none, or a minimum that still fails).
+`nn.MaxPool1d` / `F.max_pool1d` over a dynamic length is reported too: torch 2.15 exports it
+only for the example's length (strict and not), and `F.max_pool2d(x.unsqueeze(-1), (k,
+1)).squeeze(-1)` gives the same values with the length dynamic. A relation torch checks at run time
 instead (`dx + dy == dz`) is not reported. `Dim.AUTO` and `Dim.DYNAMIC` let the
 exporter refine the range itself and are not checked.
 
@@ -200,6 +203,16 @@ pub(crate) fn check(checker: &mut Checker) {
                 ),
                 static_dim(checker, dim),
             ),
+            EventKind::PoolFixesLength { dim, kernel } => {
+                let kernel = kernel.map_or_else(|| "k".to_owned(), |kernel| kernel.to_string());
+                (
+                    format!(
+                        "`{text}` pools over dynamic dimension `{}` with `max_pool1d`, which torch 2.15 exports only for the example's length: export fails with \"Constraints violated ({})\"; pool in two dimensions, `F.max_pool2d(x.unsqueeze(-1), ({kernel}, 1)).squeeze(-1)`, which gives the same values and keeps `{}` dynamic",
+                        dim.name, dim.name, dim.name
+                    ),
+                    None,
+                )
+            }
             // Measured: non-strict `int(x.shape[0])` asks for the size's value as `len(x)` does.
             EventKind::Scalar {
                 value:

@@ -149,6 +149,12 @@ pub(crate) enum EventKind {
     /// 2)`) makes a spatial size of a dynamic dimension that the declared range allows to be 1
     /// or less: the exporter guards it (`!= 1` non-strict, `>= 1` strict), narrowing the `Dim`.
     WindowOutput { size: SymSize, layer: String },
+    /// `nn.MaxPool1d` / `F.max_pool1d` over a dynamic length: measured with torch 2.15, strict
+    /// and not, its decomposition fixes the length to the example's, whatever the range.
+    PoolFixesLength {
+        dim: Rc<DimDecl>,
+        kernel: Option<i64>,
+    },
     /// A recurrent layer runs over a sequence whose sizes depend on data (a `PackedSequence`,
     /// whose batch sizes are tensor data): the layer reads them as Python numbers.
     DataDependentRecurrent { layer: String },

@@ -507,6 +507,23 @@ impl super::Interpreter<'_, '_> {
         let (Some(input_rank), Some(output_rank)) = (input.rank, output.rank) else {
             return;
         };
+        if layer.qualified.as_ref() == "torch.nn.MaxPool1d" {
+            // The length is fixed whatever the window makes of it: that is the finding.
+            let length = input_rank
+                .checked_sub(1)
+                .and_then(|at| input.size(at))
+                .and_then(DimSize::dynamic_dim);
+            if let Some(dim) = length.filter(|dim| !dim.automatic) {
+                self.record(
+                    super::EventKind::PoolFixesLength {
+                        dim: dim.clone(),
+                        kernel: layer.size("kernel_size"),
+                    },
+                    range,
+                );
+            }
+            return;
+        }
         let class = layer.qualified.rsplit('.').next().unwrap_or_default();
         for offset in 1..=spatial {
             let (Some(before), Some(after)) = (
