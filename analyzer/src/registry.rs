@@ -47,7 +47,7 @@ pub struct RuleMeta {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 19] = [
+    pub const ALL: &[Rule] = &[
         Rule::SyntaxError,
         Rule::UnusedSuppression,
         Rule::DataDependentBranch,
@@ -120,7 +120,8 @@ impl Rule {
     /// Finds a rule by its code (`PT101`) or its name (`data-dependent-branch`).
     pub fn from_code_or_name(text: &str) -> Option<Rule> {
         Rule::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|rule| rule.code().eq_ignore_ascii_case(text) || rule.name() == text)
     }
 
@@ -178,8 +179,8 @@ mod tests {
                     rule.code()
                 );
             }
-            assert_eq!(Rule::from_code_or_name(rule.code()), Some(rule));
-            assert_eq!(Rule::from_code_or_name(rule.name()), Some(rule));
+            assert_eq!(Rule::from_code_or_name(rule.code()), Some(*rule));
+            assert_eq!(Rule::from_code_or_name(rule.name()), Some(*rule));
         }
     }
 }

@@ -129,7 +129,8 @@ fn unproven(
                 for (at, (code, _)) in codes.iter().enumerate() {
                     let rules = || {
                         Rule::ALL
-                            .into_iter()
+                            .iter()
+                            .copied()
                             .filter(|rule| rule.code().starts_with(code.as_str()))
                     };
                     let runs = rules().any(|rule| settings.is_enabled(rule));

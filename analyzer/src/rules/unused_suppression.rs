@@ -80,7 +80,8 @@ fn silences_nothing(
 ) -> Option<String> {
     let code = codes[index].0.as_str();
     let rules: Vec<Rule> = Rule::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|rule| rule.code().starts_with(code))
         .collect();
     if rules.is_empty() {

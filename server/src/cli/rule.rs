@@ -90,7 +90,8 @@ fn find(query: &str) -> Result<Rule> {
         return Ok(rule);
     }
     let starting: Vec<Rule> = Rule::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|rule| {
             rule.code()
                 .get(..query.len())

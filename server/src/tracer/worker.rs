@@ -647,7 +647,7 @@ mod tests {
         assert!(listed.len() >= 10, "{listed:?}");
         for (code, name) in listed {
             let rule = pt2lsp_analyzer::Rule::ALL
-                .into_iter()
+                .iter()
                 .find(|rule| rule.code() == code)
                 .unwrap_or_else(|| panic!("the worker reports {code}, which is no rule"));
             assert_eq!(rule.name(), name, "{code}");

@@ -175,7 +175,7 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
                 "name": "pt2lsp",
                 "version": env!("CARGO_PKG_VERSION"),
                 "semanticVersion": env!("CARGO_PKG_VERSION"),
-                "rules": Rule::ALL.into_iter().map(rule_descriptor).collect::<Vec<_>>(),
+                "rules": Rule::ALL.iter().copied().map(rule_descriptor).collect::<Vec<_>>(),
             }
         },
         "columnKind": "unicodeCodePoints",
