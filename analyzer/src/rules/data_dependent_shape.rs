@@ -18,6 +18,12 @@ return it as a Python int (non-strict), Python loops over such a tensor, and a r
 (`nn.LSTM`, `nn.GRU`, `nn.RNN`) run over a `PackedSequence`, which reads its batch sizes as
 Python numbers (`TypeError: zeros(): argument 'size' ... got FakeTensor`).
 
+The dimensions `@dynamic_spec` declares (`ShapeVar("B")` in a `TensorSpec`, on `forward` or in
+a `ShapesSpec` given as `dynamic_shapes`) are such sizes too: torch 2.15 gives them unbacked
+symbols. A branch on one, a Python loop over it, or (non-strict) `int()`/`len()` of it fails;
+an `assert` or `torch._check` on it, and a relation between two, become runtime checks, and the
+spec's `assumptions` (`B > 4`) decide the comparisons they imply.
+
 ## Why export fails
 Such sizes are unbacked symbols. Feeding them to further tensor operations is fine, but a Python
 `if idx.shape[0] > 3` or `range(idx.shape[0])` needs a value the exporter does not have:
@@ -92,6 +98,19 @@ pub(crate) fn check(checker: &mut Checker) {
             EventKind::IterateTensor { tensor, .. } if tensor.data_dependent_shape => format!(
                 "Looping over `{text}`, whose length depends on data: the exporter cannot unroll it"
             ),
+            kind if kind.on_unbacked_dim() => match declared_unbacked(kind, strict) {
+                Some((dim, Failure::Guard(context))) => format!(
+                    "{} on `{text}` guards `{dim}`, a `ShapeVar` of `@dynamic_spec`, which export makes an unbacked size: export fails with \"Could not guard on data-dependent expression\"; state what always holds with `torch._check(...)` before it or in the spec's `assumptions`, or compute both sides with `torch.where`",
+                    context.describe()
+                ),
+                Some((dim, Failure::Value)) => format!(
+                    "`{text}` needs the value of `{dim}`, a `ShapeVar` of `@dynamic_spec`, which export makes an unbacked size: export fails with \"Could not extract specialized integer from data-dependent expression\"; keep the size symbolic in tensor operations"
+                ),
+                Some((dim, Failure::Layer)) => format!(
+                    "`{text}` runs a layer that decides on the size of `{dim}`, a `ShapeVar` of `@dynamic_spec`, which export makes an unbacked size: export fails with \"Could not guard on data-dependent expression\"; declare the dimension with `Dim` in `dynamic_shapes` instead"
+                ),
+                None => continue,
+            },
             EventKind::DataDependentRecurrent { layer } => format!(
                 "`{text}` runs `{layer}` over a sequence whose sizes depend on data (a `PackedSequence`'s batch sizes are tensor data): the layer reads them as Python numbers, which the exporter does not have; run it on the padded tensor and mask the padding"
             ),
@@ -118,5 +137,60 @@ pub(crate) fn check(checker: &mut Checker) {
             message,
             fix,
         );
+    }
+}
+
+/// What fails on a dimension `@dynamic_spec` declares.
+enum Failure {
+    /// A branch or a test needs its truth value.
+    Guard(BoolContext),
+    /// Python needs its value as a number: a loop count, an index, `int()`.
+    Value,
+    /// A layer tests its size inside torch (`nn.LSTM`, `max_pool1d`).
+    Layer,
+}
+
+/// The `ShapeVar` an event fails on and how, measured with torch 2.15: a guard on one fails
+/// where `assert` and `torch._check` become runtime checks; `int()`, `len()` and `math` of one
+/// fail non-strict only, as on a `Dim`; equalities and ranges are runtime checks (no failure).
+fn declared_unbacked(kind: &EventKind, strict: bool) -> Option<(String, Failure)> {
+    match kind {
+        EventKind::Truthiness {
+            value:
+                Value::Guard(Guard {
+                    kind: GuardKind::Dynamic(dim),
+                    decided: false,
+                    ..
+                }),
+            context,
+        } if !matches!(context, BoolContext::Assert | BoolContext::Check) => {
+            Some((dim.name.clone(), Failure::Guard(*context)))
+        }
+        EventKind::Scalar {
+            value:
+                Value::Size {
+                    origin: SizeOrigin::Dynamic { dim, .. },
+                    ..
+                },
+            usage,
+        } => {
+            let fails = match usage {
+                ScalarUse::Range | ScalarUse::ListIndex => true,
+                ScalarUse::Conversion | ScalarUse::Len | ScalarUse::MathCall => !strict,
+            };
+            fails.then(|| (dim.name.clone(), Failure::Value))
+        }
+        EventKind::IterateTensor {
+            size:
+                Value::Size {
+                    origin: SizeOrigin::Dynamic { dim, .. },
+                    ..
+                },
+            ..
+        } => Some((dim.name.clone(), Failure::Value)),
+        EventKind::Unrolled { dim, .. } | EventKind::PoolFixesLength { dim, .. } => {
+            Some((dim.name.clone(), Failure::Layer))
+        }
+        _ => None,
     }
 }

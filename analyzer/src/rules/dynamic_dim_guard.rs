@@ -132,6 +132,10 @@ pub(crate) fn check(checker: &mut Checker) {
         .collect();
     let windows = window_requirements(checker, strict);
     for event in &checker.model.events {
+        // `@dynamic_spec`'s dimensions: PT103 says what fails on them.
+        if event.kind.on_unbacked_dim() {
+            continue;
+        }
         let text = checker.model.text(event.range);
         let (message, constraints) = match &event.kind {
             EventKind::Truthiness {
@@ -286,7 +290,7 @@ pub(crate) fn check(checker: &mut Checker) {
                 let Some((dim, min)) = min_above_one(size) else {
                     continue;
                 };
-                let declared_low = dim.min.unwrap_or(2).max(2);
+                let declared_low = dim.low();
                 (
                     format!(
                         "`{text}` takes a slice with a step of dynamic dimension `{}`, of size `{size}`; the range of `{}` allows it to be 1 (at {} = {declared_low}), so non-strict export guards `{size} != 1`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={min})`",
@@ -307,7 +311,7 @@ pub(crate) fn check(checker: &mut Checker) {
                     continue;
                 };
                 let dim = &requirement.dim;
-                let declared_low = dim.min.unwrap_or(2).max(2);
+                let declared_low = dim.low();
                 let guard = if strict { ">= 1" } else { "!= 1" };
                 let all = match requirement.layers {
                     1 => String::new(),
@@ -332,7 +336,7 @@ pub(crate) fn check(checker: &mut Checker) {
                 let Some((dim, min)) = min_above_one(size) else {
                     continue;
                 };
-                let (declared_low, _) = (dim.min.unwrap_or(2).max(2), dim.max);
+                let (declared_low, _) = (dim.low(), dim.max);
                 (
                     format!(
                         "`{text}` broadcasts a dimension of size `{size}` against `{other}`; the range of `{}` allows `{size}` to be 1 (at {} = {declared_low}), so the exporter guards `{size} != 1`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={min})`",
@@ -510,7 +514,7 @@ fn size_equality(
             }];
             let mut declare = format!("`{} = {expr}`", dim.name);
             if let Some((low, high)) = root_range {
-                let declared_low = root.min.unwrap_or(2).max(2);
+                let declared_low = root.low();
                 let min = (*low != declared_low).then_some(*low);
                 let max = (*high != root.max).then_some(*high).flatten();
                 let bounds = [
@@ -568,7 +572,7 @@ fn size_equality(
                         .iter()
                         .map(|(dim, low, high)| DimConstraint::Range {
                             name: dim.name.clone(),
-                            min: (*low != dim.min.unwrap_or(2).max(2)).then_some(*low),
+                            min: (*low != dim.low()).then_some(*low),
                             max: *high,
                         })
                         .collect(),
@@ -629,10 +633,13 @@ fn window_requirements(checker: &Checker, strict: bool) -> Vec<WindowRequirement
         let EventKind::WindowOutput { size, .. } = &event.kind else {
             continue;
         };
+        if event.kind.on_unbacked_dim() {
+            continue;
+        }
         let Some((dim, min)) = min_reaching(size, least) else {
             continue;
         };
-        if min <= dim.min.unwrap_or(2).max(2) {
+        if min <= dim.low() {
             continue;
         }
         match requirements
@@ -776,7 +783,7 @@ fn multiple_of(checker: &Checker, dim: &DimDecl, multiple: i64) -> Option<Vec<Di
         return None;
     }
     let root = format!("_{}", dim.name);
-    let low = dim.min.unwrap_or(2).max(2);
+    let low = dim.low();
     Some(vec![
         DimConstraint::Range {
             name: root.clone(),

@@ -8,6 +8,7 @@ pub(crate) mod baked_in_value;
 pub(crate) mod data_dependent_branch;
 pub(crate) mod data_dependent_scalar;
 pub(crate) mod data_dependent_shape;
+pub(crate) mod dimension_made_static;
 pub(crate) mod dynamic_dim_guard;
 pub(crate) mod entrypoint_error;
 pub(crate) mod explicit_graph_break;
@@ -130,6 +131,7 @@ pub(crate) fn run_all<'a>(
     shape_specialization::check(&mut checker);
     invalid_dynamic_shapes::check(&mut checker);
     specializing_example_size::check(&mut checker);
+    dimension_made_static::check(&mut checker);
     unregistered_input_type::check(&mut checker);
     baked_in_value::check(&mut checker);
     checker.diagnostics

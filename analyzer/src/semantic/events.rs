@@ -127,6 +127,11 @@ pub(crate) enum EventKind {
     /// An elementwise operation broadcasts a dynamic dimension against a literal size, which
     /// specialises it.
     DimSpecialized { dim: Rc<DimDecl>, size: i64 },
+    /// An operation that needs a dimension declared `Dim.AUTO` or by `@dynamic_spec` to be
+    /// one size (`size`): a `view`/`reshape` to literal sizes only, a broadcast against a
+    /// literal size. Export does not fail: it makes an AUTO dimension static, and fixes a
+    /// `ShapeVar`'s range to the one size (measured, torch 2.15).
+    DimFixed { dim: Rc<DimDecl>, size: i64 },
     /// `view`/`reshape` to literal sizes that a dynamic dimension's element count must divide
     /// into: `dim` must be a multiple of `multiple`.
     ReshapeGuard { dim: Rc<DimDecl>, multiple: i64 },
@@ -211,11 +216,44 @@ impl EventKind {
                 ..
             }
             | EventKind::DimSpecialized { dim, .. }
+            | EventKind::DimFixed { dim, .. }
             | EventKind::ReshapeGuard { dim, .. }
             | EventKind::BufferSlice { dim }
             | EventKind::Unrolled { dim, .. }
             | EventKind::DimMismatch { left: dim, .. } => Some(dim),
             _ => None,
+        }
+    }
+}
+
+impl EventKind {
+    /// Whether the event involves a dimension `@dynamic_spec` declares: an unbacked size, on
+    /// which a guard is a data-dependent error (PT103) and an equality a runtime check.
+    pub(crate) fn on_unbacked_dim(&self) -> bool {
+        let sym = |size: &super::symbolic::SymSize| size.dims().any(|dim| dim.unbacked);
+        match self {
+            EventKind::SizeEquality { left, right, .. } => sym(left) || sym(right),
+            EventKind::MaybeOne { size, other } => sym(size) || sym(other),
+            EventKind::StridedSlice { size } | EventKind::WindowOutput { size, .. } => sym(size),
+            EventKind::DimMismatch { left, right } => left.unbacked || right.unbacked,
+            EventKind::PoolFixesLength { dim, .. }
+            | EventKind::Scalar {
+                value:
+                    Value::Size {
+                        origin: super::value::SizeOrigin::Dynamic { dim, .. },
+                        ..
+                    },
+                ..
+            }
+            | EventKind::IterateTensor {
+                size:
+                    Value::Size {
+                        origin: super::value::SizeOrigin::Dynamic { dim, .. },
+                        ..
+                    },
+                ..
+            } => dim.unbacked,
+            other => other.dynamic_dim().is_some_and(|dim| dim.unbacked),
         }
     }
 }

@@ -54,6 +54,8 @@ pub(crate) struct FunctionInfo<'a> {
 pub(crate) struct ForeignFile<'a> {
     pub(crate) file: SourceFile<'a>,
     pub(crate) path: &'a Path,
+    /// Its module-level statements.
+    pub(crate) body: &'a [Stmt],
     pub(crate) globals: FxHashMap<String, Value>,
     /// The modules its `from module import *` statements import, last first.
     stars: Vec<String>,
@@ -242,6 +244,7 @@ impl<'a> SemanticModel<'a> {
                     is_package: loaded.source.is_package,
                 },
                 path: &loaded.source.path,
+                body: &loaded.parsed.module.body,
                 globals: FxHashMap::default(),
                 stars: Vec::new(),
                 mutated: mutated_globals::collect(&loaded.parsed.module.body, &loaded.source.text),
@@ -467,6 +470,15 @@ impl<'a> SemanticModel<'a> {
         match file.checked_sub(1) {
             Some(index) => &self.foreign[index as usize].globals,
             None => &self.globals,
+        }
+    }
+
+    /// The module-level statements of foreign file `file`; none for the analysed file, whose
+    /// syntax tree its caller holds.
+    pub(crate) fn body_in(&self, file: u32) -> &'a [Stmt] {
+        match file.checked_sub(1) {
+            Some(index) => self.foreign[index as usize].body,
+            None => &[],
         }
     }
 

@@ -15,7 +15,7 @@ use super::value::{DimDecl, DimSize, TensorDims, Value};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 mod dim_reader;
-use dim_reader::DimReader;
+use dim_reader::{Assumed, DimReader, spec_item};
 
 /// A mistake in `dynamic_shapes` that `torch.export` rejects before tracing.
 #[derive(Debug, Clone)]
@@ -214,14 +214,16 @@ impl ShapesSpec {
         label: &str,
     ) {
         let value = size.value;
-        let low = dim.min.unwrap_or(2).max(2);
+        let low = dim.low();
         let high = dim.max;
         let shown = if dynamic_hint {
             "`Dim.DYNAMIC`".to_owned()
         } else {
             format!("`{}`", dim.name)
         };
-        let (message, target) = if value <= 1 {
+        // An unbacked `ShapeVar` is not specialised at 0 or 1 (measured: an example of size
+        // 1 exports with the range kept).
+        let (message, target) = if value <= 1 && !dim.unbacked {
             let failure = if dynamic_hint {
                 format!("\"export 0/1 specialized due to hint of {value}\"")
             } else {
@@ -838,6 +840,7 @@ fn may_export(body: &[Stmt], model: &SemanticModel) -> bool {
     });
     binds_entry_name
         || model.file.text.contains("export(")
+        || model.file.text.contains("dynamic_spec")
         || model
             .globals
             .values()
@@ -1015,6 +1018,14 @@ pub(crate) fn collect<'a>(
     });
     // A model expression the resolver cannot name a class for (`vits.__dict__[arch](...)`) is
     // still an entrypoint: the construction pass may find the class it builds.
+    // A `forward` decorated with `@dynamic_spec` declares its dimensions itself: its class is
+    // what the file exports when nothing else says (`torch.compile` reads it too).
+    let model_class = model_class.or_else(|| {
+        (model_expr.is_none())
+            .then(|| declared_spec(model, None))
+            .flatten()
+            .map(|declared| declared.class)
+    });
     let entry =
         (model_class.is_some() || model_expr.is_some() || !unregistered.is_empty()).then(|| {
             Entrypoint {
@@ -1028,18 +1039,58 @@ pub(crate) fn collect<'a>(
                 unregistered,
             }
         });
-    let Some(spec_expr) = module_level("dynamic_shapes")
-        .or_else(|| keyword("dynamic_shapes"))
-        .and_then(resolve)
-    else {
+    let written_spec = module_level("dynamic_shapes").or_else(|| keyword("dynamic_shapes"));
+    let declared = model_class.and_then(|class| declared_spec(model, Some(class)));
+    let mut problems = Vec::new();
+    if let (Some(written), Some(declared)) = (written_spec, &declared) {
+        let at = export_call
+            .and_then(|call| call.arguments.find_keyword("dynamic_shapes"))
+            .map_or_else(|| written.range(), Ranged::range);
+        problems.push(SpecProblem {
+            range: at,
+            message: format!(
+                "`{}.forward` already declares its dynamic dimensions with `@dynamic_spec`, and torch takes one declaration or the other: export fails with \"ValueError: Both `@dynamic_spec(...)` is attached to the function/forward AND a `dynamic_shapes=` argument was passed\"; remove `dynamic_shapes` here or the decorator",
+                model.classes[declared.class].def.name
+            ),
+        });
+    }
+    // The decorator's names are the names of the file that defines the class.
+    let foreign_names;
+    let foreign_gathered;
+    let (names, spec_gathered, spec_expr): (&dyn Resolve, &Gathered, Option<&Expr>) =
+        match (written_spec.and_then(resolve), &declared) {
+            (Some(written), _) => (model, &gathered, Some(written)),
+            (None, Some(declared)) if declared.file == 0 => (model, &gathered, Some(declared.spec)),
+            (None, Some(declared)) => {
+                foreign_names = GlobalNames(model.globals_in(declared.file));
+                let mut walker = Gatherer {
+                    model,
+                    gathered: Gathered::default(),
+                };
+                walker.visit_body(model.body_in(declared.file));
+                foreign_gathered = walker.gathered;
+                (&foreign_names, &foreign_gathered, Some(declared.spec))
+            }
+            (None, None) => (model, &gathered, None),
+        };
+    let Some(spec_expr) = spec_expr else {
         return (entry, None);
     };
-    let reader = DimReader {
-        model,
-        gathered: &gathered,
+    let mut reader = DimReader {
+        names,
+        gathered: spec_gathered,
+        assumed: Assumed::default(),
     };
+    // `ShapesSpec(ParamsSpec({...}), assumptions=[...])`: the mapping, and the assumptions'
+    // bounds. Its entries need not name every input: what it leaves out is static.
+    let (spec_expr, assumptions, lists_some) = reader.unwrap_spec(spec_expr);
+    let lists_some = lists_some || declared.is_some();
+    if let Some(assumptions) = assumptions {
+        reader.assumed = reader.assumptions(assumptions);
+    }
     let mut spec = ShapesSpec {
         inputs,
+        problems,
         ..ShapesSpec::default()
     };
     // The inputs the exporter is given, when the file lists them all: `dynamic_shapes` must
@@ -1077,7 +1128,8 @@ pub(crate) fn collect<'a>(
                     .filter(|name| !keys.contains(name))
                     .collect();
                 // A misspelled key is reported on itself; the input it meant is not "missing".
-                if !missing.is_empty() && !misnamed && keys.len() == dict.items.len() {
+                if !missing.is_empty() && !misnamed && keys.len() == dict.items.len() && !lists_some
+                {
                     spec.problems.push(SpecProblem {
                         range: spec_expr.range(),
                         message: format!(
@@ -1092,6 +1144,10 @@ pub(crate) fn collect<'a>(
                 let Some(name) = names::string_literal(key) else {
                     continue;
                 };
+                // `ParamsSpec`'s slots for `*args` and `**kwargs`.
+                if name.starts_with('*') {
+                    continue;
+                }
                 let position = parameters
                     .as_ref()
                     .and_then(|p| p.names.iter().position(|n| n == name));
@@ -1194,6 +1250,65 @@ fn unknown_forward_index(
         .filter(|key| !kwargs.iter().any(|(kwarg, _)| kwarg == *key))
         .count();
     (args.len() == 1 && positional_keys == 1).then_some(0)
+}
+
+/// A `forward` decorated with `@dynamic_spec(spec)`.
+struct DeclaredSpec<'a> {
+    class: usize,
+    /// The file that defines the class (0: the analysed one).
+    file: u32,
+    /// The decorator's argument.
+    spec: &'a Expr,
+}
+
+/// The `@dynamic_spec` declaration on `class`'s `forward`; with no class, the first module
+/// class of the analysed file that has one.
+fn declared_spec<'a>(model: &SemanticModel<'a>, class: Option<usize>) -> Option<DeclaredSpec<'a>> {
+    let candidates: Vec<usize> = match class {
+        Some(class) => vec![class],
+        None => (0..model.classes.len())
+            .filter(|&class| model.classes[class].file == 0 && model.classes[class].is_module)
+            .collect(),
+    };
+    candidates.into_iter().find_map(|class| {
+        let forward = model.find_method(class, "forward")?;
+        let function = &model.functions[forward];
+        let names = GlobalNames(model.globals_in(function.file));
+        function.def.decorator_list.iter().find_map(|decorator| {
+            let Expr::Call(call) = &decorator.expression else {
+                return None;
+            };
+            let qualified = names.qualified(&call.func)?;
+            if spec_item(&qualified) != Some("dynamic_spec") {
+                return None;
+            }
+            Some(DeclaredSpec {
+                class,
+                file: function.file,
+                spec: call
+                    .arguments
+                    .args
+                    .first()
+                    .or_else(|| Some(&call.arguments.find_keyword("spec")?.value))?,
+            })
+        })
+    })
+}
+
+/// A file's imports, from its module-level bindings.
+struct GlobalNames<'m>(&'m FxHashMap<String, Value>);
+
+impl Resolve for GlobalNames<'_> {
+    fn qualified(&self, expr: &Expr) -> Option<String> {
+        names::qualified_through(self, expr)
+    }
+
+    fn binding(&self, name: &str) -> Option<&str> {
+        match self.0.get(name) {
+            Some(Value::Qualified(qualified)) => Some(qualified),
+            _ => None,
+        }
+    }
 }
 
 struct ForwardParameters {

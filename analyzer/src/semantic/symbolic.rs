@@ -261,7 +261,7 @@ impl SymSize {
         let mut low = Some(self.constant);
         let mut high = Some(self.constant);
         for (dim, coefficient) in &self.terms {
-            let dim_low = dim.min.unwrap_or(2).max(2);
+            let dim_low = dim.low();
             let dim_high = dim.max;
             let (term_low, term_high) = if *coefficient > 0 {
                 (
@@ -421,7 +421,7 @@ pub(crate) fn periodic_relation(
 
 /// The range the exporter assumes for a `Dim`.
 fn declared_range(dim: &DimDecl) -> (i64, Option<i64>) {
-    (dim.min.unwrap_or(2).max(2), dim.max)
+    (dim.low(), dim.max)
 }
 
 /// The constraint `left == right` puts on the `Dim`s, as torch's solver states it, or `None`
@@ -585,6 +585,7 @@ mod tests {
             max,
             bounds_unknown: false,
             automatic: false,
+            unbacked: false,
             range: TextRange::default(),
         }))
     }
@@ -627,6 +628,7 @@ mod tests {
                 max,
                 bounds_unknown: false,
                 automatic: false,
+                unbacked: false,
                 range: TextRange::new(at.into(), at.into()),
             }))
         };

@@ -121,8 +121,24 @@ pub(crate) struct DimDecl {
     pub(crate) bounds_unknown: bool,
     /// `Dim.AUTO` / `Dim.DYNAMIC`: the exporter refines the range itself instead of failing.
     pub(crate) automatic: bool,
+    /// A `ShapeVar` of `@dynamic_spec` / `ShapesSpec`: the exporter gives it an unbacked symbol
+    /// (measured, torch 2.15), so a branch on it is a data-dependent error, an equality or an
+    /// `assert` a runtime check, and its range starts at 0 unless declared.
+    pub(crate) unbacked: bool,
     /// Where the `Dim` is made, for fixes and messages.
     pub(crate) range: TextRange,
+}
+
+impl DimDecl {
+    /// The least size the exporter allows: a backed dimension is at least 2 (0 and 1 are
+    /// specialised), an unbacked one its declared `min`, else 0.
+    pub(crate) fn low(&self) -> i64 {
+        if self.unbacked {
+            self.min.unwrap_or(0)
+        } else {
+            self.min.unwrap_or(2).max(2)
+        }
+    }
 }
 
 /// One dimension of a tensor whose dimensions are tracked.

@@ -355,8 +355,8 @@ impl Interpreter<'_, '_> {
                 return Value::Unknown;
             }
             "view" | "reshape" => {
-                if let Some((dim, multiple)) = reshape_guard(info, &call.arguments.args) {
-                    self.record(EventKind::ReshapeGuard { dim, multiple }, call.range());
+                if let Some(event) = reshape_guard(info, &call.arguments.args) {
+                    self.record(event, call.range());
                 }
             }
             "matmul" | "mm" | "bmm" => {

@@ -998,7 +998,7 @@ fn element_of(value: &Value) -> Value {
 /// `x.reshape(-1, 4)` on `x: [batch, 2]`: the element count `2 * batch` must divide by 4, a guard
 /// on the dynamic dimension unless its coefficient already does. Returns the dimension and the
 /// multiple it would have to be.
-fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<(Rc<DimDecl>, i64)> {
+fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<EventKind> {
     let dims = info.dims.as_ref()?;
     let rank = dims.rank?;
     let mut dynamic = dims.dynamic();
@@ -1006,7 +1006,10 @@ fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<(Rc<DimDecl>, i64)>
         return None;
     };
     let dim = size.sym()?.as_dim()?;
-    if dim.automatic {
+    // `Dim.AUTO` and `ShapeVar` dimensions are not guarded but fixed, and only by literal
+    // sizes alone; `Dim.DYNAMIC` is left alone.
+    let fixable = is_fixed_silently(dim);
+    if dim.automatic && !fixable {
         return None;
     }
     let mut coefficient: i64 = 1;
@@ -1032,11 +1035,26 @@ fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<(Rc<DimDecl>, i64)>
         .iter()
         .filter(|size| **size > 0)
         .try_fold(1_i64, |product, size| product.checked_mul(*size))?;
+    if fixable {
+        return (inferred == 0 && fixed % coefficient == 0).then(|| EventKind::DimFixed {
+            dim: dim.clone(),
+            size: fixed / coefficient,
+        });
+    }
     if inferred == 0 || coefficient % fixed != 0 {
         let multiple = fixed / gcd(coefficient, fixed);
-        return (multiple > 1 || inferred == 0).then(|| (dim.clone(), multiple));
+        return (multiple > 1 || inferred == 0).then(|| EventKind::ReshapeGuard {
+            dim: dim.clone(),
+            multiple,
+        });
     }
     None
+}
+
+/// A dimension that export fixes to one size without an error where it must be one: declared
+/// `Dim.AUTO` (made static) or by `@dynamic_spec` (an unbacked size, its range narrowed).
+pub(super) fn is_fixed_silently(dim: &DimDecl) -> bool {
+    (dim.automatic && dim.name == "AUTO") || dim.unbacked
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -1188,6 +1206,22 @@ fn raises_only(body: &[Stmt]) -> bool {
 fn forced_events(forced: Vec<(SymSize, SymSize)>, by: &Forcing) -> Vec<EventKind> {
     let mut events = Vec::new();
     for (left, right) in forced {
+        // One of those dimensions against a literal size: fixed to it, with no error.
+        let fixed = match (left.as_dim(), right.as_dim()) {
+            (Some(dim), _) if is_fixed_silently(dim) => right.as_constant().map(|size| (dim, size)),
+            (_, Some(dim)) if is_fixed_silently(dim) => left.as_constant().map(|size| (dim, size)),
+            _ => None,
+        };
+        if let Some((dim, size)) = fixed {
+            let event = EventKind::DimFixed {
+                dim: dim.clone(),
+                size,
+            };
+            if !events.contains(&event) {
+                events.push(event);
+            }
+            continue;
+        }
         if left.is_automatic()
             || right.is_automatic()
             || (!left.is_dynamic() && !right.is_dynamic())

@@ -1,23 +1,138 @@
-//! Reading `dynamic_shapes`: each input's entry (`{0: batch}`, `(batch, None)`, `None`) and the
-//! `Dim`s it names (`Dim("batch", max=64)`, `Dim.AUTO`, derived `2 * d`), as declared.
+//! Reading `dynamic_shapes`: each input's entry (`{0: batch}`, `(batch, None)`, `None`,
+//! `TensorSpec([B, STATIC])`) and the dimensions it names (`Dim("batch", max=64)`, `Dim.AUTO`,
+//! derived `2 * d`, `@dynamic_spec`'s `ShapeVar("B")`), as declared.
 
 use std::rc::Rc;
 
 use ruff_text_size::Ranged;
+use rustc_hash::FxHashMap;
 
 use super::{Gathered, SpecProblem};
-use crate::semantic::SemanticModel;
 use crate::semantic::names::{self, Resolve};
 use crate::semantic::symbolic::SymSize;
 use crate::semantic::value::{DimDecl, DimSize, TensorDims};
 use crate::syntax::ast::{self, Expr};
 
-pub(super) struct DimReader<'g, 'm, 'a> {
-    pub(super) model: &'m SemanticModel<'a>,
-    pub(super) gathered: &'g Gathered<'a>,
+/// The module of `@dynamic_spec` and its vocabulary (`ShapeVar`, `TensorSpec`, `ParamsSpec`,
+/// `ShapesSpec`, `STATIC`), new in torch 2.15 and exported nowhere else.
+const DYNAMIC_SPEC_MODULE: &str = "torch.fx.experimental.dynamic_spec";
+
+/// The name of `@dynamic_spec`'s vocabulary a qualified name is (`ShapeVar`), if it is one.
+pub(super) fn spec_item(qualified: &str) -> Option<&str> {
+    qualified
+        .strip_prefix(DYNAMIC_SPEC_MODULE)?
+        .strip_prefix('.')
 }
 
-impl DimReader<'_, '_, '_> {
+/// The bounds `ShapesSpec(assumptions=[B > 4, B <= 64])` gives a `ShapeVar`, by its name.
+pub(super) type Assumed = FxHashMap<String, (Option<i64>, Option<i64>)>;
+
+pub(super) struct DimReader<'g, 'm, 'a> {
+    /// The imports of the file the declaration is written in.
+    pub(super) names: &'m dyn Resolve,
+    pub(super) gathered: &'g Gathered<'a>,
+    pub(super) assumed: Assumed,
+}
+
+impl<'a> DimReader<'_, '_, 'a> {
+    /// The `@dynamic_spec` name `expr` calls (`TensorSpec` for `T([...])` imported as `T`).
+    pub(super) fn spec_call<'e>(&self, expr: &'e Expr) -> Option<(String, &'e ast::ExprCall)> {
+        let Expr::Call(call) = expr else {
+            return None;
+        };
+        let qualified = self.names.qualified(&call.func)?;
+        Some((spec_item(&qualified)?.to_owned(), call))
+    }
+
+    /// The mapping a `ShapesSpec(params, assumptions=...)` / `ParamsSpec({...})` wraps, its
+    /// assumptions, and whether the spec is written with `@dynamic_spec`'s types (whose
+    /// mapping leaves the inputs it does not name static); `expr` itself otherwise.
+    pub(super) fn unwrap_spec<'e>(&self, expr: &'e Expr) -> (&'e Expr, Option<&'e Expr>, bool)
+    where
+        'a: 'e,
+    {
+        let mut current = expr;
+        let mut assumptions = None;
+        let mut typed = false;
+        for _ in 0..4 {
+            let Some((name, call)) = self.spec_call(current) else {
+                break;
+            };
+            if name == "ShapesSpec" {
+                assumptions = call
+                    .arguments
+                    .find_keyword("assumptions")
+                    .map(|keyword| &keyword.value)
+                    .or(assumptions);
+            } else if name != "ParamsSpec" {
+                break;
+            }
+            typed = true;
+            let Some(params) = call
+                .arguments
+                .args
+                .first()
+                .or_else(|| Some(&call.arguments.find_keyword("params")?.value))
+            else {
+                break;
+            };
+            current = self.resolve(params).unwrap_or(params);
+        }
+        if let Expr::Dict(dict) = current {
+            typed |= dict
+                .items
+                .iter()
+                .any(|item| self.spec_call(&item.value).is_some());
+        }
+        (current, assumptions, typed)
+    }
+
+    /// The bounds a list of `ShapesSpec` assumptions gives each `ShapeVar`: comparisons of one
+    /// with a number (`B > 4`, `64 >= B`); the others (`B % 2 == 0`) say nothing the ranges
+    /// can hold.
+    pub(super) fn assumptions(&self, list: &Expr) -> Assumed {
+        let mut assumed = Assumed::default();
+        let Some(elements) = self.gathered.sequence(list) else {
+            return assumed;
+        };
+        for element in elements {
+            let Expr::Compare(compare) = element else {
+                continue;
+            };
+            let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
+                continue;
+            };
+            let (var, bound, op) = match (
+                self.dim(&compare.left, 0),
+                names::int_literal(right),
+                self.dim(right, 0),
+                names::int_literal(&compare.left),
+            ) {
+                (Some(var), Some(bound), ..) => (var, bound, *op),
+                (None, None, Some(var), Some(bound)) => (var, bound, flipped(*op)),
+                _ => continue,
+            };
+            if !var.unbacked {
+                continue;
+            }
+            let entry = assumed.entry(var.name).or_default();
+            let (low, high) = match op {
+                ast::CmpOp::Gt => (Some(bound + 1), None),
+                ast::CmpOp::GtE => (Some(bound), None),
+                ast::CmpOp::Lt => (None, Some(bound - 1)),
+                ast::CmpOp::LtE => (None, Some(bound)),
+                ast::CmpOp::Eq => (Some(bound), Some(bound)),
+                _ => (None, None),
+            };
+            entry.0 = entry.0.max(low);
+            entry.1 = match (entry.1, high) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        assumed
+    }
+
     /// One parameter's entry: `{0: batch}`, `(batch, None)`, or `None`.
     pub(super) fn tensor_dims(
         &self,
@@ -89,12 +204,32 @@ impl DimReader<'_, '_, '_> {
                     }
                 }
             }
+            // `TensorSpec([B, STATIC])`: one entry per dimension, as a list.
+            Expr::Call(_) => {
+                if let Some(("TensorSpec", call)) = self
+                    .spec_call(expr)
+                    .as_ref()
+                    .map(|(name, call)| (name.as_str(), *call))
+                {
+                    let listed = call
+                        .arguments
+                        .args
+                        .first()
+                        .or_else(|| Some(&call.arguments.find_keyword("dims")?.value));
+                    if let Some(listed) = listed {
+                        return self.tensor_dims(listed, rank, label, problems);
+                    }
+                }
+            }
             _ => {}
         }
         dims
     }
 
-    fn resolve(&self, expr: &Expr) -> Option<&Expr> {
+    fn resolve<'e>(&self, expr: &'e Expr) -> Option<&'e Expr>
+    where
+        'a: 'e,
+    {
         match expr {
             Expr::Name(name) => self.gathered.assignments.get(name.id.as_str()).copied(),
             // `args.max_len` of `args = parser.parse_args()`: the argument's default.
@@ -117,6 +252,37 @@ impl DimReader<'_, '_, '_> {
         }
     }
 
+    /// `ShapeVar("B", min=1, max=64)`, with what the spec's assumptions add to its bounds.
+    fn shape_var(&self, call: &ast::ExprCall) -> DimDecl {
+        let name = call
+            .arguments
+            .args
+            .first()
+            .or_else(|| Some(&call.arguments.find_keyword("name")?.value))
+            .and_then(names::string_literal)
+            .unwrap_or("_")
+            .to_owned();
+        let bound = |key: &str| {
+            let value = &call.arguments.find_keyword(key)?.value;
+            names::int_literal(value).or_else(|| names::int_literal(self.resolve(value)?))
+        };
+        let written = |key: &str| call.arguments.find_keyword(key).is_some();
+        let (min, max) = (bound("min"), bound("max"));
+        let (assumed_min, assumed_max) = self.assumed.get(&name).copied().unwrap_or_default();
+        DimDecl {
+            min: min.max(assumed_min),
+            max: match (max, assumed_max) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            bounds_unknown: (written("min") && min.is_none()) || (written("max") && max.is_none()),
+            automatic: false,
+            unbacked: true,
+            range: call.range(),
+            name,
+        }
+    }
+
     /// A `Dim` expression; `None` for a static entry.
     fn dim(&self, expr: &Expr, depth: usize) -> Option<DimDecl> {
         if depth > 8 {
@@ -124,7 +290,10 @@ impl DimReader<'_, '_, '_> {
         }
         match expr {
             Expr::Call(call) => {
-                let callee = self.model.qualified(&call.func)?;
+                let callee = self.names.qualified(&call.func)?;
+                if spec_item(&callee) == Some("ShapeVar") {
+                    return Some(self.shape_var(call));
+                }
                 if !(callee.ends_with("Dim")
                     || callee.ends_with("Dim.DYNAMIC")
                     || callee.ends_with("Dim.AUTO"))
@@ -153,6 +322,7 @@ impl DimReader<'_, '_, '_> {
                     bounds_unknown: (written("min") && min.is_none())
                         || (written("max") && max.is_none()),
                     automatic,
+                    unbacked: false,
                     range: call.range(),
                 })
             }
@@ -163,6 +333,7 @@ impl DimReader<'_, '_, '_> {
                     max: None,
                     bounds_unknown: false,
                     automatic: true,
+                    unbacked: false,
                     range: expr.range(),
                 }),
                 _ => None,
@@ -175,11 +346,14 @@ impl DimReader<'_, '_, '_> {
                         max: None,
                         bounds_unknown: false,
                         automatic: false,
+                        unbacked: false,
                         range: *range,
                     });
                 }
                 self.dim(self.resolve(expr)?, depth + 1)
             }
+            // `TensorSpec([B := ShapeVar("B"), STATIC])`.
+            Expr::Named(named) => self.dim(&named.value, depth + 1),
             // A derived dimension (`2 * batch`): its range follows another's; the interpreter
             // does not reason about it.
             Expr::BinOp(binary) => {
@@ -194,5 +368,16 @@ impl DimReader<'_, '_, '_> {
             }
             _ => None,
         }
+    }
+}
+
+/// The comparison `b op a` for `a op b`.
+fn flipped(op: ast::CmpOp) -> ast::CmpOp {
+    match op {
+        ast::CmpOp::Gt => ast::CmpOp::Lt,
+        ast::CmpOp::GtE => ast::CmpOp::LtE,
+        ast::CmpOp::Lt => ast::CmpOp::Gt,
+        ast::CmpOp::LtE => ast::CmpOp::GtE,
+        other => other,
     }
 }

@@ -1,0 +1,117 @@
+//! PT406 `dimension-made-static`: an operation fixes a dimension declared `Dim.AUTO` or by
+//! `@dynamic_spec` to one size, and export succeeds with a program that accepts only that size.
+
+use crate::diagnostic::Severity;
+use crate::registry::RuleMeta;
+
+pub(crate) const META: RuleMeta = RuleMeta {
+    code: "PT406",
+    name: "dimension-made-static",
+    summary: "A dimension declared `Dim.AUTO` or by `@dynamic_spec` is fixed to one size by the code",
+    severity: Severity::Warning,
+    is_static: true,
+    doc: r#"## What it does
+Finds operations that need a dimension the user declared dynamic to be one size, where the
+declaration does not make export fail but lets it give up the dimension silently:
+
+- `Dim.AUTO` in `dynamic_shapes`: a `view`/`reshape` to literal sizes only, a broadcast against
+  a literal size, a Python loop over the dimension (`range(x.shape[0])`, `for row in x`), a
+  recurrent layer run step by step over it, and, in non-strict export, `int()`, `len()` or a
+  `math` function of the size;
+- a `ShapeVar` of `@dynamic_spec` (`torch.fx.experimental.dynamic_spec`): a `view`/`reshape`
+  to literal sizes only, a broadcast against a literal size.
+
+## Why export fails
+It does not fail, which is the problem. Measured with torch 2.15: `Dim.AUTO` lets the exporter
+choose, and where the code needs one size it chooses a static dimension, with no warning: the
+exported program's `range_constraints` has no entry for it, and it rejects every other size at
+run time. A `ShapeVar`'s range is narrowed to the one size (`VR[8, 8]`). A named `Dim` or
+`Dim.DYNAMIC` fails export at the same line instead (PT401).
+
+## Example
+```python
+dynamic_shapes = {"x": {0: Dim.AUTO}}
+
+def forward(self, x):          # x: (batch, 4)
+    return x.reshape(2, 16)    # batch must be 8: the program is exported for batch 8 only
+```
+
+## Fix
+Take the sizes from the input (`x.reshape(x.shape[0] // 4, -1)`, `-1` for the one inferred)
+and use tensor operations instead of Python loops, so the dimension stays dynamic. If the model
+really takes one size there, declare the dimension static (`None`) so the program says so. No
+automatic fix: either changes what the code means or what the user declared.
+"#,
+};
+
+use crate::registry::Rule;
+use crate::rules::Checker;
+use crate::semantic::value::{DimDecl, SizeOrigin, Value};
+use crate::semantic::{EventKind, ScalarUse};
+
+pub(crate) fn check(checker: &mut Checker) {
+    let strict = checker.strict();
+    for event in &checker.model.events {
+        let text = checker.model.text(event.range);
+        let subject = |dim: &DimDecl| {
+            if dim.unbacked {
+                format!("`{}`, a `ShapeVar` of `@dynamic_spec`,", dim.name)
+            } else {
+                "a dimension declared `Dim.AUTO`".to_owned()
+            }
+        };
+        let (dim, what) = match &event.kind {
+            EventKind::DimFixed { dim, size } => {
+                (dim, format!("needs {} to be {size}", subject(dim)))
+            }
+            EventKind::Scalar {
+                value:
+                    Value::Size {
+                        origin: SizeOrigin::Dynamic { dim, .. },
+                        ..
+                    },
+                usage,
+            } if is_auto(dim) => {
+                let fixes = match usage {
+                    ScalarUse::Range => true,
+                    ScalarUse::Conversion | ScalarUse::Len | ScalarUse::MathCall => !strict,
+                    ScalarUse::ListIndex => false,
+                };
+                if !fixes {
+                    continue;
+                }
+                (dim, format!("needs {} as a Python number", subject(dim)))
+            }
+            EventKind::IterateTensor {
+                size:
+                    Value::Size {
+                        origin: SizeOrigin::Dynamic { dim, .. },
+                        ..
+                    },
+                ..
+            } if is_auto(dim) => (dim, format!("loops in Python over {}", subject(dim))),
+            EventKind::Unrolled { dim, layer } if is_auto(dim) => (
+                dim,
+                format!("runs `nn.{layer}` step by step over {}", subject(dim)),
+            ),
+            _ => continue,
+        };
+        let outcome = if dim.unbacked {
+            "export succeeds with its range narrowed to that one size, so the program accepts no other; take the sizes from the input (`-1`, `x.shape[0]`), or declare the dimension static"
+        } else {
+            "export succeeds with that dimension made static, so the program accepts no other size; take the sizes from the input (`-1`, `x.shape[0]`) and use tensor operations, or declare the dimension static (`None`)"
+        };
+        checker.report(
+            Rule::DimensionMadeStatic,
+            Severity::Warning,
+            event.range,
+            format!("`{text}` {what}: {outcome}"),
+        );
+    }
+}
+
+/// `Dim.AUTO`, which export makes static where the code needs it to be; `Dim.DYNAMIC` fails
+/// instead.
+fn is_auto(dim: &DimDecl) -> bool {
+    dim.automatic && dim.name == "AUTO"
+}
