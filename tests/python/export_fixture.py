@@ -31,6 +31,27 @@ import tempfile
 import traceback
 
 
+def _free_input_dims(program) -> int:
+    """How many dimensions of the exported program's user inputs can still take more than one
+    size: symbolic, with a range wider than one value (`Dim.AUTO` made static, or a `ShapeVar`
+    narrowed to `VR[8, 8]`, is not)."""
+    import torch
+
+    inputs = set(program.graph_signature.user_inputs)
+    free = 0
+    for node in program.graph.nodes:
+        if node.op != "placeholder" or node.name not in inputs:
+            continue
+        for size in getattr(node.meta.get("val"), "shape", ()):
+            # A made-static dimension may still be a SymInt, of a constant expression.
+            if not isinstance(size, torch.SymInt) or not size.node.expr.free_symbols:
+                continue
+            bounds = program.range_constraints.get(size.node.expr)
+            if bounds is None or bounds.lower != bounds.upper:
+                free += 1
+    return free
+
+
 def _frames_in(exc: BaseException, path: str) -> list[int]:
     """Lines of `path` on the failure's user stack, outermost first."""
     lines: list[int] = []
@@ -93,7 +114,7 @@ def run_one(path: str, out: str, override: bool | None) -> None:
             result["strict"] = strict
             result["phase"] = "export"
             try:
-                torch.export.export(
+                program = torch.export.export(
                     mod.model,
                     tuple(mod.example_args),
                     getattr(mod, "example_kwargs", None),
@@ -101,6 +122,7 @@ def run_one(path: str, out: str, override: bool | None) -> None:
                     strict=strict,
                 )
                 result["ok"] = True
+                result["free_dims"] = _free_input_dims(program)
             except Exception as exc:
                 error_type = getattr(exc, "error_type", None)
                 result.update(
