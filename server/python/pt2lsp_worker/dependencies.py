@@ -17,6 +17,8 @@ import re
 import sys
 import sysconfig
 
+from . import preload
+
 # Where nothing a job reads can change without the interpreter or torch changing too.
 _SYSTEM_PREFIXES = ("/proc/", "/sys/", "/dev/")
 _INSTALLED = re.compile(r"[/\\](site|dist)-packages[/\\]")
@@ -42,10 +44,12 @@ class DependencyRecorder:
         self.opened.add(args[0])
 
     def files(self, entry_file: str) -> list[str]:
-        """Absolute paths, sorted, of the regular files the job depended on."""
+        """Absolute paths, sorted, of the regular files the job depended on: with the modules
+        the job imported, those of the libraries the zygote imported for it
+        (`preload.for_this_job`), whose files may change as the job's own do."""
         found = {os.path.abspath(entry_file)}
         for name, module in list(sys.modules.items()):
-            if name in self.preloaded:
+            if name in self.preloaded and name.split(".")[0] not in preload.for_this_job:
                 continue
             path = getattr(module, "__file__", None)
             if isinstance(path, str):

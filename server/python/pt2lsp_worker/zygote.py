@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 
-from . import stalled
+from . import preload, stalled
 from .channel import Channel
 from .job import run_job
 from .protocol import OUTPUT_LIMIT
@@ -57,6 +57,7 @@ class Zygote:
         self.by_id: dict[int, Child] = {}
         self.selector = selectors.DefaultSelector()
         self.pid = os.getpid()
+        self.preloader = preload.Preloader()
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -132,6 +133,8 @@ class Zygote:
         job_dir = os.path.join(self.run_dir, f"job-{job_id}")
         shutil.rmtree(job_dir, ignore_errors=True)
         os.mkdir(job_dir, 0o700)
+        # Imported here, the job's libraries are imported once for every later job.
+        preload.for_this_job = self.preloader.load_for(job["file"], list(job.get("roots") or []))
         result_r, result_w = os.pipe()
         output_r, output_w = os.pipe()
         sys.stdout.flush()

@@ -106,6 +106,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/outputs.py"),
     worker_file!("pt2lsp_worker/passed.py"),
     worker_file!("pt2lsp_worker/patching.py"),
+    worker_file!("pt2lsp_worker/preload.py"),
     worker_file!("pt2lsp_worker/program_info.py"),
     worker_file!("pt2lsp_worker/protocol.py"),
     worker_file!("pt2lsp_worker/shapes.py"),
