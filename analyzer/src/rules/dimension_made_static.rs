@@ -61,7 +61,7 @@ pub(crate) fn check(checker: &mut Checker) {
             }
         };
         let (dim, what) = match &event.kind {
-            EventKind::DimFixed { dim, size } => {
+            EventKind::DimFixed { dim, size } if dim.is_auto() || dim.unbacked => {
                 (dim, format!("needs {} to be {size}", subject(dim)))
             }
             EventKind::Scalar {
@@ -71,7 +71,7 @@ pub(crate) fn check(checker: &mut Checker) {
                         ..
                     },
                 usage,
-            } if is_auto(dim) => {
+            } if dim.is_auto() => {
                 let fixes = match usage {
                     ScalarUse::Range => true,
                     ScalarUse::Conversion | ScalarUse::Len | ScalarUse::MathCall => !strict,
@@ -89,8 +89,8 @@ pub(crate) fn check(checker: &mut Checker) {
                         ..
                     },
                 ..
-            } if is_auto(dim) => (dim, format!("loops in Python over {}", subject(dim))),
-            EventKind::Unrolled { dim, layer } if is_auto(dim) => (
+            } if dim.is_auto() => (dim, format!("loops in Python over {}", subject(dim))),
+            EventKind::Unrolled { dim, layer } if dim.is_auto() => (
                 dim,
                 format!("runs `nn.{layer}` step by step over {}", subject(dim)),
             ),
@@ -108,10 +108,4 @@ pub(crate) fn check(checker: &mut Checker) {
             format!("`{text}` {what}: {outcome}"),
         );
     }
-}
-
-/// `Dim.AUTO`, which export makes static where the code needs it to be; `Dim.DYNAMIC` fails
-/// instead.
-fn is_auto(dim: &DimDecl) -> bool {
-    dim.automatic && dim.name == "AUTO"
 }

@@ -176,10 +176,10 @@ pub(crate) fn check(checker: &mut Checker) {
                         ..
                     },
                 usage: ScalarUse::Range,
-            } if !dim.automatic => (
+            } if fails_on_one_size(dim) => (
                 format!(
                     "`range()` over `{text}`, dynamic dimension `{}`: the loop is unrolled, which fixes the dimension to the example's size; use tensor operations instead",
-                    dim.name
+                    dim.shown()
                 ),
                 static_dim(checker, dim),
             ),
@@ -191,19 +191,19 @@ pub(crate) fn check(checker: &mut Checker) {
                         ..
                     },
                 usage: ScalarUse::Len,
-            } if !dim.automatic && !strict => (
+            } if fails_on_one_size(dim) && !strict => (
                 format!(
                     "`{text}` returns a Python int, which fixes dynamic dimension `{}` to the example's size; use `x.shape[0]`, which stays symbolic",
-                    dim.name
+                    dim.shown()
                 ),
                 static_dim(checker, dim),
             ),
             // Measured: torch 2.15 unrolls `nn.LSTM`/`GRU`/`RNN` over a dynamic sequence, in
             // either mode, and the length becomes the example's.
-            EventKind::Unrolled { dim, layer } if !dim.automatic => (
+            EventKind::Unrolled { dim, layer } if fails_on_one_size(dim) => (
                 format!(
-                    "`{text}` runs `nn.{layer}` step by step over dynamic dimension `{}`, which fixes it to the example's length: export fails with \"Constraints violated ({})\"; export with one sequence length (pad inputs to it), or declare the dimension static",
-                    dim.name, dim.name
+                    "`{text}` runs `nn.{layer}` step by step over dynamic dimension `{}`, which fixes it to the example's length: export fails with \"Constraints violated{}\"; export with one sequence length (pad inputs to it), or declare the dimension static",
+                    dim.shown(), dim.violated_suffix()
                 ),
                 static_dim(checker, dim),
             ),
@@ -225,10 +225,10 @@ pub(crate) fn check(checker: &mut Checker) {
                         ..
                     },
                 usage: ScalarUse::Conversion,
-            } if !dim.automatic && !strict => (
+            } if fails_on_one_size(dim) && !strict => (
                 format!(
                     "`{text}` asks for the value of dynamic dimension `{}`, which fixes it to the example's size; keep the size as it is (`x.shape[0]` stays symbolic without `int()`)",
-                    dim.name
+                    dim.shown()
                 ),
                 static_dim(checker, dim),
             ),
@@ -256,6 +256,16 @@ pub(crate) fn check(checker: &mut Checker) {
                 Some(vec![DimConstraint::Equal {
                     name: right.name.clone(),
                     to: left.name.clone(),
+                }]),
+            ),
+            EventKind::DimFixed { dim, size } if fails_on_one_size(dim) => (
+                format!(
+                    "`{text}` needs dynamic dimension `{}` to be {size}: export fails with \"Constraints violated{}\"; take the sizes from the input (`-1`, `x.shape[0]`), or declare the dimension static",
+                    dim.shown(), dim.violated_suffix()
+                ),
+                Some(vec![DimConstraint::Constant {
+                    name: dim.name.clone(),
+                    value: *size,
                 }]),
             ),
             EventKind::DimSpecialized { dim, size } => (
@@ -363,10 +373,10 @@ pub(crate) fn check(checker: &mut Checker) {
                         ..
                     },
                 ..
-            } if !dim.automatic => (
+            } if fails_on_one_size(dim) => (
                 format!(
                     "Looping over `{text}` unrolls its dynamic dimension `{}` to the example's size; use tensor operations instead",
-                    dim.name
+                    dim.shown()
                 ),
                 static_dim(checker, dim),
             ),
@@ -866,4 +876,11 @@ mod tests {
             "`Dim(\"seq\", min=33)`, under which it never raises"
         );
     }
+}
+
+/// A dimension whose export fails where the code needs it to be one size: a named `Dim` or
+/// `Dim.DYNAMIC` (measured, torch 2.15: "Constraints violated"). `Dim.AUTO` is made static
+/// instead and a `ShapeVar` narrowed (PT406); a derived dimension follows its root.
+fn fails_on_one_size(dim: &DimDecl) -> bool {
+    !dim.unbacked && (!dim.automatic || dim.is_dynamic_hint())
 }

@@ -130,6 +130,37 @@ pub(crate) struct DimDecl {
 }
 
 impl DimDecl {
+    /// `Dim.AUTO`: export makes it static where the code needs one size, with no error.
+    pub(crate) fn is_auto(&self) -> bool {
+        self.automatic && self.name == "AUTO"
+    }
+
+    /// The dimension as messages name it: the `Dim`'s name, or `Dim.DYNAMIC`, which has none.
+    pub(crate) fn shown(&self) -> &str {
+        if self.is_dynamic_hint() {
+            "Dim.DYNAMIC"
+        } else {
+            &self.name
+        }
+    }
+
+    /// What follows "Constraints violated" in torch's error: ` (batch)` for a named `Dim`; for
+    /// `Dim.DYNAMIC` torch names the input's source (`L['x'].size()[0]`), which the static pass
+    /// does not spell.
+    pub(crate) fn violated_suffix(&self) -> String {
+        if self.is_dynamic_hint() {
+            String::new()
+        } else {
+            format!(" ({})", self.name)
+        }
+    }
+
+    /// `Dim.DYNAMIC`: export refines its range, and fails where the code needs one size, as
+    /// for a named `Dim` (measured, torch 2.15).
+    pub(crate) fn is_dynamic_hint(&self) -> bool {
+        self.automatic && self.name == "DYNAMIC"
+    }
+
     /// The least size the exporter allows: a backed dimension is at least 2 (0 and 1 are
     /// specialised), an unbacked one its declared `min`, else 0.
     pub(crate) fn low(&self) -> i64 {

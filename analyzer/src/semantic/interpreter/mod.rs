@@ -1006,10 +1006,7 @@ fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<EventKind> {
         return None;
     };
     let dim = size.sym()?.as_dim()?;
-    // `Dim.AUTO` and `ShapeVar` dimensions are not guarded but fixed, and only by literal
-    // sizes alone; `Dim.DYNAMIC` is left alone.
-    let fixable = is_fixed_silently(dim);
-    if dim.automatic && !fixable {
+    if dim.automatic && !dim.is_auto() && !dim.is_dynamic_hint() {
         return None;
     }
     let mut coefficient: i64 = 1;
@@ -1035,15 +1032,21 @@ fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<EventKind> {
         .iter()
         .filter(|size| **size > 0)
         .try_fold(1_i64, |product, size| product.checked_mul(*size))?;
-    if fixable {
-        return (inferred == 0 && fixed % coefficient == 0).then(|| EventKind::DimFixed {
+    // Literal sizes alone fix the element count, so the dimension must be one size.
+    if inferred == 0 {
+        return (fixed % coefficient == 0).then(|| EventKind::DimFixed {
             dim: dim.clone(),
             size: fixed / coefficient,
         });
     }
-    if inferred == 0 || coefficient % fixed != 0 {
+    // `Dim.AUTO`, `Dim.DYNAMIC` and `ShapeVar` dimensions get a divisibility refined or
+    // checked at run time, not a failure.
+    if dim.automatic || dim.unbacked {
+        return None;
+    }
+    if coefficient % fixed != 0 {
         let multiple = fixed / gcd(coefficient, fixed);
-        return (multiple > 1 || inferred == 0).then(|| EventKind::ReshapeGuard {
+        return (multiple > 1).then(|| EventKind::ReshapeGuard {
             dim: dim.clone(),
             multiple,
         });
@@ -1051,10 +1054,10 @@ fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<EventKind> {
     None
 }
 
-/// A dimension that export fixes to one size without an error where it must be one: declared
-/// `Dim.AUTO` (made static) or by `@dynamic_spec` (an unbacked size, its range narrowed).
-pub(super) fn is_fixed_silently(dim: &DimDecl) -> bool {
-    (dim.automatic && dim.name == "AUTO") || dim.unbacked
+/// A dimension that a broadcast against a literal size fixes with no relation to report:
+/// `Dim.AUTO` (made static), a `ShapeVar` (its range narrowed) or `Dim.DYNAMIC` (a failure).
+fn fixed_by_literal(dim: &DimDecl) -> bool {
+    dim.is_auto() || dim.is_dynamic_hint() || dim.unbacked
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -1208,8 +1211,8 @@ fn forced_events(forced: Vec<(SymSize, SymSize)>, by: &Forcing) -> Vec<EventKind
     for (left, right) in forced {
         // One of those dimensions against a literal size: fixed to it, with no error.
         let fixed = match (left.as_dim(), right.as_dim()) {
-            (Some(dim), _) if is_fixed_silently(dim) => right.as_constant().map(|size| (dim, size)),
-            (_, Some(dim)) if is_fixed_silently(dim) => left.as_constant().map(|size| (dim, size)),
+            (Some(dim), _) if fixed_by_literal(dim) => right.as_constant().map(|size| (dim, size)),
+            (_, Some(dim)) if fixed_by_literal(dim) => left.as_constant().map(|size| (dim, size)),
             _ => None,
         };
         if let Some((dim, size)) = fixed {
