@@ -203,7 +203,8 @@ pub(crate) fn check(checker: &mut Checker) {
             EventKind::Unrolled { dim, layer } if fails_on_one_size(dim) => (
                 format!(
                     "`{text}` runs `nn.{layer}` step by step over dynamic dimension `{}`, which fixes it to the example's length: export fails with \"Constraints violated{}\"; export with one sequence length (pad inputs to it), or declare the dimension static",
-                    dim.shown(), dim.violated_suffix()
+                    dim.shown(),
+                    dim.violated_suffix()
                 ),
                 static_dim(checker, dim),
             ),
@@ -261,7 +262,8 @@ pub(crate) fn check(checker: &mut Checker) {
             EventKind::DimFixed { dim, size } if fails_on_one_size(dim) => (
                 format!(
                     "`{text}` needs dynamic dimension `{}` to be {size}: export fails with \"Constraints violated{}\"; take the sizes from the input (`-1`, `x.shape[0]`), or declare the dimension static",
-                    dim.shown(), dim.violated_suffix()
+                    dim.shown(),
+                    dim.violated_suffix()
                 ),
                 Some(vec![DimConstraint::Constant {
                     name: dim.name.clone(),
@@ -807,6 +809,13 @@ fn multiple_of(checker: &Checker, dim: &DimDecl, multiple: i64) -> Option<Vec<Di
     ])
 }
 
+/// A dimension whose export fails where the code needs it to be one size: a named `Dim` or
+/// `Dim.DYNAMIC` (measured, torch 2.15: "Constraints violated"). `Dim.AUTO` is made static
+/// instead and a `ShapeVar` narrowed (PT406); a derived dimension follows its root.
+fn fails_on_one_size(dim: &DimDecl) -> bool {
+    !dim.unbacked && (!dim.automatic || dim.is_dynamic_hint())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -876,11 +885,4 @@ mod tests {
             "`Dim(\"seq\", min=33)`, under which it never raises"
         );
     }
-}
-
-/// A dimension whose export fails where the code needs it to be one size: a named `Dim` or
-/// `Dim.DYNAMIC` (measured, torch 2.15: "Constraints violated"). `Dim.AUTO` is made static
-/// instead and a `ShapeVar` narrowed (PT406); a derived dimension follows its root.
-fn fails_on_one_size(dim: &DimDecl) -> bool {
-    !dim.unbacked && (!dim.automatic || dim.is_dynamic_hint())
 }
