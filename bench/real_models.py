@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Real models from torchvision, timm and transformers, traced in one `pt2lsp check --trace` run.
 
-Issue 19's benchmark: at least 30 real models (small configs, no weights; a third or more
-failing, some with dynamic dims), each an entry file in the ExportDB convention in one project,
+Issue 19's benchmark, grown to issue 28's 60 real models (small configs, no weights; a third or
+more failing, some with dynamic dims), each an entry file in the ExportDB convention in one project,
 checked by one `pt2lsp check --trace --format json` run. It reports the wall time, each model's
 outcome, where each failure landed (file:line, and the related locations that lead into the
 library), and which models hit the tracer's timeout (PT502).
@@ -128,6 +128,11 @@ example_args = (torch.randn(1, 3, 128, 128), torch.randn(1, 3, 128, 128))
         TV,
         tv("inception_v3", shape="1, 3, 299, 299", dynamic=True, extra=", init_weights=False"),
     ),
+    "tv_mobilenet_v2": (TV, tv("mobilenet_v2", dynamic=True)),
+    "tv_googlenet": (TV, tv("googlenet", extra=", init_weights=False")),
+    "tv_mnasnet": (TV, tv("mnasnet0_5", dynamic=True)),
+    "tv_alexnet": (TV, tv("alexnet", shape="2, 3, 96, 96")),
+    "tv_vgg11": (TV, tv("vgg11", dynamic=True)),
     "timm_resnet18": (TIMM, timm_model("resnet18", shape="2, 3, 64, 64", dynamic='{0: Dim("batch")}')),
     "timm_efficientnet_b0": (TIMM, timm_model("efficientnet_b0", shape="2, 3, 64, 64", dynamic='{0: Dim("batch")}')),
     "timm_convnext_atto": (TIMM, timm_model("convnext_atto", shape="2, 3, 64, 64")),
@@ -151,7 +156,21 @@ example_args = (torch.randn(1, 3, 128, 128), torch.randn(1, 3, 128, 128))
         TIMM,
         timm_model("swin_tiny_patch4_window7_224", dynamic='{2: Dim("height", min=64, max=448)}'),
     ),
+    "timm_mobilenetv3_small": (
+        TIMM,
+        timm_model("mobilenetv3_small_050", shape="2, 3, 64, 64", dynamic='{0: Dim("batch")}'),
+    ),
+    "timm_regnetx_002": (TIMM, timm_model("regnetx_002", shape="2, 3, 64, 64")),
+    "timm_ghostnet": (TIMM, timm_model("ghostnet_100", shape="2, 3, 64, 64", dynamic='{0: Dim("batch")}')),
+    "timm_lcnet": (TIMM, timm_model("lcnet_050", shape="2, 3, 64, 64")),
+    "timm_repvgg_a0": (TIMM, timm_model("repvgg_a0", shape="2, 3, 64, 64", dynamic='{0: Dim("batch")}')),
     "hf_llama": (HF, hf_causal("LlamaConfig", "LlamaForCausalLM", SMALL_LM)),
+    "hf_phi3": (HF, hf_causal("Phi3Config", "Phi3ForCausalLM", SMALL_LM + ", pad_token_id=0")),
+    "hf_gemma": (HF, hf_causal("GemmaConfig", "GemmaForCausalLM", SMALL_LM + ", pad_token_id=0")),
+    "hf_qwen3": (HF, hf_causal("Qwen3Config", "Qwen3ForCausalLM", SMALL_LM)),
+    "hf_olmo": (HF, hf_causal("OlmoConfig", "OlmoForCausalLM", SMALL_LM + ", pad_token_id=0")),
+    "hf_granite": (HF, hf_causal("GraniteConfig", "GraniteForCausalLM", SMALL_LM + ", pad_token_id=0")),
+    "hf_stablelm": (HF, hf_causal("StableLmConfig", "StableLmForCausalLM", SMALL_LM + ", pad_token_id=0")),
     "hf_mistral": (HF, hf_causal("MistralConfig", "MistralForCausalLM", SMALL_LM)),
     "hf_qwen2": (HF, hf_causal("Qwen2Config", "Qwen2ForCausalLM", SMALL_LM)),
     "hf_mixtral": (HF, hf_causal("MixtralConfig", "MixtralForCausalLM", SMALL_MOE)),

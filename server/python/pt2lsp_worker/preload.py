@@ -14,7 +14,8 @@ no thread, opens no device and holds no lock (measured for transformers 5.23, ti
 torchvision 0.29 with a model class read from each: the process keeps the threads it had after
 importing torch). Any other library is imported by the job, as before.
 Workspace modules are never preloaded: the zygote lives as long as the editor, and a job must
-see the user's edits.
+see the user's edits. `PT2LSP_NO_PRELOAD=1` in the environment turns preloading off (a library
+that misbehaves once forked, or a measurement of what preloading saves).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class Preloader:
     def load_for(self, entry_file: str, roots: list[str]) -> frozenset[str]:
         """Imports what the job's files import from the fork-safe libraries; returns those
         libraries (the top-level names) that are loaded."""
+        if os.environ.get("PT2LSP_NO_PRELOAD"):
+            return frozenset()
         wanted = library_imports(entry_file, roots)
         for name, attributes in wanted.items():
             key = name + ":" + ",".join(sorted(attributes))
@@ -94,10 +97,14 @@ def library_imports(entry_file: str, roots: list[str]) -> dict[str, set[str]]:
                 tree = ast.parse(f.read(), path)
         except (OSError, SyntaxError, ValueError):
             continue
+        # `import transformers` then `transformers.BertModel`: the names read on a library
+        # module count as names imported from it.
+        aliases: dict[str, str] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    _note(alias.name, set(), path, roots, wanted, queue)
+                    if _note(alias.name, set(), path, roots, wanted, queue):
+                        aliases[alias.asname or alias.name] = alias.name
             elif isinstance(node, ast.ImportFrom):
                 names = {alias.name for alias in node.names if alias.name != "*"}
                 if node.level:
@@ -106,18 +113,25 @@ def library_imports(entry_file: str, roots: list[str]) -> dict[str, set[str]]:
                     queue.extend(_module_files(module, names))
                 elif node.module:
                     _note(node.module, names, path, roots, wanted, queue)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                wanted[aliases[node.value.id]].add(node.attr)
     return wanted
 
 
-def _note(module: str, names: set[str], path: str, roots: list[str], wanted, queue) -> None:
+def _note(module: str, names: set[str], path: str, roots: list[str], wanted, queue) -> bool:
+    """Files the workspace module `module` stands for go on the queue; a fork-safe library is
+    noted with the names imported from it (and True returned)."""
     top = module.split(".")[0]
     for root in [os.path.dirname(path), *roots]:
         found = _module_files(os.path.join(root, *module.split(".")), names)
         if found or os.path.exists(os.path.join(root, top)) or os.path.exists(os.path.join(root, top + ".py")):
             queue.extend(found)
-            return
-    if top in FORK_SAFE:
-        wanted.setdefault(module, set()).update(names)
+            return False
+    if top not in FORK_SAFE:
+        return False
+    wanted.setdefault(module, set()).update(names)
+    return True
 
 
 def _relative_base(path: str, level: int) -> str:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 
-from pt2lsp_worker.preload import library_imports
+from pt2lsp_worker.preload import Preloader, library_imports
 
 WORKER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,7 +22,10 @@ def test_the_libraries_a_job_imports_through_its_package_are_found(tmp_path):
     (tmp_path / "zoo" / "layers.py").write_text("from timm.layers import DropPath\nimport numpy\n")
     (tmp_path / "scripts").mkdir()
     entry = tmp_path / "scripts" / "export.py"
-    entry.write_text("import os\nfrom transformers import BertConfig, BertModel\nfrom zoo import Net\n")
+    entry.write_text(
+        "import os\nimport transformers as tf\nfrom transformers import BertConfig\nfrom zoo import Net\n"
+        "model = tf.BertModel(BertConfig())\nos.path.join\n"
+    )
     found = library_imports(str(entry), [str(tmp_path)])
     assert found == {
         "transformers": {"BertConfig", "BertModel"},
@@ -72,3 +75,12 @@ def test_preloaded_library_modules_are_dependencies_of_the_jobs_that_import_them
     library = str(site / "timm" / "__init__.py")
     assert found[str(entry)] == sorted([str(entry), library])
     assert found[str(other)] == [str(other)]
+
+
+def test_preloading_is_off_when_the_environment_says_so(tmp_path, monkeypatch):
+    entry = tmp_path / "entry.py"
+    entry.write_text("import timm\n")
+    monkeypatch.setenv("PT2LSP_NO_PRELOAD", "1")
+    preloader = Preloader()
+    assert preloader.load_for(str(entry), [str(tmp_path)]) == frozenset()
+    assert preloader.attempted == set()
