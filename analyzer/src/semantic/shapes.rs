@@ -140,14 +140,24 @@ pub(crate) struct ShapesSpec {
     dim_examples: FxHashMap<String, Option<i64>>,
     pub(crate) problems: Vec<SpecProblem>,
     pub(crate) example_problems: Vec<ExampleProblem>,
+    /// The spec is written but the analysis cannot read it (a name imported from elsewhere, a
+    /// function's result): any input may have dynamic dimensions.
+    unreadable: bool,
+    /// Inputs whose entry the analysis cannot read, by name and by position: their dimensions
+    /// may be dynamic or static.
+    unreadable_inputs: Vec<(Option<String>, Option<usize>)>,
 }
 
 impl ShapesSpec {
+    /// Whether a dimension may be dynamic: one is declared, or some entry cannot be read.
     pub(crate) fn has_dynamic_dims(&self) -> bool {
-        self.by_name
-            .values()
-            .chain(self.by_position.iter())
-            .any(|dims| dims.is_dynamic())
+        self.unreadable
+            || !self.unreadable_inputs.is_empty()
+            || self
+                .by_name
+                .values()
+                .chain(self.by_position.iter())
+                .any(|dims| dims.is_dynamic())
     }
 
     /// The size the example inputs give dimension `dim`, when they spell it as a literal.
@@ -262,9 +272,21 @@ impl ShapesSpec {
         });
     }
 
-    /// The dimensions of `forward`'s parameter `name` at `position` (after `self`).
-    pub(crate) fn dims_for(&self, name: &str, position: usize) -> Rc<TensorDims> {
+    /// The dimensions of `forward`'s parameter `name` at `position` (after `self`); `None` when
+    /// its entry cannot be read, so that nothing takes them for static.
+    pub(crate) fn dims_for(&self, name: &str, position: usize) -> Option<Rc<TensorDims>> {
         let index = self.input_index(name, position);
+        let unreadable = self.unreadable
+            || self
+                .unreadable_inputs
+                .iter()
+                .any(|(unread_name, unread_index)| {
+                    unread_name.as_deref() == Some(name)
+                        || (unread_index.is_some() && *unread_index == index)
+                });
+        if unreadable {
+            return None;
+        }
         let example = self.example_tensor(index);
         let declared = self
             .by_name
@@ -281,12 +303,12 @@ impl ShapesSpec {
             }
         }
         sizes.sort_by_key(|(index, _)| *index);
-        Rc::new(TensorDims {
+        Some(Rc::new(TensorDims {
             rank: declared
                 .and_then(|dims| dims.rank)
                 .or_else(|| example.and_then(|example| example.rank)),
             sizes,
-        })
+        }))
     }
 }
 
@@ -1057,6 +1079,18 @@ pub(crate) fn collect<'a>(
     // The decorator's names are the names of the file that defines the class.
     let foreign_names;
     let foreign_gathered;
+    // Written, but bound to nothing the file shows (imported, a function's result).
+    if written_spec.is_some_and(|written| resolve(written).is_none()) {
+        return (
+            entry,
+            Some(ShapesSpec {
+                inputs,
+                problems,
+                unreadable: true,
+                ..ShapesSpec::default()
+            }),
+        );
+    }
     let (names, spec_gathered, spec_expr): (&dyn Resolve, &Gathered, Option<&Expr>) =
         match (written_spec.and_then(resolve), &declared) {
             (Some(written), _) => (model, &gathered, Some(written)),
@@ -1140,10 +1174,12 @@ pub(crate) fn collect<'a>(
                 }
             }
             for item in &dict.items {
-                let Some(key) = &item.key else { continue };
-                let Some(name) = names::string_literal(key) else {
+                // `**base`, a key held in a variable: entries the analysis cannot list.
+                let Some(name) = item.key.as_ref().and_then(names::string_literal) else {
+                    spec.unreadable = true;
                     continue;
                 };
+                let key = item.key.as_ref().expect("a string key");
                 // `ParamsSpec`'s slots for `*args` and `**kwargs`.
                 if name.starts_with('*') {
                     continue;
@@ -1180,7 +1216,13 @@ pub(crate) fn collect<'a>(
                     None => unknown_forward_index(name, &keys, args, kwargs.as_deref()),
                 };
                 let rank = rank_of(&spec, index);
-                let dims = reader.tensor_dims(&item.value, rank, name, &mut spec.problems);
+                let mut unknown = false;
+                let dims =
+                    reader.tensor_dims(&item.value, rank, name, &mut spec.problems, &mut unknown);
+                if unknown {
+                    spec.unreadable_inputs.push((Some(name.to_owned()), index));
+                    continue;
+                }
                 spec.note_examples(index, &dims, name);
                 spec.by_name.insert(name.to_owned(), Rc::new(dims));
             }
@@ -1217,7 +1259,15 @@ pub(crate) fn collect<'a>(
                             .and_then(|p| p.names.get(position).cloned())
                     })
                     .unwrap_or_else(|| format!("input {position}"));
-                let dims = reader.tensor_dims(element, rank, &label, &mut spec.problems);
+                let mut unknown = false;
+                let dims =
+                    reader.tensor_dims(element, rank, &label, &mut spec.problems, &mut unknown);
+                if unknown {
+                    let name = spec.inputs.get(position).and_then(|i| i.name.clone());
+                    spec.unreadable_inputs.push((name, Some(position)));
+                    spec.by_position.push(Rc::new(TensorDims::default()));
+                    continue;
+                }
                 spec.note_examples(Some(position), &dims, &label);
                 if let Some(name) = spec.inputs.get(position).and_then(|i| i.name.clone()) {
                     spec.by_name.insert(name, Rc::new(dims.clone()));
@@ -1225,7 +1275,10 @@ pub(crate) fn collect<'a>(
                 spec.by_position.push(Rc::new(dims));
             }
         }
-        _ => {}
+        // `None`: every input static.
+        Expr::NoneLiteral(_) => {}
+        // A call, a comprehension: what it declares is not known.
+        _ => spec.unreadable = true,
     }
     (entry, Some(spec))
 }

@@ -317,8 +317,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 let value = if position == 0 {
                     Value::Module(Some(class))
                 } else {
-                    let dims = spec
-                        .map(|spec| spec.dims_for(parameter.parameter.name.as_str(), position - 1));
+                    let dims = spec.and_then(|spec| {
+                        spec.dims_for(parameter.parameter.name.as_str(), position - 1)
+                    });
                     let role = match entry {
                         Some(entry) => entry.role(parameter.parameter.name.as_str(), position - 1),
                         None if position == 1 => ParameterRole::Input,

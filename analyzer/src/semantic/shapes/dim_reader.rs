@@ -134,12 +134,15 @@ impl<'a> DimReader<'_, '_, 'a> {
     }
 
     /// One parameter's entry: `{0: batch}`, `(batch, None)`, or `None`.
+    /// One parameter's entry; `unknown` is set when some of it cannot be read (a `Dim` imported
+    /// from elsewhere, a function's result), so that its dimensions are not taken for static.
     pub(super) fn tensor_dims(
         &self,
         expr: &Expr,
         rank: Option<usize>,
         label: &str,
         problems: &mut Vec<SpecProblem>,
+        unknown: &mut bool,
     ) -> TensorDims {
         let mut dims = TensorDims {
             rank,
@@ -148,10 +151,11 @@ impl<'a> DimReader<'_, '_, 'a> {
         match expr {
             Expr::Dict(dict) => {
                 for item in &dict.items {
-                    let Some(key) = &item.key else { continue };
-                    let Some(index) = names::int_literal(key) else {
+                    let Some(index) = item.key.as_ref().and_then(names::int_literal) else {
+                        *unknown = true;
                         continue;
                     };
+                    let key = item.key.as_ref().expect("an integer key");
                     let index = if index < 0 {
                         rank.map_or(-1, |rank| rank as i64 + index)
                     } else {
@@ -175,6 +179,8 @@ impl<'a> DimReader<'_, '_, 'a> {
                     if let Some(dim) = self.dim(&item.value, 0) {
                         dims.sizes
                             .push((index, DimSize::Sym(SymSize::dim(Rc::new(dim)))));
+                    } else if !self.is_static(&item.value, 0) {
+                        *unknown = true;
                     }
                 }
             }
@@ -194,16 +200,18 @@ impl<'a> DimReader<'_, '_, 'a> {
                     if let Some(dim) = self.dim(element, 0) {
                         dims.sizes
                             .push((index, DimSize::Sym(SymSize::dim(Rc::new(dim)))));
+                    } else if !self.is_static(element, 0) {
+                        *unknown = true;
                     }
                 }
             }
-            Expr::Name(_) => {
-                if let Some(resolved) = self.resolve(expr) {
-                    if !matches!(resolved, Expr::Name(_)) {
-                        return self.tensor_dims(resolved, rank, label, problems);
-                    }
+            Expr::Name(_) => match self.resolve(expr) {
+                Some(resolved) if !matches!(resolved, Expr::Name(_)) => {
+                    return self.tensor_dims(resolved, rank, label, problems, unknown);
                 }
-            }
+                _ => *unknown = !self.is_static(expr, 0),
+            },
+            Expr::NoneLiteral(_) => {}
             // `TensorSpec([B, STATIC])`: one entry per dimension, as a list.
             Expr::Call(_) => {
                 if let Some(("TensorSpec", call)) = self
@@ -217,13 +225,39 @@ impl<'a> DimReader<'_, '_, 'a> {
                         .first()
                         .or_else(|| Some(&call.arguments.find_keyword("dims")?.value));
                     if let Some(listed) = listed {
-                        return self.tensor_dims(listed, rank, label, problems);
+                        return self.tensor_dims(listed, rank, label, problems, unknown);
                     }
                 }
+                *unknown = true;
             }
-            _ => {}
+            _ => *unknown = true,
         }
         dims
+    }
+
+    /// An entry that says "static": `None`, a number, `STATIC` of `@dynamic_spec`,
+    /// `Dim.STATIC`, or a name bound to one.
+    fn is_static(&self, expr: &Expr, depth: usize) -> bool {
+        if depth > 8 {
+            return false;
+        }
+        match expr {
+            Expr::NoneLiteral(_) => true,
+            _ if names::int_literal(expr).is_some() => true,
+            Expr::Name(_) | Expr::Attribute(_) => {
+                let qualified = self.names.qualified(expr);
+                if qualified
+                    .as_deref()
+                    .is_some_and(|q| spec_item(q) == Some("STATIC") || q.ends_with("Dim.STATIC"))
+                {
+                    return true;
+                }
+                self.resolve(expr)
+                    .filter(|resolved| !std::ptr::eq(*resolved, expr))
+                    .is_some_and(|resolved| self.is_static(resolved, depth + 1))
+            }
+            _ => false,
+        }
     }
 
     fn resolve<'e>(&self, expr: &'e Expr) -> Option<&'e Expr>
