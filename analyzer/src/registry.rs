@@ -16,6 +16,7 @@ pub enum Rule {
     DataDependentShape,
     TensorToNumpy,
     UntraceableCall,
+    CompiledModuleExport,
     ExplicitGraphBreak,
     MissingFakeKernel,
     MismatchedFakeKernel,
@@ -29,6 +30,8 @@ pub enum Rule {
     WorkerCrash,
     EntrypointError,
     BakedInValue,
+    TensorDataAttribute,
+    GradientTransform,
 }
 
 /// What the table says of one rule.
@@ -56,6 +59,7 @@ impl Rule {
         Rule::DataDependentShape,
         Rule::TensorToNumpy,
         Rule::UntraceableCall,
+        Rule::CompiledModuleExport,
         Rule::ExplicitGraphBreak,
         Rule::MissingFakeKernel,
         Rule::MismatchedFakeKernel,
@@ -69,6 +73,8 @@ impl Rule {
         Rule::WorkerCrash,
         Rule::EntrypointError,
         Rule::BakedInValue,
+        Rule::TensorDataAttribute,
+        Rule::GradientTransform,
     ];
 
     pub fn meta(self) -> &'static RuleMeta {
@@ -80,6 +86,7 @@ impl Rule {
             Rule::DataDependentShape => &rules::data_dependent_shape::META,
             Rule::TensorToNumpy => &rules::tensor_to_numpy::META,
             Rule::UntraceableCall => &rules::untraceable_call::META,
+            Rule::CompiledModuleExport => &rules::compiled_module_export::META,
             Rule::ExplicitGraphBreak => &rules::explicit_graph_break::META,
             Rule::MissingFakeKernel => &rules::missing_fake_kernel::META,
             Rule::MismatchedFakeKernel => &rules::mismatched_fake_kernel::META,
@@ -93,6 +100,8 @@ impl Rule {
             Rule::WorkerCrash => &rules::worker_crash::META,
             Rule::EntrypointError => &rules::entrypoint_error::META,
             Rule::BakedInValue => &rules::baked_in_value::META,
+            Rule::TensorDataAttribute => &rules::tensor_data_attribute::META,
+            Rule::GradientTransform => &rules::gradient_transform::META,
         }
     }
 

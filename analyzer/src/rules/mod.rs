@@ -5,6 +5,7 @@
 //! file is parsed and interpreted once however many rules run.
 
 pub(crate) mod baked_in_value;
+pub(crate) mod compiled_module_export;
 pub(crate) mod data_dependent_branch;
 pub(crate) mod data_dependent_scalar;
 pub(crate) mod data_dependent_shape;
@@ -13,12 +14,14 @@ pub(crate) mod dynamic_dim_guard;
 pub(crate) mod entrypoint_error;
 pub(crate) mod explicit_graph_break;
 pub(crate) mod export_failed;
+pub(crate) mod gradient_transform;
 pub(crate) mod invalid_dynamic_shapes;
 pub(crate) mod mismatched_fake_kernel;
 pub(crate) mod missing_fake_kernel;
 pub(crate) mod shape_specialization;
 pub(crate) mod specializing_example_size;
 pub(crate) mod syntax_error;
+pub(crate) mod tensor_data_attribute;
 pub(crate) mod tensor_to_numpy;
 pub(crate) mod unregistered_input_type;
 pub(crate) mod untraceable_call;
@@ -125,6 +128,7 @@ pub(crate) fn run_all<'a>(
     data_dependent_shape::check(&mut checker);
     tensor_to_numpy::check(&mut checker);
     untraceable_call::check(&mut checker);
+    compiled_module_export::check(&mut checker);
     explicit_graph_break::check(&mut checker);
     missing_fake_kernel::check(&mut checker);
     dynamic_dim_guard::check(&mut checker);
@@ -134,5 +138,7 @@ pub(crate) fn run_all<'a>(
     dimension_made_static::check(&mut checker);
     unregistered_input_type::check(&mut checker);
     baked_in_value::check(&mut checker);
+    tensor_data_attribute::check(&mut checker);
+    gradient_transform::check(&mut checker);
     checker.diagnostics
 }

@@ -183,6 +183,13 @@ pub(crate) enum EventKind {
         before: Rc<[String]>,
         after: Vec<Option<Rc<[String]>>>,
     },
+    /// `<tensor>.data` in traced code: read (`self.weight.data`, `x.data.add_(…)`), or
+    /// assigned (`self.<attribute>.data = …`, `assigned`). Export traces it as a tensor of the
+    /// trace that it keeps as a constant of the program (measured, torch 2.15).
+    DataAttribute { tensor: String, assigned: bool },
+    /// A `torch.func` transform that differentiates (`grad`, `jacrev`, …) called in traced
+    /// code: export lifts the input it differentiates as a constant of the trace.
+    GradientTransform { transform: String },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -3,6 +3,9 @@ on the user's line (or on the entrypoint's spec or examples when the failure is 
 
 from __future__ import annotations
 
+import linecache
+
+from .compiled import compiled_binding, compiled_wrapper
 from .constraints import parse_constraint_violation
 from .data_dependent import data_dependent_code, data_dependent_message
 from .entrypoint import Target
@@ -19,6 +22,8 @@ from .exceptions import exception_chain, is_kind, qualified_name
 from .fake_kernels import missing_fake_kernel
 from .findings import Finding, Location, located
 from .graph_breaks import graph_break_code, unsupported_message
+from .hooks import global_hooks, skipped_module_forward
+from .leaked_constants import refused_leak
 from .locations import exception_location, library_frames, user_stack_in_message
 from .pytree_types import unregistered_finding, unregistered_type
 from .spec import blamed_spec_keys, keys_past_rank, place_on_spec, raised_in_dynamic_shapes
@@ -43,7 +48,9 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
     if guard is not None:
         graph_text = str(getattr(guard, "partial_fx_graph", "") or "")
         code = data_dependent_code(guard, chain, workspace, graph_text)
-        return finding(code, data_dependent_message(guard, code, graph_text, workspace), collectable=True)
+        line = linecache.getline(location.file, location.line) if location and location.line else None
+        message = data_dependent_message(guard, code, graph_text, workspace, source_line=line)
+        return finding(code, message, collectable=True)
     if user_error is not None and error_type == "CONSTRAINT_VIOLATION":
         message, fixes, dims = parse_constraint_violation(str(user_error))
         specialized = example_size_specializations(str(user_error))
@@ -65,6 +72,16 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
             violation=str(user_error),
             fixes=fixes,
         )
+    if user_error is not None and error_type == "INVALID_INPUT" and compiled_wrapper(target.model):
+        # torch names the wrapper's `args`, never `torch.compile`: the cause is the module given.
+        out = finding(
+            "PT204",
+            "the module exported is a `torch.compile` wrapper, whose `forward` is `(*args, **kwargs)`: "
+            f"{trim(str(user_error))} Export the module itself, before `torch.compile` (or `model._orig_mod`)",
+            None,
+        )
+        out.place(compiled_binding(target, workspace))
+        return out
     if user_error is not None and error_type == "INVALID_INPUT":
         out = finding("PT403", trim(str(user_error)), None)
         place_on_spec(out, target, blamed_spec_keys(str(user_error)))
@@ -92,6 +109,18 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
             op=fake,
         )
     if unsupported is not None:
+        hooks = global_hooks(workspace.contains) if skipped_module_forward(messages) else []
+        if hooks:
+            # torch stops in its own wrapper of the module: the user's cause is the global hook.
+            hook = hooks[0]
+            return finding(
+                "PT202",
+                f"strict export cannot trace the {hook.kind} `{hook.name}` (registered with "
+                "`torch.nn.modules.module.register_module_forward_hook` or its pre-hook kin): it stops in torch's "
+                "wrapper of the exported module. Register it on the model instead (`model.register_forward_hook`), "
+                "which export traces, or export non-strict: " + unsupported_message(unsupported),
+                hook.place,
+            )
         return finding(graph_break_code(unsupported), unsupported_message(unsupported))
     if any(is_kind(e, "DataDependentOutputException") for e in chain):
         op = first_lines(str(exc), 1)
@@ -112,6 +141,10 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
             "a tensor's values are used where torch needs Python numbers (a size), which export does not have "
             "while tracing: " + first_lines(messages, 1),
         )
+    leak = refused_leak(chain, workspace)
+    if leak is not None:
+        leak.exception = qualified_name(exc)
+        return leak
     unflattened = unregistered_type(messages)
     if unflattened is not None:
         side, name = unflattened

@@ -7,6 +7,7 @@ import os
 import re
 import traceback
 
+from .guard_forms import condition_of, failing_code, friendly_forms, suggests_friendly_apis
 from .text import first_lines
 from .workspace import Workspace
 
@@ -137,11 +138,25 @@ def _named_symbols(symbols: list[str], graph_text: str, workspace: Workspace | N
     return f", where {'; '.join(said)}" if said else ""
 
 
-def data_dependent_message(guard: BaseException, code: str, graph_text: str = "", workspace: Workspace | None = None) -> str:
+def data_dependent_message(
+    guard: BaseException,
+    code: str,
+    graph_text: str = "",
+    workspace: Workspace | None = None,
+    source_line: str | None = None,
+) -> str:
+    """torch's guard in a sentence, its symbols named, the rule's hint, and, where torch suggests
+    its data-dependent friendly APIs for a number or a size (PT102, PT103), those forms written
+    with the user's condition (from the partial graph, else `source_line`, the user's line)."""
     head = first_lines(str(guard), 1).split(" (unhinted:")[0]
     head = re.sub(r"\s*\(Size-like symbols: [^)]*\)", "", head).strip().rstrip(".")
     symbols = sorted(set(re.findall(r"\b(?:zuf|zf|u)\d+\b", head)))
-    return f"{head}{_named_symbols(symbols, graph_text, workspace)}: {HINTS[code]}"
+    message = f"{head}{_named_symbols(symbols, graph_text, workspace)}: {HINTS[code]}"
+    if code in ("PT102", "PT103") and suggests_friendly_apis(str(guard)):
+        condition = condition_of(failing_code(graph_text) or source_line)
+        if condition is not None:
+            message += "; " + friendly_forms(condition)
+    return message
 
 
 def draft_data_dependent_code(data, program, filenames) -> str:

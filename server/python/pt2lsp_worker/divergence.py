@@ -20,6 +20,7 @@ from collections.abc import Callable
 from .budget import DIVERGENCE_BUDGET_SECONDS, time_budget
 from .entrypoint import Target
 from .findings import Finding, Location, Related, binding_finding, located
+from .hooks import module_hooks
 from .locations import user_place
 from .outputs import compare_outputs
 from .program_info import finite
@@ -144,6 +145,17 @@ def check_divergence(
             )
             aliased_in = "kwargs" if aliased[-1].startswith("`example_kwargs") else "args"
             return Divergence(message, None, aliased_in=aliased_in)
+        hooks = module_hooks(model, is_user_file)
+        if hooks:
+            # Export ran the hooks once, while tracing: what they change outside the tensors
+            # (a count they keep) is frozen, and their line is where it changes.
+            named = ", ".join(f"`{hook.name}` ({hook.kind})" for hook in hooks)
+            message = (
+                f"the export succeeded but is wrong: {what}; torch.export ran the hooks registered on the model "
+                f"once, while exporting ({named}), and keeps what they read as constants. Move the hook's work into "
+                "`forward`, with changing state in a buffer (`register_buffer`) updated in place"
+            )
+            return Divergence(message, hooks[0].place, [hook.place for hook in hooks[1:]])
         message = (
             f"the export succeeded but is wrong: {what}; torch.export ran `forward` once and keeps every Python "
             "value it read as a constant, but a second export froze the same values, so pt2lsp cannot say "

@@ -15,6 +15,7 @@ RULES = {
     "PT201": "tensor-to-numpy",
     "PT202": "untraceable-call",
     "PT203": "explicit-graph-break",
+    "PT204": "compiled-module-export",
     "PT301": "missing-fake-kernel",
     "PT302": "mismatched-fake-kernel",
     "PT401": "dynamic-dim-guard",
@@ -25,6 +26,8 @@ RULES = {
     "PT502": "worker-crash",
     "PT503": "entrypoint-error",
     "PT601": "baked-in-value",
+    "PT602": "tensor-data-attribute",
+    "PT603": "gradient-transform",
 }
 
 

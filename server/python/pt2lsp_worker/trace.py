@@ -18,6 +18,7 @@ from .draft import draft_findings
 from .entrypoint import Target
 from .expressions import as_python
 from .findings import Finding, Location, Related, frame_location
+from .leaked_constants import leak_findings
 from .library_conditions import user_choice
 from .locations import deepest_user_frame, installed_package, installed_path, library_path, user_stack_location
 from .passed import passed_lines
@@ -56,7 +57,9 @@ def trace(
     else:
         if passed is not None:
             passed.extend(passed_lines(program, guards, workspace))
-        return divergence_findings(program, target, workspace)
+        # A program holding a tensor of the trace cannot compute what eager does: that finding
+        # names the line and the cause, which the comparison with eager cannot.
+        return leak_findings(program, workspace) or divergence_findings(program, target, workspace)
     if first.constraint:
         first.guards = guards
         recorded = None if first.example_size else _recorded_guard_findings(first, target, workspace)

@@ -340,6 +340,12 @@ impl<'a> Tracing<'a> {
                 },
                 |found, traced| {
                     found.source = output::Source::Both;
+                    if let Some(message) = tracer::diagnostics::confirmed_message(
+                        &found.diagnostic.message,
+                        &traced.diagnostic.message,
+                    ) {
+                        found.diagnostic.message = message;
+                    }
                     found.diagnostic.severity = tracer::diagnostics::stronger(
                         found.diagnostic.severity,
                         traced.diagnostic.severity,

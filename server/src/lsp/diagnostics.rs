@@ -248,6 +248,11 @@ fn confirm(found: &mut lsp::Diagnostic, traced: &lsp::Diagnostic) {
         return;
     };
     data.source = Some(CONFIRMED_SOURCE.to_owned());
+    if let Some(message) =
+        crate::tracer::diagnostics::confirmed_message(&found.message, &traced.message)
+    {
+        found.message = message;
+    }
     // A merge never lowers the exporter's severity.
     if traced.severity == Some(DiagnosticSeverity::ERROR) {
         found.severity = traced.severity;

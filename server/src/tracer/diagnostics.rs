@@ -452,6 +452,26 @@ pub fn trace_fix_wins(own: Option<&Fix>, traced: Option<&Fix>) -> bool {
     }
 }
 
+/// torch's own words at the end of a traced message: its graph-break registry code and page
+/// (`(torch GB0170: https://…/gb0170.html)`) and the data-dependent friendly forms it suggests,
+/// written with the user's condition (`; torch suggests its data-dependent friendly forms: …`).
+/// The worker puts them last, so that the part before is pt2lsp's own sentence.
+pub fn torch_vocabulary(message: &str) -> Option<&str> {
+    ["; torch suggests ", " (torch GB"]
+        .iter()
+        .filter_map(|marker| message.find(marker))
+        .min()
+        .map(|start| &message[start..])
+}
+
+/// A confirmed diagnostic's message: the static one, which names the problem in the user's
+/// code, with torch's own words from the traced one (`torch_vocabulary`) after it, so that a
+/// merge keeps the registry code and the forms torch suggests.
+pub fn confirmed_message(own: &str, traced: &str) -> Option<String> {
+    let torch = torch_vocabulary(traced)?;
+    (!own.contains(torch)).then(|| format!("{own}{torch}"))
+}
+
 /// Drops diagnostics saying the same thing twice: one per (code, file, line).
 pub fn dedup(diagnostics: &mut Vec<TraceDiagnostic>) {
     let mut seen = std::collections::HashSet::new();
@@ -486,6 +506,29 @@ mod tests {
             related: Vec::new(),
             declaration_of: None,
         }
+    }
+
+    #[test]
+    fn a_confirmed_message_keeps_torchs_code_and_suggested_forms() {
+        let link = "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html";
+        let traced = format!(
+            "Data-dependent branching: Detected data-dependent branching (torch GB0170: {link})"
+        );
+        let own = "`if` needs the value of tensor `x.sum() > 0`";
+        assert_eq!(
+            confirmed_message(own, &traced).unwrap(),
+            format!("{own} (torch GB0170: {link})")
+        );
+        let traced = "Could not guard on u0 > 2: bound it with torch._check; torch suggests its \
+                      data-dependent friendly forms: `guard_or_false(n > 2)` ...";
+        let merged = confirmed_message("`if` on `n > 2`", traced).unwrap();
+        assert!(
+            merged.starts_with("`if` on `n > 2`; torch suggests its data-dependent friendly forms: `guard_or_false(n > 2)`"),
+            "{merged}"
+        );
+        // Nothing of torch's to add, or already there: the static message stays as it is.
+        assert_eq!(confirmed_message(own, "Could not guard on u0 > 2"), None);
+        assert_eq!(confirmed_message(&merged, traced), None);
     }
 
     #[test]

@@ -571,6 +571,31 @@ impl Interpreter<'_, '_> {
                 }
                 return Value::Unknown;
             }
+            "torch.func.grad"
+            | "torch.func.grad_and_value"
+            | "torch.func.jacrev"
+            | "torch.func.jacfwd"
+            | "torch.func.hessian"
+            | "torch.func.vjp"
+            | "torch.func.jvp"
+            | "torch.func.linearize"
+            | "functorch.grad"
+            | "functorch.grad_and_value"
+            | "functorch.jacrev"
+            | "functorch.jacfwd"
+            | "functorch.hessian"
+            | "functorch.vjp"
+            | "functorch.jvp" => {
+                // Measured (torch 2.15, strict and not): the input it differentiates becomes a
+                // constant of the trace, so the exported program returns fake tensors.
+                self.record(
+                    EventKind::GradientTransform {
+                        transform: qualified.to_owned(),
+                    },
+                    call.range(),
+                );
+                return Value::Unknown;
+            }
             "torch._dynamo.graph_break" | "warnings.warn" => {
                 self.record(
                     EventKind::Call {

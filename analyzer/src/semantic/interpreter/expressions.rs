@@ -100,6 +100,16 @@ impl Interpreter<'_, '_> {
             Expr::BooleanLiteral(literal) => Value::Number(f64::from(u8::from(literal.value))),
             Expr::Attribute(attribute) => {
                 let receiver = self.eval(&attribute.value, env);
+                if attribute.attr.as_str() == "data" && receiver.is_certain_tensor() {
+                    self.record(
+                        EventKind::DataAttribute {
+                            tensor: names::dotted(&attribute.value)
+                                .unwrap_or_else(|| "a tensor".to_owned()),
+                            assigned: false,
+                        },
+                        attribute.range(),
+                    );
+                }
                 // `config.SCALES`: another file's container, through its module.
                 if let Value::Qualified(module) = &receiver {
                     let mutated = self.model.mutated_global(module, attribute.attr.as_str());

@@ -40,6 +40,15 @@ impl Interpreter<'_, '_> {
                     if let (Some(attribute), true) = (self_attribute(target), self.emit) {
                         self.reset_in_trace.insert(attribute.to_owned());
                     }
+                    if let Some(attribute) = data_of_self_attribute(target) {
+                        self.record(
+                            EventKind::DataAttribute {
+                                tensor: format!("self.{attribute}"),
+                                assigned: true,
+                            },
+                            target.range(),
+                        );
+                    }
                     self.bind(target, value.clone(), env);
                 }
             }
@@ -632,4 +641,15 @@ fn compare_known(left: &Value, op: ast::CmpOp, right: &Value) -> Option<bool> {
         (ast::CmpOp::GtE, Value::Number(a), Value::Number(b)) => Some(a >= b),
         _ => None,
     }
+}
+
+/// `<attribute>` of an assignment target `self.<attribute>.data`.
+fn data_of_self_attribute(target: &Expr) -> Option<&str> {
+    let Expr::Attribute(data) = target else {
+        return None;
+    };
+    if data.attr.as_str() != "data" {
+        return None;
+    }
+    self_attribute(&data.value)
 }

@@ -1,0 +1,70 @@
+//! PT603 `gradient-transform`: a `torch.func` transform that differentiates, called in traced
+//! code; the exported program holds the input it differentiates as a constant of the trace.
+
+use crate::diagnostic::Severity;
+use crate::registry::RuleMeta;
+
+pub(crate) const META: RuleMeta = RuleMeta {
+    code: "PT603",
+    name: "gradient-transform",
+    summary: "A differentiating `torch.func` transform in traced code",
+    severity: Severity::Warning,
+    is_static: true,
+    doc: r#"## What it does
+Finds calls of the `torch.func` (and `functorch`) transforms that differentiate — `grad`,
+`grad_and_value`, `jacrev`, `jacfwd`, `hessian`, `vjp`, `jvp`, `linearize` — in traced code.
+`torch.vmap` is not reported: it exports, and the program agrees with eager.
+
+The tracer reports it after an export that succeeded, on the same line: a constant of the
+exported program that is a tensor of the trace, used by the transform's graph nodes.
+
+## Why export fails
+Export succeeds, and the program is unusable. Measured with torch 2.15, strict and not: export
+lifts the input the transform differentiates as a constant of the program (`lifted_tensor_0`),
+and that constant is a fake tensor of the trace, not the input; running the exported program
+returns fake tensors (`torch.allclose` on them raises `DataDependentOutputException`). Nothing
+warns at export time.
+
+## Example
+```python
+def forward(self, x):
+    return torch.func.grad(lambda r: (r ** 2).sum())(x)
+```
+
+## Fix
+Take the derivative with `torch.autograd.grad` on a detached copy that requires grad, under
+`torch.enable_grad()`; non-strict export traces it into the program, which then agrees with
+eager (strict export rejects `torch.autograd.grad`: a graph break, GB9186):
+
+```python
+def forward(self, x):
+    with torch.enable_grad():
+        r = x.detach().requires_grad_(True)
+        (g,) = torch.autograd.grad((r ** 2).sum(), r)
+    return g
+```
+
+Or write the derivative in closed form (`2 * x` here). No fix is applied automatically.
+"#,
+};
+
+use crate::registry::Rule;
+use crate::rules::Checker;
+use crate::semantic::EventKind;
+
+pub(crate) fn check(checker: &mut Checker) {
+    for event in &checker.model.events {
+        let EventKind::GradientTransform { transform } = &event.kind else {
+            continue;
+        };
+        let message = format!(
+            "`{transform}` in traced code: export lifts the input it differentiates as a constant of the trace (a fake tensor), so the exported program cannot run. Compute the derivative with `torch.autograd.grad` under `torch.enable_grad()` on `x.detach().requires_grad_(True)` (non-strict export traces it), or in closed form"
+        );
+        checker.report(
+            Rule::GradientTransform,
+            Severity::Warning,
+            event.range,
+            message,
+        );
+    }
+}

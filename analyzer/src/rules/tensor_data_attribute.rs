@@ -1,0 +1,110 @@
+//! PT602 `tensor-data-attribute`: `.data` of a tensor in traced code, which export traces as a
+//! tensor of the trace that it keeps as a constant of the program.
+
+use crate::diagnostic::Severity;
+use crate::registry::RuleMeta;
+
+pub(crate) const META: RuleMeta = RuleMeta {
+    code: "PT602",
+    name: "tensor-data-attribute",
+    summary: "`.data` of a tensor in traced code",
+    severity: Severity::Error,
+    is_static: true,
+    doc: r#"## What it does
+Finds `.data` of a tensor in traced code: read (`x * self.weight.data`, `x.data`), updated in
+place (`self.weight.data.add_(1.0)`), or assigned (`self.weight.data = …`). An error under
+non-strict export, where it fails; a warning under `strict = true`, where the export succeeds
+and the program is wrong. An assignment is not reported under `strict = true`: strict export
+of a buffer's `.data = …` agrees with eager.
+
+The tracer reports it on the same line: from non-strict export's refusal ("We found a fake
+tensor in the exported program constant's list", which names a constant and no line; pt2lsp
+finds the line from the graph torch had built), and, after an export that succeeded, from a
+constant of the program that is a tensor of the trace.
+
+## Why export fails
+`.data` hands out the tensor's storage behind autograd's back, and export cannot follow it:
+it lifts what `.data` returns as a constant of the program, and that constant is a fake tensor
+of the trace, not the parameter, buffer or input. Measured with torch 2.15: non-strict export
+fails after tracing (`RuntimeError: We found a fake tensor in the exported program constant's
+list. … following model attribute: lifted_tensor_0. Please file an issue on github.`, with no
+line), for reads and in-place updates of parameters, buffers and inputs alike, and for an
+assignment to a parameter's `.data`; strict export succeeds and builds a program that returns
+fake tensors or updates the constant instead of the parameter, so it disagrees with eager.
+
+## Example
+```python
+def forward(self, x):
+    self.weight.data = self.weight.data * 0.9 + x.mean(0) * 0.1
+    return x * self.weight.data
+```
+
+## Fix
+Read with `.detach()` (the same values, and export traces it); update the tensor itself, in
+place, under `torch.no_grad()` (measured: exports, strict and not, and agrees with eager call
+after call):
+
+```python
+def forward(self, x):
+    with torch.no_grad():
+        self.weight.copy_(self.weight * 0.9 + x.mean(0) * 0.1)
+    return x * self.weight.detach()
+```
+
+No fix is applied automatically: `.data = …` may change the tensor's shape, which `copy_`
+cannot.
+"#,
+};
+
+use crate::registry::Rule;
+use crate::rules::Checker;
+use crate::semantic::EventKind;
+
+pub(crate) fn check(checker: &mut Checker) {
+    let strict = checker.strict();
+    let text = checker.model.file.text;
+    let line_of = |offset: usize| text[..offset].matches('\n').count();
+    // `self.w.data = self.w.data * 0.9`: one diagnostic, the assignment's (where it is reported).
+    let assigned_lines: Vec<usize> = checker
+        .model
+        .events
+        .iter()
+        .filter(|event| {
+            !strict && matches!(event.kind, EventKind::DataAttribute { assigned: true, .. })
+        })
+        .map(|event| line_of(event.range.start().to_usize()))
+        .collect();
+    for event in &checker.model.events {
+        let EventKind::DataAttribute { tensor, assigned } = &event.kind else {
+            continue;
+        };
+        if !assigned && assigned_lines.contains(&line_of(event.range.start().to_usize())) {
+            continue;
+        }
+        let how = if strict {
+            "strict export succeeds, and the program computes with a fake tensor of the trace kept as a constant instead of"
+        } else {
+            "non-strict export fails after tracing (\"We found a fake tensor in the exported program constant's list\"): it keeps a fake tensor of the trace as a constant for"
+        };
+        let (severity, message) = match (assigned, strict) {
+            (true, true) => continue,
+            (true, false) => (
+                Checker::failure_severity(event),
+                format!(
+                    "`{tensor}.data` is assigned in traced code: {how} `{tensor}`. Update `{tensor}` in place instead: `with torch.no_grad(): {tensor}.copy_(...)`"
+                ),
+            ),
+            (false, _) => (
+                if strict {
+                    Severity::Warning
+                } else {
+                    Checker::failure_severity(event)
+                },
+                format!(
+                    "`{tensor}.data` in traced code: {how} `{tensor}`. Read it with `{tensor}.detach()`, and update it in place under `with torch.no_grad():`"
+                ),
+            ),
+        };
+        checker.report(Rule::TensorDataAttribute, severity, event.range, message);
+    }
+}
