@@ -89,7 +89,7 @@ model.register_forward_pre_hook(scale_by_calls)
 example_args = (torch.randn(2, 4),)
 "#;
 
-const GLOBAL_HOOK_STRICT: &str = r#"import torch
+const GLOBAL_HOOK_STRICT: &str = r"import torch
 import torch.nn as nn
 from torch.nn.modules.module import register_module_forward_hook
 
@@ -113,7 +113,7 @@ class Net(nn.Module):
 model = Net()
 example_args = (torch.randn(2, 4),)
 strict = True
-"#;
+";
 
 const COMPILED_IN_SCRIPT: &str = r#"import torch
 import torch.nn as nn
@@ -139,7 +139,7 @@ if __name__ == "__main__":
     main()
 "#;
 
-const BRANCH_STRICT: &str = r#"import torch
+const BRANCH_STRICT: &str = r"import torch
 import torch.nn as nn
 
 
@@ -153,9 +153,9 @@ class Gate(nn.Module):
 model = Gate()
 example_args = (torch.randn(5),)
 strict = True
-"#;
+";
 
-const SIZE_BRANCH: &str = r#"import torch
+const SIZE_BRANCH: &str = r"import torch
 import torch.nn as nn
 
 
@@ -169,7 +169,7 @@ class Gate(nn.Module):
 
 model = Gate()
 example_args = (torch.randn(5),)
-"#;
+";
 
 /// A hook that counts calls: export (torch 2.15) ran it once and froze the count, so the
 /// program disagrees with eager on the second call; the finding is on the hook, not on
@@ -247,8 +247,10 @@ fn torchs_codes_and_suggested_forms_are_in_the_messages() {
         found
             .iter()
             .find(|(name, _, found_code, _)| name == file && found_code == code)
-            .map(|(_, _, _, message)| message.clone())
-            .unwrap_or_else(|| panic!("no {code} in {file}: {found:?}"))
+            .map_or_else(
+                || panic!("no {code} in {file}: {found:?}"),
+                |(_, _, _, message)| message.clone(),
+            )
     };
     assert!(
         message("branch.py", "PT101").ends_with(

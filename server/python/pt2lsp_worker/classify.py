@@ -27,6 +27,7 @@ from .leaked_constants import refused_leak
 from .locations import exception_location, library_frames, user_stack_in_message
 from .pytree_types import unregistered_finding, unregistered_type
 from .spec import blamed_spec_keys, keys_past_rank, place_on_spec, raised_in_dynamic_shapes
+from .tensor_subclasses import ungraphable_subclass_message, ungraphable_subclass_spec
 from .text import first_lines, first_sentence, trim
 from .workspace import Workspace
 
@@ -141,6 +142,9 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
             "a tensor's values are used where torch needs Python numbers (a size), which export does not have "
             "while tracing: " + first_lines(messages, 1),
         )
+    subclass = ungraphable_subclass_spec(messages)
+    if subclass is not None:
+        return finding("PT202", ungraphable_subclass_message(subclass))
     leak = refused_leak(chain, workspace)
     if leak is not None:
         leak.exception = qualified_name(exc)

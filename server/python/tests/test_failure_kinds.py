@@ -11,6 +11,7 @@ import os
 from pt2lsp_worker.compiled import compiled_wrapper
 from pt2lsp_worker.hooks import module_hooks, skipped_module_forward
 from pt2lsp_worker.leaked_constants import _classified, refused_leak
+from pt2lsp_worker.tensor_subclasses import ungraphable_subclass_message, ungraphable_subclass_spec
 from pt2lsp_worker.workspace import Workspace
 
 FORWARD = """import torch
@@ -124,3 +125,18 @@ def test_a_compile_wrapper_is_told_apart_from_a_module():
 
     assert compiled_wrapper(OptimizedModule())
     assert not compiled_wrapper(_Module())
+
+
+def test_a_dtensor_built_in_forward_is_said_in_the_users_terms():
+    # str(exc) of `DTensor.from_local(x, mesh, [Replicate()])` in forward (torch 2.15, both modes).
+    message = (
+        "Expected all pytree.tree_leaves of (args, kwargs) to be graphable types, but found non-fx-graphable "
+        "type <class 'torch.distributed.tensor._dtensor_spec.DTensorSpec'>. If this type is meant to be constant, "
+        "mark it as via pytree.register_constant; otherwise, register it as a pytree."
+    )
+    spec = ungraphable_subclass_spec(message)
+    assert spec == "torch.distributed.tensor._dtensor_spec.DTensorSpec"
+    said = ungraphable_subclass_message(spec)
+    assert "`DTensor.from_local`" in said and "`DTensorSpec`" in said and "DTensor parameters or inputs" in said
+    # A user's own class that is not a tensor's spec is the pytree rule's (PT404), not this.
+    assert ungraphable_subclass_spec("found non-fx-graphable type <class 'mymodels.Config'>") is None

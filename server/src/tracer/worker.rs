@@ -119,6 +119,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/pytree_types.py"),
     worker_file!("pt2lsp_worker/script.py"),
     worker_file!("pt2lsp_worker/spec.py"),
+    worker_file!("pt2lsp_worker/tensor_subclasses.py"),
     worker_file!("pt2lsp_worker/text.py"),
     worker_file!("pt2lsp_worker/trace.py"),
     worker_file!("pt2lsp_worker/weights.py"),
