@@ -22,7 +22,12 @@ iterator that outlives the call (`self.batches`, a module-level generator): each
 takes the next element. And where a value read from the clock, `random` or the environment
 (`time.time()`, `random.uniform(...)`, `os.getenv(...)`, `uuid`, `secrets`), or computed from
 one, reaches a tensor (`x * scale`, `torch.full(..., t)`): a value used only for logging is not
-reported, and under strict export a call Dynamo rejects is PT202's error instead.
+reported, and under strict export a call Dynamo rejects is PT202's error instead. And on the
+registration (`model.register_forward_hook(collect)`, `register_forward_pre_hook`, at module
+level or in `__init__`) of a hook of the file that changes a module-level container
+(`FEATURES.append(output)`, `CALLS["n"] += 1`): export runs hooks while tracing and keeps what
+they compute (measured with torch 2.15, strict and not), but what a hook changes outside the
+tensors happens once, while exporting, never in the exported program.
 
 The tracer reports it after an export that succeeded: the exported program and the eager model
 run side by side on fresh inputs (the example inputs drawn again, at sizes across each dynamic
@@ -68,6 +73,9 @@ use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::rules::untraceable_call::is_strict_failure;
 use crate::semantic::EventKind;
+use crate::semantic::names;
+use crate::syntax::ast::{Expr, Stmt};
+use ruff_text_size::{Ranged, TextRange};
 
 pub(crate) fn check(checker: &mut Checker) {
     for event in &checker.model.events {
@@ -117,5 +125,78 @@ pub(crate) fn check(checker: &mut Checker) {
             message,
             fix,
         );
+    }
+    check_hooks(checker);
+}
+
+/// The methods that register a forward hook, and what to call it in a message.
+const REGISTRATIONS: &[(&str, &str)] = &[
+    ("register_forward_hook", "forward hook"),
+    ("register_forward_pre_hook", "forward pre-hook"),
+];
+
+/// PT601 on the registration of a hook of the file that changes a module-level container: a
+/// forward hook or pre-hook runs once, while exporting, so the exported program never makes
+/// that change, and what the hook read from it is frozen.
+fn check_hooks(checker: &mut Checker) {
+    let body = &checker.parsed.module.body;
+    let module_level = names::module_level_statements(body);
+    // The model's `__init__` registers hooks on `self` too.
+    let mut statements: Vec<&Stmt> = module_level.clone();
+    for stmt in &module_level {
+        if let Stmt::ClassDef(class) = stmt {
+            for item in &class.body {
+                if let Stmt::FunctionDef(init) = item {
+                    if init.name.as_str() == "__init__" {
+                        statements.extend(names::module_level_statements(&init.body));
+                    }
+                }
+            }
+        }
+    }
+    let mut found: Vec<(TextRange, String)> = Vec::new();
+    for stmt in statements {
+        let Stmt::Expr(expr) = stmt else { continue };
+        let Expr::Call(call) = &*expr.value else {
+            continue;
+        };
+        let Expr::Attribute(method) = &*call.func else {
+            continue;
+        };
+        let Some((_, kind)) = REGISTRATIONS
+            .iter()
+            .find(|(name, _)| *name == method.attr.as_str())
+        else {
+            continue;
+        };
+        let Some(Expr::Name(hook)) = call.arguments.args.first() else {
+            continue;
+        };
+        let hook = hook.id.as_str();
+        let mut changed: Vec<&str> = checker
+            .model
+            .mutated
+            .iter()
+            .filter(|(_, mutated)| mutated.function == hook)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if changed.is_empty() {
+            continue;
+        }
+        changed.sort_unstable();
+        let changed = changed
+            .iter()
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        found.push((
+            call.range(),
+            format!(
+                "`{hook}`, a {kind} of the model, changes {changed}: export runs the hook once, while tracing, so the exported program never changes it, and keeps what the hook read from it as a constant. Move the hook's work into `forward` (return what it collects, keep a count in a buffer updated in place)"
+            ),
+        ));
+    }
+    for (range, message) in found {
+        checker.report(Rule::BakedInValue, Severity::Warning, range, message);
     }
 }
