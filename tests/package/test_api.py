@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections import defaultdict
 from pathlib import Path
@@ -206,3 +207,26 @@ def test_an_unreadable_file_is_an_os_error(tmp_path: Path) -> None:
 def test_the_version_is_the_commands(pt2lsp_bin: Path) -> None:
     result = run([pt2lsp_bin, "--version"])
     assert result.returncode == 0 and result.stdout.split() == ["pt2lsp", pt2lsp.__version__]
+
+
+PROJECTS = sorted(path for path in (FIXTURES / "projects").iterdir() if path.is_dir())
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda path: path.name)
+def test_check_paths_gives_each_project_file_what_the_command_gives_the_whole_project(
+    project: Path, tmp_path: Path, pt2lsp_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same answer however asked: `check_paths` on one file of a project (copied to a root of
+    its own) is what the command reports for that file when it checks the whole project."""
+
+    root = tmp_path / project.name
+    shutil.copytree(project, root)
+    (root / "pyproject.toml").write_text('[project]\nname = "fixture"\n')
+    monkeypatch.chdir(root)
+    whole: dict[str, list[dict]] = defaultdict(list)
+    for diagnostic in cli_json(pt2lsp_bin, ".", cwd=root):
+        whole[diagnostic["file"]].append(diagnostic)
+    files = sorted(path.relative_to(root).as_posix() for path in root.rglob("*.py") if "venv" not in path.parts)
+    assert files
+    for file in files:
+        assert [d.to_dict() for d in pt2lsp.check_paths(file)] == whole.get(file, []), file
