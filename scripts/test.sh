@@ -21,6 +21,15 @@ if ! .venv/bin/python -c 'import torch, torchvision, numpy, pytest, transformers
   .venv/bin/pip install --quiet --disable-pip-version-check torch torchvision numpy pytest 'transformers==5.23.0'
 fi
 .venv/bin/python -c 'import torch; print("torch", torch.__version__)' >&2
+# The deployment targets' packages (tests of `targets`): ONNX's exporter and runtime, and
+# ExecuTorch 1.5.1, which declares no torch requirement and lowers and runs with torch 2.15
+# (measured): installed without its dependencies, so that pip keeps the torch above, with only
+# what its XNNPACK lowering imports.
+if ! .venv/bin/python -c 'import onnx, onnxscript, onnxruntime, executorch.exir' 2>/dev/null; then
+  .venv/bin/pip install --quiet --disable-pip-version-check 'onnx==1.23.2' 'onnxscript==0.7.2' 'onnxruntime==1.32.0'
+  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps 'executorch==1.5.1' 'torchao==0.18.0' \
+    flatbuffers ruamel.yaml tabulate pyyaml
+fi
 
 step "Debian packages for the editor tests: neovim, emacs-nox, elpa-eglot"
 missing=()

@@ -4,6 +4,7 @@
 //! declarations beside them) and pushes diagnostics; no check walks the tree on its own, so a
 //! file is parsed and interpreted once however many rules run.
 
+pub(crate) mod aoti_build_failure;
 pub(crate) mod baked_in_value;
 pub(crate) mod compiled_module_export;
 pub(crate) mod data_dependent_branch;
@@ -12,18 +13,23 @@ pub(crate) mod data_dependent_shape;
 pub(crate) mod dimension_made_static;
 pub(crate) mod dynamic_dim_guard;
 pub(crate) mod entrypoint_error;
+pub(crate) mod executorch_not_delegated;
+pub(crate) mod executorch_unsupported_op;
 pub(crate) mod explicit_graph_break;
 pub(crate) mod export_failed;
 pub(crate) mod gradient_transform;
 pub(crate) mod invalid_dynamic_shapes;
 pub(crate) mod mismatched_fake_kernel;
 pub(crate) mod missing_fake_kernel;
+pub(crate) mod non_core_aten_op;
+pub(crate) mod onnx_unsupported_op;
 pub(crate) mod shape_specialization;
 pub(crate) mod specializing_example_size;
 pub(crate) mod syntax_error;
 pub(crate) mod tensor_data_attribute;
 pub(crate) mod tensor_to_numpy;
 pub(crate) mod unregistered_input_type;
+pub(crate) mod unsaveable_program;
 pub(crate) mod untraceable_call;
 pub(crate) mod unused_suppression;
 pub(crate) mod worker_crash;

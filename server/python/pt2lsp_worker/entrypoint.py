@@ -13,6 +13,7 @@ import traceback
 
 from .findings import Finding, Location, binding_finding, frame_location, located
 from .locations import deepest_user_frame
+from .lowering import requested_targets
 from .script import CallArgument, EntrypointStopped, reach_export_call
 from .text import first_lines
 from .weights import (
@@ -53,6 +54,8 @@ class Target:
         # Built under FakeTensorMode: parameters and inputs have shapes and no storage; why.
         self.fake_weights = False
         self.fake_reason = ""
+        # Deployment targets to lower the exported program for (`lowering.TARGETS` names).
+        self.targets: list[str] = []
 
     def export_with(self, exporter):
         """`exporter` (torch.export.export or draft_export) run on the model as the user declared it."""
@@ -148,6 +151,7 @@ def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
         if hasattr(module, "dynamic_shapes"):
             target.spec_binding = (path, "dynamic_shapes")
         target.strict = bool(getattr(module, "strict", False)) or bool(job.get("strict"))
+        target.targets = requested_targets(job, getattr(module, "targets", None))
     else:
         target.model, where = _resolve(entry["model"], "model", workspace)
         target.model_binding = where
@@ -167,6 +171,7 @@ def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
             target.dynamic_shapes, target.spec_binding = _resolve(entry["dynamic_shapes"], "dynamic_shapes", workspace)
         strict = entry.get("strict")
         target.strict = bool(job.get("strict")) if strict is None else bool(strict)
+        target.targets = requested_targets(job, entry.get("targets"))
     import torch
 
     if not isinstance(target.model, torch.nn.Module):
@@ -196,6 +201,7 @@ def _load_call(job: dict, workspace: Workspace, target: Target) -> None:
     target.kwargs = received.kwargs
     target.dynamic_shapes = received.dynamic_shapes
     target.strict = received.strict or bool(job.get("strict"))
+    target.targets = requested_targets(job, None)
     target.model_binding = (path, CallArgument(line, end_line, 0, received.model_parameter, "model"))
     target.args_binding = (path, CallArgument(line, end_line, 1, "args", "args"))
     if received.kwargs is not None:

@@ -4,8 +4,10 @@ the eager model on the example inputs, then renamed over the output) and its rep
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 
+from .artefacts import write_artefact
 from .entrypoint import Target
 from .findings import binding_finding
 from .outputs import compare_outputs
@@ -50,6 +52,9 @@ def export_program(target: Target, workspace: Workspace, definitions: dict, requ
         status = "oom" if any(finding.code == "PT502" for finding in findings) else "failed"
         return {"status": status, "diagnostics": [finding.to_json() for finding in findings]}
     program = programs[0]
+    if request.get("target"):
+        # `--target`: the deployment artefact instead of the .pt2, in the job's directory first.
+        return write_artefact(program, target, workspace, request, tempfile.gettempdir(), progress, started)
 
     progress("saving", output)
     # The program is saved to the temporary path, loaded back from there and checked; only a

@@ -13,6 +13,7 @@ from .dependencies import DependencyRecorder, environment_files
 from .entrypoint import EntrypointError, load_entrypoint
 from .export import export_program
 from .fake_kernels import record_operator_definitions
+from .lowering import lower_job_targets
 from .shapes import traced_shapes
 from .trace import trace
 from .workspace import Workspace
@@ -30,6 +31,7 @@ def run_job(job: dict, job_dir: str, progress=None) -> dict:
 
 
 def _run(job: dict, job_dir: str, progress) -> dict:
+    begun = time.monotonic()
     _set_limits(job)
     stalled.arm(job_dir, float(job.get("timeout") or 60))
     os.environ["TMPDIR"] = job_dir
@@ -66,9 +68,18 @@ def _run(job: dict, job_dir: str, progress) -> dict:
     if any(finding.code == "PT502" for finding in findings):
         status = "oom"
     diagnostics = [finding.to_json() for finding in findings]
+    lowered = []
+    if programs and target.targets:
+        deadline = begun + float(job.get("timeout") or 60) - stalled.MARGIN_SECONDS
+        lowered = lower_job_targets(programs[0], target, workspace, job_dir, deadline)
+        diagnostics += [finding for lowering in lowered for finding in lowering.findings]
+        if status == "ok" and any(lowering.findings for lowering in lowered):
+            status = "failed"
     result = {"status": status, "diagnostics": diagnostics, "trace_seconds": round(time.monotonic() - started, 3)}
     if passed:
         result["passed_lines"] = passed
+    if lowered:
+        result["targets"] = [lowering.to_json() for lowering in lowered]
     if programs:
         try:
             result["shapes"] = traced_shapes(programs[0], target, workspace)

@@ -26,6 +26,12 @@ RULES = {
     "PT502": "worker-crash",
     "PT503": "entrypoint-error",
     "PT601": "baked-in-value",
+    "PT701": "non-core-aten-op",
+    "PT702": "unsaveable-program",
+    "PT703": "onnx-unsupported-op",
+    "PT704": "aoti-build-failure",
+    "PT705": "executorch-unsupported-op",
+    "PT706": "executorch-not-delegated",
     "PT602": "tensor-data-attribute",
     "PT603": "gradient-transform",
 }

@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cli::output::OutputFormat;
 use crate::cli::shard::Shard;
+use crate::tracer::targets::DeploymentTarget;
 use crate::tracer::worker::StartMethod;
 
 const ABOUT: &str = "Tell whether torch.export will accept your PyTorch model, and why not.";
@@ -156,6 +157,13 @@ pub struct ExportArgs {
     /// Export with the default non-strict mode, whatever pyproject.toml says.
     #[arg(long, overrides_with = "strict")]
     pub no_strict: bool,
+
+    /// Write this deployment target's artefact instead of the .pt2: `onnx` (a .onnx file, run
+    /// with onnxruntime), `aoti` (an AOTInductor package, <stem>.aoti.pt2), `executorch` (a .pte,
+    /// XNNPACK-delegated, run with ExecuTorch's runtime); each is checked against eager on the
+    /// example inputs. A lowering that fails gets its diagnostics instead.
+    #[arg(long = "target", value_name = "TARGET", value_parser = artefact_target)]
+    pub target: Option<DeploymentTarget>,
 
     /// Write the .pt2 even when the exported program disagrees with the eager model (PT601: a
     /// Python value frozen by the export, or the check of the written file); the disagreement
@@ -377,6 +385,20 @@ pub struct CheckArgs {
     #[arg(long, value_name = "METHOD", requires = "trace", value_parser = start_method)]
     pub start_method: Option<StartMethod>,
 
+    /// With --trace: after each entrypoint exports, lower the program for this deployment
+    /// target and report what fails there on your lines: core-aten (run_decompositions), pt2
+    /// (save, load, run against eager), onnx (torch.onnx.export), aoti (AOTInductor build),
+    /// executorch (XNNPACK, to_executorch). Repeat it or separate names with commas; added to
+    /// `targets` from pyproject.toml [default: none].
+    #[arg(
+        long = "target",
+        value_name = "TARGET",
+        requires = "trace",
+        value_delimiter = ',',
+        value_parser = deployment_target
+    )]
+    pub targets: Vec<DeploymentTarget>,
+
     /// Trace every entrypoint again, ignoring (and not updating) the trace cache. By default a
     /// trace's result is kept in the cache directory and replayed, without starting Python,
     /// while none of the files it imported or read has changed.
@@ -429,6 +451,24 @@ const FIX_HEADING: &str = "Fixing";
 
 fn start_method(text: &str) -> Result<StartMethod, String> {
     StartMethod::parse(text).ok_or_else(|| format!("`{text}` is not `fork` or `spawn`"))
+}
+
+fn deployment_target(text: &str) -> Result<DeploymentTarget, String> {
+    DeploymentTarget::parse(text)
+}
+
+/// A target that writes an artefact of its own: `pt2` is what `export` writes without one, and
+/// `core-aten` is a check, not a file.
+fn artefact_target(text: &str) -> Result<DeploymentTarget, String> {
+    match DeploymentTarget::parse(text)? {
+        target @ (DeploymentTarget::Onnx
+        | DeploymentTarget::Aoti
+        | DeploymentTarget::ExecuTorch) => Ok(target),
+        other => Err(format!(
+            "`{other}` writes no artefact of its own (the .pt2 is what export writes without \
+             --target); export writes onnx, aoti or executorch"
+        )),
+    }
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {

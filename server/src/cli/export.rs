@@ -24,6 +24,7 @@ use crate::tracer::diagnostics::{self, TraceDiagnostic};
 use crate::tracer::export::{self as plan, Exportable};
 use crate::tracer::manager::Progress;
 use crate::tracer::protocol::{ExportJob, ExportReport, JobResult, Status};
+use crate::tracer::targets::DeploymentTarget;
 use crate::tracer::{self, Tracer, TracerOptions, batch};
 
 pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
@@ -67,6 +68,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
         memory_limit_mb: args.memory_limit.or_else(tracer::default_memory_limit_mb),
         entrypoints: plan::configured(&config),
         scripts: batch::ScriptArgs::configured(config.entrypoints.as_deref().unwrap_or_default()),
+        targets: Vec::new(),
     };
     let available = plan::entrypoints(&file, &source.text, &options);
     let chosen = plan::choose(available, args.entry.as_deref())
@@ -74,6 +76,16 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
     let output = match &args.output {
         Some(given) => plan::resolve_output(given, &cwd, &file, &chosen),
         None => plan::default_output(&file, &chosen, plan::out_dir(&config).as_deref()),
+    };
+    // A target's artefact is named after the .pt2 it replaces, with the target's extension,
+    // unless `-o` names the file.
+    let names_file = args.output.as_ref().is_some_and(|given| {
+        !given.to_string_lossy().ends_with(std::path::MAIN_SEPARATOR)
+            && !walk::absolute(&cwd, given).is_dir()
+    });
+    let output = match args.target {
+        Some(target) if !names_file => output.with_extension(artefact_extension(target)),
+        _ => output,
     };
     if let Some(dir) = output.parent() {
         // A missing directory is created, and said so: a typo in `-o` must not make
@@ -119,6 +131,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
             output: output.clone(),
             temporary: temporary.clone(),
             allow_divergence: args.allow_divergence,
+            target: args.target,
         },
         Box::new(move |progress: Progress| {
             say(&describe_stage(&progress, &stage_label));
@@ -137,6 +150,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
             shapes: Vec::new(),
             dependencies: Vec::new(),
             passed_lines: Vec::new(),
+            targets: None,
             replayed: false,
         },
         |done| done.result,
@@ -324,10 +338,13 @@ fn write_text_report(
             Some(difference) if difference > 0.0 => format!("{difference:.2e}"),
             _ => "0".to_owned(),
         };
-        format!(
-            "loads with torch.export.load and matches eager on the example inputs (max abs \
-             diff {difference})"
-        )
+        let runtime = match report.target.as_deref() {
+            Some("onnx") => "runs with onnxruntime",
+            Some("aoti") => "loads with aoti_load_package",
+            Some("executorch") => "runs with ExecuTorch's runtime",
+            _ => "loads with torch.export.load",
+        };
+        format!("{runtime} and matches eager on the example inputs (max abs diff {difference})")
     } else {
         format!(
             "MISMATCH: {}",
@@ -335,6 +352,16 @@ fn write_text_report(
         )
     };
     writeln!(out, "  check:             {check}")
+}
+
+/// The file extension of a target's artefact (`model.pte`).
+fn artefact_extension(target: DeploymentTarget) -> &'static str {
+    match target {
+        DeploymentTarget::Onnx => "onnx",
+        DeploymentTarget::ExecuTorch => "pte",
+        DeploymentTarget::Aoti => "aoti.pt2",
+        DeploymentTarget::CoreAten | DeploymentTarget::Pt2 => "pt2",
+    }
 }
 
 /// `9.4 KiB (9605 bytes)`.

@@ -140,6 +140,7 @@ mod tests {
             .collect();
         let entrypoints = (0..20)
             .map(|index| EntrypointSpec {
+                targets: Vec::new(),
                 name: (index % 2 == 0).then(|| format!("entry{index}")),
                 model: format!("models.m{}:BUILD{}", index % 40, index % 40),
                 example_args: None,
@@ -150,6 +151,7 @@ mod tests {
             })
             .collect();
         let options = BatchOptions {
+            targets: Vec::new(),
             root: root.to_path_buf(),
             cwd: root.to_path_buf(),
             strict: false,

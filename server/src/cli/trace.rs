@@ -153,6 +153,10 @@ impl<'a> Tracing<'a> {
             scripts: batch::ScriptArgs::configured(
                 config.entrypoints.as_deref().unwrap_or_default(),
             ),
+            targets: tracer::targets::union(
+                &args.targets,
+                config.targets.as_deref().unwrap_or_default(),
+            ),
         };
         // A new trace replaces the previous one's findings (`--fix` traces again after a round).
         project.others.clear();
@@ -269,6 +273,13 @@ impl<'a> Tracing<'a> {
                 plural(plan.jobs.len(), "entrypoint", "entrypoints"),
                 traced.replayed
             );
+        }
+        if !args.quiet {
+            // A target that cannot run here (its package missing, built for another torch) is
+            // said once, however many entrypoints name it; the rest of the check stands.
+            for message in traced.unavailable_targets.messages() {
+                warn(&message);
+            }
         }
 
         let mut checked: HashMap<PathBuf, usize> = project

@@ -141,6 +141,8 @@ pub struct Resolved {
     pub project: Option<PathBuf>,
     /// `[[tool.pt2lsp.entrypoints]]`, as written.
     pub entrypoints: Vec<config::Entrypoint>,
+    /// Deployment targets every trace lowers its program for (`targets`).
+    pub targets: Vec<crate::tracer::targets::DeploymentTarget>,
 }
 
 impl Resolved {
@@ -189,6 +191,7 @@ impl Resolved {
             unknown_selectors,
             project: None,
             entrypoints: options.entrypoints.clone().unwrap_or_default(),
+            targets: options.targets.clone().unwrap_or_default(),
         }
     }
 

@@ -22,10 +22,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use toml::{Table, Value};
 
+use crate::tracer::targets::DeploymentTarget;
 use crate::tracer::worker::StartMethod;
 
 /// Every documented key of `[tool.pt2lsp]`.
-pub const KEYS: [&str; 18] = [
+pub const KEYS: [&str; 19] = [
     "python",
     "follow-libraries",
     "trace",
@@ -40,6 +41,7 @@ pub const KEYS: [&str; 18] = [
     "extend-include",
     "entrypoints",
     "out-dir",
+    "targets",
     "fix",
     "unsafe-fixes",
     "inlay-hints",
@@ -47,7 +49,7 @@ pub const KEYS: [&str; 18] = [
 ];
 
 /// The keys of one `[[tool.pt2lsp.entrypoints]]` table.
-const ENTRYPOINT_KEYS: [&str; 9] = [
+const ENTRYPOINT_KEYS: [&str; 10] = [
     "name",
     "model",
     "script",
@@ -57,6 +59,7 @@ const ENTRYPOINT_KEYS: [&str; 9] = [
     "dynamic-shapes",
     "strict",
     "fake-weights",
+    "targets",
 ];
 
 /// Whether the tracer runs the real exporter, and when.
@@ -92,6 +95,8 @@ pub struct Entrypoint {
     pub strict: Option<bool>,
     /// `fake-weights`: build the model under `FakeTensorMode` (no weights allocated).
     pub fake_weights: Option<bool>,
+    /// Deployment targets this entrypoint is lowered for, besides `[tool.pt2lsp] targets`.
+    pub targets: Option<Vec<DeploymentTarget>>,
     /// A script whose export calls are entrypoints (relative to the project root), and the
     /// command line it is run with (`args`) when the tracer runs it to its export calls.
     pub script: Option<String>,
@@ -129,6 +134,9 @@ pub struct Config {
     pub entrypoints: Option<Vec<Entrypoint>>,
     /// Where `.pt2` files are written.
     pub out_dir: Option<String>,
+    /// Deployment targets every traced entrypoint is lowered for once it exports
+    /// (`tracer::targets`; none unless set).
+    pub targets: Option<Vec<DeploymentTarget>>,
     /// `pt2lsp check` applies fixes as if `--fix` were given.
     pub fix: Option<bool>,
     /// Unsafe fixes are applied too (`--unsafe-fixes`; the editor's "Fix all" as well).
@@ -196,6 +204,7 @@ impl Config {
                 .clone()
                 .or_else(|| fallback.entrypoints.clone()),
             out_dir: self.out_dir.clone().or_else(|| fallback.out_dir.clone()),
+            targets: self.targets.clone().or_else(|| fallback.targets.clone()),
             fix: self.fix.or(fallback.fix),
             unsafe_fixes: self.unsafe_fixes.or(fallback.unsafe_fixes),
             inlay_hints: self.inlay_hints.or(fallback.inlay_hints),
@@ -326,6 +335,7 @@ pub fn from_table(table: &Table, path: Option<&Path>) -> Config {
             "exclude" => strings(value).map(|exclude| config.exclude = exclude),
             "extend-include" => strings(value).map(|include| config.extend_include = include),
             "out-dir" => text(value).map(|out_dir| config.out_dir = Some(out_dir)),
+            "targets" => deployment_targets(value).map(|targets| config.targets = Some(targets)),
             "fix" => boolean(value).map(|fix| config.fix = Some(fix)),
             "unsafe-fixes" => boolean(value).map(|unsafe_fixes| {
                 config.unsafe_fixes = Some(unsafe_fixes);
@@ -460,6 +470,11 @@ fn strings(value: &Value) -> Result<Vec<String>, String> {
         .collect()
 }
 
+/// An array of deployment target names (`["onnx", "aoti"]`), each one known.
+fn deployment_targets(value: &Value) -> Result<Vec<DeploymentTarget>, String> {
+    DeploymentTarget::parse_all(&strings(value)?).map_err(|message| format!(": {message}"))
+}
+
 /// An old spelling met in an entrypoint table: (index, key as written, key as spelled now,
 /// whether the new spelling is there too).
 type OldSpelling = (usize, String, &'static str, bool);
@@ -528,6 +543,7 @@ fn entrypoints(
                 "dynamic-shapes" => entrypoint.dynamic_shapes = Some(text(value).map_err(at)?),
                 "strict" => entrypoint.strict = Some(boolean(value).map_err(at)?),
                 "fake-weights" => entrypoint.fake_weights = Some(boolean(value).map_err(at)?),
+                "targets" => entrypoint.targets = Some(deployment_targets(value).map_err(at)?),
                 "script" => entrypoint.script = Some(text(value).map_err(at)?),
                 "args" => entrypoint.args = Some(strings(value).map_err(at)?),
                 other => unknown.push((index, other.to_owned())),
@@ -600,6 +616,42 @@ mod tests {
     fn parse(text: &str) -> Result<Config> {
         let table: Table = text.parse().unwrap();
         from_table(&table, Some(Path::new("pyproject.toml"))).validated()
+    }
+
+    #[test]
+    fn targets_are_read_per_run_and_per_entrypoint_and_unknown_ones_named() {
+        let config = parse(
+            r#"
+            targets = ["onnx", "pt2"]
+            [[entrypoints]]
+            model = "m:model"
+            targets = ["executorch"]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            config.targets,
+            Some(vec![DeploymentTarget::Pt2, DeploymentTarget::Onnx])
+        );
+        assert_eq!(
+            config.entrypoints.unwrap()[0].targets,
+            Some(vec![DeploymentTarget::ExecuTorch])
+        );
+        let error = format!("{:#}", parse("targets = [\"tflite\"]").unwrap_err());
+        assert!(
+            error.contains("tool.pt2lsp.targets: unknown deployment target `tflite`")
+                && error.contains("known targets: core-aten, pt2, onnx, aoti, executorch"),
+            "{error}"
+        );
+        let error = format!(
+            "{:#}",
+            parse("[[entrypoints]]\nmodel = \"m:model\"\ntargets = [\"aot\"]").unwrap_err()
+        );
+        assert!(
+            error.contains("tool.pt2lsp.entrypoints[0].targets: unknown deployment target `aot`")
+                && error.contains("did you mean `aoti`?"),
+            "{error}"
+        );
     }
 
     #[test]

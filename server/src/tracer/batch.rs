@@ -12,6 +12,7 @@ use super::entrypoint;
 use super::ground_truth::GroundTruth;
 use super::manager::{JobId, Tracer, TracerOptions};
 use super::protocol::{CallReachKind, CallSite, EntrypointSpec, JobSpec};
+use super::targets::{self, DeploymentTarget, UnavailableTargets};
 use super::worker::StartError;
 use pt2lsp_analyzer::CallReach;
 
@@ -36,6 +37,8 @@ pub struct BatchOptions {
     pub entrypoints: Vec<EntrypointSpec>,
     /// The command lines of scripts, from entrypoint tables with `script` and `args`.
     pub scripts: Vec<ScriptArgs>,
+    /// Deployment targets every job lowers for (`targets`, `--target`).
+    pub targets: Vec<DeploymentTarget>,
 }
 
 /// The command line a script's export calls are reached with (`script` and `args` of an
@@ -90,6 +93,10 @@ pub fn plan(files: &[Candidate<'_>], options: &BatchOptions) -> Plan {
         file: file.to_path_buf(),
         roots: vec![options.root.clone()],
         cwd: options.cwd.clone(),
+        targets: targets::union(
+            &options.targets,
+            entrypoint.as_ref().map_or(&[][..], |entry| &entry.targets),
+        ),
         entrypoint,
         call: None,
         strict: options.strict,
@@ -239,6 +246,8 @@ pub struct BatchReport {
     pub replayed: usize,
     /// What the exports that ran say against static errors (`ground_truth`).
     pub truth: GroundTruth,
+    /// Deployment targets that could not run, each said once for the whole run.
+    pub unavailable_targets: UnavailableTargets,
 }
 
 /// Runs every job on one worker and returns the diagnostics, deduplicated by (code, file,
@@ -257,6 +266,7 @@ pub fn run(
             Some(result) => {
                 report.replayed += 1;
                 report.truth.add(&result, &job.label);
+                report.unavailable_targets.add(&result);
                 report
                     .diagnostics
                     .extend(diagnostics::from_result(&result, &job.anchor));
@@ -291,6 +301,7 @@ pub fn run(
         };
         progress.advance(&job.label);
         report.truth.add(&done.result, &job.label);
+        report.unavailable_targets.add(&done.result);
         if let Some(elapsed) = done.result.elapsed {
             report.timings.push((job.label.clone(), elapsed));
         }
@@ -407,6 +418,7 @@ mod tests {
         let convention_text = "model = M()\nexample_args = ()\n";
         let other = root.path().join("p.py");
         let options = BatchOptions {
+            targets: Vec::new(),
             root: root.path().to_path_buf(),
             cwd: root.path().to_path_buf(),
             strict: false,
@@ -414,6 +426,7 @@ mod tests {
             memory_limit_mb: None,
             entrypoints: vec![
                 EntrypointSpec {
+                    targets: Vec::new(),
                     name: Some("encoder".to_owned()),
                     model: "models.encoder:build()".to_owned(),
                     example_args: Some("models.encoder:ARGS".to_owned()),
@@ -423,6 +436,7 @@ mod tests {
                     fake_weights: None,
                 },
                 EntrypointSpec {
+                    targets: Vec::new(),
                     name: None,
                     model: "models.gone:build()".to_owned(),
                     example_args: None,

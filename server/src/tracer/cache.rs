@@ -214,6 +214,7 @@ mod tests {
 
     fn spec(file: &Path) -> JobSpec {
         JobSpec {
+            targets: Vec::new(),
             file: file.to_path_buf(),
             roots: vec![file.parent().unwrap().to_path_buf()],
             cwd: file.parent().unwrap().to_path_buf(),
@@ -227,6 +228,7 @@ mod tests {
 
     fn failed(dependencies: Vec<PathBuf>, file: &Path) -> JobResult {
         JobResult {
+            targets: None,
             id: 41,
             status: Status::Failed,
             diagnostics: vec![Finding {

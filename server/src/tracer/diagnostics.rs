@@ -69,13 +69,18 @@ impl TraceDiagnostic {
         TextRange::new(TextSize::new(start as u32), TextSize::new(end as u32))
     }
 
-    /// The analyzer's diagnostic for this finding in `text`. Every tracer finding is an error:
-    /// the real exporter failed, or (PT601) the program it wrote was run and computes something
-    /// else than the model.
+    /// The analyzer's diagnostic for this finding in `text`. A tracer finding is an error: the
+    /// real exporter failed, or (PT601) the program it wrote was run and computes something
+    /// else than the model; a rule only the tracer reports has its own severity (PT706: a
+    /// deployment target runs the ops, only slower).
     pub fn to_diagnostic(&self, text: &str, index: &LineIndex) -> Diagnostic {
         let fix = self.dim_fix(text);
         let mut range = self.range(text, index);
-        let mut severity = Severity::Error;
+        let mut severity = if self.rule.is_static() {
+            Severity::Error
+        } else {
+            self.rule.default_severity()
+        };
         if self.declaration_of.is_some() {
             severity = Severity::Info;
             // On the declaration the fix edits, where there is one.
@@ -612,6 +617,7 @@ mod tests {
             line: 12,
         };
         let result = JobResult {
+            targets: None,
             id: 1,
             status: Status::Crashed,
             diagnostics: Vec::new(),

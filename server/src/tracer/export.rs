@@ -145,6 +145,7 @@ pub fn spec_of(entry: &Entrypoint) -> Option<EntrypointSpec> {
         dynamic_shapes: entry.dynamic_shapes.clone(),
         strict: entry.strict,
         fake_weights: entry.fake_weights,
+        targets: entry.targets.clone().unwrap_or_default(),
     })
 }
 
@@ -248,6 +249,7 @@ mod tests {
             memory_limit_mb: None,
             entrypoints: configured(config),
             scripts: Vec::new(),
+            targets: Vec::new(),
         }
     }
 

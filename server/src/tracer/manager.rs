@@ -538,6 +538,7 @@ impl Scheduler {
                 shapes: Vec::new(),
                 dependencies: Vec::new(),
                 passed_lines: Vec::new(),
+                targets: None,
                 replayed: false,
             },
         });
@@ -592,6 +593,7 @@ mod tests {
         )
         .unwrap();
         JobSpec {
+            targets: Vec::new(),
             file,
             roots: vec![dir.to_path_buf()],
             cwd: dir.to_path_buf(),
@@ -688,6 +690,7 @@ mod tests {
     fn trace_alone(python: PathBuf, dir: &Path, file: &Path) -> JobResult {
         let (tracer, done) = start(python, 1);
         tracer.submit(JobSpec {
+            targets: Vec::new(),
             file: file.to_path_buf(),
             roots: vec![dir.to_path_buf()],
             cwd: dir.to_path_buf(),

@@ -22,6 +22,8 @@
 //!   starting Python (the CLI's batch and the language server's trace thread).
 //! - `export` — `pt2lsp export` and `pt2lsp.exportPt2`: choose the entrypoint and the output of
 //!   an export job, which writes the `.pt2` file and checks it against the eager model.
+//! - `targets` — the deployment targets a job lowers its program for, and the run's notes of
+//!   targets that could not run.
 
 // The language server uses the per-job API (submit, cancel, the completion channel; see
 // `lsp/trace.rs`), the CLI the batch; each build of this module leaves some of it unused.
@@ -35,6 +37,7 @@ pub mod export;
 pub mod ground_truth;
 pub mod manager;
 pub mod protocol;
+pub mod targets;
 pub mod transport;
 pub mod worker;
 

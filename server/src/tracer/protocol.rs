@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::targets::DeploymentTarget;
+
 /// The protocol version this binary speaks; the worker says which one it speaks in its hello.
 pub const PROTOCOL: u32 = 1;
 
@@ -33,6 +35,10 @@ pub struct JobSpec {
     pub timeout: f64,
     /// Address space (MiB) a job may map beyond the warmed worker's own; `None` for no limit.
     pub memory_limit_mb: Option<u64>,
+    /// Deployment targets to lower the program for once it exports (`tracer::targets`); the
+    /// worker adds those a convention file declares in its own `targets`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<DeploymentTarget>,
 }
 
 /// An export call the tracer reaches by running the user's code: the file as a script
@@ -82,6 +88,9 @@ pub struct EntrypointSpec {
     /// without storage, so a model of any size is checked without allocating its weights.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fake_weights: Option<bool>,
+    /// The entrypoint table's own `targets`, lowered for besides the run's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<DeploymentTarget>,
 }
 
 /// What turns a job into an export: after `torch.export.export` succeeds, the worker saves the
@@ -96,6 +105,10 @@ pub struct ExportJob {
     /// findings come back with the report.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub allow_divergence: bool,
+    /// Write this deployment target's artefact (the `.onnx`, the AOTInductor package, the
+    /// `.pte`) instead of the `.pt2`, checked by the target's runtime against eager.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<DeploymentTarget>,
 }
 
 #[derive(Debug, Serialize)]
@@ -204,9 +217,30 @@ pub struct JobResult {
     /// there (`tracer::ground_truth`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passed_lines: Vec<PassedLines>,
+    /// The deployment targets the program was lowered for, with their time, or why one could
+    /// not run here (its package missing, or built for another torch); boxed, as most jobs
+    /// have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Box<TargetLowerings>>,
     /// Replayed from the trace cache rather than run; never on the wire.
     #[serde(skip)]
     pub replayed: bool,
+}
+
+/// The lowerings of one job, in the order they ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TargetLowerings(pub Vec<TargetLowering>);
+
+/// One deployment target's lowering in a job: its name, its seconds, and why it could not run
+/// when it could not (its findings are among the job's diagnostics).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetLowering {
+    pub target: String,
+    #[serde(default)]
+    pub seconds: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// The lines of one user file that an export which succeeded ran (1-based, sorted).
@@ -246,6 +280,10 @@ pub struct ExportReport {
     /// Whether the export ran with `strict=True`.
     #[serde(default)]
     pub strict: bool,
+    /// The deployment target whose artefact was written (`onnx`, `aoti`, `executorch`); `None`
+    /// for the `.pt2` of the program itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// `s77 (batch): [2, 1024]`: a symbol of the exported program, the `Dim` it came from when the
@@ -388,11 +426,13 @@ mod tests {
             strict: false,
             timeout: 5.0,
             memory_limit_mb: None,
+            targets: Vec::new(),
         };
         let export = ExportJob {
             output: PathBuf::from("/p/m.pt2"),
             temporary: PathBuf::from("/p/.m.pt2.1.tmp"),
             allow_divergence: false,
+            target: None,
         };
         let trace = serde_json::to_value(Request::Job {
             id: 1,

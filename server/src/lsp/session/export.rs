@@ -121,6 +121,7 @@ impl Session {
                 output: planned.output.clone(),
                 temporary: temporary.clone(),
                 allow_divergence: false,
+                target: None,
             },
             stages,
         );
@@ -288,6 +289,7 @@ impl Session {
             scripts: batch::ScriptArgs::configured(
                 project.entrypoints.as_deref().unwrap_or_default(),
             ),
+            targets: Vec::new(),
         };
         let available = plan::entrypoints(&path, &text, &options);
         let chosen: Exportable = plan::choose(available, entry)

@@ -644,6 +644,7 @@ impl Session {
                 .or_else(crate::tracer::default_memory_limit_mb),
             entrypoints: settings.entrypoint_specs(),
             scripts: batch::ScriptArgs::configured(&settings.entrypoints),
+            targets: settings.targets.clone(),
         };
         let cache = (!crate::tracer::cache::disabled_by_environment()).then(|| {
             crate::lsp::trace::Caching {

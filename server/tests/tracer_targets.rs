@@ -1,0 +1,240 @@
+//! Deployment targets through the real binary, with real torch: `targets` from the
+//! configuration and `--target` reach every entrypoint, an unknown name is a usage error, a
+//! target whose tool is missing is one message per run, and a lowering that hangs is PT502 for
+//! that target alone while the others' findings stand. What each target finds on its line is
+//! checked on `fixtures/targets/` by `tracer.rs`'s fixture test.
+//!
+//! The interpreter is `PT2LSP_PYTHON` (scripts/test.sh sets it), else `../.venv/bin/python`.
+//! Without torch the tests fail when `CI` is set and are skipped, with a note, otherwise.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+#[path = "support/torch.rs"]
+mod torch_support;
+
+use torch_support::turn;
+
+fn torch_python() -> Option<&'static Path> {
+    torch_support::torch_python("tracer_targets")
+}
+
+#[path = "support/run.rs"]
+mod support;
+
+use support::{Run, run};
+
+#[path = "support/trace_run.rs"]
+mod trace_run;
+
+use trace_run::{assert_clean, pt2lsp, traced};
+
+/// A model whose line 7 calls `torch.searchsorted`: not core ATen, and no ONNX converter.
+const BUCKETS: &str = "import torch\n\n\nclass Buckets(torch.nn.Module):\n    def forward(self, x):\n        edges = torch.linspace(-1.0, 1.0, 5)\n        return torch.searchsorted(edges, x).float()\n\n\nmodel = Buckets()\nexample_args = (torch.randn(3, 4),)\n";
+
+/// `check --trace` of `files` in `project` with `extra` arguments and environment.
+fn check(
+    python: &Path,
+    tmp: &Path,
+    project: &Path,
+    files: &[&str],
+    extra: &[&str],
+    environment: &[(&str, &str)],
+) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pt2lsp"));
+    command
+        .args(["check", "--trace", "--python", python.to_str().unwrap()])
+        .args(["--format", "json", "--exit-zero"])
+        .args(extra)
+        .args(files)
+        .current_dir(project)
+        .env("TMPDIR", tmp)
+        .env("PT2LSP_NO_CACHE", "1")
+        .env_remove("VIRTUAL_ENV");
+    for (key, value) in environment {
+        command.env(key, value);
+    }
+    run(&mut command)
+}
+
+/// (code, line) of the traced diagnostics in `file`, sorted.
+fn codes_in(run: &Run, file: &str) -> Vec<(String, u32)> {
+    let mut found: Vec<(String, u32)> = traced(&run.json())
+        .into_iter()
+        .filter(|(shown, ..)| shown == file)
+        .map(|(_, line, code, _)| (code, line))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn configured_targets_and_the_flag_reach_every_entrypoint() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    fs::write(
+        project.path().join("pyproject.toml"),
+        "[tool.pt2lsp]\ntargets = [\"core-aten\"]\n",
+    )
+    .unwrap();
+    fs::write(project.path().join("buckets.py"), BUCKETS).unwrap();
+    let run = check(
+        python,
+        tmp.path(),
+        project.path(),
+        &["buckets.py"],
+        &[],
+        &[],
+    );
+    assert_eq!(
+        codes_in(&run, "buckets.py"),
+        [("PT701".to_owned(), 7)],
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let run = check(
+        python,
+        tmp.path(),
+        project.path(),
+        &["buckets.py"],
+        &["--target", "onnx,pt2"],
+        &[],
+    );
+    assert_eq!(
+        codes_in(&run, "buckets.py"),
+        [("PT701".to_owned(), 7), ("PT703".to_owned(), 7)],
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_clean(tmp.path());
+}
+
+#[test]
+fn an_unknown_target_is_a_usage_error_naming_the_known_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    fs::write(project.path().join("buckets.py"), BUCKETS).unwrap();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &["check", "--trace", "--target", "tflite", "buckets.py"],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("unknown deployment target `tflite`")
+            && run
+                .stderr
+                .contains("known targets: core-aten, pt2, onnx, aoti, executorch"),
+        "{}",
+        run.stderr
+    );
+    fs::write(
+        project.path().join("pyproject.toml"),
+        "[tool.pt2lsp]\ntargets = [\"onxx\"]\n",
+    )
+    .unwrap();
+    let run = pt2lsp(project.path(), tmp.path(), &["check", "buckets.py"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "tool.pt2lsp.targets: unknown deployment target `onxx`; did you mean `onnx`?"
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_target_without_its_tool_is_one_message_per_run_and_the_rest_stands() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let declared = BUCKETS.replace(
+        "example_args = (torch.randn(3, 4),)\n",
+        "example_args = (torch.randn(3, 4),)\ntargets = [\"aoti\", \"core-aten\"]\n",
+    );
+    fs::write(project.path().join("one.py"), &declared).unwrap();
+    fs::write(project.path().join("two.py"), &declared).unwrap();
+    // No C++ compiler on PATH (the interpreter is named by its absolute path).
+    let empty = tempfile::tempdir().unwrap();
+    let run = check(
+        python,
+        tmp.path(),
+        project.path(),
+        &["one.py", "two.py"],
+        &[],
+        &[
+            ("PATH", empty.path().to_str().unwrap()),
+            ("CXX", "/nonexistent/c++"),
+        ],
+    );
+    let notes: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|line| line.contains("target `aoti` not checked"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{}", run.stderr);
+    assert!(notes[0].contains("C++ compiler"), "{}", notes[0]);
+    for file in ["one.py", "two.py"] {
+        assert_eq!(
+            codes_in(&run, file),
+            [("PT701".to_owned(), 7)],
+            "{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+    assert_clean(tmp.path());
+}
+
+#[test]
+fn a_lowering_that_hangs_is_pt502_for_that_target_alone() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let declared = BUCKETS.replace(
+        "example_args = (torch.randn(3, 4),)\n",
+        "example_args = (torch.randn(3, 4),)\ntargets = [\"core-aten\", \"aoti\"]\n",
+    );
+    fs::write(project.path().join("buckets.py"), declared).unwrap();
+    // A C++ compiler that never ends: AOTInductor's build waits on it until the job's time is up.
+    let compiler = project.path().join("hanging-c++");
+    fs::write(&compiler, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    fs::set_permissions(&compiler, fs::Permissions::from_mode(0o755)).unwrap();
+    let run = check(
+        python,
+        tmp.path(),
+        project.path(),
+        &["buckets.py"],
+        &["--timeout", "25"],
+        &[("CXX", compiler.to_str().unwrap())],
+    );
+    let found = traced(&run.json());
+    let hung: Vec<_> = found.iter().filter(|found| found.2 == "PT502").collect();
+    assert_eq!(hung.len(), 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        hung[0]
+            .3
+            .contains("the aoti lowering ran out of the job's time")
+            && hung[0].3.contains("the export itself succeeded"),
+        "{}",
+        hung[0].3
+    );
+    assert!(
+        found
+            .iter()
+            .any(|(file, line, code, _)| file == "buckets.py" && *line == 7 && code == "PT701"),
+        "{}",
+        run.stdout
+    );
+    // The hanging compiler was killed with the lowering that started it.
+    assert_clean(tmp.path());
+}
