@@ -80,6 +80,8 @@ def main() -> int:
     parser.add_argument("--targets", default=",".join(TARGETS))
     parser.add_argument("--only", choices=("examples", "targets", "real"), action="append")
     args = parser.parse_args()
+    # Each job runs in the file's directory: the interpreter is named by its absolute path.
+    args.python = os.path.abspath(args.python)
     groups = args.only or ["examples", "targets", "real"]
     files: list[tuple[str, Path]] = []
     if "examples" in groups:
