@@ -24,7 +24,6 @@ use crate::tracer::diagnostics::{self, TraceDiagnostic};
 use crate::tracer::export::{self as plan, Exportable};
 use crate::tracer::manager::Progress;
 use crate::tracer::protocol::{ExportJob, ExportReport, JobResult, Status};
-use crate::tracer::targets::DeploymentTarget;
 use crate::tracer::{self, Tracer, TracerOptions, batch};
 
 pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
@@ -84,7 +83,9 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
             && !walk::absolute(&cwd, given).is_dir()
     });
     let output = match args.target {
-        Some(target) if !names_file => output.with_extension(artefact_extension(target)),
+        Some(target) if !names_file => {
+            output.with_extension(target.artefact_extension().unwrap_or("pt2"))
+        }
         _ => output,
     };
     if let Some(dir) = output.parent() {
@@ -352,16 +353,6 @@ fn write_text_report(
         )
     };
     writeln!(out, "  check:             {check}")
-}
-
-/// The file extension of a target's artefact (`model.pte`).
-fn artefact_extension(target: DeploymentTarget) -> &'static str {
-    match target {
-        DeploymentTarget::Onnx => "onnx",
-        DeploymentTarget::ExecuTorch => "pte",
-        DeploymentTarget::Aoti => "aoti.pt2",
-        DeploymentTarget::CoreAten | DeploymentTarget::Pt2 => "pt2",
-    }
 }
 
 /// `9.4 KiB (9605 bytes)`.

@@ -71,6 +71,27 @@ impl DeploymentTarget {
         ))
     }
 
+    /// The extension of the artefact `pt2lsp export --target` writes (`model.pte`), for a target
+    /// that writes one of its own: `pt2` is the `.pt2` export writes anyway, `core-aten` a check.
+    pub fn artefact_extension(self) -> Option<&'static str> {
+        match self {
+            DeploymentTarget::Onnx => Some("onnx"),
+            DeploymentTarget::Aoti => Some("aoti.pt2"),
+            DeploymentTarget::ExecuTorch => Some("pte"),
+            DeploymentTarget::CoreAten | DeploymentTarget::Pt2 => None,
+        }
+    }
+
+    /// How an editor's command names the artefact (`Export to ONNX`).
+    pub fn artefact_title(self) -> Option<&'static str> {
+        match self {
+            DeploymentTarget::Onnx => Some("Export to ONNX"),
+            DeploymentTarget::Aoti => Some("Export to AOTInductor"),
+            DeploymentTarget::ExecuTorch => Some("Export to ExecuTorch"),
+            DeploymentTarget::CoreAten | DeploymentTarget::Pt2 => None,
+        }
+    }
+
     /// Every name in `names`, in `ALL`'s order without repeats, or the first unknown name's
     /// message.
     pub fn parse_all<S: AsRef<str>>(names: &[S]) -> Result<Vec<Self>, String> {

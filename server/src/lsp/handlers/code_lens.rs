@@ -1,7 +1,8 @@
 //! `textDocument/codeLens`: "Export to .pt2" and "Trace again" above an entrypoint file's
 //! `model = ...` line (the export file convention), running `pt2lsp.exportPt2` and
-//! `pt2lsp.retrace` with the document's URI. None when tracing is off for the file: both
-//! commands run the exporter.
+//! `pt2lsp.retrace` with the document's URI, and one "Export to ONNX" (AOTInductor,
+//! ExecuTorch) per configured deployment target that writes an artefact. None when tracing is
+//! off for the file: every command runs the exporter.
 
 use std::sync::Arc;
 
@@ -28,19 +29,32 @@ pub async fn code_lens(session: Arc<Session>, params: CodeLensParams) -> Option<
         .filter(|symbol| symbol.kind == OutlineKind::Entrypoint && symbol.name == "model")
         .flat_map(|symbol| {
             let range = positions.range(symbol.range);
-            [
-                ("Export to .pt2", EXPORT_COMMAND),
-                ("Trace again", RETRACE_COMMAND),
-            ]
-            .map(|(title, command)| CodeLens {
+            let lens = |title: &str, command: &str, arguments: Vec<serde_json::Value>| CodeLens {
                 range,
                 command: Some(Command {
                     title: title.to_owned(),
                     command: command.to_owned(),
-                    arguments: Some(vec![argument.clone()]),
+                    arguments: Some(arguments),
                 }),
                 data: None,
-            })
+            };
+            let mut lenses = vec![
+                lens("Export to .pt2", EXPORT_COMMAND, vec![argument.clone()]),
+                lens("Trace again", RETRACE_COMMAND, vec![argument.clone()]),
+            ];
+            // `[uri, entry, output, target]`: the defaults, and the target.
+            for target in &settings.targets {
+                if let Some(title) = target.artefact_title() {
+                    let arguments = vec![
+                        argument.clone(),
+                        serde_json::Value::Null,
+                        serde_json::Value::Null,
+                        serde_json::Value::String(target.as_str().to_owned()),
+                    ];
+                    lenses.push(lens(title, EXPORT_COMMAND, arguments));
+                }
+            }
+            lenses
         })
         .collect();
     Some(lenses)

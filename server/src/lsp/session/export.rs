@@ -18,13 +18,17 @@ use crate::project::interpreter as python;
 use crate::tracer::batch;
 use crate::tracer::export::{self as plan, Exportable};
 use crate::tracer::protocol::{ExportJob, ExportReport, Status};
+use crate::tracer::targets::DeploymentTarget;
 
-/// What the client asked for: `[uri, entry?, output?]`.
+/// What the client asked for: `[uri, entry?, output?, target?]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportRequest {
     pub uri: Uri,
     pub entry: Option<String>,
     pub output: Option<PathBuf>,
+    /// A deployment target whose artefact to write instead of the `.pt2` (`onnx`, `aoti`,
+    /// `executorch`).
+    pub target: Option<DeploymentTarget>,
 }
 
 impl ExportRequest {
@@ -32,8 +36,9 @@ impl ExportRequest {
     pub fn from_arguments(arguments: &[Value]) -> Result<Self, Error> {
         let usage = || {
             Error::invalid_params(
-                "pt2lsp.exportPt2 takes a document URI, then optionally an entrypoint name and \
-                 an output path (null for the defaults)",
+                "pt2lsp.exportPt2 takes a document URI, then optionally an entrypoint name, an \
+                 output path and a deployment target (onnx, aoti, executorch; null for the \
+                 defaults)",
             )
         };
         let uri = arguments
@@ -47,10 +52,18 @@ impl ExportRequest {
             Some(Value::String(text)) => Ok(Some(text.clone())),
             Some(_) => Err(usage()),
         };
+        let target = match text(3)? {
+            None => None,
+            Some(name) => match DeploymentTarget::parse(&name) {
+                Ok(target) if target.artefact_extension().is_some() => Some(target),
+                _ => return Err(usage()),
+            },
+        };
         Ok(Self {
             uri,
             entry: text(1)?,
             output: text(2)?.map(PathBuf::from),
+            target,
         })
     }
 }
@@ -92,9 +105,19 @@ impl Session {
             .get(&request.uri)
             .map(|open| (open.document.rope().clone(), open.document.version()));
         let session = Arc::clone(self);
-        let (entry, output) = (request.entry.clone(), request.output.clone());
+        let (entry, output, target) = (
+            request.entry.clone(),
+            request.output.clone(),
+            request.target,
+        );
         let planned = tokio::task::spawn_blocking(move || {
-            session.plan_export(path, open.map(|(rope, _)| rope), entry.as_deref(), output)
+            session.plan_export(
+                path,
+                open.map(|(rope, _)| rope),
+                entry.as_deref(),
+                output,
+                target,
+            )
         })
         .await
         .map_err(|_| Error::internal_error())?
@@ -121,7 +144,7 @@ impl Session {
                 output: planned.output.clone(),
                 temporary: temporary.clone(),
                 allow_divergence: false,
-                target: None,
+                target: request.target,
             },
             stages,
         );
@@ -244,6 +267,7 @@ impl Session {
         rope: Option<Rope>,
         entry: Option<&str>,
         output: Option<PathBuf>,
+        target: Option<DeploymentTarget>,
     ) -> Result<PlannedExport, String> {
         let shown = path.display().to_string();
         let text = match rope {
@@ -294,9 +318,19 @@ impl Session {
         let available = plan::entrypoints(&path, &text, &options);
         let chosen: Exportable = plan::choose(available, entry)
             .map_err(|error| error.describe(&path, "the command's entrypoint argument"))?;
-        let output = match output {
-            Some(given) => plan::resolve_output(&given, &root, &path, &chosen),
-            None => plan::default_output(&path, &chosen, plan::out_dir(&project).as_deref()),
+        let output = match (
+            output,
+            target.and_then(DeploymentTarget::artefact_extension),
+        ) {
+            (Some(given), _) => plan::resolve_output(&given, &root, &path, &chosen),
+            // A target's artefact is named after the .pt2 it replaces.
+            (None, Some(extension)) => {
+                plan::default_output(&path, &chosen, plan::out_dir(&project).as_deref())
+                    .with_extension(extension)
+            }
+            (None, None) => {
+                plan::default_output(&path, &chosen, plan::out_dir(&project).as_deref())
+            }
         };
         if let Some(dir) = output.parent() {
             std::fs::create_dir_all(dir).map_err(|error| {
@@ -416,5 +450,26 @@ mod tests {
         assert_eq!(request.output, None);
         assert!(ExportRequest::from_arguments(&[]).is_err());
         assert!(ExportRequest::from_arguments(&[json!("file:///p/m.py"), json!(3)]).is_err());
+        let request = ExportRequest::from_arguments(&[
+            json!("file:///p/m.py"),
+            Value::Null,
+            Value::Null,
+            json!("executorch"),
+        ])
+        .unwrap();
+        assert_eq!(request.target, Some(DeploymentTarget::ExecuTorch));
+        // A target that writes no artefact of its own, or none known, is refused.
+        for refused in ["pt2", "core-aten", "tflite"] {
+            let arguments = [
+                json!("file:///p/m.py"),
+                Value::Null,
+                Value::Null,
+                json!(refused),
+            ];
+            assert!(
+                ExportRequest::from_arguments(&arguments).is_err(),
+                "{refused}"
+            );
+        }
     }
 }
