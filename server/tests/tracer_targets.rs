@@ -195,6 +195,60 @@ fn a_target_without_its_tool_is_one_message_per_run_and_the_rest_stands() {
 }
 
 #[test]
+fn an_executorch_built_for_another_torch_is_said_once_with_both_versions() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let declared = BUCKETS.replace(
+        "example_args = (torch.randn(3, 4),)\n",
+        "example_args = (torch.randn(3, 4),)\ntargets = [\"executorch\", \"core-aten\"]\n",
+    );
+    fs::write(project.path().join("one.py"), &declared).unwrap();
+    fs::write(project.path().join("two.py"), &declared).unwrap();
+    // What importing an ExecuTorch built against another torch looks like: its compiled
+    // extension misses a symbol of the installed libtorch.
+    let shadow = tempfile::tempdir().unwrap();
+    fs::create_dir(shadow.path().join("executorch")).unwrap();
+    fs::write(
+        shadow.path().join("executorch/__init__.py"),
+        "raise ImportError('executorch/extension/pybindings/_portable_lib.so: undefined symbol: _ZN3c104impl3cow11cow_deleterEPv')\n",
+    )
+    .unwrap();
+    let run = check(
+        python,
+        tmp.path(),
+        project.path(),
+        &["one.py", "two.py"],
+        &[],
+        &[("PYTHONPATH", shadow.path().to_str().unwrap())],
+    );
+    let notes: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|line| line.contains("target `executorch` not checked"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{}", run.stderr);
+    assert!(
+        notes[0].contains("does not import with torch 2.")
+            && notes[0].contains("undefined symbol")
+            && notes[0].contains("install the executorch that pairs with torch"),
+        "{}",
+        notes[0]
+    );
+    for file in ["one.py", "two.py"] {
+        assert_eq!(
+            codes_in(&run, file),
+            [("PT701".to_owned(), 7)],
+            "{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+    assert_clean(tmp.path());
+}
+
+#[test]
 fn a_lowering_that_hangs_is_pt502_for_that_target_alone() {
     let Some(python) = torch_python() else { return };
     let _turn = turn();
