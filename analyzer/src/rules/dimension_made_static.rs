@@ -14,8 +14,8 @@ pub(crate) const META: RuleMeta = RuleMeta {
 Finds operations that need a dimension the user declared dynamic to be one size, where the
 declaration does not make export fail but lets it give up the dimension silently:
 
-- `Dim.AUTO` in `dynamic_shapes`: a `view`/`reshape` to literal sizes only, a broadcast against
-  a literal size, a Python loop over the dimension (`range(x.shape[0])`, `for row in x`), a
+- `Dim.AUTO` in `dynamic_shapes`: an example of size 0 or 1 there (the exporter specialises
+  those sizes), a `view`/`reshape` to literal sizes only, a broadcast against a literal size, a Python loop over the dimension (`range(x.shape[0])`, `for row in x`), a
   recurrent layer run step by step over it, and, in non-strict export, `int()`, `len()` or a
   `math` function of the size;
 - a `ShapeVar` of `@dynamic_spec` (`torch.fx.experimental.dynamic_spec`): a `view`/`reshape`
@@ -37,19 +37,43 @@ def forward(self, x):          # x: (batch, 4)
 ```
 
 ## Fix
-Take the sizes from the input (`x.reshape(x.shape[0] // 4, -1)`, `-1` for the one inferred)
+Give the example a size of at least 2 (an unsafe fix: it changes an input). Take the sizes
+from the input (`x.reshape(x.shape[0] // 4, -1)`, `-1` for the one inferred)
 and use tensor operations instead of Python loops, so the dimension stays dynamic. If the model
 really takes one size there, declare the dimension static (`None`) so the program says so. No
 automatic fix: either changes what the code means or what the user declared.
 "#,
 };
 
+use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::semantic::value::{DimDecl, SizeOrigin, Value};
 use crate::semantic::{EventKind, ScalarUse};
 
 pub(crate) fn check(checker: &mut Checker) {
+    if let Some(spec) = &checker.model.spec {
+        for example in &spec.auto_examples {
+            let fix = example.edit.map(|(range, size)| Fix {
+                title: format!(
+                    "Change the example's size ({} -> {size}): the dimension stays dynamic",
+                    example.size
+                ),
+                edits: vec![Edit {
+                    range,
+                    content: size.to_string(),
+                }],
+                applicability: Applicability::Unsafe,
+            });
+            checker.report_with_fix(
+                Rule::DimensionMadeStatic,
+                Severity::Warning,
+                example.range,
+                example.message.clone(),
+                fix,
+            );
+        }
+    }
     let strict = checker.strict();
     for event in &checker.model.events {
         let text = checker.model.text(event.range);

@@ -140,6 +140,9 @@ pub(crate) struct ShapesSpec {
     dim_examples: FxHashMap<String, Option<i64>>,
     pub(crate) problems: Vec<SpecProblem>,
     pub(crate) example_problems: Vec<ExampleProblem>,
+    /// Examples of size 0 or 1 on a dimension declared `Dim.AUTO`: export specialises them and
+    /// makes the dimension static, with no error (PT406).
+    pub(crate) auto_examples: Vec<ExampleProblem>,
     /// The spec is written but the analysis cannot read it (a name imported from elsewhere, a
     /// function's result): any input may have dynamic dimensions.
     unreadable: bool,
@@ -202,6 +205,14 @@ impl ShapesSpec {
                     *entry = None;
                 }
             }
+            if dim.is_auto() {
+                if let (Some(size), Some(index)) = (&size, index) {
+                    if size.value <= 1 {
+                        self.note_auto_example(index, at, size, label);
+                    }
+                }
+                continue;
+            }
             if dim.automatic && !dynamic_hint {
                 continue;
             }
@@ -212,6 +223,23 @@ impl ShapesSpec {
         for (index, at, dim, size, dynamic_hint) in found {
             self.check_example_size(index, at, &dim, &size, dynamic_hint, label);
         }
+    }
+
+    /// An example of size 0 or 1 on a `Dim.AUTO` dimension, which export makes static.
+    fn note_auto_example(&mut self, index: usize, at: usize, size: &ExampleSize, label: &str) {
+        let Some(input) = self.inputs.get(index) else {
+            return;
+        };
+        let value = size.value;
+        self.auto_examples.push(ExampleProblem {
+            range: input.range,
+            message: format!(
+                "The example for `{label}` has size {value} in dimension {at}, declared `Dim.AUTO`: export specializes sizes 0 and 1, so it makes the dimension static and the program accepts only size {value}; give the example a size of at least 2"
+            ),
+            dim: "AUTO".to_owned(),
+            size: value,
+            edit: size.at.map(|at| (at, 2)),
+        });
     }
 
     fn check_example_size(

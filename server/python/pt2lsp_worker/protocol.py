@@ -22,6 +22,7 @@ RULES = {
     "PT403": "invalid-dynamic-shapes",
     "PT404": "unregistered-input-type",
     "PT405": "specializing-example-size",
+    "PT406": "dimension-made-static",
     "PT501": "export-failed",
     "PT502": "worker-crash",
     "PT503": "entrypoint-error",

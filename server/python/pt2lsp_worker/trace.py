@@ -21,6 +21,7 @@ from .findings import Finding, Location, Related, frame_location
 from .leaked_constants import leak_findings
 from .library_conditions import user_choice
 from .locations import deepest_user_frame, installed_package, installed_path, library_path, user_stack_location
+from .made_static import made_static_findings
 from .passed import passed_lines
 from .patching import patched
 from .spec import place_on_spec, with_declared_sources
@@ -59,7 +60,13 @@ def trace(
             passed.extend(passed_lines(program, guards, workspace))
         # A program holding a tensor of the trace cannot compute what eager does: that finding
         # names the line and the cause, which the comparison with eager cannot.
-        return leak_findings(program, workspace) or divergence_findings(program, target, workspace)
+        return (
+            leak_findings(program, workspace)
+            or divergence_findings(program, target, workspace)
+            or made_static_findings(
+                program, target, guards, lambda event: _guard_site(event, _interned_filenames() or {}, workspace)
+            )
+        )
     if first.constraint:
         first.guards = guards
         recorded = None if first.example_size else _recorded_guard_findings(first, target, workspace)

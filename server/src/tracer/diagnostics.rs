@@ -76,7 +76,9 @@ impl TraceDiagnostic {
     pub fn to_diagnostic(&self, text: &str, index: &LineIndex) -> Diagnostic {
         let fix = self.dim_fix(text);
         let mut range = self.range(text, index);
-        let mut severity = if self.rule.is_static() {
+        // PT406 says an export that succeeded gave up a dimension: a warning, as the static
+        // rule says it.
+        let mut severity = if self.rule.is_static() && self.rule != Rule::DimensionMadeStatic {
             Severity::Error
         } else {
             self.rule.default_severity()

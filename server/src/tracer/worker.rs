@@ -113,6 +113,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/lower_onnx.py"),
     worker_file!("pt2lsp_worker/lower_pt2.py"),
     worker_file!("pt2lsp_worker/lowering.py"),
+    worker_file!("pt2lsp_worker/made_static.py"),
     worker_file!("pt2lsp_worker/main.py"),
     worker_file!("pt2lsp_worker/outputs.py"),
     worker_file!("pt2lsp_worker/passed.py"),
