@@ -81,6 +81,11 @@ pub(crate) fn check(checker: &mut Checker) {
         if !assigned && assigned_lines.contains(&line_of(event.range.start().to_usize())) {
             continue;
         }
+        // `x.data.dim()`, `x.data.shape[0]`: only what the tensor is like is read, no value of
+        // it reaches the program (measured: both modes export).
+        if !assigned && reads_metadata(&text[event.range.end().to_usize()..]) {
+            continue;
+        }
         let how = if strict {
             "strict export succeeds, and the program computes with a fake tensor of the trace kept as a constant instead of"
         } else {
@@ -107,4 +112,38 @@ pub(crate) fn check(checker: &mut Checker) {
         };
         checker.report(Rule::TensorDataAttribute, severity, event.range, message);
     }
+}
+
+/// The attributes and methods of a tensor that describe it without reading its values.
+const METADATA: &[&str] = &[
+    "dim(",
+    "ndim",
+    "ndimension(",
+    "shape",
+    "size(",
+    "dtype",
+    "device",
+    "numel(",
+    "is_cuda",
+    "layout",
+    "requires_grad",
+];
+
+/// Whether the text after `x.data` reads only what the tensor is like (`.shape`, `.dim()`).
+fn reads_metadata(after: &str) -> bool {
+    after.strip_prefix('.').is_some_and(|rest| {
+        METADATA
+            .iter()
+            .any(|name| rest.starts_with(name) && !continues_name(&rest[name.len()..], name))
+    })
+}
+
+/// Whether `rest` continues the identifier `name` ends with (`.shape_hint`), unless `name`
+/// already ends with its call's parenthesis.
+fn continues_name(rest: &str, name: &str) -> bool {
+    !name.ends_with('(')
+        && rest
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
 }
