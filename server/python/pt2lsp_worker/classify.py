@@ -26,6 +26,7 @@ from .hooks import global_hooks, skipped_module_forward
 from .leaked_constants import refused_leak
 from .locations import exception_location, library_frames, user_stack_in_message
 from .pytree_types import unregistered_finding, unregistered_type
+from .shape_vars import declared_symbols
 from .spec import blamed_spec_keys, keys_past_rank, place_on_spec, raised_in_dynamic_shapes
 from .tensor_subclasses import ungraphable_subclass_message, ungraphable_subclass_spec
 from .text import first_lines, first_sentence, trim
@@ -50,7 +51,8 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
         graph_text = str(getattr(guard, "partial_fx_graph", "") or "")
         code = data_dependent_code(guard, chain, workspace, graph_text)
         line = linecache.getline(location.file, location.line) if location and location.line else None
-        message = data_dependent_message(guard, code, graph_text, workspace, source_line=line)
+        declared = declared_symbols(target, graph_text)
+        message = data_dependent_message(guard, code, graph_text, workspace, source_line=line, declared=declared)
         return finding(code, message, collectable=True)
     if user_error is not None and error_type == "CONSTRAINT_VIOLATION":
         message, fixes, dims = parse_constraint_violation(str(user_error))

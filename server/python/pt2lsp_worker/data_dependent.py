@@ -116,11 +116,15 @@ def symbol_source(symbol: str, graph_text: str) -> tuple[str | None, str | None,
     return None
 
 
-def _named_symbols(symbols: list[str], graph_text: str, workspace: Workspace | None) -> str:
+def _named_symbols(symbols: list[str], graph_text: str, workspace: Workspace | None, declared: dict[str, str]) -> str:
     """`, where u0 is a size of what `nonzero` returns at m.py:4 (`idx = x.nonzero()`), ...`
-    for the symbols the graph says made, with the user's line that made each."""
+    for the symbols the graph says made, with the user's line that made each, and for those an
+    input's spec declares (`declared`, see `shape_vars`), the declaration."""
     said = []
     for symbol in symbols:
+        if symbol in declared:
+            said.append(f"{symbol} is {declared[symbol]}")
+            continue
         source = symbol_source(symbol, graph_text)
         if source is None or source[0] is None:
             continue
@@ -144,6 +148,7 @@ def data_dependent_message(
     graph_text: str = "",
     workspace: Workspace | None = None,
     source_line: str | None = None,
+    declared: dict[str, str] | None = None,
 ) -> str:
     """torch's guard in a sentence, its symbols named, the rule's hint, and, where torch suggests
     its data-dependent friendly APIs for a number or a size (PT102, PT103), those forms written
@@ -151,7 +156,7 @@ def data_dependent_message(
     head = first_lines(str(guard), 1).split(" (unhinted:")[0]
     head = re.sub(r"\s*\(Size-like symbols: [^)]*\)", "", head).strip().rstrip(".")
     symbols = sorted(set(re.findall(r"\b(?:zuf|zf|u)\d+\b", head)))
-    message = f"{head}{_named_symbols(symbols, graph_text, workspace)}: {HINTS[code]}"
+    message = f"{head}{_named_symbols(symbols, graph_text, workspace, declared or {})}: {HINTS[code]}"
     if code in ("PT102", "PT103") and suggests_friendly_apis(str(guard)):
         condition = condition_of(failing_code(graph_text) or source_line)
         if condition is not None:

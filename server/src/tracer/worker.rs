@@ -122,6 +122,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/program_info.py"),
     worker_file!("pt2lsp_worker/protocol.py"),
     worker_file!("pt2lsp_worker/shapes.py"),
+    worker_file!("pt2lsp_worker/shape_vars.py"),
     worker_file!("pt2lsp_worker/spawn.py"),
     worker_file!("pt2lsp_worker/stalled.py"),
     worker_file!("pt2lsp_worker/pytree_types.py"),
