@@ -369,16 +369,35 @@ impl Interpreter<'_, '_> {
                     _ => None,
                 }
             }
-            Expr::Call(call) if call.arguments.args.is_empty() => {
-                let Value::Qualified(qualified) = self.eval(&call.func, env) else {
-                    return None;
+            Expr::Call(call) if call.arguments.keywords.is_empty() => {
+                let qualified = match self.eval(&call.func, env) {
+                    Value::Qualified(qualified) => qualified.to_string(),
+                    // A function of a followed library (transformers' `is_tracing`), by its
+                    // module and name.
+                    Value::Function(index) => {
+                        let function = &self.model.functions[index];
+                        let module = self.model.source_in(function.file).module?;
+                        format!("{module}.{}", function.def.name)
+                    }
+                    _ => return None,
                 };
-                match qualified.rsplit('.').next().unwrap_or_default() {
+                let last = qualified.rsplit('.').next().unwrap_or_default();
+                // transformers' `is_tracing(tensor=None)` is true under dynamo and export (it
+                // asks `is_torchdynamo_compiling()`, and whether the tensor is fake); torch.jit's
+                // `is_tracing()` is false there.
+                if last == "is_tracing" && qualified.starts_with("transformers.") {
+                    return (call.arguments.args.len() <= 1).then_some(true);
+                }
+                if !call.arguments.args.is_empty() {
+                    return None;
+                }
+                match last {
                     "is_scripting" | "is_tracing" | "_is_tracing" | "_get_tracing_state"
                     | "is_in_onnx_export" => Some(false),
                     "is_compiling"
                     | "is_dynamo_compiling"
                     | "is_torchdynamo_compiling"
+                    | "is_torchdynamo_exporting"
                     | "is_exporting" => Some(true),
                     _ => None,
                 }
