@@ -54,15 +54,7 @@ async fn served(root: &Path) -> (Child, TestClient) {
     let options = json!({"python": torch_python(), "timeout": 120});
     let response = client.initialize(Some(root), options).await;
     assert!(response.get("result").is_some(), "{response}");
-    client
-        .wait_for(|message| {
-            message["method"] == "$/progress"
-                && message["params"]["token"]
-                    .as_str()
-                    .is_some_and(|token| token.starts_with("pt2lsp/scan"))
-                && message["params"]["value"]["kind"] == "end"
-        })
-        .await;
+    client.scanned().await;
     (child, client)
 }
 

@@ -36,7 +36,7 @@ async fn served(root: &Path) -> (Child, TestClient) {
     let (child, mut client) = common::spawn_server(Stdio::inherit());
     let response = client.initialize(Some(root), json!({})).await;
     assert!(response.get("result").is_some(), "{response}");
-    scanned(&mut client).await;
+    client.scanned().await;
     (child, client)
 }
 
@@ -69,20 +69,8 @@ async fn served_with(root: &Path, options: Value, capabilities: Value) -> (Child
         .await;
     assert!(response.get("result").is_some(), "{response}");
     client.notify("initialized", json!({})).await;
-    scanned(&mut client).await;
+    client.scanned().await;
     (child, client)
-}
-
-async fn scanned(client: &mut TestClient) {
-    client
-        .wait_for(|message| {
-            message["method"] == "$/progress"
-                && message["params"]["token"]
-                    .as_str()
-                    .is_some_and(|token| token.starts_with("pt2lsp/scan"))
-                && message["params"]["value"]["kind"] == "end"
-        })
-        .await;
 }
 
 fn is_publication(message: &Value, uri: &str) -> bool {

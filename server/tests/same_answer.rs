@@ -294,15 +294,7 @@ async fn the_editor_publishes_what_the_command_line_reports_for_each_file_opened
             .await;
         assert!(response.get("result").is_some(), "{response}");
         client.notify("initialized", json!({})).await;
-        client
-            .wait_for(|message| {
-                message["method"] == "$/progress"
-                    && message["params"]["token"]
-                        .as_str()
-                        .is_some_and(|token| token.starts_with("pt2lsp/scan"))
-                    && message["params"]["value"]["kind"] == "end"
-            })
-            .await;
+        client.scanned().await;
         let want = |file: &Path| without_fixes(whole.get(file).map_or(&[][..], Vec::as_slice));
         // Each file alone, then closed.
         for file in &files {

@@ -183,6 +183,18 @@ impl TestClient {
         response
     }
 
+    /// Waits for the end of the server's workspace scan (the import graph is built from it).
+    pub async fn scanned(&mut self) {
+        self.wait_for(|message| {
+            message["method"] == "$/progress"
+                && message["params"]["token"]
+                    .as_str()
+                    .is_some_and(|token| token.starts_with("pt2lsp/scan"))
+                && message["params"]["value"]["kind"] == "end"
+        })
+        .await;
+    }
+
     pub async fn open(&self, uri: &str, version: i32, text: &str) {
         self.notify(
             "textDocument/didOpen",
