@@ -85,7 +85,7 @@ pub(crate) fn check(checker: &mut Checker) {
             }
         };
         let (dim, what) = match &event.kind {
-            EventKind::DimFixed { dim, size } if dim.is_auto() || dim.unbacked => {
+            EventKind::DimFixed { dim, size } if dim.fixed_silently() => {
                 (dim, format!("needs {} to be {size}", subject(dim)))
             }
             EventKind::Scalar {

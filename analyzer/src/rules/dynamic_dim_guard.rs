@@ -813,7 +813,7 @@ fn multiple_of(checker: &Checker, dim: &DimDecl, multiple: i64) -> Option<Vec<Di
 /// `Dim.DYNAMIC` (measured, torch 2.15: "Constraints violated"). `Dim.AUTO` is made static
 /// instead and a `ShapeVar` narrowed (PT406); a derived dimension follows its root.
 fn fails_on_one_size(dim: &DimDecl) -> bool {
-    !dim.unbacked && (!dim.automatic || dim.is_dynamic_hint())
+    !dim.fixed_silently() && (!dim.automatic || dim.is_dynamic_hint())
 }
 
 #[cfg(test)]

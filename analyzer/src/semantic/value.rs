@@ -155,6 +155,12 @@ impl DimDecl {
         }
     }
 
+    /// A dimension export fixes to one size without an error where the code needs one size:
+    /// `Dim.AUTO` (made static) or a `ShapeVar` (its range narrowed), PT406.
+    pub(crate) fn fixed_silently(&self) -> bool {
+        self.is_auto() || self.unbacked
+    }
+
     /// `Dim.DYNAMIC`: export refines its range, and fails where the code needs one size, as
     /// for a named `Dim` (measured, torch 2.15).
     pub(crate) fn is_dynamic_hint(&self) -> bool {

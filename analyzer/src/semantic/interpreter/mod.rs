@@ -1058,7 +1058,7 @@ fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<EventKind> {
 /// A dimension that a broadcast against a literal size fixes with no relation to report:
 /// `Dim.AUTO` (made static), a `ShapeVar` (its range narrowed) or `Dim.DYNAMIC` (a failure).
 fn fixed_by_literal(dim: &DimDecl) -> bool {
-    dim.is_auto() || dim.is_dynamic_hint() || dim.unbacked
+    dim.fixed_silently() || dim.is_dynamic_hint()
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
