@@ -92,31 +92,64 @@ def library_imports(entry_file: str, roots: list[str]) -> dict[str, set[str]]:
         if path in seen:
             continue
         seen.add(path)
-        try:
-            with open(path, encoding="utf-8") as f:
-                tree = ast.parse(f.read(), path)
-        except (OSError, SyntaxError, ValueError):
+        statements = _import_statements(path)
+        if statements is None:
             continue
+        imports, attribute_reads = statements
         # `import transformers` then `transformers.BertModel`: the names read on a library
         # module count as names imported from it.
         aliases: dict[str, str] = {}
+        for level, module, names, bound in imports:
+            if level:
+                base = _relative_base(path, level)
+                target = os.path.join(base, *module.split(".")) if module else base
+                queue.extend(_module_files(target, names))
+            elif bound is not None:
+                if _note(module, set(), path, roots, wanted, queue):
+                    aliases[bound] = module
+            elif module:
+                _note(module, names, path, roots, wanted, queue)
+        for name, attribute in attribute_reads:
+            if name in aliases:
+                wanted[aliases[name]].add(attribute)
+    return wanted
+
+
+# What each file imports, by (path, modification time, size): the zygote reads a job's files
+# before every fork, and a project's files mostly stay as they were between jobs.
+_STATEMENTS: dict[tuple[str, int, int], tuple[list, set] | None] = {}
+
+
+def _import_statements(path: str) -> tuple[list, set] | None:
+    """The file's imports, each (level, module, names imported from it, the name `import m as
+    n` binds or None for a `from` import), and the (name, attribute) pairs it reads; None when
+    it cannot be read or parsed."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    key = (path, status.st_mtime_ns, status.st_size)
+    if key in _STATEMENTS:
+        return _STATEMENTS[key]
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        found = None
+    else:
+        imports: list = []
+        attribute_reads: set = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if _note(alias.name, set(), path, roots, wanted, queue):
-                        aliases[alias.asname or alias.name] = alias.name
+                imports.extend((0, alias.name, set(), alias.asname or alias.name) for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
                 names = {alias.name for alias in node.names if alias.name != "*"}
-                if node.level:
-                    base = _relative_base(path, node.level)
-                    module = os.path.join(base, *node.module.split(".")) if node.module else base
-                    queue.extend(_module_files(module, names))
-                elif node.module:
-                    _note(node.module, names, path, roots, wanted, queue)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
-                wanted[aliases[node.value.id]].add(node.attr)
-    return wanted
+                imports.append((node.level, node.module or "", names, None))
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                attribute_reads.add((node.value.id, node.attr))
+        found = (imports, attribute_reads)
+    _STATEMENTS[key] = found
+    return found
 
 
 def _note(module: str, names: set[str], path: str, roots: list[str], wanted, queue) -> bool:

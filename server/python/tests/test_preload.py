@@ -84,3 +84,11 @@ def test_preloading_is_off_when_the_environment_says_so(tmp_path, monkeypatch):
     preloader = Preloader()
     assert preloader.load_for(str(entry), [str(tmp_path)]) == frozenset()
     assert preloader.attempted == set()
+
+
+def test_an_edited_file_is_read_again(tmp_path):
+    entry = tmp_path / "entry.py"
+    entry.write_text("import timm\n")
+    assert library_imports(str(entry), [str(tmp_path)]) == {"timm": set()}
+    entry.write_text("from transformers import BertModel\n")
+    assert library_imports(str(entry), [str(tmp_path)]) == {"transformers": {"BertModel"}}
