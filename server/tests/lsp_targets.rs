@@ -1,14 +1,36 @@
 //! The real binary over stdio: the configured deployment targets that write an artefact of
 //! their own are offered as code lenses beside "Export to .pt2", each running `pt2lsp.exportPt2`
-//! with the target as its fourth argument.
+//! with the target as its fourth argument; with real torch, a save lowers the entrypoint for its
+//! targets, and what a lowering finds (PT7xx) reaches the editor on the user's line, while a
+//! target that cannot run in the interpreter is one `window/showMessage` per session, however
+//! many entrypoints name it, and the other targets' findings stand.
+//!
+//! The torch tests use `PT2LSP_PYTHON` (scripts/test.sh sets it), else `../.venv/bin/python`;
+//! without torch they fail when `CI` is set and are skipped, with a note, otherwise.
 
 mod common;
 
+use std::fs;
+use std::path::Path;
 use std::process::Stdio;
+use std::time::Duration;
 
-use common::TestClient;
+use common::{TestClient, file_uri};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
+
+// `turn()` is not used: its guard cannot be held across an await; `TURN` below is this
+// file's.
+#[allow(dead_code)]
+#[path = "support/torch.rs"]
+mod torch_support;
+
+/// How long a trace with its lowerings may take: it includes starting a worker, whose
+/// `import torch` takes seconds, and much longer on a loaded machine.
+const TRACE_WAIT: Duration = Duration::from_secs(240);
+
+/// One server with a tracer at a time: each starts a worker that imports torch.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const URI: &str = "file:///tmp/pt2lsp-targets/model.py";
 
@@ -72,6 +94,221 @@ async fn configured_targets_are_offered_as_export_lenses() {
             ),
         ],
         "{response:#}"
+    );
+    client.shutdown_and_exit().await;
+}
+
+/// `pt2lsp serve` on `workspace`, tracing on save with `python`, with `environment` added to
+/// the server's (the worker inherits it).
+async fn serve_traced(
+    python: &Path,
+    workspace: &Path,
+    tmp: &Path,
+    environment: &[(&str, &str)],
+) -> (Child, TestClient) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pt2lsp"));
+    command
+        .arg("serve")
+        .env("TMPDIR", tmp)
+        .env("PT2LSP_NO_CACHE", "1")
+        .env_remove("VIRTUAL_ENV")
+        .current_dir(workspace)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    for (key, value) in environment {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("pt2lsp starts");
+    let mut client = TestClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let response = client
+        .initialize(
+            Some(workspace),
+            json!({"python": python, "trace": "on-save", "timeout": 120}),
+        )
+        .await;
+    assert!(response.get("result").is_some(), "{response}");
+    client.scanned().await;
+    (child, client)
+}
+
+/// Opens `path` (as version 1) and saves it unchanged, as an editor does.
+async fn open_and_save(client: &TestClient, path: &Path) -> String {
+    let uri = file_uri(path);
+    client
+        .open(&uri, 1, &fs::read_to_string(path).unwrap())
+        .await;
+    client
+        .notify(
+            "textDocument/didSave",
+            json!({"textDocument": {"uri": uri}}),
+        )
+        .await;
+    uri
+}
+
+/// The first publication for `uri` at version 1 with a diagnostic of `code` from the trace.
+async fn traced_with(client: &mut TestClient, uri: &str, code: &str) -> Vec<Value> {
+    let message = client
+        .wait_for_within(TRACE_WAIT, |message| {
+            message["method"] == "textDocument/publishDiagnostics"
+                && message["params"]["uri"] == uri
+                && message["params"]["version"] == 1
+                && message["params"]["diagnostics"]
+                    .as_array()
+                    .is_some_and(|all| all.iter().any(|d| d["code"] == code))
+        })
+        .await;
+    message["params"]["diagnostics"].as_array().unwrap().clone()
+}
+
+/// The 0-based lines of `text` marked `# error[CODE]`.
+fn marked_lines(text: &str, code: &str) -> Vec<u64> {
+    let mark = format!("# error[{code}]");
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| line.contains(&mark))
+        .map(|(at, _)| at as u64)
+        .collect()
+}
+
+/// (0-based line, source) of each diagnostic of `code`, in line order.
+fn placed(diagnostics: &[Value], code: &str) -> Vec<(u64, String)> {
+    let mut out: Vec<(u64, String)> = diagnostics
+        .iter()
+        .filter(|d| d["code"] == code)
+        .map(|d| {
+            (
+                d["range"]["start"]["line"].as_u64().unwrap(),
+                d["data"]["source"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_lowering_finds_reaches_the_editor_on_the_users_line() {
+    let Some(python) = torch_support::torch_python("lsp_targets") else {
+        return;
+    };
+    let _turn = TURN.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let fixtures = torch_support::repository().join("fixtures/targets");
+    // One file per target kind: core ATen (PT701) and ONNX (PT703, two lines), each naming
+    // its target in the file, as `fixtures/targets/` does.
+    let cases = [
+        ("core-aten/searchsorted.py", "PT701"),
+        ("onnx/kthvalue.py", "PT703"),
+    ];
+    for (fixture, _) in cases {
+        let name = Path::new(fixture).file_name().unwrap();
+        fs::copy(fixtures.join(fixture), workspace.path().join(name)).unwrap();
+    }
+    let (_child, mut client) = serve_traced(python, workspace.path(), tmp.path(), &[]).await;
+    for (fixture, code) in cases {
+        let path = workspace
+            .path()
+            .join(Path::new(fixture).file_name().unwrap());
+        let uri = open_and_save(&client, &path).await;
+        let diagnostics = traced_with(&mut client, &uri, code).await;
+        let expected: Vec<(u64, String)> = marked_lines(&fs::read_to_string(&path).unwrap(), code)
+            .into_iter()
+            .map(|line| (line, "trace".to_owned()))
+            .collect();
+        assert!(!expected.is_empty(), "{fixture} marks no {code}");
+        assert_eq!(
+            placed(&diagnostics, code),
+            expected,
+            "{fixture}: {diagnostics:#?}"
+        );
+        let message = diagnostics.iter().find(|d| d["code"] == code).unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            message.contains(if code == "PT701" { "core ATen" } else { "ONNX" }),
+            "{message}"
+        );
+    }
+    client.shutdown_and_exit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_cannot_run_is_said_once_per_session_and_the_rest_stands() {
+    let Some(python) = torch_support::torch_python("lsp_targets") else {
+        return;
+    };
+    let _turn = TURN.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let model = fs::read_to_string(
+        torch_support::repository().join("fixtures/targets/core-aten/searchsorted.py"),
+    )
+    .unwrap()
+    .replace(
+        "targets = [\"core-aten\"]",
+        "targets = [\"executorch\", \"core-aten\"]",
+    );
+    assert!(
+        model.contains("\"executorch\""),
+        "the fixture names its target"
+    );
+    for name in ["one.py", "two.py"] {
+        fs::write(workspace.path().join(name), &model).unwrap();
+    }
+    // What importing an ExecuTorch built against another torch looks like: its compiled
+    // extension misses a symbol of the installed libtorch.
+    let shadow = tempfile::tempdir().unwrap();
+    fs::create_dir(shadow.path().join("executorch")).unwrap();
+    fs::write(
+        shadow.path().join("executorch/__init__.py"),
+        "raise ImportError('executorch/extension/pybindings/_portable_lib.so: undefined symbol: _ZN3c104impl3cow11cow_deleterEPv')\n",
+    )
+    .unwrap();
+    let (_child, mut client) = serve_traced(
+        python,
+        workspace.path(),
+        tmp.path(),
+        &[("PYTHONPATH", shadow.path().to_str().unwrap())],
+    )
+    .await;
+    let expected: Vec<(u64, String)> = marked_lines(&model, "PT701")
+        .into_iter()
+        .map(|line| (line, "trace".to_owned()))
+        .collect();
+    // Two entrypoints, each traced on its save: the note is one message, and each file still
+    // gets the core ATen finding.
+    for name in ["one.py", "two.py"] {
+        let uri = open_and_save(&client, &workspace.path().join(name)).await;
+        let diagnostics = traced_with(&mut client, &uri, "PT701").await;
+        assert_eq!(placed(&diagnostics, "PT701"), expected, "{diagnostics:#?}");
+        assert!(
+            diagnostics
+                .iter()
+                .all(|d| d["code"] != "PT705" && d["code"] != "PT502"),
+            "{diagnostics:#?}"
+        );
+    }
+    let shown = client
+        .wait_for(|message| message["method"] == "window/showMessage")
+        .await;
+    let text = shown["params"]["message"].as_str().unwrap();
+    assert_eq!(shown["params"]["type"], 2, "a warning: {shown}");
+    assert!(
+        text.contains("target `executorch` not checked")
+            && text.contains("does not import with torch 2.")
+            && text.contains("undefined symbol"),
+        "{text}"
+    );
+    assert!(
+        client
+            .wait_for_none(|message| message["method"] == "window/showMessage")
+            .await,
+        "the note is shown once per session"
     );
     client.shutdown_and_exit().await;
 }

@@ -129,6 +129,8 @@ pub struct Session {
     tracing: TraceThread,
     /// Whether the user was told that tracing is unavailable (once per session).
     trace_warned: AtomicBool,
+    /// The deployment targets' "not checked" notes the user was shown (once each per session).
+    targets_warned: Mutex<std::collections::HashSet<String>>,
     /// The open documents' texts, which whole-program analysis reads before the disk.
     buffers: Arc<Buffers>,
     /// Set when an edit changed a file's summary; the analysis that sees it rebuilds the index.
@@ -162,6 +164,7 @@ impl Session {
             shutdown_requested,
             tracing: TraceThread::default(),
             trace_warned: AtomicBool::new(false),
+            targets_warned: Mutex::default(),
             buffers: Arc::default(),
             summaries_changed: AtomicBool::new(false),
             parses: Arc::default(),

@@ -32,6 +32,7 @@ use crate::project::interpreter as python;
 use crate::tracer::diagnostics::{dedup, from_result, is_suppressed, normalized};
 use crate::tracer::manager::Priority;
 use crate::tracer::protocol::JobResult;
+use crate::tracer::targets::UnavailableTargets;
 use crate::tracer::{Status, batch, entrypoint};
 
 /// Files a save may reach through imports: a bound on the walk for a module that the whole of
@@ -196,6 +197,7 @@ impl Session {
         let message = match outcome {
             Ok(Ok(result)) if result.status == Status::Cancelled => "cancelled".to_owned(),
             Ok(Ok(result)) => {
+                self.targets_unavailable(&result).await;
                 let session = Arc::clone(&self);
                 let replayed = result.replayed;
                 let converted = tokio::task::spawn_blocking(move || {
@@ -799,6 +801,30 @@ impl Session {
             self.client
                 .show_message(MessageType::WARNING, message)
                 .await;
+        }
+    }
+
+    /// A deployment target the job could not lower for (its package missing, built for another
+    /// torch, a tool absent): one `window/showMessage` warning per target and reason for the
+    /// session, as the CLI says it once per run, however many entrypoints name the target; the
+    /// log has it after every trace. Not a diagnostic: the cause is the interpreter's
+    /// environment, not a line, and the target may come from the editor's settings, which
+    /// have no line.
+    async fn targets_unavailable(&self, result: &JobResult) {
+        let mut notes = UnavailableTargets::default();
+        notes.add(result);
+        for note in notes.messages() {
+            let message = format!("pt2lsp: {note}; the export's own findings are shown");
+            self.log(MessageType::INFO, message.clone());
+            let new = self
+                .targets_warned
+                .lock()
+                .is_ok_and(|mut warned| warned.insert(note));
+            if new {
+                self.client
+                    .show_message(MessageType::WARNING, message)
+                    .await;
+            }
         }
     }
 }
