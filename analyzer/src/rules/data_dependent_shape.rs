@@ -21,7 +21,10 @@ Python numbers (`TypeError: zeros(): argument 'size' ... got FakeTensor`).
 The dimensions `@dynamic_spec` declares (`ShapeVar("B")` in a `TensorSpec`, on `forward` or in
 a `ShapesSpec` given as `dynamic_shapes`) are such sizes too: torch 2.15 gives them unbacked
 symbols. A branch on one, a Python loop over it, or (non-strict) `int()`/`len()` of it fails;
-an `assert` or `torch._check` on it, and a relation between two, become runtime checks, and the
+so do `split(n)`, `chunk(n)`, `unbind` and `tensor_split(n)` along one (torch counts the parts
+from its size), and `max_pool1d` or a recurrent layer over one (measured, torch 2.15, strict and
+not); sections given as a list (`split([4, 4])`), a cut along a static dimension, and
+`avg_pool1d`/`conv1d` over one export; an `assert` or `torch._check` on it, and a relation between two, become runtime checks, and the
 spec's `assumptions` (`B > 4`) decide the comparisons they imply.
 
 ## Why export fails
@@ -109,6 +112,9 @@ pub(crate) fn check(checker: &mut Checker) {
                 Some((dim, Failure::Layer)) => format!(
                     "`{text}` runs a layer that decides on the size of `{dim}`, a `ShapeVar` of `@dynamic_spec`, which export makes an unbacked size: export fails with \"Could not guard on data-dependent expression\"; declare the dimension with `Dim` in `dynamic_shapes` instead"
                 ),
+                Some((dim, Failure::Cut(op))) => format!(
+                    "`{text}` cuts `{dim}`, a `ShapeVar` of `@dynamic_spec`, into parts whose number `{op}` decides from its size, which export makes an unbacked size: export fails with \"Could not guard on data-dependent expression\"; cut a static dimension, or declare this one with `Dim` in `dynamic_shapes` instead"
+                ),
                 None => continue,
             },
             EventKind::DataDependentRecurrent { layer } => format!(
@@ -148,6 +154,8 @@ enum Failure {
     Value,
     /// A layer tests its size inside torch (`nn.LSTM`, `max_pool1d`).
     Layer,
+    /// `split`, `chunk`, `unbind` or `tensor_split` counts the parts from its size.
+    Cut(String),
 }
 
 /// The `ShapeVar` an event fails on and how, measured with torch 2.15: a guard on one fails
@@ -190,6 +198,9 @@ fn declared_unbacked(kind: &EventKind, strict: bool) -> Option<(String, Failure)
         } => Some((dim.name.clone(), Failure::Value)),
         EventKind::Unrolled { dim, .. } | EventKind::PoolFixesLength { dim, .. } => {
             Some((dim.name.clone(), Failure::Layer))
+        }
+        EventKind::CutsUnbackedDim { dim, op } => {
+            Some((dim.name.clone(), Failure::Cut(op.clone())))
         }
         _ => None,
     }

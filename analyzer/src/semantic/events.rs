@@ -160,6 +160,9 @@ pub(crate) enum EventKind {
         dim: Rc<DimDecl>,
         kernel: Option<i64>,
     },
+    /// `chunk` / `split` / `unbind` / `tensor_split` cuts a `ShapeVar` of `@dynamic_spec` into a
+    /// number of parts that its size decides: a guard on an unbacked symbol.
+    CutsUnbackedDim { dim: Rc<DimDecl>, op: String },
     /// A recurrent layer runs over a sequence whose sizes depend on data (a `PackedSequence`,
     /// whose batch sizes are tensor data): the layer reads them as Python numbers.
     DataDependentRecurrent { layer: String },
@@ -244,6 +247,7 @@ impl EventKind {
             EventKind::StridedSlice { size } | EventKind::WindowOutput { size, .. } => sym(size),
             EventKind::DimMismatch { left, right } => left.unbacked || right.unbacked,
             EventKind::PoolFixesLength { dim, .. }
+            | EventKind::CutsUnbackedDim { dim, .. }
             | EventKind::Scalar {
                 value:
                     Value::Size {

@@ -370,8 +370,12 @@ impl Interpreter<'_, '_> {
                     });
                 }
             }
-            "chunk" | "split" | "unbind" => {
-                if let Some(parts) = split_into_tuple(info, name, call, &call.arguments.args, args) {
+            "chunk" | "split" | "unbind" | "tensor_split" => {
+                let exprs = &call.arguments.args;
+                if let Some(dims) = info.dims.as_deref() {
+                    self.note_unbacked_cut(dims, name, call, exprs, args);
+                }
+                if let Some(parts) = split_into_tuple(info, name, call, exprs, args) {
                     return parts;
                 }
             }
@@ -1118,6 +1122,21 @@ impl Interpreter<'_, '_> {
         shape
     }
 
+    /// Records a cut of a `ShapeVar` into parts its size decides ([`shape_ops::unbacked_cut`]).
+    fn note_unbacked_cut(
+        &mut self,
+        dims: &TensorDims,
+        name: &str,
+        call: &ast::ExprCall,
+        exprs: &[Expr],
+        values: &[Value],
+    ) {
+        if let Some(dim) = shape_ops::unbacked_cut(dims, name, call, exprs, values) {
+            let op = name.to_owned();
+            self.record(EventKind::CutsUnbackedDim { dim, op }, call.range());
+        }
+    }
+
     /// A torch function that moves dimensions: `torch.cat`, `torch.stack`, `torch.matmul`, and
     /// the functions named as tensor methods with the tensor first (`torch.flatten(x, 1)`).
     fn torch_shape_call(
@@ -1180,11 +1199,15 @@ impl Interpreter<'_, '_> {
                     ..TensorInfo::default()
                 }))
             }
-            "chunk" | "split" | "unbind" => {
+            "chunk" | "split" | "unbind" | "tensor_split" => {
                 let Some(Value::Tensor(info)) = args.first() else {
                     return None;
                 };
-                split_into_tuple(info, name, call, call.arguments.args.get(1..)?, &args[1..])
+                let exprs = call.arguments.args.get(1..)?;
+                if let Some(dims) = info.dims.as_deref() {
+                    self.note_unbacked_cut(dims, name, call, exprs, &args[1..]);
+                }
+                split_into_tuple(info, name, call, exprs, &args[1..])
             }
             "einsum" => {
                 let equation = names::string_literal(call.arguments.args.first()?)?;

@@ -993,3 +993,38 @@ impl super::Interpreter<'_, '_> {
         dims
     }
 }
+
+/// The `ShapeVar` of `@dynamic_spec` that `chunk`, `split`, `unbind` or `tensor_split` cuts
+/// `input` along, when the count or size of the parts is a number: torch decides how many parts
+/// there are from the dimension's size, a guard on an unbacked symbol (measured with torch 2.15,
+/// strict and not: "Could not guard on data-dependent expression Eq(u0, 0)"). Sections given as
+/// a list (`split([4, 4])`) only narrow the range (PT406's case), and a cut along a static
+/// dimension exports: both are `None`, as is a count the analysis cannot read.
+pub(super) fn unbacked_cut(
+    input: &TensorDims,
+    name: &str,
+    call: &ast::ExprCall,
+    exprs: &[Expr],
+    values: &[Value],
+) -> Option<Rc<crate::semantic::value::DimDecl>> {
+    let dim_position = usize::from(name != "unbind");
+    let dim = argument(exprs, call, dim_position, &["dim"]).map_or(Some(0), names::int_literal)?;
+    let size = input.size(input.index(dim)?)?;
+    let unbacked = match size {
+        DimSize::Sym(sym) => sym.dims().find(|dim| dim.unbacked)?,
+        DimSize::Derived(dim) => Some(dim).filter(|dim| dim.unbacked)?,
+    };
+    let count_keywords: &[&str] = match name {
+        "unbind" => return Some(unbacked.clone()),
+        "chunk" => &["chunks"],
+        "split" => &["split_size_or_sections", "split_size"],
+        "tensor_split" => &["sections", "indices_or_sections"],
+        _ => return None,
+    };
+    let given = argument(exprs, call, 0, count_keywords)?;
+    let number = names::int_literal(given).or_else(|| {
+        let value = values.first().filter(|_| !exprs.is_empty())?;
+        value.as_sym()?.as_constant()
+    });
+    number.map(|_| unbacked.clone())
+}
