@@ -1,11 +1,18 @@
 //! Headless Neovim as the client: `tests/nvim/diagnostics.lua` opens a broken file, sees its
 //! diagnostic, fixes the line and sees it go; `tests/nvim/inlay_hints.lua` loads the plugin
-//! (`editors/nvim`) and sees a tensor's shape as an inlay hint. Fails, never skips, without nvim
-//! when `CI` is set.
+//! (`editors/nvim`) and sees a tensor's shape as an inlay hint; `tests/nvim/export_target.lua`
+//! completes `:Pt2Export`'s deployment targets (the configured one first) and, with torch,
+//! writes a `.pte` with `:Pt2Export executorch`. Fails, never skips, without nvim when `CI` is
+//! set.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+// Only `torch_python` is used: this file's tests start no tracer of their own in turn.
+#[allow(dead_code)]
+#[path = "support/torch.rs"]
+mod torch_support;
 
 const MODEL: &str = "import torch\n\n\nclass M(torch.nn.Module):  # 😀 漢字\n    def forward(self, x):\n        s = '😀漢字'\n        if x.sum() > 0:\n            return x\n        return -x\n";
 
@@ -80,8 +87,58 @@ fn neovim_shows_a_tensors_shape_as_an_inlay_hint() {
     );
 }
 
+#[test]
+fn neovim_exports_to_a_target_named_on_the_command_line() {
+    let Some(nvim) = nvim() else { return };
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let script = repository.join("tests/nvim/export_target.lua");
+    let plugin = repository.join("editors/nvim");
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(
+        project.join("pyproject.toml"),
+        "[tool.pt2lsp]\ntargets = [\"executorch\"]\n",
+    )
+    .unwrap();
+    let file = project.join("model.py");
+    std::fs::copy(
+        repository.join("fixtures/targets/executorch/mlp_delegated_ok.py"),
+        &file,
+    )
+    .unwrap();
+    // Without torch the completion is still checked; the export needs it (and fails the test
+    // when `CI` is set and it is missing).
+    let python = torch_support::torch_python("Neovim export")
+        .map(|python| python.as_os_str().to_owned())
+        .unwrap_or_default();
+    run_within(
+        &nvim,
+        &script,
+        dir.path(),
+        &[
+            ("PT2LSP_PLUGIN", plugin.as_os_str()),
+            ("PT2LSP_FILE", file.as_os_str()),
+            ("PT2LSP_TRACE_PYTHON", python.as_os_str()),
+            ("PT2LSP_NO_CACHE", "1".as_ref()),
+        ],
+        Duration::from_secs(300),
+    );
+}
+
 /// Runs `script` in headless Neovim with `env`, its state kept in `state`; fails on its failure.
 fn run(nvim: &Path, script: &Path, state: &Path, env: &[(&str, &std::ffi::OsStr)]) {
+    run_within(nvim, script, state, env, Duration::from_secs(90));
+}
+
+/// [`run`], killed after `limit`.
+fn run_within(
+    nvim: &Path,
+    script: &Path,
+    state: &Path,
+    env: &[(&str, &std::ffi::OsStr)],
+    limit: Duration,
+) {
     let mut command = Command::new(nvim);
     command
         .args(["--headless", "--clean", "-n", "-c"])
@@ -98,7 +155,7 @@ fn run(nvim: &Path, script: &Path, state: &Path, env: &[(&str, &std::ffi::OsStr)
         command.env(key, value);
     }
     let mut child = command.spawn().expect("nvim starts");
-    let deadline = Instant::now() + Duration::from_secs(90);
+    let deadline = Instant::now() + limit;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();

@@ -1,4 +1,4 @@
--- pt2lsp for Neovim: starts `pt2lsp serve` for Python buffers and adds :Pt2Export and
+-- pt2lsp for Neovim: starts `pt2lsp serve` for Python buffers and adds :Pt2Export [target] and
 -- :Pt2Retrace. Works on Neovim 0.7 (vim.lsp.start_client + buf_attach_client) and on 0.8 and
 -- later (vim.lsp.start, which reuses a client per root).
 --
@@ -198,6 +198,13 @@ local function client_request(client, method, params, handler, bufnr)
     return client:request(method, params, handler, bufnr)
   end
   return client.request(method, params, handler, bufnr)
+end
+
+local function client_request_sync(client, method, params, timeout_ms, bufnr)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:request_sync(method, params, timeout_ms, bufnr)
+  end
+  return client.request_sync(method, params, timeout_ms, bufnr)
 end
 
 -- Inlay hints drawn as end-of-line virtual text, for Neovim before 0.10 (no inlay hint API).
@@ -476,8 +483,65 @@ function M.execute(bufnr, command, arguments, on_result)
   return true
 end
 
---- :Pt2Export [output.pt2] [entrypoint] — exports the current file's model to a .pt2 file.
-function M.export(output, entry, bufnr)
+-- The deployment targets that write an artefact of their own (`pt2lsp export --target`), in the
+-- server's order; `pt2` is the .pt2 itself and `core-aten` a check.
+M.export_targets = { "onnx", "aoti", "executorch" }
+
+--- The deployment targets configured for a buffer's entrypoints, as the server offers them: the
+--- target (fourth argument) of each pt2lsp.exportPt2 code lens, in the server's order.
+function M.configured_targets(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local client = M.client(bufnr)
+  if not client then
+    return {}
+  end
+  local params = { textDocument = { uri = vim.uri_from_bufnr(bufnr) } }
+  local answer = client_request_sync(client, "textDocument/codeLens", params, 1000, bufnr)
+  local found, seen = {}, {}
+  for _, lens in ipairs(answer and answer.result or {}) do
+    local command = lens.command or {}
+    local target = command.command == "pt2lsp.exportPt2" and type(command.arguments) == "table" and command.arguments[4]
+    if type(target) == "string" and not seen[target] then
+      seen[target] = true
+      table.insert(found, target)
+    end
+  end
+  return found
+end
+
+--- Completion of :Pt2Export's arguments: the buffer's configured targets first, then the other
+--- targets that write an artefact, then files.
+function M.complete_export(arglead)
+  local out, seen = {}, {}
+  local targets = M.configured_targets(0)
+  vim.list_extend(targets, vim.deepcopy(M.export_targets))
+  for _, target in ipairs(targets) do
+    if not seen[target] and target:sub(1, #arglead) == arglead then
+      seen[target] = true
+      table.insert(out, target)
+    end
+  end
+  vim.list_extend(out, vim.fn.getcompletion(arglead, "file"))
+  return out
+end
+
+--- :Pt2Export's arguments in any order: a target's name (`executorch`), then the output and the
+--- entrypoint in that order. Returns output, entry, target.
+function M.export_arguments(fargs)
+  local target, rest = nil, {}
+  for _, argument in ipairs(fargs or {}) do
+    if target == nil and vim.tbl_contains(M.export_targets, argument:lower()) then
+      target = argument:lower()
+    else
+      table.insert(rest, argument)
+    end
+  end
+  return rest[1], rest[2], target
+end
+
+--- :Pt2Export [target] [output] [entrypoint] — exports the current file's model to a .pt2 file,
+--- or to a target's artefact (`onnx`: .onnx, `aoti`: .aoti.pt2, `executorch`: .pte).
+function M.export(output, entry, bufnr, target)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local name = vim.api.nvim_buf_get_name(bufnr)
   local function run(path)
@@ -498,7 +562,11 @@ function M.export(output, entry, bufnr)
       end)
     end
     local uri = vim.uri_from_bufnr(bufnr)
-    M.execute(bufnr, "pt2lsp.exportPt2", { uri, entry or vim.NIL, destination }, function(result)
+    local arguments = { uri, entry or vim.NIL, destination }
+    if target then
+      table.insert(arguments, target)
+    end
+    M.execute(bufnr, "pt2lsp.exportPt2", arguments, function(result)
       -- A server that reports the export has shown its own message (size, node count).
       if type(result) ~= "table" or result.status ~= "exported" then
         notify("exported " .. vim.fn.fnamemodify(name, ":t") .. (path ~= "" and (" to " .. path) or ""))
@@ -507,6 +575,10 @@ function M.export(output, entry, bufnr)
   end
   if output and output ~= "" then
     return run(output)
+  end
+  -- A target names its artefact after the .pt2 the server would write: nothing to ask.
+  if target then
+    return run("")
   end
   vim.ui.input({ prompt = "Export model to (empty: the project's default): ", default = "", completion = "file" }, run)
 end
@@ -533,8 +605,13 @@ function M.setup(opts)
   end
 
   vim.api.nvim_create_user_command("Pt2Export", function(args)
-    M.export(args.fargs[1], args.fargs[2])
-  end, { nargs = "*", complete = "file", desc = "pt2lsp: export the model to a .pt2 file ([output] [entrypoint])" })
+    local output, entry, target = M.export_arguments(args.fargs)
+    M.export(output, entry, nil, target)
+  end, {
+    nargs = "*",
+    complete = M.complete_export,
+    desc = "pt2lsp: export the model to a .pt2 file or a target's artefact ([target] [output] [entrypoint])",
+  })
   vim.api.nvim_create_user_command("Pt2Retrace", function()
     M.retrace()
   end, { nargs = 0, desc = "pt2lsp: run the tracer again on this file" })
