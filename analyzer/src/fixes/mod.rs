@@ -3,8 +3,11 @@
 //! A rule decides *what* to change; the helpers here decide how the change is spelled in the
 //! file, so that all fixes indent, import and place code the same way.
 
+pub(crate) mod autograd_grad;
 pub(crate) mod branches;
+pub(crate) mod compiled_module;
 pub(crate) mod cond;
+pub(crate) mod data_attribute;
 pub(crate) mod dims;
 pub(crate) mod module_buffer;
 pub(crate) mod numpy_tensor;
@@ -19,7 +22,7 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 use crate::SourceFile;
 use crate::diagnostic::Edit;
 use crate::semantic::names::import_bindings;
-use crate::syntax::ast::{Expr, Stmt};
+use crate::syntax::ast::{self, Expr, Stmt};
 
 /// The offset where the line holding `offset` starts.
 ///
@@ -69,6 +72,52 @@ pub(crate) fn reindent(block: &str, from: &str, to: &str) -> String {
         }
     }
     out
+}
+
+/// The innermost statement that holds `range`, inside compound statements, functions and
+/// classes alike; `None` where no statement does.
+pub(crate) fn innermost_statement(body: &[Stmt], range: TextRange) -> Option<&Stmt> {
+    let stmt = body
+        .iter()
+        .find(|stmt| stmt.range().contains_range(range))?;
+    let inner = match stmt {
+        Stmt::FunctionDef(def) => innermost_statement(&def.body, range),
+        Stmt::ClassDef(def) => innermost_statement(&def.body, range),
+        Stmt::If(if_stmt) => innermost_statement(&if_stmt.body, range).or_else(|| {
+            if_stmt
+                .elif_else_clauses
+                .iter()
+                .find_map(|clause| innermost_statement(&clause.body, range))
+        }),
+        Stmt::For(for_stmt) => innermost_statement(&for_stmt.body, range)
+            .or_else(|| innermost_statement(&for_stmt.orelse, range)),
+        Stmt::While(while_stmt) => innermost_statement(&while_stmt.body, range)
+            .or_else(|| innermost_statement(&while_stmt.orelse, range)),
+        Stmt::With(with) => innermost_statement(&with.body, range),
+        Stmt::Try(try_stmt) => innermost_statement(&try_stmt.body, range)
+            .or_else(|| {
+                try_stmt
+                    .handlers
+                    .iter()
+                    .find_map(|ast::ExceptHandler::ExceptHandler(handler)| {
+                        innermost_statement(&handler.body, range)
+                    })
+            })
+            .or_else(|| innermost_statement(&try_stmt.orelse, range))
+            .or_else(|| innermost_statement(&try_stmt.finalbody, range)),
+        _ => None,
+    };
+    inner.or(Some(stmt))
+}
+
+/// Whether `stmt` has its lines to itself: only indentation before it and at most a comment
+/// after it, so it can be replaced by a block (`x.data = y; z()` cannot).
+pub(crate) fn stands_alone(stmt: &Stmt, text: &str) -> bool {
+    let before = &text[line_start(text, stmt.start()).to_usize()..stmt.start().to_usize()];
+    let after = &text[stmt.end().to_usize()..line_end(text, stmt.end()).to_usize()];
+    let after = after.trim_start_matches([' ', '\t']);
+    before.trim_start_matches([' ', '\t']).is_empty()
+        && (after.trim().is_empty() || after.starts_with('#'))
 }
 
 /// The source of `expr` written so that an attribute can follow it (`….item()`) or it can stand

@@ -38,14 +38,19 @@ dynamic_shapes = {"x": {0: Dim("batch")}}
 ## Fix
 Export the module itself, before (or instead of) compiling it: `torch.export.export(net, ...)`
 with `net = Net()`, and `torch.compile(net)` for eager use; or `model._orig_mod` when only the
-compiled module is at hand. No fix is applied automatically: other code may use the compiled
-module.
+compiled module is at hand.
+
+The fix (unsafe) unwraps the call: `torch.compile(Net(), backend="eager")` becomes `Net()`, so
+the module exported is the module itself (measured: the program exports with `dynamic_shapes`
+keyed by `x`, and agrees with eager). Unsafe because the name that held the compiled module now
+holds the module: code that runs it eagerly runs it uncompiled, with the same values.
 "#,
 };
 
 use ruff_text_size::{Ranged, TextRange};
 use rustc_hash::FxHashMap;
 
+use crate::fixes::compiled_module;
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::semantic::names;
@@ -160,11 +165,13 @@ pub(crate) fn check(checker: &mut Checker) {
                 "this `torch.compile(...)` result is the module exported: export traces through the wrapper, and the program's input is named `args_0` and its parameters `_orig_mod.*`. Export the module itself, before `torch.compile` (or `model._orig_mod`)",
             )
         };
-        checker.report(
+        let fix = compiled_module::unwrap_compile_fix(range, checker.model.file.text);
+        checker.report_with_fix(
             Rule::CompiledModuleExport,
             severity,
             range,
             message.to_owned(),
+            fix,
         );
     }
 }

@@ -44,10 +44,20 @@ def forward(self, x):
     return g
 ```
 
-Or write the derivative in closed form (`2 * x` here). No fix is applied automatically.
+Or write the derivative in closed form (`2 * x` here).
+
+The fix (unsafe, non-strict export only) writes that rewrite for `torch.func.grad(f)(x)` of one
+argument with no options, as the value of an assignment or a `return` on its own lines: the
+lambda's body differentiated by its parameter, or `f(primal)` by `primal` for a named function
+(not offered when that name is taken in the function). Proven by real torch
+(`fixtures/fixes/autograd/`: exports, agrees with eager). It is unsafe because strict export
+rejects it. `argnums`, `has_aux`, `jacrev`, `jacfwd`, `hessian`, `vjp`, `jvp`, `linearize` and
+`grad_and_value` return more than one derivative, or derivatives of another shape, than one
+`torch.autograd.grad` call written in place of the expression: no edit is offered for them.
 "#,
 };
 
+use crate::fixes::autograd_grad;
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::semantic::EventKind;
@@ -60,11 +70,24 @@ pub(crate) fn check(checker: &mut Checker) {
         let message = format!(
             "`{transform}` in traced code: export lifts the input it differentiates as a constant of the trace (a fake tensor), so the exported program cannot run. Compute the derivative with `torch.autograd.grad` under `torch.enable_grad()` on `x.detach().requires_grad_(True)` (non-strict export traces it), or in closed form"
         );
-        checker.report(
+        // Strict export rejects `torch.autograd.grad` (GB9186): the rewrite is non-strict's.
+        let fix = (event.file == 0 && !checker.strict())
+            .then(|| {
+                autograd_grad::autograd_fix(
+                    event.range,
+                    transform,
+                    &checker.parsed.module.body,
+                    checker.model.file.text,
+                    checker.imports(),
+                )
+            })
+            .flatten();
+        checker.report_with_fix(
             Rule::GradientTransform,
             Severity::Warning,
             event.range,
             message,
+            fix,
         );
     }
 }

@@ -51,11 +51,25 @@ def forward(self, x):
     return x * self.weight.detach()
 ```
 
-No fix is applied automatically: `.data = …` may change the tensor's shape, which `copy_`
-cannot.
+The fixes, proven by real torch (`fixtures/fixes/data/`: the fixed model exports and agrees
+with eager, call after call):
+- a read, `self.weight.data`, becomes `self.weight.detach()`: safe, the same values;
+- an in-place update written as a statement, `self.weight.data.mul_(0.5)`, becomes
+  `self.weight.mul_(0.5)` under `with torch.no_grad():`: unsafe, since the tensor's autograd
+  version counter now moves (a backward through an earlier use would notice);
+- an assignment, `self.weight.data = value`, becomes `self.weight.copy_(value)` under
+  `with torch.no_grad():`, with the `.data` reads in `value` made `.detach()`: unsafe, since
+  `.data = …` may change the tensor's shape or dtype, which `copy_` cannot (it broadcasts and
+  casts).
+
+No edit is offered for a store through `.data` (`x.data[0] = 1`, `x.data += 1`), an in-place
+call inside a larger statement, or a statement that shares its line.
 "#,
 };
 
+use ruff_text_size::TextRange;
+
+use crate::fixes::data_attribute;
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::semantic::EventKind;
@@ -73,6 +87,19 @@ pub(crate) fn check(checker: &mut Checker) {
             !strict && matches!(event.kind, EventKind::DataAttribute { assigned: true, .. })
         })
         .map(|event| line_of(event.range.start().to_usize()))
+        .collect();
+    // The reads of this file, which an assignment's fix rewrites in its value.
+    let reads: Vec<(TextRange, &str)> = checker
+        .model
+        .events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::DataAttribute {
+                tensor,
+                assigned: false,
+            } if event.file == 0 => Some((event.range, tensor.as_str())),
+            _ => None,
+        })
         .collect();
     for event in &checker.model.events {
         let EventKind::DataAttribute { tensor, assigned } = &event.kind else {
@@ -110,7 +137,33 @@ pub(crate) fn check(checker: &mut Checker) {
                 ),
             ),
         };
-        checker.report(Rule::TensorDataAttribute, severity, event.range, message);
+        let fix = if event.file != 0 {
+            None
+        } else if *assigned {
+            data_attribute::assignment_fix(
+                event.range,
+                tensor,
+                &reads,
+                &checker.parsed.module.body,
+                text,
+                checker.imports(),
+            )
+        } else {
+            data_attribute::read_fix(
+                event.range,
+                tensor,
+                &checker.parsed.module.body,
+                text,
+                checker.imports(),
+            )
+        };
+        checker.report_with_fix(
+            Rule::TensorDataAttribute,
+            severity,
+            event.range,
+            message,
+            fix,
+        );
     }
 }
 
