@@ -1,7 +1,7 @@
 //! Deployment targets through the real binary, with real torch: `targets` from the
 //! configuration and `--target` reach every entrypoint, an unknown name is a usage error, a
-//! target whose tool is missing is one message per run, and a lowering that hangs is PT502 for
-//! that target alone while the others' findings stand. What each target finds on its line is
+//! target whose tool is missing is one message per run, and a lowering that hangs or runs out of
+//! memory is PT502 for that target alone while the others' findings and the export's own stand. What each target finds on its line is
 //! checked on `fixtures/targets/` by `tracer.rs`'s fixture test.
 //!
 //! The interpreter is `PT2LSP_PYTHON` (scripts/test.sh sets it), else `../.venv/bin/python`.
@@ -290,5 +290,76 @@ fn a_lowering_that_hangs_is_pt502_for_that_target_alone() {
         run.stdout
     );
     // The hanging compiler was killed with the lowering that started it.
+    assert_clean(tmp.path());
+}
+
+#[test]
+fn a_lowering_that_runs_out_of_memory_is_pt502_for_that_target_alone() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    // A model every target takes (its ops are core ATen, and XNNPACK's), whose export has a
+    // finding of its own: the broadcast against a literal size makes the `Dim.AUTO` static (PT406).
+    let declared = "import torch\nfrom torch.export import Dim\n\n\nclass Shift(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x + torch.ones(8, 4))\n\n\nmodel = Shift()\nexample_args = (torch.randn(8, 4),)\ndynamic_shapes = {\"x\": {0: Dim.AUTO}}\ntargets = [\"core-aten\", \"executorch\"]\n";
+    fs::write(project.path().join("shift.py"), declared).unwrap();
+    // An ExecuTorch whose lowering allocates with torch until the job's memory limit stops it,
+    // as a lowering that copies a large model's weights does: torch's allocator says so in a
+    // RuntimeError, not a MemoryError. `torch.empty` maps address space (what the limit
+    // counts) without touching it, so the machine's memory is not used up; the loop ends by
+    // itself past 64 GiB, should no limit hold.
+    let shadow = tempfile::tempdir().unwrap();
+    let package = shadow.path().join("executorch");
+    for (file, text) in [
+        ("__init__.py", ""),
+        ("backends/__init__.py", ""),
+        ("backends/xnnpack/__init__.py", ""),
+        ("backends/xnnpack/partition/__init__.py", ""),
+        (
+            "backends/xnnpack/partition/xnnpack_partitioner.py",
+            "class XnnpackPartitioner:\n    pass\n",
+        ),
+        (
+            "exir/__init__.py",
+            "import torch\n\n\ndef to_edge_transform_and_lower(program, partitioner=None):\n    held = []\n    for _ in range(256):\n        held.append(torch.empty(256 << 20, dtype=torch.uint8))\n    raise AssertionError('64 GiB were allocated: no memory limit held')\n",
+        ),
+    ] {
+        let path = package.join(file);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    let run = check(
+        python,
+        tmp.path(),
+        project.path(),
+        &["shift.py"],
+        &["--memory-limit", "2048"],
+        &[("PYTHONPATH", shadow.path().to_str().unwrap())],
+    );
+    let found = traced(&run.json());
+    let failed: Vec<_> = found
+        .iter()
+        .filter(|found| found.2 == "PT502" || found.2 == "PT705")
+        .collect();
+    assert_eq!(failed.len(), 1, "{}\n{}", run.stdout, run.stderr);
+    let (file, line, code, message) = failed[0];
+    assert_eq!(
+        (file.as_str(), *line, code.as_str()),
+        ("shift.py", 10, "PT502"),
+        "on the entrypoint's `model`: {message}"
+    );
+    assert!(
+        message.contains("the executorch lowering ran out of memory")
+            && message.contains("the export itself succeeded"),
+        "{message}"
+    );
+    // The export's own finding stands, on its line, and the other target found nothing.
+    let mut rest: Vec<(&str, u32, &str)> = found
+        .iter()
+        .filter(|found| found.2 != "PT502")
+        .map(|(file, line, code, _)| (file.as_str(), *line, code.as_str()))
+        .collect();
+    rest.sort_unstable();
+    assert_eq!(rest, [("shift.py", 7, "PT406")], "{}", run.stdout);
     assert_clean(tmp.path());
 }

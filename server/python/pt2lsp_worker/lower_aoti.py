@@ -15,7 +15,16 @@ import textwrap
 
 from .findings import Finding, Location
 from .lower_pt2 import attribute_site
-from .lowering import CODES, TargetUnavailable, exception_text, node_place, op_name, place_on_entrypoint, traceback_place
+from .lowering import (
+    CODES,
+    TargetUnavailable,
+    exception_text,
+    node_place,
+    op_name,
+    place_on_entrypoint,
+    raise_if_out_of_memory,
+    traceback_place,
+)
 from .workspace import Workspace
 
 CODE = CODES["aoti"]
@@ -53,9 +62,8 @@ def lower(program, target, workspace: Workspace, scratch: str) -> list[Finding]:
     require()
     try:
         build(program, scratch)
-    except MemoryError:
-        raise
     except Exception as exc:  # noqa: BLE001 - Inductor's error is the finding
+        raise_if_out_of_memory(exc)
         return [build_failure(program, target, workspace, exc)]
     return []
 

@@ -23,6 +23,7 @@ from .lowering import (
     op_name,
     ops_phrase,
     place_on_entrypoint,
+    raise_if_out_of_memory,
 )
 from .workspace import Workspace
 
@@ -96,16 +97,14 @@ def lower(program, target, workspace: Workspace, scratch: str) -> list[Finding]:
         ]
     try:
         edge = to_edge_transform_and_lower(program, partitioner=[partitioner()])
-    except MemoryError:
-        raise
     except Exception as exc:  # noqa: BLE001 - the lowering's error is the finding
+        raise_if_out_of_memory(exc)
         return [_whole(f"ExecuTorch: to_edge_transform_and_lower failed: {exception_text(exc)}", target)]
     findings = not_delegated(edge, target, workspace)
     try:
         final = edge.to_executorch()
-    except MemoryError:
-        raise
     except Exception as exc:  # noqa: BLE001
+        raise_if_out_of_memory(exc)
         return findings + [_whole(f"ExecuTorch: to_executorch failed: {exception_text(exc)}", target)]
     with open(os.path.join(scratch, "model.pte"), "wb") as stream:
         final.write_to_file(stream)

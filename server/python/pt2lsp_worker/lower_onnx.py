@@ -20,6 +20,7 @@ from .lowering import (
     op_name,
     ops_phrase,
     place_on_entrypoint,
+    raise_if_out_of_memory,
 )
 from .workspace import Workspace
 
@@ -65,9 +66,8 @@ def lower(program, target, workspace: Workspace, scratch: str) -> list[Finding]:
     require()
     try:
         export_onnx(program, target, os.path.join(scratch, "model.onnx"))
-    except MemoryError:
-        raise
     except Exception as exc:  # noqa: BLE001 - the exporter's error is the finding
+        raise_if_out_of_memory(exc)
         return conversion_findings(program, target, workspace, exc)
     return []
 

@@ -12,7 +12,7 @@ import os
 import textwrap
 
 from .findings import Finding, Location
-from .lowering import CODES, exception_text, node_place, place_on_entrypoint
+from .lowering import CODES, exception_text, node_place, place_on_entrypoint, raise_if_out_of_memory
 from .outputs import compare_outputs
 from .workspace import Workspace
 
@@ -25,18 +25,16 @@ def lower(program, target, workspace: Workspace, scratch: str) -> list[Finding]:
     path = os.path.join(scratch, "program.pt2")
     try:
         torch.export.save(program, path)
-    except MemoryError:
-        raise
     except Exception as exc:  # noqa: BLE001 - the serializer's error is the finding
+        raise_if_out_of_memory(exc)
         findings = unsaveable_tensors(program, target, workspace, exc)
         if findings:
             return findings
         return [_on_entrypoint(f"torch.export.save cannot write the program: {exception_text(exc)}", target)]
     try:
         loaded = torch.export.load(path)
-    except MemoryError:
-        raise
     except Exception as exc:  # noqa: BLE001
+        raise_if_out_of_memory(exc)
         return [_on_entrypoint(f"torch.export.load cannot read back the saved program: {exception_text(exc)}", target)]
     try:
         with torch.no_grad():
@@ -44,9 +42,8 @@ def lower(program, target, workspace: Workspace, scratch: str) -> list[Finding]:
             actual = loaded.module()(*target.args, **(target.kwargs or {}))
             torch.manual_seed(0)
             expected = target.model(*target.args, **(target.kwargs or {}))
-    except MemoryError:
-        raise
     except Exception as exc:  # noqa: BLE001
+        raise_if_out_of_memory(exc)
         return [_on_entrypoint(f"the program loaded from its .pt2 fails to run: {exception_text(exc)}", target)]
     comparison = compare_outputs(expected, actual)
     if not comparison.matches:

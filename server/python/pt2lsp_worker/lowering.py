@@ -118,6 +118,26 @@ def lower_targets(program, target, workspace: Workspace, scratch: str, deadline:
     return out
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` (or an exception it was raised from) is memory running out: Python's
+    MemoryError, or torch's CPU allocator, which says so in a RuntimeError
+    ("DefaultCPUAllocator: can't allocate memory") that exporters wrap in their own errors."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, MemoryError) or "can't allocate memory" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def raise_if_out_of_memory(exc: BaseException) -> None:
+    """Raises MemoryError when `exc` is memory running out: a lowering that could not allocate
+    failed for want of memory (PT502 for its target), not for a reason of the program's."""
+    if out_of_memory(exc):
+        raise MemoryError(str(exc)) from exc
+
+
 def _failed_lowering(name: str, answer: dict, target) -> Finding:
     """PT502 for a lowering that did not answer: it ran out of time or memory, or its process
     died; on the entrypoint, as the lowering of the whole program failed."""
@@ -146,10 +166,8 @@ def run_isolated(function, seconds: float) -> dict:
                 return function()
         except TimeoutError:
             return {"timeout": True}
-        except MemoryError:
-            return {"oom": True}
         except Exception as exc:  # noqa: BLE001 - a lowering's own bug is the target's crash
-            return {"crashed": _describe(exc)}
+            return {"oom": True} if out_of_memory(exc) else {"crashed": _describe(exc)}
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -157,10 +175,8 @@ def run_isolated(function, seconds: float) -> dict:
         try:
             _one_thread()
             answer = function()
-        except MemoryError:
-            answer = {"oom": True}
         except BaseException as exc:  # noqa: BLE001 - anything is an answer
-            answer = {"crashed": _describe(exc)}
+            answer = {"oom": True} if out_of_memory(exc) else {"crashed": _describe(exc)}
         try:
             data = json.dumps(answer).encode()
         except (TypeError, ValueError) as exc:

@@ -9,7 +9,15 @@ import time
 
 from pt2lsp_worker.lower_aoti import _NUMBER_OUTPUT, _TARGET
 from pt2lsp_worker.lower_onnx import _FAILED_NODE
-from pt2lsp_worker.lowering import TARGETS, group_by_line, ops_phrase, requested_targets, run_isolated
+from pt2lsp_worker.lowering import (
+    TARGETS,
+    group_by_line,
+    ops_phrase,
+    out_of_memory,
+    raise_if_out_of_memory,
+    requested_targets,
+    run_isolated,
+)
 from pt2lsp_worker.workspace import Workspace
 
 
@@ -63,6 +71,40 @@ def test_an_isolated_lowering_answers_or_is_timed_out_or_crashes():
     raised = run_isolated(lambda: 1 / 0, 10)
     assert raised["crashed"].startswith("ZeroDivisionError"), raised
     assert run_isolated(lambda: {}, 0) == {"timeout": True}
+
+
+# torch 2.15's CPU allocator under an address-space limit (recorded).
+_ALLOCATOR = (
+    "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+    "allocate 8589934592 bytes. Error code 12 (Cannot allocate memory)"
+)
+
+
+def test_memory_running_out_in_a_lowering_is_out_of_memory_however_wrapped():
+    assert out_of_memory(MemoryError())
+    assert out_of_memory(RuntimeError(_ALLOCATOR))
+    # An exporter that wraps the allocator's error in its own (ONNX's ConversionError does).
+    try:
+        try:
+            raise RuntimeError(_ALLOCATOR)
+        except RuntimeError as inner:
+            raise ValueError("Failed to convert the exported program") from inner
+    except ValueError as wrapped:
+        assert out_of_memory(wrapped)
+    assert not out_of_memory(RuntimeError("no kernel for aten::histc"))
+    raise_if_out_of_memory(ValueError("unrelated"))
+    try:
+        raise_if_out_of_memory(RuntimeError(_ALLOCATOR))
+    except MemoryError:
+        pass
+    else:
+        raise AssertionError("the allocator's error is not raised as MemoryError")
+
+    def allocator_fails():
+        raise RuntimeError(_ALLOCATOR)
+
+    # In the lowering's child: out of memory (PT502), not a crash of the lowering.
+    assert run_isolated(allocator_fails, 10) == {"oom": True}
 
 
 def test_the_exporters_messages_name_the_node_and_the_output():
