@@ -232,7 +232,8 @@ fn an_executorch_built_for_another_torch_is_said_once_with_both_versions() {
     assert!(
         notes[0].contains("does not import with torch 2.")
             && notes[0].contains("undefined symbol")
-            && notes[0].contains("install the executorch that pairs with torch"),
+            && notes[0].contains("executorch 1.5.1 pairs with torch 2.15 (measured")
+            && notes[0].contains("pip install --no-deps executorch==1.5.1"),
         "{}",
         notes[0]
     );

@@ -5,11 +5,14 @@ all at once); an op of the final program with no kernel in ExecuTorch's portable
 take runs on portable kernels, slower: PT706, a warning with the share of the graph it holds.
 
 ExecuTorch does not declare the torch it was built with; an import that fails (a compiled
-extension built against another torch) makes the target unavailable, with both versions named."""
+extension built against another torch) makes the target unavailable, with both versions named and
+the release that pairs with the installed torch: the one the package requires, should a release
+declare it, else the one measured (`MEASURED_PAIRS`)."""
 
 from __future__ import annotations
 
 import os
+import re
 
 from .findings import Finding
 from .lower_core import non_core_nodes
@@ -29,6 +32,12 @@ from .workspace import Workspace
 
 CODE = CODES["executorch"]
 
+# Each ExecuTorch release and the torch release (major.minor) it was measured to lower and run
+# with, oldest first: the package declares no torch requirement, and each release is built against
+# one torch. Measured: executorch 1.5.1 with torch 2.15.0 (the fixtures of fixtures/targets/ and
+# bench/targets.py; scripts/test.sh installs that pair). A new pair is a new row.
+MEASURED_PAIRS: tuple[tuple[str, str], ...] = (("1.5.1", "2.15"),)
+
 # Call targets that are the program's plumbing, not ops a kernel runs.
 _PLUMBING = ("getitem", "executorch_call_delegate", "sym_size", "_assert", "alloc", "memory.", "run_decompositions")
 
@@ -42,22 +51,48 @@ def require():
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
         from executorch.exir import to_edge_transform_and_lower
     except ImportError as exc:
-        try:
-            import importlib.metadata as metadata
+        import importlib.metadata as metadata
 
-            version = metadata.version("executorch")
+        try:
+            distribution = metadata.distribution("executorch")
         except Exception:  # noqa: BLE001 - not installed at all
             raise TargetUnavailable(
-                f"the executorch target needs the executorch package in the traced interpreter "
-                f"(pip install executorch, at the release that pairs with torch {torch.__version__})"
+                "the executorch target needs the executorch package in the traced interpreter: "
+                + pairing(None, torch.__version__, None)
             ) from None
+        version = distribution.version
         raise TargetUnavailable(
             f"executorch {version} does not import with torch {torch.__version__} ({exception_text(exc)}): "
-            "each ExecuTorch release is built against one torch release; install the executorch that pairs "
-            f"with torch {torch.__version__.split('+')[0]}, or that torch in a second environment"
+            + pairing(version, torch.__version__, distribution.requires)
         ) from None
     del executorch
     return to_edge_transform_and_lower, XnnpackPartitioner
+
+
+def pairing(installed: str | None, torch_version: str, requires: list[str] | None) -> str:
+    """Which executorch to install for `torch_version`: the torch requirement the installed
+    release declares, if it declares one; else the release measured with that torch
+    (`MEASURED_PAIRS`), or, with none measured, the pairs that are."""
+    for requirement in requires or []:
+        # `torch==2.15.*`, `torch (>=2.15,<2.16)`; not one under a marker (an extra's).
+        if ";" not in requirement and re.fullmatch(r"\s*torch\s*(\(?\s*[<>=!~].*)?", requirement):
+            return (
+                f"executorch {installed} requires {requirement.strip()}; install that torch, "
+                f"or the executorch that requires torch {torch_version}"
+            )
+    release = torch_version.split("+")[0]
+    minor = ".".join(release.split(".")[:2])
+    measured = [release for release, paired in MEASURED_PAIRS if paired == minor]
+    if measured:
+        return (
+            f"executorch {measured[-1]} pairs with torch {minor} (measured; executorch declares no torch "
+            f"requirement): pip install --no-deps executorch=={measured[-1]}, so that pip keeps your torch"
+        )
+    known = ", ".join(f"executorch {release} with torch {paired}" for release, paired in MEASURED_PAIRS)
+    return (
+        f"no executorch release is measured with torch {minor} (measured: {known}; executorch declares no torch "
+        f"requirement): install the executorch built against torch {minor}, or a measured pair in a second environment"
+    )
 
 
 def portable_ops() -> set[str] | None:

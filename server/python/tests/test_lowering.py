@@ -8,6 +8,7 @@ import os
 import time
 
 from pt2lsp_worker.lower_aoti import _NUMBER_OUTPUT, _TARGET
+from pt2lsp_worker.lower_executorch import MEASURED_PAIRS, pairing
 from pt2lsp_worker.lower_onnx import _FAILED_NODE
 from pt2lsp_worker.lowering import (
     TARGETS,
@@ -105,6 +106,25 @@ def test_memory_running_out_in_a_lowering_is_out_of_memory_however_wrapped():
 
     # In the lowering's child: out of memory (PT502), not a crash of the lowering.
     assert run_isolated(allocator_fails, 10) == {"oom": True}
+
+
+def test_which_executorch_pairs_with_the_torch_is_said_from_the_measured_table():
+    assert ("1.5.1", "2.15") in MEASURED_PAIRS
+    # executorch 1.5.1's own requirements (recorded): no torch among them.
+    declared = ["flatbuffers", "torchao<0.19,>=0.18.0", 'coremltools==9.0; platform_system == "Darwin"']
+    said = pairing("1.4.0", "2.15.0+cpu", declared)
+    assert said.startswith("executorch 1.5.1 pairs with torch 2.15 (measured; executorch declares no torch requirement)")
+    assert "pip install --no-deps executorch==1.5.1" in said
+    # Not installed at all: the same advice.
+    assert pairing(None, "2.15.0", None) == pairing("1.4.0", "2.15.1", declared)
+    # A torch no release was measured with: the pairs that were, never a guess.
+    said = pairing("1.5.1", "2.16.0", declared)
+    assert "no executorch release is measured with torch 2.16" in said
+    assert "measured: executorch 1.5.1 with torch 2.15" in said
+    # A release that declares its torch is taken at its word.
+    said = pairing("9.0.0", "2.15.0", ["torch==2.17.0", "numpy"])
+    assert said.startswith("executorch 9.0.0 requires torch==2.17.0"), said
+    assert pairing("9.0.0", "2.15.0", ['torch==2.17.0; extra == "gpu"']).startswith("executorch 1.5.1 pairs")
 
 
 def test_the_exporters_messages_name_the_node_and_the_output():
