@@ -27,7 +27,13 @@ registration (`model.register_forward_hook(collect)`, `register_forward_pre_hook
 level or in `__init__`) of a hook of the file that changes a module-level container
 (`FEATURES.append(output)`, `CALLS["n"] += 1`): export runs hooks while tracing and keeps what
 they compute (measured with torch 2.15, strict and not), but what a hook changes outside the
-tensors happens once, while exporting, never in the exported program.
+tensors happens once, while exporting, never in the exported program. The same registration is
+reported for a hook that sets an attribute of the module it is given (`module.calls += 1`, the
+feature-extraction `module.last_output = output`), prints, and, under non-strict export, logs or
+opens a file (strict export fails on those: GB6215, GB0059): the exported program does none of
+it (measured; `tests/python/test_hook_effects_real_torch.py` runs each fixture both ways). A hook
+that updates or reassigns a buffer, or reads an attribute without setting it, exports into the
+program and is not reported.
 
 The tracer reports it after an export that succeeded: the exported program and the eager model
 run side by side on fresh inputs (the example inputs drawn again, at sizes across each dynamic
@@ -74,8 +80,9 @@ use crate::rules::Checker;
 use crate::rules::untraceable_call::is_strict_failure;
 use crate::semantic::EventKind;
 use crate::semantic::names;
-use crate::syntax::ast::{Expr, Stmt};
+use crate::syntax::ast::{self, Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
+use rustc_hash::FxHashSet;
 
 pub(crate) fn check(checker: &mut Checker) {
     for event in &checker.model.events {
@@ -154,10 +161,24 @@ fn check_hooks(checker: &mut Checker) {
             }
         }
     }
+    // The tensors the file's modules hold: a hook that reassigns one is not judged here.
+    let tensors: FxHashSet<&str> = checker
+        .model
+        .classes
+        .iter()
+        .filter(|class| class.file == 0)
+        .flat_map(|class| &class.attributes)
+        .filter(|(_, value)| value.is_tensor())
+        .map(|(name, _)| name.as_str())
+        .collect();
     let mut found: Vec<(TextRange, String)> = Vec::new();
     for stmt in statements {
-        let Stmt::Expr(expr) = stmt else { continue };
-        let Expr::Call(call) = &*expr.value else {
+        let value = match stmt {
+            Stmt::Expr(expr) => &expr.value,
+            Stmt::Assign(assign) => &assign.value,
+            _ => continue,
+        };
+        let Expr::Call(call) = &**value else {
             continue;
         };
         let Expr::Attribute(method) = &*call.func else {
@@ -180,23 +201,130 @@ fn check_hooks(checker: &mut Checker) {
             .filter(|(_, mutated)| mutated.function == hook)
             .map(|(name, _)| name.as_str())
             .collect();
-        if changed.is_empty() {
+        if !changed.is_empty() {
+            changed.sort_unstable();
+            let changed = changed
+                .iter()
+                .map(|name| format!("`{name}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            found.push((
+                call.range(),
+                format!(
+                    "`{hook}`, a {kind} of the model, changes {changed}: export runs the hook once, while tracing, so the exported program never changes it, and keeps what the hook read from it as a constant. Move the hook's work into `forward` (return what it collects, keep a count in a buffer updated in place)"
+                ),
+            ));
             continue;
         }
-        changed.sort_unstable();
-        let changed = changed
-            .iter()
-            .map(|name| format!("`{name}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let definition = module_level.iter().find_map(|stmt| match stmt {
+            Stmt::FunctionDef(def) if def.name.as_str() == hook => Some(def),
+            _ => None,
+        });
+        let Some(definition) = definition else {
+            continue;
+        };
+        let effects = hook_side_effects(definition, &tensors, checker.strict());
+        if effects.is_empty() {
+            continue;
+        }
+        let effects = effects.join(", ");
         found.push((
             call.range(),
             format!(
-                "`{hook}`, a {kind} of the model, changes {changed}: export runs the hook once, while tracing, so the exported program never changes it, and keeps what the hook read from it as a constant. Move the hook's work into `forward` (return what it collects, keep a count in a buffer updated in place)"
+                "`{hook}`, a {kind} of the model, {effects}: export runs the hook only while tracing, and the exported program never does it (measured, torch 2.15). Move the work into `forward` (return what the hook stores), or keep the hook for eager runs only"
             ),
         ));
     }
     for (range, message) in found {
         checker.report(Rule::BakedInValue, Severity::Warning, range, message);
     }
+}
+
+/// What `hook` does that the exported program drops, measured with torch 2.15: setting an
+/// attribute of the module it is given (`mod.calls += 1`, `mod.last = out`), printing, logging
+/// and opening a file (each done once, while exporting, never by the program). Under strict
+/// export, logging and `open` fail instead (GB6215, GB0059), so they are not said there; a
+/// tensor attribute the module holds (a buffer) is not judged.
+fn hook_side_effects(
+    hook: &ast::StmtFunctionDef,
+    tensors: &FxHashSet<&str>,
+    strict: bool,
+) -> Vec<String> {
+    struct Effects<'h> {
+        module: Option<&'h str>,
+        tensors: &'h FxHashSet<&'h str>,
+        strict: bool,
+        found: Vec<String>,
+    }
+    impl Effects<'_> {
+        fn note(&mut self, effect: String) {
+            if !self.found.contains(&effect) {
+                self.found.push(effect);
+            }
+        }
+        fn target(&mut self, target: &Expr) {
+            let Expr::Attribute(attribute) = target else {
+                return;
+            };
+            let Expr::Name(owner) = &*attribute.value else {
+                return;
+            };
+            let name = attribute.attr.as_str();
+            if Some(owner.id.as_str()) == self.module && !self.tensors.contains(name) {
+                self.note(format!("sets `{}.{name}`", owner.id));
+            }
+        }
+    }
+    impl<'h> ast::visitor::Visitor<'h> for Effects<'h> {
+        fn visit_stmt(&mut self, stmt: &'h Stmt) {
+            match stmt {
+                Stmt::Assign(assign) => assign.targets.iter().for_each(|t| self.target(t)),
+                Stmt::AugAssign(assign) => self.target(&assign.target),
+                Stmt::AnnAssign(assign) => self.target(&assign.target),
+                // A function defined inside the hook runs only if called: not followed.
+                Stmt::FunctionDef(_) | Stmt::ClassDef(_) => return,
+                _ => {}
+            }
+            ast::visitor::walk_stmt(self, stmt);
+        }
+        fn visit_expr(&mut self, expr: &'h Expr) {
+            if let Expr::Call(call) = expr {
+                let root = names::dotted(&call.func).unwrap_or_default();
+                let logs = root.starts_with("logging.")
+                    || root
+                        .split('.')
+                        .next()
+                        .is_some_and(|first| first.contains("log"))
+                        && [".debug", ".info", ".warning", ".error"]
+                            .iter()
+                            .any(|level| root.ends_with(level));
+                match root.as_str() {
+                    "print" => self.note("prints".to_owned()),
+                    "open" if !self.strict => self.note("opens a file".to_owned()),
+                    _ if logs && !self.strict => self.note("logs".to_owned()),
+                    _ => {}
+                }
+            }
+            if !matches!(expr, Expr::Lambda(_)) {
+                ast::visitor::walk_expr(self, expr);
+            }
+        }
+    }
+    let parameters = &hook.parameters;
+    let module = parameters
+        .posonlyargs
+        .iter()
+        .chain(&parameters.args)
+        .next()
+        .map(|parameter| parameter.parameter.name.as_str());
+    let mut effects = Effects {
+        module,
+        tensors,
+        strict,
+        found: Vec::new(),
+    };
+    for stmt in &hook.body {
+        ast::visitor::Visitor::visit_stmt(&mut effects, stmt);
+    }
+    effects.found
 }
