@@ -264,3 +264,73 @@ fn torchs_codes_and_suggested_forms_are_in_the_messages() {
         "{size}"
     );
 }
+
+/// A `ShapeVar` whose size the program needs at one value: the reshape's size comes from an
+/// attribute the static pass cannot read, so the trace alone says it.
+const NARROWED_SHAPE_VAR: &str = r#"import torch
+from torch.fx.experimental.dynamic_spec import STATIC, ShapeVar, TensorSpec, dynamic_spec
+
+SIZES = {"rows": 8}
+
+
+class Fold(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rows = SIZES.get("rows")
+
+    @dynamic_spec({"x": TensorSpec([ShapeVar("batch"), STATIC])})
+    def forward(self, x):
+        return x.view(getattr(self, "rows"), 4) * 2
+
+
+model = Fold()
+example_args = (torch.randn(8, 4),)
+"#;
+
+/// The near-miss: a reshape that takes its size from the input keeps the `ShapeVar` free.
+const FREE_SHAPE_VAR: &str = r#"import torch
+from torch.fx.experimental.dynamic_spec import STATIC, ShapeVar, TensorSpec, dynamic_spec
+
+
+class Fold(torch.nn.Module):
+    @dynamic_spec({"x": TensorSpec([ShapeVar("batch"), STATIC])})
+    def forward(self, x):
+        return x.view(-1, 4) * 2
+
+
+model = Fold()
+example_args = (torch.randn(8, 4),)
+"#;
+
+/// A `ShapeVar` narrowed to one size (torch 2.15: the reshape adds the runtime assert
+/// `Eq(4*u0, 32)` and `range_constraints` holds `VR[8, 8]`) is PT406 from the exported
+/// program, on the line that fixes it, in both modes; one kept free is not.
+#[test]
+fn a_shape_var_narrowed_to_one_size_is_pt406_from_the_program() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let strict = format!("{NARROWED_SHAPE_VAR}strict = True\n");
+    let found = trace(
+        python,
+        &[
+            ("narrowed.py", NARROWED_SHAPE_VAR),
+            ("narrowed_strict.py", &strict),
+            ("free.py", FREE_SHAPE_VAR),
+        ],
+    );
+    for file in ["narrowed.py", "narrowed_strict.py"] {
+        let here: Vec<_> = found.iter().filter(|(name, ..)| name == file).collect();
+        assert_eq!(here.len(), 1, "{file}: {found:?}");
+        let (_, line, code, message) = here[0];
+        assert_eq!((*line, code.as_str()), (14, "PT406"), "{file}: {message}");
+        assert!(
+            message.contains("`ShapeVar(\"batch\")` of `@dynamic_spec`, to 8")
+                && message.contains("VR[8, 8]"),
+            "{message}"
+        );
+    }
+    assert!(
+        !found.iter().any(|(name, ..)| name == "free.py"),
+        "{found:?}"
+    );
+}

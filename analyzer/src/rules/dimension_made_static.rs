@@ -21,6 +21,11 @@ declaration does not make export fail but lets it give up the dimension silently
 - a `ShapeVar` of `@dynamic_spec` (`torch.fx.experimental.dynamic_spec`): a `view`/`reshape`
   to literal sizes only, a broadcast against a literal size.
 
+The tracer confirms both from the exported program, on the same line, so the two merge: a
+`Dim.AUTO` input dimension the program holds at one size (on the line whose guard fixed it, or
+on the example of size 0 or 1), and a `ShapeVar` whose range the program narrowed to one size
+(`VR[8, 8]`, on the line of the runtime assert that narrowed it, `Eq(4*u0, 32)`), strict or not.
+
 ## Why export fails
 It does not fail, which is the problem. Measured with torch 2.15: `Dim.AUTO` lets the exporter
 choose, and where the code needs one size it chooses a static dimension, with no warning: the

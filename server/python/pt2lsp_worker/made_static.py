@@ -11,10 +11,12 @@ fixes it.
 from __future__ import annotations
 
 import inspect
+import re
 
 from .entrypoint import Target
 from .examples import inputs_named, place_on_examples
 from .findings import Finding
+from .shape_vars import named_args
 from .spec import place_on_spec
 
 
@@ -45,20 +47,35 @@ def declared_auto(spec, parameters: list[str]) -> list[tuple[str, int]]:
     return found
 
 
+def declared_shape_vars(spec) -> list[tuple[str, int, str]]:
+    """(parameter, dimension, name) of every `ShapeVar` a `@dynamic_spec` spec declares (a
+    `ShapesSpec`, a `ParamsSpec` or a dict of `TensorSpec`s; see `shape_vars`)."""
+    found = []
+    for parameter, tensor_spec in named_args(spec).items():
+        try:
+            dims = list(tensor_spec or [])
+        except TypeError:
+            continue
+        for index, dim in enumerate(dims):
+            name = getattr(dim, "name", None)
+            if type(dim).__name__ == "ShapeVar" and isinstance(name, str):
+                found.append((parameter, index, name))
+    return found
+
+
 def made_static_findings(program, target: Target, guards: list[dict], site_of) -> list[Finding]:
     """A PT406 finding for each `Dim.AUTO` input dimension the program holds at one size, on the
     line whose guard fixed it (`site_of(event)`, the export's recorded `guard_added` events),
-    else on the dimension's `dynamic_shapes` key."""
+    else on the dimension's `dynamic_shapes` key; and for each `ShapeVar` of `@dynamic_spec`
+    whose range the program narrowed to one size (`shape_var_findings`)."""
     try:
         parameters = list(inspect.signature(target.model.forward).parameters)
         bound = inspect.signature(target.model.forward).bind(*target.args, **(target.kwargs or {}))
     except (TypeError, ValueError, AttributeError):
         return []
     declared = declared_auto(target.dynamic_shapes, parameters)
-    if not declared:
-        return []
-    sizes = _input_sizes(program, list(bound.arguments))
-    findings = []
+    sizes = _input_sizes(program, list(bound.arguments)) if declared or _spec_of(target) is not None else {}
+    findings = shape_var_findings(program, target, sizes, guards, site_of)
     for name, index in declared:
         shape = sizes.get(name)
         if shape is None or index >= len(shape):
@@ -96,6 +113,65 @@ def made_static_findings(program, target: Target, guards: list[dict], site_of) -
             place_on_spec(finding, target, keys=[name])
         findings.append(finding)
     return findings
+
+
+def _spec_of(target: Target):
+    """The `@dynamic_spec` spec of the export: the one torch keeps on `forward`, or a
+    `ShapesSpec` / `ParamsSpec` given as `dynamic_shapes`."""
+    spec = getattr(getattr(target.model, "forward", None), "_dynamic_spec", None)
+    if spec is None and type(target.dynamic_shapes).__name__ in ("ShapesSpec", "ParamsSpec"):
+        spec = target.dynamic_shapes
+    return spec
+
+
+def shape_var_findings(program, target: Target, sizes: dict[str, tuple], guards: list[dict], site_of) -> list[Finding]:
+    """PT406 for each `ShapeVar` the program narrowed to one size: torch gives it an unbacked
+    symbol, and an operation that needs one size (a reshape to literals) adds a runtime assert
+    (`Eq(4*u0, 32)`) that narrows its range to `VR[8, 8]`, where the input's size becomes that
+    number (measured, torch 2.15). The finding lands on the line of the first such assert, the
+    line the static check names; else on nothing (it is not said)."""
+    spec = _spec_of(target)
+    if spec is None:
+        return []
+    findings = []
+    for name, index, var in declared_shape_vars(spec):
+        shape = sizes.get(name)
+        if shape is None or index >= len(shape):
+            continue
+        size = _one_value(program, shape[index])
+        if size is None:
+            continue
+        narrowed = [
+            str(symbol)
+            for symbol, bounds in program.range_constraints.items()
+            if str(symbol).startswith("u") and bounds.lower == bounds.upper == size
+        ]
+        site = _asserting_site(guards, narrowed, site_of)
+        if site is None:
+            continue
+        finding = Finding(
+            "PT406",
+            f'this line fixes dimension {index} of `{name}`, `ShapeVar("{var}")` of `@dynamic_spec`, to '
+            f"{size}: export narrowed its range to that one size (`range_constraints` holds `VR[{size}, {size}]`), "
+            "so the program accepts no other; take the sizes from the input (`-1`, `x.shape[0]`), or declare "
+            "the dimension static",
+        )
+        finding.place(site)
+        findings.append(finding)
+    return findings
+
+
+def _asserting_site(guards: list[dict], symbols: list[str], site_of):
+    """Where the first recorded equality on one of `symbols` (`Eq(4*u0, 32)`, a runtime assert
+    on an unbacked symbol) was added, when torch says where."""
+    for event in guards:
+        expr = str(event.get("expr") or "")
+        if not expr.startswith("Eq(") or not any(re.search(rf"\b{symbol}\b", expr) for symbol in symbols):
+            continue
+        site = site_of(event)
+        if site is not None and not isinstance(site, list):
+            return site
+    return None
 
 
 def _fixing_site(guards: list[dict], source: str, site_of):

@@ -22,7 +22,7 @@ _ARGUMENT = re.compile(r'(\w+): "\w+\[([^\]]*)\]"')
 _UNBACKED = re.compile(r"u\d+")
 
 
-def _named_args(spec) -> dict:
+def named_args(spec) -> dict:
     """{parameter: TensorSpec} of a `ShapesSpec`, a `ParamsSpec` or a plain dict spec."""
     if type(spec).__name__ == "ShapesSpec":
         spec = getattr(spec, "_params", None)
@@ -39,7 +39,7 @@ def declared_symbols(target: Target, graph_text: str) -> dict[str, str]:
     spec = getattr(forward, "_dynamic_spec", None)
     if spec is None and type(target.dynamic_shapes).__name__ in ("ShapesSpec", "ParamsSpec"):
         spec = target.dynamic_shapes
-    named = _named_args(spec)
+    named = named_args(spec)
     signature = _SIGNATURE.search(graph_text)
     if not named or signature is None:
         return {}
