@@ -19,7 +19,11 @@ Finds calls from traced code that the exporter cannot trace or freezes:
   environment call reaches a tensor, PT601 reports it there instead, unless strict export
   rejects the call);
 - a tensor passed to a library that reads its data (`scipy`, `sklearn`, `pandas`, `cv2`), and
-  `Tensor.data_ptr()`: an error in both modes.
+  `Tensor.data_ptr()`: an error in both modes;
+- a DTensor built from a plain tensor in traced code (`DTensor.from_local`,
+  `distribute_tensor`): an error in both modes (measured with torch 2.15 on a one-process gloo
+  group: "found non-fx-graphable type `DTensorSpec`"; DTensor parameters and inputs built before
+  export export, and the program agrees with eager).
 
 ## Why export fails
 Strict export (Dynamo) refuses functions it cannot inline: `Unsupported: Attempted to call
@@ -108,6 +112,12 @@ pub(crate) fn check(checker: &mut Checker) {
                     )
                 }
             }
+            EventKind::DTensorBuilt { qualified } => (
+                Checker::failure_severity(event),
+                format!(
+                    "`{qualified}` builds a DTensor inside traced code: export cannot put its placement (`DTensorSpec`) in the graph, and fails in both modes. Give the model DTensor parameters or inputs, built before export (`distribute_tensor` outside `forward`)"
+                ),
+            ),
             EventKind::UntraceableMethod { method } => (
                 Severity::Error,
                 format!(

@@ -160,6 +160,9 @@ pub(crate) enum EventKind {
         dim: Rc<DimDecl>,
         kernel: Option<i64>,
     },
+    /// A DTensor built from a plain tensor in traced code (`DTensor.from_local`,
+    /// `distribute_tensor`): export cannot put its placement in the graph.
+    DTensorBuilt { qualified: String },
     /// `chunk` / `split` / `unbind` / `tensor_split` cuts a `ShapeVar` of `@dynamic_spec` into a
     /// number of parts that its size decides: a guard on an unbacked symbol.
     CutsUnbackedDim { dim: Rc<DimDecl>, op: String },

@@ -544,6 +544,11 @@ impl Interpreter<'_, '_> {
         if let Some(number) = super::builtins::math_of_numbers(qualified, args) {
             return Value::Number(number);
         }
+        if catalogue::builds_dtensor(qualified) {
+            let qualified = qualified.to_owned();
+            self.record(EventKind::DTensorBuilt { qualified }, call.range());
+            return Value::Unknown;
+        }
         let top = qualified.split('.').next().unwrap_or_default();
         match qualified {
             "types.SimpleNamespace" | "argparse.Namespace" => return Self::namespace(kwargs),
@@ -1120,21 +1125,6 @@ impl Interpreter<'_, '_> {
             };
         }
         shape
-    }
-
-    /// Records a cut of a `ShapeVar` into parts its size decides ([`shape_ops::unbacked_cut`]).
-    fn note_unbacked_cut(
-        &mut self,
-        dims: &TensorDims,
-        name: &str,
-        call: &ast::ExprCall,
-        exprs: &[Expr],
-        values: &[Value],
-    ) {
-        if let Some(dim) = shape_ops::unbacked_cut(dims, name, call, exprs, values) {
-            let op = name.to_owned();
-            self.record(EventKind::CutsUnbackedDim { dim, op }, call.range());
-        }
     }
 
     /// A torch function that moves dimensions: `torch.cat`, `torch.stack`, `torch.matmul`, and

@@ -506,6 +506,21 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         }
     }
 
+    /// Records a cut of a `ShapeVar` into parts its size decides ([`shape_ops::unbacked_cut`]).
+    fn note_unbacked_cut(
+        &mut self,
+        dims: &TensorDims,
+        name: &str,
+        call: &ast::ExprCall,
+        exprs: &[Expr],
+        values: &[Value],
+    ) {
+        if let Some(dim) = shape_ops::unbacked_cut(dims, name, call, exprs, values) {
+            let op = name.to_owned();
+            self.record(EventKind::CutsUnbackedDim { dim, op }, call.range());
+        }
+    }
+
     fn record(&mut self, kind: EventKind, range: TextRange) {
         if self.emit {
             let conditional = self.conditional > 0;
