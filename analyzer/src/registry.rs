@@ -38,6 +38,7 @@ pub enum Rule {
     ExecutorchNotDelegated,
     TensorDataAttribute,
     GradientTransform,
+    TargetUnsupportedOp,
 }
 
 /// What the table says of one rule.
@@ -87,6 +88,7 @@ impl Rule {
         Rule::ExecutorchNotDelegated,
         Rule::TensorDataAttribute,
         Rule::GradientTransform,
+        Rule::TargetUnsupportedOp,
     ];
 
     pub fn meta(self) -> &'static RuleMeta {
@@ -120,6 +122,7 @@ impl Rule {
             Rule::ExecutorchNotDelegated => &rules::executorch_not_delegated::META,
             Rule::TensorDataAttribute => &rules::tensor_data_attribute::META,
             Rule::GradientTransform => &rules::gradient_transform::META,
+            Rule::TargetUnsupportedOp => &rules::target_unsupported_op::META,
         }
     }
 

@@ -36,6 +36,10 @@ pub struct Settings {
     pub strict: bool,
     pub select: Vec<RuleSelector>,
     pub ignore: Vec<RuleSelector>,
+    /// The deployment targets configured for every entrypoint (`targets` of `[tool.pt2lsp]` or
+    /// the editor: `core-aten`, `executorch`, `onnx`, ...); a file's own `targets = [...]` adds
+    /// to them for its entrypoint. PT707 warns only about these targets.
+    pub targets: Vec<String>,
 }
 
 impl Default for Settings {
@@ -44,6 +48,7 @@ impl Default for Settings {
             strict: false,
             select: vec![RuleSelector("PT".to_owned())],
             ignore: Vec::new(),
+            targets: Vec::new(),
         }
     }
 }
@@ -83,6 +88,7 @@ mod tests {
             strict: false,
             select: selectors(&["PT1"]),
             ignore: selectors(&["pt101"]),
+            targets: Vec::new(),
         };
         assert!(!settings.is_enabled(Rule::DataDependentBranch));
         assert!(settings.is_enabled(Rule::DataDependentScalar));
@@ -91,6 +97,7 @@ mod tests {
             strict: false,
             select: selectors(&["PT101"]),
             ignore: selectors(&["PT1"]),
+            targets: Vec::new(),
         };
         assert!(settings.is_enabled(Rule::DataDependentBranch));
         assert!(!settings.is_enabled(Rule::DataDependentScalar));

@@ -140,6 +140,9 @@ pub fn settings(
             Some(ignore) => parse(ignore, "ignore")?,
             None => Vec::new(),
         },
+        // The configured targets come with a project (`check_paths`); a text alone has only
+        // its own `targets = [...]`.
+        targets: Vec::new(),
     })
 }
 

@@ -312,3 +312,68 @@ async fn a_target_that_cannot_run_is_said_once_per_session_and_the_rest_stands()
     );
     client.shutdown_and_exit().await;
 }
+
+/// A model whose line 6 (0-based) calls `torch.kthvalue`, which torch.onnx has no function for.
+const KTHVALUE: &str = "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        low = torch.kthvalue(x, 2, dim=-1).values\n        return low * 2\n";
+
+/// (code, 0-based line) of `diagnostics`.
+fn codes(diagnostics: &[Value]) -> Vec<(String, u64)> {
+    diagnostics
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap_or_default().to_owned(),
+                d["range"]["start"]["line"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_a_configured_target_cannot_run_is_a_warning_as_you_type() {
+    let (_child, mut client) = spawn();
+    // Targets from the editor's settings; tracing off: what is published is the static pass.
+    client
+        .initialize(None, json!({"targets": ["onnx"], "trace": "off"}))
+        .await;
+    let entry = "file:///tmp/pt2lsp-targets/onnx_entry.py";
+    let with_entrypoint =
+        format!("{KTHVALUE}\n\nmodel = M()\nexample_args = (torch.randn(4, 16),)\n");
+    client.open(entry, 1, &with_entrypoint).await;
+    let diagnostics = client.diagnostics(entry, 1).await;
+    assert_eq!(
+        codes(&diagnostics),
+        [("PT707".to_owned(), 5)],
+        "{diagnostics:#?}"
+    );
+    let message = diagnostics[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`torch.kthvalue`") && message.contains("`onnx`"),
+        "{message}"
+    );
+    assert_eq!(diagnostics[0]["severity"], 2, "a warning");
+    // The same call in a file with no entrypoint: nothing here is lowered for a target.
+    let alone = "file:///tmp/pt2lsp-targets/onnx_model_only.py";
+    client.open(alone, 1, KTHVALUE).await;
+    assert_eq!(codes(&client.diagnostics(alone, 1).await), []);
+    // The file's own `targets` adds to the configured ones; `pt2` runs any op.
+    let own = "file:///tmp/pt2lsp-targets/own_targets.py";
+    let text = with_entrypoint.replace("torch.kthvalue(x, 2, dim=-1).values", "torch.histc(x)")
+        + "targets = [\"pt2\", \"core-aten\"]\n";
+    client.open(own, 1, &text).await;
+    let diagnostics = client.diagnostics(own, 1).await;
+    let messages: Vec<&str> = diagnostics
+        .iter()
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        codes(&diagnostics),
+        [("PT707".to_owned(), 5)],
+        "{diagnostics:#?}"
+    );
+    assert!(
+        messages[0].contains("`torch.histc`") && messages[0].contains("`core-aten`"),
+        "{messages:?}"
+    );
+    client.shutdown_and_exit().await;
+}

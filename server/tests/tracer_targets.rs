@@ -364,3 +364,49 @@ fn a_lowering_that_runs_out_of_memory_is_pt502_for_that_target_alone() {
     assert_eq!(rest, [("shift.py", 7, "PT406")], "{}", run.stdout);
     assert_clean(tmp.path());
 }
+
+#[test]
+fn the_static_pass_warns_where_a_configured_target_cannot_run_the_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    fs::write(project.path().join("buckets.py"), BUCKETS).unwrap();
+    // No target named: nothing to say before any trace.
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &["check", "--format", "json", "--exit-zero", "buckets.py"],
+    );
+    let codes = |run: &Run| -> Vec<(String, u64)> {
+        run.json()
+            .iter()
+            .map(|item| {
+                (
+                    item["code"].as_str().unwrap().to_owned(),
+                    item["line"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(codes(&run), [], "{}", run.stdout);
+    // `targets` of `[tool.pt2lsp]` applies to every entrypoint: `torch.searchsorted` has no
+    // ONNX function, measured.
+    fs::write(
+        project.path().join("pyproject.toml"),
+        "[tool.pt2lsp]\ntargets = [\"onnx\", \"aoti\"]\n",
+    )
+    .unwrap();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &["check", "--format", "json", "--exit-zero", "buckets.py"],
+    );
+    assert_eq!(codes(&run), [("PT707".to_owned(), 7)], "{}", run.stdout);
+    assert!(
+        run.json()[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot run on the deployment target `onnx`"),
+        "{}",
+        run.stdout
+    );
+}

@@ -26,6 +26,7 @@ pub(crate) mod onnx_unsupported_op;
 pub(crate) mod shape_specialization;
 pub(crate) mod specializing_example_size;
 pub(crate) mod syntax_error;
+pub(crate) mod target_unsupported_op;
 pub(crate) mod tensor_data_attribute;
 pub(crate) mod tensor_to_numpy;
 pub(crate) mod unregistered_input_type;
@@ -146,5 +147,6 @@ pub(crate) fn run_all<'a>(
     baked_in_value::check(&mut checker);
     tensor_data_attribute::check(&mut checker);
     gradient_transform::check(&mut checker);
+    target_unsupported_op::check(&mut checker);
     checker.diagnostics
 }

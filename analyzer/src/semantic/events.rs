@@ -100,6 +100,9 @@ pub(crate) enum EventKind {
         qualified: String,
         tensor_argument: bool,
     },
+    /// A torch call that some deployment target cannot run (`semantic::target_ops`):
+    /// `torch.<name>(...)`, or `tensor.<name>(...)` when `method`.
+    TargetOp { name: String, method: bool },
     /// A tensor method the exporter cannot trace (`data_ptr`).
     UntraceableMethod { method: String },
     /// `self.<attribute> += …` on a Python value in traced code: state that changes from call to

@@ -15,6 +15,7 @@ pub(crate) mod mutated_globals;
 pub(crate) mod names;
 mod shapes;
 pub(crate) mod symbolic;
+pub(crate) mod target_ops;
 
 /// Whether the base class `package.class` makes a class an `nn.Module` (for the workspace
 /// index).
@@ -125,6 +126,21 @@ pub(crate) struct SemanticModel<'a> {
     pub(crate) custom_ops: Vec<CustomOp<'a>>,
     pub(crate) spec: Option<ShapesSpec>,
     pub(crate) entry: Option<Entrypoint>,
+}
+
+/// The deployment targets a file names for its entrypoint (`targets = ["executorch"]`, a tuple,
+/// or one string), as the worker reads them; none when it names none or not as literals.
+pub(crate) fn declared_targets(body: &[Stmt]) -> Vec<String> {
+    let literal = |expr: &ast::Expr| match expr {
+        ast::Expr::StringLiteral(text) => Some(text.value.to_str().to_ascii_lowercase()),
+        _ => None,
+    };
+    match single_assignment(body, "targets") {
+        Some(ast::Expr::List(list)) => list.elts.iter().filter_map(literal).collect(),
+        Some(ast::Expr::Tuple(tuple)) => tuple.elts.iter().filter_map(literal).collect(),
+        Some(other) => literal(other).into_iter().collect(),
+        None => Vec::new(),
+    }
 }
 
 /// The value of the one assignment to `name` among `body`'s statements (not those of nested

@@ -171,6 +171,12 @@ impl Resolved {
                 .ignore
                 .as_deref()
                 .map_or(defaults.ignore, &mut parse),
+            targets: options
+                .targets
+                .iter()
+                .flatten()
+                .map(|target| target.as_str().to_owned())
+                .collect(),
         };
         Self {
             analyzer,

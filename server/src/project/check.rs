@@ -360,6 +360,12 @@ fn resolve_settings(options: &CheckOptions, config: &Config) -> Result<Settings>
         strict,
         select,
         ignore,
+        targets: config
+            .targets
+            .iter()
+            .flatten()
+            .map(|target| target.as_str().to_owned())
+            .collect(),
     })
 }
 

@@ -6,8 +6,8 @@ use std::rc::Rc;
 
 use ruff_text_size::Ranged;
 
-use crate::semantic::catalogue;
 use crate::semantic::names;
+use crate::semantic::{catalogue, target_ops};
 use crate::syntax::ast::{self, Expr};
 
 use super::{
@@ -341,6 +341,12 @@ impl Interpreter<'_, '_> {
         args: &[Value],
         kwargs: &[(String, Value)],
     ) -> Value {
+        // Only on a value known to be a tensor: a method of that name on anything else is not
+        // the op.
+        let op = target_ops::call_event(name, true);
+        if let Some(event) = op.filter(|_| !info.assumed && !info.opaque) {
+            self.record(event, call.range());
+        }
         match name {
             "numpy" => {
                 if !info.assumed {
@@ -548,6 +554,10 @@ impl Interpreter<'_, '_> {
             let qualified = qualified.to_owned();
             self.record(EventKind::DTensorBuilt { qualified }, call.range());
             return Value::Unknown;
+        }
+        let torch_op = qualified.strip_prefix("torch.");
+        if let Some(event) = torch_op.and_then(|name| target_ops::call_event(name, false)) {
+            self.record(event, call.range());
         }
         let top = qualified.split('.').next().unwrap_or_default();
         match qualified {
