@@ -29,9 +29,9 @@ level or in `__init__`) of a hook of the file that changes a module-level contai
 they compute (measured with torch 2.15, strict and not), but what a hook changes outside the
 tensors happens once, while exporting, never in the exported program. The same registration is
 reported for a hook that sets an attribute of the module it is given (`module.calls += 1`, the
-feature-extraction `module.last_output = output`), prints, and, under non-strict export, logs or
-opens a file (strict export fails on those: GB6215, GB0059): the exported program does none of
-it (measured; `tests/python/test_hook_effects_real_torch.py` runs each fixture both ways). A hook
+feature-extraction `module.last_output = output`), prints, logs through a logger, or, under
+non-strict export, opens a file (strict export fails on `open`, GB0059: PT202): the exported
+program does none of it (measured; `tests/python/test_hook_effects_real_torch.py` runs each fixture both ways). A hook
 that updates or reassigns a buffer, or reads an attribute without setting it, exports into the
 program and is not reported.
 
@@ -142,11 +142,20 @@ const REGISTRATIONS: &[(&str, &str)] = &[
     ("register_forward_pre_hook", "forward pre-hook"),
 ];
 
-/// PT601 on the registration of a hook of the file that changes a module-level container: a
-/// forward hook or pre-hook runs once, while exporting, so the exported program never makes
-/// that change, and what the hook read from it is frozen.
-fn check_hooks(checker: &mut Checker) {
-    let body = &checker.parsed.module.body;
+/// A forward hook or pre-hook the file registers on its model: at module level or in a module
+/// class's `__init__`, by the name of a function (`model.register_forward_hook(collect)`).
+pub(crate) struct HookRegistration<'a> {
+    /// The registration call.
+    pub(crate) range: TextRange,
+    /// "forward hook" or "forward pre-hook".
+    pub(crate) kind: &'static str,
+    pub(crate) hook: &'a str,
+    /// The hook's module-level `def`, when the file has one.
+    pub(crate) definition: Option<&'a ast::StmtFunctionDef>,
+}
+
+/// Every [`HookRegistration`] of the file whose module is `body`.
+pub(crate) fn hook_registrations(body: &[Stmt]) -> Vec<HookRegistration<'_>> {
     let module_level = names::module_level_statements(body);
     // The model's `__init__` registers hooks on `self` too.
     let mut statements: Vec<&Stmt> = module_level.clone();
@@ -161,17 +170,7 @@ fn check_hooks(checker: &mut Checker) {
             }
         }
     }
-    // The tensors the file's modules hold: a hook that reassigns one is not judged here.
-    let tensors: FxHashSet<&str> = checker
-        .model
-        .classes
-        .iter()
-        .filter(|class| class.file == 0)
-        .flat_map(|class| &class.attributes)
-        .filter(|(_, value)| value.is_tensor())
-        .map(|(name, _)| name.as_str())
-        .collect();
-    let mut found: Vec<(TextRange, String)> = Vec::new();
+    let mut found = Vec::new();
     for stmt in statements {
         let value = match stmt {
             Stmt::Expr(expr) => &expr.value,
@@ -194,6 +193,43 @@ fn check_hooks(checker: &mut Checker) {
             continue;
         };
         let hook = hook.id.as_str();
+        let definition = module_level.iter().find_map(|stmt| match stmt {
+            Stmt::FunctionDef(def) if def.name.as_str() == hook => Some(def),
+            _ => None,
+        });
+        found.push(HookRegistration {
+            range: call.range(),
+            kind,
+            hook,
+            definition,
+        });
+    }
+    found
+}
+
+/// PT601 on the registration of a hook of the file that changes a module-level container: a
+/// forward hook or pre-hook runs once, while exporting, so the exported program never makes
+/// that change, and what the hook read from it is frozen. Or one that does something else
+/// besides computing on tensors, which the exported program never does ([`hook_side_effects`]).
+fn check_hooks(checker: &mut Checker) {
+    // The tensors the file's modules hold: a hook that reassigns one is not judged here.
+    let tensors: FxHashSet<&str> = checker
+        .model
+        .classes
+        .iter()
+        .filter(|class| class.file == 0)
+        .flat_map(|class| &class.attributes)
+        .filter(|(_, value)| value.is_tensor())
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let mut found: Vec<(TextRange, String)> = Vec::new();
+    for HookRegistration {
+        range,
+        kind,
+        hook,
+        definition,
+    } in hook_registrations(&checker.parsed.module.body)
+    {
         let mut changed: Vec<&str> = checker
             .model
             .mutated
@@ -209,17 +245,13 @@ fn check_hooks(checker: &mut Checker) {
                 .collect::<Vec<_>>()
                 .join(", ");
             found.push((
-                call.range(),
+                range,
                 format!(
                     "`{hook}`, a {kind} of the model, changes {changed}: export runs the hook once, while tracing, so the exported program never changes it, and keeps what the hook read from it as a constant. Move the hook's work into `forward` (return what it collects, keep a count in a buffer updated in place)"
                 ),
             ));
             continue;
         }
-        let definition = module_level.iter().find_map(|stmt| match stmt {
-            Stmt::FunctionDef(def) if def.name.as_str() == hook => Some(def),
-            _ => None,
-        });
         let Some(definition) = definition else {
             continue;
         };
@@ -229,7 +261,7 @@ fn check_hooks(checker: &mut Checker) {
         }
         let effects = effects.join(", ");
         found.push((
-            call.range(),
+            range,
             format!(
                 "`{hook}`, a {kind} of the model, {effects}: export runs the hook only while tracing, and the exported program never does it (measured, torch 2.15). Move the work into `forward` (return what the hook stores), or keep the hook for eager runs only"
             ),
@@ -242,19 +274,35 @@ fn check_hooks(checker: &mut Checker) {
 
 /// What `hook` does that the exported program drops, measured with torch 2.15: setting an
 /// attribute of the module it is given (`mod.calls += 1`, `mod.last = out`), printing, logging
-/// and opening a file (each done once, while exporting, never by the program). Under strict
-/// export, logging and `open` fail instead (GB6215, GB0059), so they are not said there; a
-/// tensor attribute the module holds (a buffer) is not judged.
+/// through a logger, and opening a file (each done at most once, while exporting, never by the
+/// program). Under strict export `open` fails instead (GB0059: [`hook_strict_failures`]), so it
+/// is not said there; a tensor attribute the module holds (a buffer) is not judged.
 fn hook_side_effects(
     hook: &ast::StmtFunctionDef,
     tensors: &FxHashSet<&str>,
     strict: bool,
 ) -> Vec<String> {
+    hook_effects(hook, tensors, strict).0
+}
+
+/// The calls in `hook` that strict export cannot trace (measured with torch 2.15: `open`,
+/// "Failed to trace builtin operator", GB0059), with what each calls.
+pub(crate) fn hook_strict_failures(hook: &ast::StmtFunctionDef) -> Vec<(TextRange, &'static str)> {
+    hook_effects(hook, &FxHashSet::default(), true).1
+}
+
+/// What [`hook_side_effects`] and [`hook_strict_failures`] say, from one walk of the hook.
+fn hook_effects(
+    hook: &ast::StmtFunctionDef,
+    tensors: &FxHashSet<&str>,
+    strict: bool,
+) -> (Vec<String>, Vec<(TextRange, &'static str)>) {
     struct Effects<'h> {
         module: Option<&'h str>,
         tensors: &'h FxHashSet<&'h str>,
         strict: bool,
         found: Vec<String>,
+        strict_failures: Vec<(TextRange, &'static str)>,
     }
     impl Effects<'_> {
         fn note(&mut self, effect: String) {
@@ -300,8 +348,9 @@ fn hook_side_effects(
                             .any(|level| root.ends_with(level));
                 match root.as_str() {
                     "print" => self.note("prints".to_owned()),
-                    "open" if !self.strict => self.note("opens a file".to_owned()),
-                    _ if logs && !self.strict => self.note("logs".to_owned()),
+                    "open" if self.strict => self.strict_failures.push((call.range(), "`open`")),
+                    "open" => self.note("opens a file".to_owned()),
+                    _ if logs => self.note("logs".to_owned()),
                     _ => {}
                 }
             }
@@ -322,9 +371,10 @@ fn hook_side_effects(
         tensors,
         strict,
         found: Vec::new(),
+        strict_failures: Vec::new(),
     };
     for stmt in &hook.body {
         ast::visitor::Visitor::visit_stmt(&mut effects, stmt);
     }
-    effects.found
+    (effects.found, effects.strict_failures)
 }

@@ -23,7 +23,10 @@ Finds calls from traced code that the exporter cannot trace or freezes:
 - a DTensor built from a plain tensor in traced code (`DTensor.from_local`,
   `distribute_tensor`): an error in both modes (measured with torch 2.15 on a one-process gloo
   group: "found non-fx-graphable type `DTensorSpec`"; DTensor parameters and inputs built before
-  export export, and the program agrees with eager).
+  export export, and the program agrees with eager);
+- under `strict = true`, `open` called in a forward hook or pre-hook the file registers on the
+  model: strict export traces hooks and fails there (measured with torch 2.15: "Failed to trace
+  builtin operator", GB0059; non-strict export runs the hook once, while tracing: PT601).
 
 ## Why export fails
 Strict export (Dynamo) refuses functions it cannot inline: `Unsupported: Attempted to call
@@ -45,6 +48,7 @@ with torch operations.
 
 use crate::registry::Rule;
 use crate::rules::Checker;
+use crate::rules::baked_in_value::{hook_registrations, hook_strict_failures};
 use crate::semantic::{EventKind, catalogue};
 
 /// Calls PT203 reports instead.
@@ -127,5 +131,34 @@ pub(crate) fn check(checker: &mut Checker) {
             _ => continue,
         };
         checker.report(Rule::UntraceableCall, severity, event.range, message);
+    }
+    if strict {
+        check_hooks(checker);
+    }
+}
+
+/// Under strict export, the calls in a hook the model registers that Dynamo cannot trace: strict
+/// export traces hooks with the module, and fails there (measured with torch 2.15: `open`,
+/// GB0059; non-strict export runs them once, PT601).
+fn check_hooks(checker: &mut Checker) {
+    let mut found = Vec::new();
+    for registration in hook_registrations(&checker.parsed.module.body) {
+        let Some(definition) = registration.definition else {
+            continue;
+        };
+        for (range, call_of) in hook_strict_failures(definition) {
+            found.push((
+                range,
+                format!(
+                    "`{}`, a {} of the model, calls {call_of}: strict export traces the hook with Dynamo, which cannot trace it, and fails. Do it outside the model (after the call), or export non-strict, where the hook runs only while tracing",
+                    registration.hook, registration.kind
+                ),
+            ));
+        }
+    }
+    found.sort_by_key(|(range, _)| range.start());
+    found.dedup_by_key(|(range, _)| *range);
+    for (range, message) in found {
+        checker.report(Rule::UntraceableCall, Severity::Error, range, message);
     }
 }
