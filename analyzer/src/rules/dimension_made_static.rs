@@ -19,7 +19,8 @@ declaration does not make export fail but lets it give up the dimension silently
   recurrent layer run step by step over it, and, in non-strict export, `int()`, `len()` or a
   `math` function of the size;
 - a `ShapeVar` of `@dynamic_spec` (`torch.fx.experimental.dynamic_spec`): a `view`/`reshape`
-  to literal sizes only, a broadcast against a literal size.
+  to literal sizes only, a broadcast against a literal size, a `split` into literal sections
+  along it (`x.split([4, 4])`: the sections must add up to its size).
 
 The tracer confirms both from the exported program, on the same line, so the two merge: a
 `Dim.AUTO` input dimension the program holds at one size (on the line whose guard fixed it, or

@@ -506,7 +506,8 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         }
     }
 
-    /// Records a cut of a `ShapeVar` into parts its size decides ([`shape_ops::unbacked_cut`]).
+    /// Records a cut of a `ShapeVar` into parts its size decides, or into sections that fix its
+    /// size ([`shape_ops::unbacked_cut`]).
     fn note_unbacked_cut(
         &mut self,
         dims: &TensorDims,
@@ -515,10 +516,15 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         exprs: &[Expr],
         values: &[Value],
     ) {
-        if let Some(dim) = shape_ops::unbacked_cut(dims, name, call, exprs, values) {
-            let op = name.to_owned();
-            self.record(EventKind::CutsUnbackedDim { dim, op }, call.range());
-        }
+        let event = match shape_ops::unbacked_cut(dims, name, call, exprs, values) {
+            Some(shape_ops::UnbackedCut::Counted(dim)) => EventKind::CutsUnbackedDim {
+                dim,
+                op: name.to_owned(),
+            },
+            Some(shape_ops::UnbackedCut::Sections(dim, size)) => EventKind::DimFixed { dim, size },
+            None => return,
+        };
+        self.record(event, call.range());
     }
 
     fn record(&mut self, kind: EventKind, range: TextRange) {

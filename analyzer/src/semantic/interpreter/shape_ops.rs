@@ -994,19 +994,28 @@ impl super::Interpreter<'_, '_> {
     }
 }
 
-/// The `ShapeVar` of `@dynamic_spec` that `chunk`, `split`, `unbind` or `tensor_split` cuts
-/// `input` along, when the count or size of the parts is a number: torch decides how many parts
-/// there are from the dimension's size, a guard on an unbacked symbol (measured with torch 2.15,
-/// strict and not: "Could not guard on data-dependent expression Eq(u0, 0)"). Sections given as
-/// a list (`split([4, 4])`) only narrow the range (PT406's case), and a cut along a static
-/// dimension exports: both are `None`, as is a count the analysis cannot read.
+/// What cutting a `ShapeVar` of `@dynamic_spec` into parts does (measured with torch 2.15,
+/// strict and not).
+pub(super) enum UnbackedCut {
+    /// `chunk(n)`, `split(n)`, `unbind`, `tensor_split(n)` along it: torch decides how many parts
+    /// there are from its size, a guard on an unbacked symbol ("Could not guard on
+    /// data-dependent expression Eq(u0, 0)"), and export fails.
+    Counted(Rc<crate::semantic::value::DimDecl>),
+    /// `split([4, 4])` along it: the sections must add up to its size, a runtime assert that
+    /// narrows its range to that one size (`VR[8, 8]`); export succeeds (PT406).
+    Sections(Rc<crate::semantic::value::DimDecl>, i64),
+}
+
+/// What `chunk`, `split`, `unbind` or `tensor_split` does to the `ShapeVar` it cuts `input`
+/// along, when the count, size or sections of the parts are numbers. A cut along a static
+/// dimension exports, and a count the analysis cannot read says nothing: both are `None`.
 pub(super) fn unbacked_cut(
     input: &TensorDims,
     name: &str,
     call: &ast::ExprCall,
     exprs: &[Expr],
     values: &[Value],
-) -> Option<Rc<crate::semantic::value::DimDecl>> {
+) -> Option<UnbackedCut> {
     let dim_position = usize::from(name != "unbind");
     let dim = argument(exprs, call, dim_position, &["dim"]).map_or(Some(0), names::int_literal)?;
     let size = input.size(input.index(dim)?)?;
@@ -1015,16 +1024,27 @@ pub(super) fn unbacked_cut(
         DimSize::Derived(dim) => Some(dim).filter(|dim| dim.unbacked)?,
     };
     let count_keywords: &[&str] = match name {
-        "unbind" => return Some(unbacked.clone()),
+        "unbind" => return Some(UnbackedCut::Counted(unbacked.clone())),
         "chunk" => &["chunks"],
         "split" => &["split_size_or_sections", "split_size"],
         "tensor_split" => &["sections", "indices_or_sections"],
         _ => return None,
     };
     let given = argument(exprs, call, 0, count_keywords)?;
-    let number = names::int_literal(given).or_else(|| {
-        let value = values.first().filter(|_| !exprs.is_empty())?;
-        value.as_sym()?.as_constant()
-    });
-    number.map(|_| unbacked.clone())
+    let first_value = values.first().filter(|_| !exprs.is_empty());
+    if let (
+        "split",
+        Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. }),
+    ) = (name, given)
+    {
+        // The sections fix the size only where it is the `ShapeVar` itself (`B`, not `2*B`).
+        let (terms, constant, divisor) = size.sym()?.linear();
+        let itself = matches!(terms, [(_, 1)]) && constant == 0 && divisor == 1;
+        let total: Option<i64> = elts.iter().map(names::int_literal).sum();
+        return total
+            .filter(|_| itself)
+            .map(|total| UnbackedCut::Sections(unbacked.clone(), total));
+    }
+    let number = names::int_literal(given).or_else(|| first_value?.as_sym()?.as_constant());
+    number.map(|_| UnbackedCut::Counted(unbacked.clone()))
 }
