@@ -22,8 +22,11 @@ The dimensions `@dynamic_spec` declares (`ShapeVar("B")` in a `TensorSpec`, on `
 a `ShapesSpec` given as `dynamic_shapes`) are such sizes too: torch 2.15 gives them unbacked
 symbols. A branch on one, a Python loop over it, or (non-strict) `int()`/`len()` of it fails;
 so do `split(n)`, `chunk(n)`, `unbind` and `tensor_split(n)` along one (torch counts the parts
-from its size), and `max_pool1d` or a recurrent layer over one (measured, torch 2.15, strict and
-not); sections given as a list (`split([4, 4])`), a cut along a static dimension, and
+from its size), `max_pool1d` or a recurrent layer over one, and global average pooling
+(`AdaptiveAvgPool2d((1, 1))`, `F.adaptive_avg_pool2d(x, 1)`) or `AdaptiveMaxPool1d` of an input
+whose range includes 0 (measured, torch 2.15, strict and not; a convolution before the pooling
+or a declared `min=1` narrows the range and decides the test, so only the pooling of a
+parameter of `forward` itself is reported); sections given as a list (`split([4, 4])`), a cut along a static dimension, and
 `avg_pool1d`/`conv1d` over one export; an `assert` or `torch._check` on it, and a relation between two, become runtime checks, and the
 spec's `assumptions` (`B > 4`) decide the comparisons they imply.
 
@@ -52,11 +55,15 @@ of the result is taken in non-strict export (`len` fails whatever is checked: us
 "#,
 };
 
+use ruff_text_size::{Ranged, TextRange};
+
 use crate::fixes::torch_check;
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::semantic::value::{Guard, GuardKind, SizeOrigin, Value};
 use crate::semantic::{BoolContext, EventKind, ScalarUse};
+use crate::syntax::ast::{self, Expr, Stmt};
+use crate::syntax::parse_expression;
 
 // Measured: an `assert` on a data-dependent value becomes a runtime assertion in the graph.
 
@@ -101,6 +108,19 @@ pub(crate) fn check(checker: &mut Checker) {
             EventKind::IterateTensor { tensor, .. } if tensor.data_dependent_shape => format!(
                 "Looping over `{text}`, whose length depends on data: the exporter cannot unroll it"
             ),
+            // Adaptive pooling tests the size only while its range includes 0: a convolution
+            // before it narrows the range (measured), which the analysis does not follow, so
+            // only the pooling of an input itself is said.
+            EventKind::AdaptivePoolUnbacked { .. }
+                if event.file != 0
+                    || !pools_an_input(
+                        &checker.parsed.module.body,
+                        checker.model.file.text,
+                        event.range,
+                    ) =>
+            {
+                continue;
+            }
             kind if kind.on_unbacked_dim() => match declared_unbacked(kind, strict) {
                 Some((dim, Failure::Guard(context))) => format!(
                     "{} on `{text}` guards `{dim}`, a `ShapeVar` of `@dynamic_spec`, which export makes an unbacked size: export fails with \"Could not guard on data-dependent expression\"; state what always holds with `torch._check(...)` before it or in the spec's `assumptions`, or compute both sides with `torch.where`",
@@ -111,6 +131,9 @@ pub(crate) fn check(checker: &mut Checker) {
                 ),
                 Some((dim, Failure::Layer)) => format!(
                     "`{text}` runs a layer that decides on the size of `{dim}`, a `ShapeVar` of `@dynamic_spec`, which export makes an unbacked size: export fails with \"Could not guard on data-dependent expression\"; declare the dimension with `Dim` in `dynamic_shapes` instead"
+                ),
+                Some((dim, Failure::Pool(layer))) => format!(
+                    "`{text}` runs `{layer}`, which tests the size of `{dim}`, a `ShapeVar` of `@dynamic_spec` that export makes an unbacked size: export fails with \"Could not guard on data-dependent expression\"; for global average pooling take the mean over the spatial dimensions (`x.mean((2, 3), keepdim=True)`, which exports), or declare the dimension with `Dim` in `dynamic_shapes`"
                 ),
                 Some((dim, Failure::Cut(op))) => format!(
                     "`{text}` cuts `{dim}`, a `ShapeVar` of `@dynamic_spec`, into parts whose number `{op}` decides from its size, which export makes an unbacked size: export fails with \"Could not guard on data-dependent expression\"; cut a static dimension, or declare this one with `Dim` in `dynamic_shapes` instead"
@@ -156,6 +179,8 @@ enum Failure {
     Layer,
     /// `split`, `chunk`, `unbind` or `tensor_split` counts the parts from its size.
     Cut(String),
+    /// Adaptive pooling tests its size (global average pooling, `AdaptiveMaxPool1d`).
+    Pool(String),
 }
 
 /// The `ShapeVar` an event fails on and how, measured with torch 2.15: a guard on one fails
@@ -199,9 +224,63 @@ fn declared_unbacked(kind: &EventKind, strict: bool) -> Option<(String, Failure)
         EventKind::Unrolled { dim, .. } | EventKind::PoolFixesLength { dim, .. } => {
             Some((dim.name.clone(), Failure::Layer))
         }
+        EventKind::AdaptivePoolUnbacked { dim, layer } => {
+            Some((dim.name.clone(), Failure::Pool(layer.clone())))
+        }
         EventKind::CutsUnbackedDim { dim, op } => {
             Some((dim.name.clone(), Failure::Cut(op.clone())))
         }
         _ => None,
     }
+}
+
+/// Whether the call at `range` pools a parameter of the function around it that the function
+/// never rebinds (`self.pool(x)` in `forward(self, x)`): the input's own sizes, as declared.
+fn pools_an_input(body: &[Stmt], text: &str, range: TextRange) -> bool {
+    struct Rebinds<'n> {
+        name: &'n str,
+        found: bool,
+    }
+    impl<'a> ast::visitor::Visitor<'a> for Rebinds<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Name(name) = expr {
+                self.found |= name.ctx == ast::ExprContext::Store && name.id.as_str() == self.name;
+            }
+            ast::visitor::walk_expr(self, expr);
+        }
+    }
+    let Some(Expr::Call(call)) = parse_expression(&text[range]) else {
+        return false;
+    };
+    let Some(Expr::Name(input)) = call.arguments.args.first() else {
+        return false;
+    };
+    let mut level = body;
+    let mut function = None;
+    while let Some(stmt) = level.iter().find(|stmt| stmt.range().contains_range(range)) {
+        level = match stmt {
+            Stmt::FunctionDef(def) => {
+                function = Some(def);
+                &def.body
+            }
+            Stmt::ClassDef(class) => &class.body,
+            _ => break,
+        };
+    }
+    let Some(function) = function else {
+        return false;
+    };
+    let name = input.id.as_str();
+    let parameters = &function.parameters;
+    let is_parameter = parameters
+        .posonlyargs
+        .iter()
+        .chain(&parameters.args)
+        .chain(&parameters.kwonlyargs)
+        .any(|parameter| parameter.parameter.name.as_str() == name);
+    let mut rebinds = Rebinds { name, found: false };
+    for stmt in &function.body {
+        ast::visitor::Visitor::visit_stmt(&mut rebinds, stmt);
+    }
+    is_parameter && !rebinds.found
 }

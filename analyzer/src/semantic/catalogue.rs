@@ -72,6 +72,10 @@ pub(crate) fn functional_window(qualified: &str) -> Option<&'static str> {
         "avg_pool1d" => "torch.nn.AvgPool1d",
         "avg_pool2d" => "torch.nn.AvgPool2d",
         "avg_pool3d" => "torch.nn.AvgPool3d",
+        "adaptive_avg_pool1d" => "torch.nn.AdaptiveAvgPool1d",
+        "adaptive_avg_pool2d" => "torch.nn.AdaptiveAvgPool2d",
+        "adaptive_avg_pool3d" => "torch.nn.AdaptiveAvgPool3d",
+        "adaptive_max_pool1d" => "torch.nn.AdaptiveMaxPool1d",
         _ => return None,
     })
 }

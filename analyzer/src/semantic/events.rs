@@ -169,6 +169,9 @@ pub(crate) enum EventKind {
     /// `chunk` / `split` / `unbind` / `tensor_split` cuts a `ShapeVar` of `@dynamic_spec` into a
     /// number of parts that its size decides: a guard on an unbacked symbol.
     CutsUnbackedDim { dim: Rc<DimDecl>, op: String },
+    /// Adaptive pooling that tests the size of a `ShapeVar` of `@dynamic_spec` it pools over
+    /// (global average pooling, `AdaptiveMaxPool1d`): a guard on an unbacked symbol.
+    AdaptivePoolUnbacked { dim: Rc<DimDecl>, layer: String },
     /// A recurrent layer runs over a sequence whose sizes depend on data (a `PackedSequence`,
     /// whose batch sizes are tensor data): the layer reads them as Python numbers.
     DataDependentRecurrent { layer: String },
@@ -254,6 +257,7 @@ impl EventKind {
             EventKind::DimMismatch { left, right } => left.unbacked || right.unbacked,
             EventKind::PoolFixesLength { dim, .. }
             | EventKind::CutsUnbackedDim { dim, .. }
+            | EventKind::AdaptivePoolUnbacked { dim, .. }
             | EventKind::Scalar {
                 value:
                     Value::Size {

@@ -487,6 +487,40 @@ impl super::Interpreter<'_, '_> {
         }
     }
 
+    /// Adaptive pooling over a `ShapeVar` of `@dynamic_spec` that tests its size: measured with
+    /// torch 2.15, strict and not, global average pooling (every output size 1, the classifier
+    /// head's `AdaptiveAvgPool2d((1, 1))`) fails with "Could not guard on data-dependent
+    /// expression Eq(u0*u1, 0)", and `AdaptiveMaxPool1d` with `u0 > 0`, while the range
+    /// includes 0; an average to another size, `AdaptiveMaxPool2d`, a `ShapeVar` batch, and a
+    /// range that excludes 0 (a declared `min=1`, a convolution before) export.
+    fn record_adaptive_pool(
+        &mut self,
+        layer: &LayerInfo,
+        input: Option<&TensorDims>,
+        spatial: usize,
+        range: ruff_text_size::TextRange,
+    ) {
+        let class = layer.qualified.rsplit('.').next().unwrap_or_default();
+        let tests_size = class == "AdaptiveMaxPool1d"
+            || (class.starts_with("AdaptiveAvgPool") && layer.size("output_size") == Some(1));
+        let Some(rank) = input.and_then(|input| input.rank).filter(|_| tests_size) else {
+            return;
+        };
+        let unbacked = (1..=spatial)
+            .filter_map(|offset| rank.checked_sub(offset))
+            .filter_map(|at| input?.size(at))
+            .find_map(|size| match size {
+                DimSize::Sym(sym) => sym.dims().find(|dim| dim.unbacked).cloned(),
+                DimSize::Derived(dim) => dim.unbacked.then(|| dim.clone()),
+            })
+            // A range that excludes 0 (`ShapeVar("h", min=1)`) decides the test (measured).
+            .filter(|dim| dim.min.unwrap_or(0) <= 0);
+        if let Some(dim) = unbacked {
+            let layer = format!("nn.{class}");
+            self.record(super::EventKind::AdaptivePoolUnbacked { dim, layer }, range);
+        }
+    }
+
     /// The spatial sizes a convolution or pooling window made from a dynamic dimension that
     /// its declared range allows to be 1 or less: each is an event (the exporter guards it).
     fn record_small_windows(
@@ -496,6 +530,11 @@ impl super::Interpreter<'_, '_> {
         output: Option<&TensorDims>,
         range: ruff_text_size::TextRange,
     ) {
+        if let Some(LayerShape::AdaptivePool { spatial }) = catalogue::layer_shape(&layer.qualified)
+        {
+            self.record_adaptive_pool(layer, input, spatial, range);
+            return;
+        }
         let Some(LayerShape::Conv { spatial } | LayerShape::Pool { spatial }) =
             catalogue::layer_shape(&layer.qualified)
         else {
