@@ -220,6 +220,9 @@ async fn what_a_lowering_finds_reaches_the_editor_on_the_users_line() {
             .map(|line| (line, "trace".to_owned()))
             .collect();
         assert!(!expected.is_empty(), "{fixture} marks no {code}");
+        // The static PT707 on those lines said the same before the save; the lowering's
+        // finding replaces it.
+        assert_eq!(placed(&diagnostics, "PT707"), [], "{diagnostics:#?}");
         assert_eq!(
             placed(&diagnostics, code),
             expected,

@@ -380,6 +380,7 @@ impl<'a> Tracing<'a> {
             .chain(project.others.iter_mut())
         {
             settle_contradicted(report, &traced.truth, cwd, args.show_contradicted);
+            drop_superseded(report);
             prove_unproven(report, &traced.truth, cwd, &silenced);
             report
                 .diagnostics
@@ -387,6 +388,37 @@ impl<'a> Tracing<'a> {
         }
         Ok(())
     }
+}
+
+/// Drops each static diagnostic that a deployment target's lowering states on its line
+/// (`tracer::diagnostics::superseded_by_lowering`), as the language server does.
+fn drop_superseded(report: &mut crate::project::report::FileReport) {
+    let (_, lines, diagnostics) = report.diagnostics_by_line();
+    let line =
+        |reported: &output::Reported| lines.line_column(reported.diagnostic.range.start()).line;
+    let lowered: Vec<(u32, &'static str, String)> = diagnostics
+        .iter()
+        .filter(|reported| reported.source == output::Source::Trace)
+        .map(|reported| {
+            (
+                line(reported),
+                reported.diagnostic.rule.code(),
+                reported.diagnostic.message.clone(),
+            )
+        })
+        .collect();
+    diagnostics.retain(|reported| {
+        reported.source == output::Source::Trace
+            || !lowered.iter().any(|(at, code, message)| {
+                *at == line(reported)
+                    && crate::tracer::diagnostics::superseded_by_lowering(
+                        reported.diagnostic.rule.code(),
+                        &reported.diagnostic.message,
+                        code,
+                        message,
+                    )
+            })
+    });
 }
 
 /// `1 entrypoint`, `2 entrypoints`.

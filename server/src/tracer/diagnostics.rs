@@ -446,6 +446,30 @@ pub fn merge_code(code: &str) -> &str {
     }
 }
 
+/// Whether a static diagnostic is superseded by a trace diagnostic on its line: PT707 (a call a
+/// configured deployment target cannot run, from the measured table) once that target's
+/// lowering reported the same op there (PT701, PT703, PT705 name `aten.<op>.<overload>`). The
+/// lowering's finding says it with the exporter's own words, so the static warning goes; a
+/// PT707 about another op of the line stays.
+pub fn superseded_by_lowering(
+    static_code: &str,
+    static_message: &str,
+    traced_code: &str,
+    traced_message: &str,
+) -> bool {
+    if static_code != "PT707" || !matches!(traced_code, "PT701" | "PT703" | "PT705") {
+        return false;
+    }
+    let Some(op) = static_message
+        .split_once("(`aten.")
+        .and_then(|(_, rest)| rest.split_once("`)"))
+        .map(|(op, _)| op)
+    else {
+        return false;
+    };
+    traced_message.contains(&format!("`aten.{op}."))
+}
+
 /// Whether a confirmed diagnostic takes the trace's fix instead of its own: where it has none,
 /// or where the trace's is the exporter's own statement of what its trace needs (`Safe`, torch's
 /// suggested `dynamic_shapes`) and its own is a guess (`Unsafe` or display-only).
@@ -499,6 +523,20 @@ pub fn normalized(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lowering_finding_supersedes_the_static_warning_about_the_same_op() {
+        let warned = "`torch.searchsorted` (`aten.searchsorted`) cannot run on the deployment \
+                      target `executorch`: ...";
+        let lowered = "ExecuTorch: `aten.searchsorted.Tensor` is not in core ATen, so the edge \
+                       dialect refuses the program (to_edge)";
+        assert!(superseded_by_lowering("PT707", warned, "PT705", lowered));
+        // Another op of the line, another rule, a warning of the lowering: both stay.
+        let other = "ExecuTorch: `aten.avg_pool3d.default` is not in core ATen";
+        assert!(!superseded_by_lowering("PT707", warned, "PT705", other));
+        assert!(!superseded_by_lowering("PT101", warned, "PT705", lowered));
+        assert!(!superseded_by_lowering("PT707", warned, "PT706", lowered));
+    }
 
     fn at(line: u32, column: Option<u32>, end: Option<(u32, u32)>) -> TraceDiagnostic {
         TraceDiagnostic {

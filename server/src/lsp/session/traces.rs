@@ -488,7 +488,25 @@ impl Session {
             truth.add_file(file, evidence.exported, &evidence.lines, &evidence.label);
             silenced.extend(evidence.silenced.iter().copied());
         });
-        let mut merged = diagnostics::merge(&statics, &self.traced_for(file, version));
+        let traced = self.traced_for(file, version);
+        let mut merged = diagnostics::merge(&statics, &traced);
+        // A static guess the target's own lowering states on the same line goes.
+        let code = |diagnostic: &lsp::Diagnostic| match &diagnostic.code {
+            Some(NumberOrString::String(code)) => code.clone(),
+            _ => String::new(),
+        };
+        merged.retain(|found| {
+            diagnostics::is_traced(found)
+                || !traced.iter().any(|lowered| {
+                    lowered.range.start.line == found.range.start.line
+                        && crate::tracer::diagnostics::superseded_by_lowering(
+                            &code(found),
+                            &found.message,
+                            &code(lowered),
+                            &lowered.message,
+                        )
+                })
+        });
         // What holds where an export that succeeded ran the line, as `check --trace` adds it.
         merged.extend(unproven.into_iter().filter(|diagnostic| {
             let line = diagnostic.range.start.line + 1;
