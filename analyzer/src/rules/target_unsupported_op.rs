@@ -26,8 +26,9 @@ The table of such calls (`analyzer/data/target_ops.tsv`, 41 ops for torch 2.15) 
 `scripts/target_ops.py` from those packages' own op lists, and every row is measured: a call
 of the op, exported and lowered for the target, keeps it (ExecuTorch's `to_edge` refuses it).
 A call the analysis cannot tie to the op (a method on a value not known to be a tensor, a
-branch it cannot decide) is not reported. The tracer confirms it on save with the target's
-own code (PT701, PT705, PT703) once the export succeeds.
+branch it cannot decide) is not reported. On save, the target's lowering states it with its
+own code (PT701, PT705, PT703) once the export succeeds, and that finding takes this warning's
+place on the line.
 
 ## Why export fails
 The export succeeds; the deployment does not. Lowering the program for the target stops at
