@@ -288,3 +288,123 @@ fn a_notebook_is_traced_in_its_directory_and_its_failures_land_in_their_cells() 
         "{text:?}"
     );
 }
+
+/// A notebook of code cells (`sources`), as Jupyter writes one.
+fn notebook_of(sources: &[&str]) -> String {
+    let cells: Vec<Value> = sources
+        .iter()
+        .map(|source| {
+            serde_json::json!({"cell_type": "code", "metadata": {}, "execution_count": null,
+                "outputs": [], "source": source})
+        })
+        .collect();
+    serde_json::to_string_pretty(&serde_json::json!({
+        "cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5
+    }))
+    .unwrap()
+}
+
+#[test]
+fn what_a_fix_leaves_is_still_reported_in_its_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    // The fix of cell 2 takes three lines down to one: cell 3's problem moves up two lines of
+    // the joined module, and must still be line 5 of cell 3.
+    let notebook = notebook_of(&[
+        "import torch\n",
+        "class Gated(torch.nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n            return x * 2\n        return x\n",
+        "class Other(torch.nn.Module):\n    def forward(self, x):\n        n = x.shape[0]\n        y = x * n\n        return y.numpy()\n",
+        "model = Gated().eval()\nexample_args = (torch.randn(2, 4),)\n",
+    ]);
+    for (name, format) in [("text.ipynb", "text"), ("json.ipynb", "json")] {
+        fs::write(dir.path().join(name), &notebook).unwrap();
+        let fixed = pt2lsp(
+            dir.path(),
+            &[
+                "check",
+                "--isolated",
+                "--fix",
+                "--unsafe-fixes",
+                "--format",
+                format,
+                name,
+            ],
+        );
+        assert_eq!(fixed.code, 1, "{fixed:?}");
+        if format == "text" {
+            assert!(
+                fixed
+                    .stdout
+                    .starts_with("text.ipynb:cell 3:5:16: PT201 [error]"),
+                "{fixed:?}"
+            );
+        } else {
+            let report: Value = serde_json::from_str(&fixed.stdout).unwrap();
+            let found = &report.as_array().unwrap()[0];
+            assert_eq!(
+                (&found["code"], &found["cell"], &found["line"]),
+                (&Value::from("PT201"), &Value::from(3), &Value::from(5)),
+                "{fixed:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn export_writes_what_the_notebooks_export_call_exports_and_names_cells_when_it_fails() {
+    let Some(python) = torch_support::torch_python("notebook export") else {
+        return;
+    };
+    let _turn = torch_support::turn();
+    let dir = tempfile::tempdir().unwrap();
+    let python = python.to_str().unwrap();
+    // The export call is in the last cell, as people write it, and saves where it says.
+    fs::write(
+        dir.path().join("net.ipynb"),
+        notebook_of(&[
+            "import torch\nfrom torch.export import Dim\n",
+            "class Net(torch.nn.Module):\n    def forward(self, x):\n        return x.relu() * 2\n",
+            "model = Net().eval()\nx = torch.randn(2, 4)\nep = torch.export.export(model, (x,), dynamic_shapes={\"x\": {0: Dim(\"batch\")}})\ntorch.export.save(ep, \"net_saved.pt2\")\nprint(\"saved\")\n",
+        ]),
+    )
+    .unwrap();
+    let exported = pt2lsp(
+        dir.path(),
+        &["export", "--isolated", "--python", python, "net.ipynb"],
+    );
+    assert_eq!(exported.code, 0, "{exported:?}");
+    assert!(
+        exported
+            .stdout
+            .starts_with("Exported net.ipynb (cell 3:3) to net_saved.pt2"),
+        "{exported:?}"
+    );
+    assert!(
+        exported.stdout.contains("(batch): [0, inf]"),
+        "{exported:?}"
+    );
+    assert!(dir.path().join("net_saved.pt2").is_file());
+
+    fs::write(
+        dir.path().join("gate.ipynb"),
+        notebook_of(&[
+            "import torch\n",
+            "class Gate(torch.nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n            return x * 2\n        return x\n",
+            "ep = torch.export.export(Gate(), (torch.randn(3),))\n",
+        ]),
+    )
+    .unwrap();
+    let failed = pt2lsp(
+        dir.path(),
+        &["export", "--isolated", "--python", python, "gate.ipynb"],
+    );
+    assert_eq!(failed.code, 1, "{failed:?}");
+    // The finding, its message and its notes name the notebook's cells, never the module the
+    // cells were joined into.
+    assert!(
+        failed.stdout.starts_with("gate.ipynb:cell 2:3:"),
+        "{failed:?}"
+    );
+    assert!(failed.stdout.contains("gate.ipynb cell 2:3"), "{failed:?}");
+    assert!(!failed.stdout.contains(".py"), "{failed:?}");
+    assert!(!dir.path().join("gate.pt2").exists());
+}

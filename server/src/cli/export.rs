@@ -18,6 +18,7 @@ use serde_json::json;
 use crate::cli::args::{ExportArgs, ExportFormat};
 use crate::cli::output::{self, FileReport, OutputFormat, Reported, Source};
 use crate::cli::{ExitStatus, warn};
+use crate::notebook::{CellMap, Notebook};
 use crate::project::config::{self, Config};
 use crate::project::walk;
 use crate::tracer::diagnostics::{self, TraceDiagnostic};
@@ -38,6 +39,15 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
     if let Some(problem) = &source.problem {
         anyhow::bail!("cannot export {}: {}", shown.display(), problem.message);
     }
+    // A notebook exports through the module of its joined code cells, as `check --trace`
+    // traces it: its export call or `model` is in some cell.
+    let notebook = if walk::is_notebook(&file) {
+        let parsed = Notebook::parse(&source.text)
+            .map_err(|problem| anyhow!("cannot export {}: {problem}", shown.display()))?;
+        Some((parsed.python().to_owned(), parsed.cell_map()))
+    } else {
+        None
+    };
     let config = load_config(args, &cwd, &file)?;
     // Old spellings of keys are shown even under -q, or the file never gets fixed.
     for deprecation in &config.deprecations {
@@ -69,7 +79,29 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
         scripts: batch::ScriptArgs::configured(config.entrypoints.as_deref().unwrap_or_default()),
         targets: Vec::new(),
     };
-    let available = plan::entrypoints(&file, &source.text, &options);
+    let notebook = match notebook {
+        Some((python, cells)) => {
+            let cache =
+                tracer::cache::TraceCache::in_project(&options.root, config.cache_dir.as_deref());
+            let module = cache.notebook_module(&file, &python).with_context(|| {
+                format!(
+                    "cannot write the module of {} in {}",
+                    shown.display(),
+                    cache.dir().display()
+                )
+            })?;
+            Some(NotebookModule {
+                module,
+                python,
+                cells,
+            })
+        }
+        None => None,
+    };
+    let available = match &notebook {
+        Some(notebook) => notebook.entrypoints(&file, &options),
+        None => plan::entrypoints(&file, &source.text, &options),
+    };
     let chosen = plan::choose(available, args.entry.as_deref())
         .map_err(|error| anyhow!(error.describe(&shown, "--entry NAME")))?;
     let output = match &args.output {
@@ -194,6 +226,18 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
     } else {
         let mut found = diagnostics::from_result(&result, &chosen.job.anchor);
         diagnostics::dedup(&mut found);
+        if let Some(notebook) = &notebook {
+            for found in &mut found {
+                if found.file == notebook.module {
+                    crate::cli::trace::point_into_notebook(
+                        found,
+                        &notebook.module,
+                        &file,
+                        &notebook.cells,
+                    );
+                }
+            }
+        }
         if found.is_empty() {
             // A job that ended without a report and without findings (it was cancelled).
             anyhow::bail!(
@@ -204,7 +248,11 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
                     .unwrap_or("the export job ended early")
             );
         }
-        let reports = file_reports(&found, &cwd);
+        let reports = file_reports(
+            &found,
+            &cwd,
+            notebook.as_ref().map(|notebook| (notebook, &*shown)),
+        );
         if !args.quiet {
             warn(&format!(
                 "{label} does not export: {} problem{}",
@@ -242,21 +290,61 @@ fn describe_stage(progress: &Progress, label: &str) -> String {
     }
 }
 
+/// A notebook being exported: its joined code cells, written as the module the worker runs.
+struct NotebookModule {
+    module: PathBuf,
+    python: String,
+    cells: CellMap,
+}
+
+impl NotebookModule {
+    /// The notebook's entrypoints, run in its directory (where Jupyter runs it), an export
+    /// call named by its cell (`cell 4:3`) rather than by the joined module's line.
+    fn entrypoints(&self, notebook: &Path, options: &batch::BatchOptions) -> Vec<Exportable> {
+        let mut available = plan::entrypoints(&self.module, &self.python, options);
+        for entry in &mut available {
+            if let Some(directory) = notebook.parent() {
+                entry.job.run_in(directory);
+            }
+            let Some(call) = &entry.job.spec.call else {
+                continue;
+            };
+            if call.scope.is_none()
+                && let Some(at) = self.cells.locate(call.line)
+            {
+                entry.name = format!("cell {}:{}", at.cell, at.line);
+            }
+        }
+        available
+    }
+}
+
 /// The trace's findings as `check --trace` reports them: one report per file, in path order.
-fn file_reports(found: &[TraceDiagnostic], cwd: &Path) -> Vec<FileReport> {
+/// Findings in a notebook's module are shown in the notebook (`shown`), by cell.
+fn file_reports(
+    found: &[TraceDiagnostic],
+    cwd: &Path,
+    notebook: Option<(&NotebookModule, &Path)>,
+) -> Vec<FileReport> {
     let mut by_file: BTreeMap<PathBuf, Vec<&TraceDiagnostic>> = BTreeMap::new();
     for diagnostic in found {
-        by_file
-            .entry(walk::display_path(&diagnostic.file, cwd))
-            .or_default()
-            .push(diagnostic);
+        let shown = match notebook {
+            Some((notebook, shown)) if diagnostic.file == notebook.module => shown.to_path_buf(),
+            _ => walk::display_path(&diagnostic.file, cwd),
+        };
+        by_file.entry(shown).or_default().push(diagnostic);
     }
     let mut reports = Vec::new();
     for (shown, found) in by_file {
-        let text = walk::read(&found[0].file, &shown)
-            .map(|source| source.text)
-            .unwrap_or_default();
+        let in_notebook = notebook.filter(|(notebook, _)| found[0].file == notebook.module);
+        let text = match in_notebook {
+            Some((notebook, _)) => notebook.python.clone(),
+            None => walk::read(&found[0].file, &shown)
+                .map(|source| source.text)
+                .unwrap_or_default(),
+        };
         let mut report = FileReport::new(shown, text, Vec::new());
+        report.notebook = in_notebook.map(|(notebook, _)| notebook.cells.clone());
         for diagnostic in found {
             let converted = diagnostic.to_diagnostic(&report.text, report.line_index());
             report.diagnostics.push(Reported {

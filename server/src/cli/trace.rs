@@ -13,6 +13,7 @@ use crate::project::config::Config;
 use crate::project::report::FileReport;
 use crate::project::walk;
 use crate::project::warn;
+use crate::tracer::diagnostics::normalized;
 
 /// The module files of the notebooks among the checked files, by the notebook's index in
 /// `Project::files`: `notebooks/<hash of the notebook's path>_<name>.py` in the cache directory
@@ -39,30 +40,17 @@ impl NotebookModules {
         if notebooks.is_empty() {
             return Ok(found);
         }
-        let dir = cache.notebooks_dir().map_err(|error| {
-            anyhow::anyhow!(
-                "cannot write notebook modules in {}: {error}",
-                cache.dir().display()
-            )
-        })?;
         for (index, file) in notebooks {
-            let absolute = std::path::absolute(&file.path).unwrap_or_else(|_| file.path.clone());
-            let name = format!(
-                "{:016x}_{}.py",
-                xxhash_rust::xxh3::xxh3_64(absolute.as_os_str().as_encoded_bytes()),
-                absolute
-                    .file_stem()
-                    .and_then(|stem| stem.to_str())
-                    .unwrap_or("notebook")
-                    .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-            );
-            let module = dir.join(name);
-            // Rewritten only when it changed, so the trace cache sees an unchanged file.
-            if std::fs::read_to_string(&module).ok().as_deref() != Some(&file.report.text) {
-                std::fs::write(&module, &file.report.text).map_err(|error| {
-                    anyhow::anyhow!("cannot write {}: {error}", module.display())
+            let module = cache
+                .notebook_module(&file.path, &file.report.text)
+                .map_err(|error| {
+                    anyhow::anyhow!(
+                        "cannot write the module of {} in {}: {error}",
+                        file.report.path.display(),
+                        cache.dir().display()
+                    )
                 })?;
-            }
+            let absolute = std::path::absolute(&file.path).unwrap_or_else(|_| file.path.clone());
             if let Some(parent) = absolute.parent() {
                 found
                     .directories
@@ -73,6 +61,15 @@ impl NotebookModules {
         Ok(found)
     }
 
+    /// The notebook (its index among the checked files) whose module `file` is.
+    fn notebook_of(&self, file: &Path) -> Option<usize> {
+        let key = normalized(file);
+        self.modules
+            .iter()
+            .find(|(_, module)| normalized(module) == key)
+            .map(|(index, _)| *index)
+    }
+
     fn module_of(&self, index: usize) -> Option<&PathBuf> {
         self.modules
             .iter()
@@ -80,21 +77,100 @@ impl NotebookModules {
             .map(|(_, module)| module)
     }
 
-    /// A notebook's job runs in the notebook's directory, which is on `sys.path` and the user's.
-    fn run_beside_their_notebooks(&self, jobs: &mut [crate::tracer::batch::PlannedJob]) {
+    /// A notebook's job runs in the notebook's directory, which is on `sys.path` and the user's,
+    /// and is labelled by the notebook and cell (`nb.ipynb cell 4:3 (module level)`), in the
+    /// progress line and in what a contradicted finding says.
+    fn run_beside_their_notebooks(
+        &self,
+        project: &Project<'_>,
+        jobs: &mut [crate::tracer::batch::PlannedJob],
+    ) {
         for job in jobs {
             if let Some((_, directory)) = self
                 .directories
                 .iter()
                 .find(|(module, _)| *module == job.spec.file)
             {
-                job.spec.cwd.clone_from(directory);
-                if !job.spec.roots.contains(directory) {
-                    job.spec.roots.insert(0, directory.clone());
-                }
+                job.run_in(directory);
+            }
+            let Some(index) = self.notebook_of(&job.spec.file) else {
+                continue;
+            };
+            let report = &project.files[index].report;
+            let mut head = report.path.display().to_string();
+            if let Some(at) = job
+                .spec
+                .call
+                .as_ref()
+                .and_then(|call| report.notebook.as_ref()?.locate(call.line))
+            {
+                head = format!("{head} cell {}:{}", at.cell, at.line);
+            }
+            job.label = match job.label.find(" (") {
+                Some(at) => format!("{head}{}", &job.label[at..]),
+                None => head,
+            };
+        }
+    }
+}
+
+/// A finding the tracer reports in a notebook's joined module (`module`), pointed into the
+/// notebook: each related place at the notebook file's own line and column (where an editor
+/// or a terminal jumps), its cell named, and a `module.py:N` in the message written as
+/// `nb.ipynb cell C:L`. Nobody wrote the module; the user knows the cells.
+pub(crate) fn point_into_notebook(
+    found: &mut crate::tracer::diagnostics::TraceDiagnostic,
+    module: &Path,
+    notebook: &Path,
+    cells: &crate::notebook::CellMap,
+) {
+    let module_key = normalized(module);
+    for related in &mut found.related {
+        if normalized(&related.file) != module_key {
+            continue;
+        }
+        if let Some(at) = cells.locate(related.line) {
+            related.message = format!("{} (cell {}:{})", related.message, at.cell, at.line);
+        }
+        if let Some((line, column)) = cells.file_position(related.line, related.column) {
+            related.line = line;
+            related.column = column;
+        }
+        related.file = notebook.to_path_buf();
+    }
+    let (Some(module_name), Some(notebook_name)) = (
+        module.file_name().and_then(|name| name.to_str()),
+        notebook.file_name().and_then(|name| name.to_str()),
+    ) else {
+        return;
+    };
+    let pattern = format!("{module_name}:");
+    let mut rewritten = String::with_capacity(found.message.len());
+    let mut rest = found.message.as_str();
+    while let Some(at) = rest.find(&pattern) {
+        let after = &rest[at + pattern.len()..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let place = after[..digits]
+            .parse::<u32>()
+            .ok()
+            .and_then(|line| cells.locate(line));
+        rewritten.push_str(&rest[..at]);
+        match place {
+            Some(place) => {
+                rewritten.push_str(&format!(
+                    "{notebook_name} cell {}:{}",
+                    place.cell, place.line
+                ));
+                rest = &after[digits..];
+            }
+            None => {
+                rewritten.push_str(&pattern);
+                rest = after;
             }
         }
     }
+    rewritten.push_str(rest);
+    found.message = rewritten;
 }
 
 /// What `--trace` needs besides the files: the flags and the configuration.
@@ -206,7 +282,7 @@ impl<'a> Tracing<'a> {
             })
             .collect();
         let mut plan = batch::plan(&candidates, &options);
-        notebook_modules.run_beside_their_notebooks(&mut plan.jobs);
+        notebook_modules.run_beside_their_notebooks(project, &mut plan.jobs);
         if let Some(shard) = args.shard {
             plan.jobs = shard.select(plan.jobs, &options.root);
         }
@@ -298,9 +374,16 @@ impl<'a> Tracing<'a> {
         // The lines where a suppression silenced what the trace found there.
         let mut silenced: std::collections::HashSet<(PathBuf, u32)> =
             std::collections::HashSet::new();
-        for found in traced.diagnostics {
+        for mut found in traced.diagnostics {
             if !settings.is_enabled(found.rule) {
                 continue;
+            }
+            if let Some(index) = notebook_modules.notebook_of(&found.file) {
+                let file = &project.files[index];
+                if let Some(cells) = &file.report.notebook {
+                    let module = found.file.clone();
+                    point_into_notebook(&mut found, &module, &file.path, cells);
+                }
             }
             let key = normalized(&found.file);
             let report = if let Some(index) = checked.get(&key) {

@@ -403,6 +403,15 @@ pub struct Checked {
     pub(crate) notebook_json: Option<String>,
 }
 
+/// Where a notebook's code cells are once its joined module (from `json`) reads `python`:
+/// the cells a fix changed hold more or fewer lines, and positions must stay in cells. `None`
+/// when the new module cannot be put back into the cells.
+fn cells_after_edit(json: &str, python: &str) -> Option<crate::notebook::CellMap> {
+    let rewritten = Notebook::parse(json).ok()?.rewrite(python).ok()?;
+    let parsed = Notebook::parse(&rewritten).ok()?;
+    (parsed.python() == python).then(|| parsed.cell_map())
+}
+
 impl<'a> Project<'a> {
     /// Reads every file and checks it: phase 1 on its own (summarising it from the same parse),
     /// phase 2 again against the workspace if its report may depend on other files.
@@ -559,7 +568,14 @@ impl<'a> Project<'a> {
         self.pool.install(|| {
             changed.par_iter_mut().for_each(|(file, text)| {
                 let shown = file.report.path.clone();
+                let cells = file.report.notebook.take().map(|cells| {
+                    file.notebook_json
+                        .as_deref()
+                        .and_then(|json| cells_after_edit(json, text))
+                        .unwrap_or(cells)
+                });
                 file.report = FileReport::new(shown, std::mem::take(text), Vec::new());
+                file.report.notebook = cells;
                 file.check_alone(settings);
             });
         });

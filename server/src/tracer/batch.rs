@@ -74,6 +74,17 @@ pub struct PlannedJob {
     pub label: String,
 }
 
+impl PlannedJob {
+    /// Runs the job in `directory`, with it first on `sys.path`: where Jupyter runs a
+    /// notebook, whose joined module is written elsewhere.
+    pub fn run_in(&mut self, directory: &Path) {
+        self.spec.cwd = directory.to_path_buf();
+        if !self.spec.roots.iter().any(|root| root == directory) {
+            self.spec.roots.insert(0, directory.to_path_buf());
+        }
+    }
+}
+
 /// Problems found before anything ran (a configured entrypoint whose module is missing).
 #[derive(Debug, Default)]
 pub struct Plan {

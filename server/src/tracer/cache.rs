@@ -159,13 +159,30 @@ impl TraceCache {
         renamed.map(|()| true)
     }
 
-    /// Where `check --trace` writes each notebook's joined code cells as a module to run
-    /// (created, inside the ignored directory).
-    pub fn notebooks_dir(&self) -> io::Result<PathBuf> {
+    /// Writes a notebook's joined code cells (`python`) as the module the tracer runs, inside
+    /// the ignored directory, and returns its path. The name is the notebook's (hashed with
+    /// its absolute path, so two `demo.ipynb` do not meet); the file is rewritten only when it
+    /// changed, so the trace cache sees an unchanged module. `check --trace` and
+    /// `pt2lsp export` both run a notebook through this one module.
+    pub fn notebook_module(&self, notebook: &Path, python: &str) -> io::Result<PathBuf> {
         self.prepare()?;
-        let notebooks = self.dir.join("notebooks");
-        fs::create_dir_all(&notebooks)?;
-        Ok(notebooks)
+        let dir = self.dir.join("notebooks");
+        fs::create_dir_all(&dir)?;
+        let absolute = std::path::absolute(notebook).unwrap_or_else(|_| notebook.to_path_buf());
+        let name = format!(
+            "{:016x}_{}.py",
+            xxhash_rust::xxh3::xxh3_64(absolute.as_os_str().as_encoded_bytes()),
+            absolute
+                .file_stem()
+                .and_then(|stem| stem.to_str())
+                .unwrap_or("notebook")
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        );
+        let module = dir.join(name);
+        if fs::read_to_string(&module).ok().as_deref() != Some(python) {
+            fs::write(&module, python)?;
+        }
+        Ok(module)
     }
 
     /// The directory, with the files that keep git and backups out of it, and its traces'.
