@@ -494,7 +494,10 @@ fn quiet_and_statistics() {
     let statistics = pt2lsp(dir.path(), &["check", "--statistics", "--format", "json"]);
     assert_eq!(
         json(&statistics),
-        serde_json::json!([{"code": "PT001", "name": "syntax-error", "count": 2}])
+        serde_json::json!({
+            "rules": [{"code": "PT001", "name": "syntax-error", "count": 2}],
+            "trace": null,
+        })
     );
     assert_eq!(
         pt2lsp(dir.path(), &["check", "--statistics", "--format", "sarif"]).code,

@@ -351,3 +351,57 @@ fn a_scripts_command_line_comes_from_its_entrypoint_table() {
     );
     assert_clean(tmp.path());
 }
+
+/// `--statistics --format json` says what `--trace` did, so that a CI job can tell a trace
+/// that ran nothing from one that passed: the entrypoints traced (run, or replayed from the
+/// trace cache, which these tests turn off) and each export call it could not reach, where it
+/// is and why.
+#[test]
+fn statistics_say_what_the_trace_ran_and_what_it_could_not_reach() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    fs::write(
+        project.path().join("export_net.py"),
+        "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x.relu()\n\n\ndef export_with(model, inputs):\n    return torch.export.export(model, inputs)\n\n\ndef main():\n    torch.export.export(Net(), (torch.randn(2, 3),))\n\n\nif __name__ == \"__main__\":\n    main()\n",
+    )
+    .unwrap();
+    let statistics = || {
+        let args = [
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--statistics",
+            "--format",
+            "json",
+        ];
+        let run = pt2lsp(project.path(), tmp.path(), &args);
+        assert_eq!(run.code, 0, "{run:?}");
+        serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap()
+    };
+    let first = statistics();
+    assert_eq!(first["rules"], serde_json::json!([]), "{first:#}");
+    assert_eq!(
+        (
+            &first["trace"]["entrypoints"],
+            &first["trace"]["run"],
+            &first["trace"]["replayed"]
+        ),
+        (
+            &serde_json::json!(1),
+            &serde_json::json!(1),
+            &serde_json::json!(0)
+        ),
+        "{first:#}"
+    );
+    let not_reached = first["trace"]["not_reached"].as_array().unwrap();
+    assert_eq!(not_reached.len(), 1, "{first:#}");
+    assert_eq!(
+        (&not_reached[0]["file"], &not_reached[0]["line"]),
+        (&serde_json::json!("export_net.py"), &serde_json::json!(10)),
+        "{first:#}"
+    );
+    assert_clean(tmp.path());
+}

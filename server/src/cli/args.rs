@@ -318,7 +318,9 @@ pub struct CheckArgs {
     #[arg(short, long)]
     pub quiet: bool,
 
-    /// Print how many times each rule fired instead of the diagnostics (text or json).
+    /// Print how many times each rule fired instead of the diagnostics (text or json). In
+    /// json, with `--trace`, also how many entrypoints were traced, run and replayed, and the
+    /// export calls it could not reach: `{"rules": [...], "trace": {...}}`.
     #[arg(long)]
     pub statistics: bool,
 

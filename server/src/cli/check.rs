@@ -85,10 +85,14 @@ pub fn check_prepared(args: &CheckArgs, prepared: Prepared) -> Result<Checked> {
     }
     let tracing = args.trace.then(|| Tracing::new(args, &config, &cwd));
     let mut trace_failed = false;
+    let mut traced = None;
     if let Some(tracing) = &tracing {
-        if let Err(error) = tracing.trace(&mut project) {
-            report_error(&format!("{error:#}"));
-            trace_failed = true;
+        match tracing.trace(&mut project) {
+            Ok(summary) => traced = Some(summary),
+            Err(error) => {
+                report_error(&format!("{error:#}"));
+                trace_failed = true;
+            }
         }
     }
     let fixed = match fixing.apply {
@@ -97,6 +101,9 @@ pub fn check_prepared(args: &CheckArgs, prepared: Prepared) -> Result<Checked> {
                 .as_ref()
                 .filter(|_| !trace_failed && apply == fix::Apply::Write);
             let outcome = fix::run(&mut project, fixing, retrace, args.quiet);
+            if outcome.traced.is_some() {
+                traced.clone_from(&outcome.traced);
+            }
             io_errors.extend(outcome.errors.iter().cloned());
             Some(outcome)
         }
@@ -135,6 +142,7 @@ pub fn check_prepared(args: &CheckArgs, prepared: Prepared) -> Result<Checked> {
         fixed: fixed.as_ref().map(|outcome| outcome.fixed),
         fix_only: args.fix_only,
         trace_failed,
+        trace: traced.as_ref(),
     };
     match &args.output_file {
         Some(path) => {

@@ -477,6 +477,7 @@ fn print_failure(
         fixed: None,
         fix_only: false,
         trace_failed: false,
+        trace: None,
     };
     match format {
         ExportFormat::Text => {

@@ -87,6 +87,8 @@ pub struct Outcome {
     pub fixed: Counts,
     /// Files that could not be written or traced again, each one message.
     pub errors: Vec<String>,
+    /// What the last trace of the fixed files did, when `retrace` traced them.
+    pub traced: Option<crate::cli::output::TraceSummary>,
 }
 
 /// Where one file stands while it is being fixed.
@@ -161,11 +163,14 @@ pub fn run(
         if let Some(tracing) = retrace {
             // The tracer imports the files: it must find this round's texts on disk.
             write_changed(project, &mut tracked, &mut outcome.errors);
-            if let Err(error) = tracing.trace(project) {
-                outcome
-                    .errors
-                    .push(format!("cannot trace the fixed files: {error:#}"));
-                break;
+            match tracing.trace(project) {
+                Ok(summary) => outcome.traced = Some(summary),
+                Err(error) => {
+                    outcome
+                        .errors
+                        .push(format!("cannot trace the fixed files: {error:#}"));
+                    break;
+                }
             }
         }
     }

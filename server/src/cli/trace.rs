@@ -191,7 +191,7 @@ impl<'a> Tracing<'a> {
     /// it: one diagnostic, the static message and fix, `source` "static+trace"
     /// (`tracer::diagnostics::merge_traced`). Fails only when no tracer could be started (no
     /// interpreter, no torch in it).
-    pub(crate) fn trace(&self, project: &mut Project<'_>) -> Result<()> {
+    pub(crate) fn trace(&self, project: &mut Project<'_>) -> Result<output::TraceSummary> {
         use crate::tracer::{self, batch, diagnostics::normalized};
         use std::collections::HashMap;
 
@@ -325,6 +325,20 @@ impl<'a> Tracing<'a> {
         let cache =
             (!args.no_cache && !tracer::cache::disabled_by_environment()).then_some(cache_dir);
         let traced = batch::run(&plan.jobs, tracer_options, cache.as_ref(), !args.quiet)?;
+        let summary = output::TraceSummary {
+            entrypoints: plan.jobs.len(),
+            run: plan.jobs.len() - traced.replayed,
+            replayed: traced.replayed,
+            not_reached: plan
+                .skipped
+                .iter()
+                .map(|(anchor, why)| output::NotReached {
+                    file: output::path_string(&walk::display_path(&anchor.file, cwd)),
+                    line: anchor.line,
+                    reason: why.clone(),
+                })
+                .collect(),
+        };
         if let (Some(cache), true) = (&cache, traced.replayed > 0 && !args.quiet) {
             // Not a warning: said so that a result nobody re-ran is never a surprise.
             eprintln!(
@@ -469,7 +483,7 @@ impl<'a> Tracing<'a> {
                 .diagnostics
                 .sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));
         }
-        Ok(())
+        Ok(summary)
     }
 }
 

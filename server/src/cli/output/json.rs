@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use pt2lsp_analyzer::{Applicability, Severity, TextRange};
 use serde::Serialize;
 
-use super::{FileReport, statistics};
+use super::{FileReport, TraceSummary, statistics};
 
 #[derive(Serialize)]
 struct JsonDiagnostic<'a> {
@@ -129,8 +129,20 @@ struct JsonStatistic {
     count: usize,
 }
 
-pub(super) fn render_statistics(reports: &[FileReport], out: &mut dyn Write) -> io::Result<()> {
-    let rows: Vec<JsonStatistic> = statistics(reports)
+/// `--statistics --format json`: the count of each rule, most frequent first, and what
+/// `--trace` did (`null` without it).
+#[derive(Serialize)]
+struct JsonStatistics<'a> {
+    rules: Vec<JsonStatistic>,
+    trace: Option<&'a TraceSummary>,
+}
+
+pub(super) fn render_statistics(
+    reports: &[FileReport],
+    trace: Option<&TraceSummary>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let rules: Vec<JsonStatistic> = statistics(reports)
         .into_iter()
         .map(|(rule, count)| JsonStatistic {
             code: rule.code(),
@@ -138,7 +150,7 @@ pub(super) fn render_statistics(reports: &[FileReport], out: &mut dyn Write) -> 
             count,
         })
         .collect();
-    serde_json::to_writer_pretty(&mut *out, &rows)?;
+    serde_json::to_writer_pretty(&mut *out, &JsonStatistics { rules, trace })?;
     writeln!(out)
 }
 

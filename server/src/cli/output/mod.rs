@@ -78,13 +78,38 @@ pub fn statistics(reports: &[FileReport]) -> Vec<(Rule, usize)> {
     counts
 }
 
+/// What `--trace` did: how many entrypoints it traced, ran and replayed from the cache, and the
+/// export calls it could not reach. `--statistics --format json` reports it, so that a CI job
+/// can tell a trace that ran nothing from one that passed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TraceSummary {
+    /// The entrypoints traced: `run` + `replayed`.
+    pub entrypoints: usize,
+    /// Traced by the exporter in this run.
+    pub run: usize,
+    /// Taken from the trace cache: their files are unchanged since a run that traced them.
+    pub replayed: usize,
+    /// Export calls no job can reach, each where it is and why.
+    pub not_reached: Vec<NotReached>,
+}
+
+/// One export call `--trace` did not trace.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NotReached {
+    /// As the report shows paths: relative to the current directory when under it.
+    pub file: String,
+    /// 1-based.
+    pub line: u32,
+    pub reason: String,
+}
+
 /// What to render and how.
 #[derive(Debug, Clone, Copy)]
 #[allow(
     clippy::struct_excessive_bools,
     reason = "each bool is one on/off command-line flag"
 )]
-pub struct Options {
+pub struct Options<'a> {
     pub format: OutputFormat,
     /// Diagnostics only: no summary line.
     pub quiet: bool,
@@ -101,6 +126,8 @@ pub struct Options {
     /// `--trace` was asked for and the tracer could not run: the summary never says that all
     /// checks passed.
     pub trace_failed: bool,
+    /// What `--trace` did, when it ran.
+    pub trace: Option<&'a TraceSummary>,
 }
 
 /// Whether `diagnostic` has a fix that `mode` applies.
@@ -143,7 +170,7 @@ pub fn render(reports: &[FileReport], options: Options, out: &mut dyn Write) -> 
         (OutputFormat::Text, false) => text::render(reports, options, out),
         (OutputFormat::Text, true) => text::render_statistics(reports, out),
         (OutputFormat::Json, false) => json::render(reports, out),
-        (OutputFormat::Json, true) => json::render_statistics(reports, out),
+        (OutputFormat::Json, true) => json::render_statistics(reports, options.trace, out),
         (OutputFormat::Sarif, _) => sarif::render(reports, out),
         (OutputFormat::Github, _) => github::render(reports, out),
         (OutputFormat::Concise, _) => text::render_concise(reports, options, out),
@@ -228,6 +255,7 @@ mod tests {
             fixed: None,
             fix_only: false,
             trace_failed: false,
+            trace: None,
         };
         let mut out = Vec::new();
         render(&with_related(), options, &mut out).unwrap();
