@@ -2,17 +2,19 @@
 //! diagnostic, fixes the line and sees it go; `tests/nvim/inlay_hints.lua` loads the plugin
 //! (`editors/nvim`) and sees a tensor's shape as an inlay hint; `tests/nvim/export_target.lua`
 //! completes `:Pt2Export`'s deployment targets (the configured one first) and, with torch,
-//! writes a `.pte` with `:Pt2Export executorch`. Fails, never skips, without nvim when `CI` is
-//! set.
+//! writes a `.pte` with `:Pt2Export executorch`; `tests/nvim/trace_on_save.lua` writes a module
+//! of a package that an export script reaches and sees the exporter's failures on the package's
+//! lines. Fails, never skips, without nvim when `CI` is set.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-// Only `torch_python` is used: this file's tests start no tracer of their own in turn.
-#[allow(dead_code)]
 #[path = "support/torch.rs"]
 mod torch_support;
+
+#[path = "support/tree.rs"]
+mod tree;
 
 const MODEL: &str = "import torch\n\n\nclass M(torch.nn.Module):  # 😀 漢字\n    def forward(self, x):\n        s = '😀漢字'\n        if x.sum() > 0:\n            return x\n        return -x\n";
 
@@ -112,6 +114,7 @@ fn neovim_exports_to_a_target_named_on_the_command_line() {
     let python = torch_support::torch_python("Neovim export")
         .map(|python| python.as_os_str().to_owned())
         .unwrap_or_default();
+    let _turn = torch_support::turn();
     run_within(
         &nvim,
         &script,
@@ -126,7 +129,8 @@ fn neovim_exports_to_a_target_named_on_the_command_line() {
     );
 }
 
-/// Runs `script` in headless Neovim with `env`, its state kept in `state`; fails on its failure.
+/// Runs `script` in headless Neovim with `env`, started in `state` (as a user starts it in the
+/// project) and its state kept there; fails on its failure.
 fn run(nvim: &Path, script: &Path, state: &Path, env: &[(&str, &std::ffi::OsStr)]) {
     run_within(nvim, script, state, env, Duration::from_secs(90));
 }
@@ -141,6 +145,7 @@ fn run_within(
 ) {
     let mut command = Command::new(nvim);
     command
+        .current_dir(state)
         .args(["--headless", "--clean", "-n", "-c"])
         .arg(format!("luafile {}", script.display()))
         .env("PT2LSP_BIN", env!("CARGO_BIN_EXE_pt2lsp"))
@@ -171,4 +176,41 @@ fn run_within(
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// `fixtures/projects/export_script`, unchanged, in Neovim with the plugin: writing
+/// `mymodels/head.py`, which the script reaches only through `from .head import Head`, traces
+/// the script along its own code path to its export call; the failures land on the head's
+/// line and on the backbone's, and the script's own `torch.export.save` never runs.
+#[test]
+fn neovim_save_of_a_package_module_traces_the_export_script() {
+    let Some(nvim) = nvim() else { return };
+    let Some(python) = torch_support::torch_python("Neovim trace on save") else {
+        return;
+    };
+    let _turn = torch_support::turn();
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let script = repository.join("tests/nvim/trace_on_save.lua");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    tree::copy_tree(&repository.join("fixtures/projects/export_script"), &root);
+    let head = root.join("mymodels/head.py");
+    let backbone = root.join("mymodels/backbone.py");
+    run_within(
+        &nvim,
+        &script,
+        &root,
+        &[
+            ("PT2LSP_NO_CACHE", "1".as_ref()),
+            ("PT2LSP_PLUGIN", repository.join("editors/nvim").as_os_str()),
+            ("PT2LSP_PYTHON", python.as_os_str()),
+            ("PT2LSP_FILE", head.as_os_str()),
+            ("PT2LSP_OTHER", backbone.as_os_str()),
+            // 0-based: `head.py:14` and `backbone.py:13` as `check --trace` reports them.
+            ("PT2LSP_EXPECT", "PT101:13".as_ref()),
+            ("PT2LSP_EXPECT_OTHER", "PT401:12".as_ref()),
+        ],
+        Duration::from_secs(240),
+    );
+    assert!(!root.join("classifier.pt2").exists());
 }

@@ -124,6 +124,9 @@ pub struct Session {
     publish_lock: tokio::sync::Mutex<()>,
     /// Bumped by every workspace scan, so an older scan that finishes late is dropped.
     scan_generation: AtomicU64,
+    /// True once a workspace scan has ended (or could not start): a trace planned before that
+    /// would not see the export scripts that reach the saved file, so it waits for it.
+    pub(super) scanned: tokio::sync::watch::Sender<bool>,
     pub shutdown_requested: Arc<AtomicBool>,
     /// The thread that owns the tracer, started with the first trace.
     tracing: TraceThread,
@@ -161,6 +164,7 @@ impl Session {
             next_ticket: AtomicU64::new(1),
             publish_lock: tokio::sync::Mutex::new(()),
             scan_generation: AtomicU64::new(0),
+            scanned: tokio::sync::watch::Sender::new(false),
             shutdown_requested,
             tracing: TraceThread::default(),
             trace_warned: AtomicBool::new(false),

@@ -88,6 +88,18 @@ function M.find_root(path, markers)
   end
 end
 
+--- The root of a file in no marked project: Neovim's working directory when the file is under
+--- it (`cd project && nvim pkg/head.py`: the export script beside the package is in the
+--- workspace), else the file's directory.
+function M.fallback_root(path)
+  local file = vim.fn.fnamemodify(path, ":p")
+  local cwd = vim.fn.fnamemodify(vim.fn.getcwd(), ":p")
+  if cwd ~= "/" and string.sub(file, 1, #cwd) == cwd then
+    return (string.gsub(cwd, "/$", ""))
+  end
+  return vim.fn.fnamemodify(path, ":p:h")
+end
+
 -- Traces in progress, by client id and progress token: their titles ("Tracing model.py").
 local running = {}
 -- The end message of the last trace of each title, to tell only what changed.
@@ -386,7 +398,7 @@ function M.attach(bufnr)
     notify("cannot start `" .. config.cmd[1] .. "`: not found or not executable (set cmd in setup())", vim.log.levels.ERROR)
     return nil
   end
-  local root = M.find_root(name) or vim.fn.fnamemodify(name, ":p:h")
+  local root = M.find_root(name) or M.fallback_root(name)
   local client_config = M.client_config(root)
   if vim.lsp.start then
     return vim.lsp.start(client_config, { bufnr = bufnr })

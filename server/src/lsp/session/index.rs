@@ -310,6 +310,7 @@ impl Session {
                     MessageType::ERROR,
                     format!("cannot start the workspace scan: {error}"),
                 );
+                self.scanned.send_replace(true);
                 return;
             }
         };
@@ -375,6 +376,7 @@ impl Session {
                 .await;
         }
         self.log(MessageType::INFO, format!("indexed {count} Python files"));
+        self.scanned.send_replace(true);
         self.schedule_all();
     }
 

@@ -148,6 +148,10 @@ impl Session {
         let submitted = Arc::new(self.open_versions());
         let session = Arc::clone(self);
         tokio::spawn(async move {
+            // A save right after the editor opened the file: the entrypoints that reach it
+            // are known once the workspace is indexed.
+            let mut scanned = session.scanned.subscribe();
+            let _ = scanned.wait_for(|done| *done).await;
             let planner = Arc::clone(&session);
             let plan = tokio::task::spawn_blocking(move || planner.plan_traces(&path, reason))
                 .await
