@@ -155,18 +155,16 @@ pub(crate) fn point_into_notebook(
             .ok()
             .and_then(|line| cells.locate(line));
         rewritten.push_str(&rest[..at]);
-        match place {
-            Some(place) => {
-                rewritten.push_str(&format!(
-                    "{notebook_name} cell {}:{}",
-                    place.cell, place.line
-                ));
-                rest = &after[digits..];
-            }
-            None => {
-                rewritten.push_str(&pattern);
-                rest = after;
-            }
+        if let Some(place) = place {
+            rewritten.push_str(notebook_name);
+            rewritten.push_str(" cell ");
+            rewritten.push_str(&place.cell.to_string());
+            rewritten.push(':');
+            rewritten.push_str(&place.line.to_string());
+            rest = &after[digits..];
+        } else {
+            rewritten.push_str(&pattern);
+            rest = after;
         }
     }
     rewritten.push_str(rest);
