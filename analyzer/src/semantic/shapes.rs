@@ -982,6 +982,7 @@ pub(crate) fn collect<'a>(
         names,
         gathered: spec_gathered,
         assumed: Assumed::default(),
+        program: model,
     };
     // `ShapesSpec(ParamsSpec({...}), assumptions=[...])`: the mapping, and the assumptions'
     // bounds. Its entries need not name every input: what it leaves out is static.

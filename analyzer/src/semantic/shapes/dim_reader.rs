@@ -7,10 +7,12 @@ use std::rc::Rc;
 use ruff_text_size::Ranged;
 use rustc_hash::FxHashMap;
 
-use super::{Gathered, SpecProblem};
+use super::{Gathered, Gatherer, GlobalNames, SpecProblem};
+use crate::semantic::SemanticModel;
 use crate::semantic::names::{self, Resolve};
 use crate::semantic::symbolic::SymSize;
 use crate::semantic::value::{DimDecl, DimSize, TensorDims};
+use crate::syntax::ast::visitor::Visitor;
 use crate::syntax::ast::{self, Expr};
 
 /// The module of `@dynamic_spec` and its vocabulary (`ShapeVar`, `TensorSpec`, `ParamsSpec`,
@@ -32,6 +34,9 @@ pub(super) struct DimReader<'g, 'm, 'a> {
     pub(super) names: &'m dyn Resolve,
     pub(super) gathered: &'g Gathered<'a>,
     pub(super) assumed: Assumed,
+    /// The program's files, where a `Dim` imported from another workspace module is read
+    /// (`from pkg.dims import BATCH`).
+    pub(super) program: &'m SemanticModel<'m>,
 }
 
 impl<'a> DimReader<'_, '_, 'a> {
@@ -370,7 +375,7 @@ impl<'a> DimReader<'_, '_, 'a> {
                     unbacked: false,
                     range: expr.range(),
                 }),
-                _ => None,
+                _ => self.imported_dim(expr, depth),
             },
             Expr::Name(name) => {
                 if let Some((dim, range)) = self.gathered.dims_helper.get(name.id.as_str()) {
@@ -384,7 +389,10 @@ impl<'a> DimReader<'_, '_, 'a> {
                         range: *range,
                     });
                 }
-                self.dim(self.resolve(expr)?, depth + 1)
+                match self.resolve(expr) {
+                    Some(resolved) => self.dim(resolved, depth + 1),
+                    None => self.imported_dim(expr, depth),
+                }
             }
             // `TensorSpec([B := ShapeVar("B"), STATIC])`.
             Expr::Named(named) => self.dim(&named.value, depth + 1),
@@ -402,6 +410,55 @@ impl<'a> DimReader<'_, '_, 'a> {
             }
             _ => None,
         }
+    }
+}
+
+impl DimReader<'_, '_, '_> {
+    /// A `Dim` bound at module level in another workspace module of the program
+    /// (`from pkg.dims import BATCH`, or `dims.BATCH`), read with that file's own imports and
+    /// bindings. It is placed at `expr`, the name in this file's spec: the diagnostics that name
+    /// it and the hover stay in this file, and no fix edits a `Dim` this file does not hold.
+    fn imported_dim(&self, expr: &Expr, depth: usize) -> Option<DimDecl> {
+        if depth > 8 {
+            return None;
+        }
+        let qualified = self.names.qualified(expr)?;
+        let (module, name) = qualified.rsplit_once('.')?;
+        let file = self.program.file_id(module)?;
+        let body = self.program.body_in(file);
+        let value = names::module_level_statements(body)
+            .into_iter()
+            .rev()
+            .find_map(|stmt| match stmt {
+                ast::Stmt::Assign(assign) => match assign.targets.as_slice() {
+                    [Expr::Name(target)] if target.id.as_str() == name => Some(&*assign.value),
+                    _ => None,
+                },
+                ast::Stmt::AnnAssign(assign) => match (&*assign.target, &assign.value) {
+                    (Expr::Name(target), Some(value)) if target.id.as_str() == name => {
+                        Some(&**value)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })?;
+        let names = GlobalNames(self.program.globals_in(file));
+        let mut walker = Gatherer {
+            model: self.program,
+            gathered: Gathered::default(),
+        };
+        walker.visit_body(body);
+        let reader = DimReader {
+            names: &names,
+            gathered: &walker.gathered,
+            assumed: Assumed::default(),
+            program: self.program,
+        };
+        let declared = reader.dim(value, depth + 1)?;
+        Some(DimDecl {
+            range: expr.range(),
+            ..declared
+        })
     }
 }
 
