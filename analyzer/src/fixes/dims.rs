@@ -94,9 +94,21 @@ pub(crate) fn constraint_fix(
         slots: Vec::new(),
         visited: HashSet::new(),
     };
-    let roots = spec_roots(body, &gatherer);
+    let mut roots = spec_roots(body, &gatherer);
     if roots.is_empty() {
-        return None;
+        // A file that only declares `Dim`s (`BATCH = Dim("batch")` in `pkg/dims.py`, used by
+        // a spec elsewhere): their ranges can be edited here; equalities, derived and static
+        // dimensions change the spec, which is not here.
+        if !constraints
+            .iter()
+            .all(|constraint| matches!(constraint, DimConstraint::Range { .. }))
+        {
+            return None;
+        }
+        roots = declared_dims(body);
+        if roots.is_empty() {
+            return None;
+        }
     }
     for (expr, stmt) in roots {
         spec.walk(expr, stmt, SlotContext::Top, 0);
@@ -243,6 +255,26 @@ fn spec_roots<'a>(body: &'a [Stmt], gathered: &Gatherer<'a>) -> Vec<(&'a Expr, T
         .collect();
     roots.extend(gathered.keywords.iter().copied());
     roots
+}
+
+/// The module-level `NAME = Dim(...)` assignments of a file with no spec, each as its target
+/// name (which the walk resolves to the assignment, a variable site) and its statement.
+fn declared_dims(body: &[Stmt]) -> Vec<(&Expr, TextRange)> {
+    names::module_level_statements(body)
+        .into_iter()
+        .filter_map(|stmt| match stmt {
+            Stmt::Assign(assign) => match (assign.targets.as_slice(), &*assign.value) {
+                ([target @ Expr::Name(_)], Expr::Call(call))
+                    if names::dotted(&call.func)
+                        .is_some_and(|callee| callee.rsplit('.').next() == Some("Dim")) =>
+                {
+                    Some((target, assign.range))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
 }
 
 /// Where a dim appears in the spec, so that making it static can remove it.
@@ -989,6 +1021,25 @@ mod tests {
         batch = Dim("batch", min=6, max=100)
         dynamic_shapes = {"x": {0: batch}}
         "#);
+    }
+
+    #[test]
+    fn a_file_that_only_declares_dims_gets_ranges_but_nothing_that_changes_a_spec() {
+        let source =
+            format!("{HEADER}MAX = 64\nBATCH = Dim(\"batch\", max=MAX)\nSEQ = Dim(\"seq\")\n");
+        insta::assert_snapshot!(fixed(&source, &[range("batch", None, Some(16))]).unwrap(), @r#"
+        import torch
+        from torch.export import Dim
+
+        MAX = 64
+        BATCH = Dim("batch", max=16)
+        SEQ = Dim("seq")
+        "#);
+        let equal = DimConstraint::Equal {
+            name: "seq".into(),
+            to: "batch".into(),
+        };
+        assert_eq!(fixed(&source, &[equal]), None);
     }
 
     #[test]

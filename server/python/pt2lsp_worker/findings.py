@@ -54,6 +54,10 @@ class SuggestedFix:
     to: str | None = None
     expr: str | None = None
     root: str | None = None
+    # The module-level binding that declares the dimension (`dim_declarations`), when the
+    # user's files hold one.
+    declared_file: str | None = None
+    declared_line: int | None = None
 
     def to_json(self) -> dict:
         return {key: value for key, value in dataclasses.asdict(self).items() if value is not None}

@@ -10,6 +10,7 @@ import time
 
 from . import stalled
 from .dependencies import DependencyRecorder, environment_files
+from .dim_declarations import mark_declarations
 from .entrypoint import EntrypointError, load_entrypoint
 from .export import export_program
 from .fake_kernels import record_operator_definitions
@@ -64,6 +65,7 @@ def _run(job: dict, job_dir: str, progress) -> dict:
         return _out_of_memory(job)
     except RecursionError as exc:
         return {"status": "crashed", "detail": f"the trace recursed too deeply: {exc}"}
+    mark_declarations(findings, target.dynamic_shapes, workspace)
     status = "failed" if findings else "ok"
     if any(finding.code == "PT502" for finding in findings):
         status = "oom"

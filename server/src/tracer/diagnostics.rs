@@ -226,24 +226,40 @@ pub fn from_result(result: &JobResult, anchor: &Anchor) -> Vec<TraceDiagnostic> 
         .iter()
         .map(|finding| from_finding(finding, anchor))
         .collect();
-    // torch's fix edits `dynamic_shapes`, which the guard's file does not hold: a companion at
-    // the entrypoint carries it where the dimensions are declared.
+    // torch's fix edits `dynamic_shapes`, which the guard's file does not hold: a companion
+    // carries it where the dimensions are declared: the module that binds every `Dim` the fix
+    // names (`pkg/dims.py`), else the entrypoint.
+    let declared_in = |found: &TraceDiagnostic| -> Option<(PathBuf, u32)> {
+        let mut places = found
+            .fixes
+            .iter()
+            .map(|fix| Some((fix.declared_file.clone()?, fix.declared_line?)));
+        let first = places.next()??;
+        places
+            .all(|place| place.as_ref() == Some(&first))
+            .then_some(first)
+            .filter(|(file, _)| normalized(file) != normalized(&anchor.file))
+    };
     let companions: Vec<TraceDiagnostic> = out
         .iter()
         .filter(|found| {
-            !found.fixes.is_empty() && normalized(&found.file) != normalized(&anchor.file)
+            !found.fixes.is_empty()
+                && (normalized(&found.file) != normalized(&anchor.file)
+                    || declared_in(found).is_some())
         })
         .map(|found| {
             let suggested: Vec<&str> = found.fixes.iter().map(|fix| fix.text.as_str()).collect();
+            let (file, line) =
+                declared_in(found).unwrap_or_else(|| (anchor.file.clone(), anchor.line));
             TraceDiagnostic {
-                file: anchor.file.clone(),
+                file,
                 rule: found.rule,
                 message: format!(
                     "the dimensions declared here are violated by a guard in another file (see \
                      the related place); torch suggests: {}",
                     suggested.join(", ")
                 ),
-                line: anchor.line,
+                line,
                 column: None,
                 end_line: None,
                 end_column: None,
@@ -605,6 +621,8 @@ mod tests {
             expr: None,
             root: None,
             value: None,
+            declared_file: None,
+            declared_line: None,
         }];
         let fix = diagnostic
             .to_diagnostic(text, &LineIndex::new(text))

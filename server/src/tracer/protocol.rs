@@ -390,6 +390,12 @@ pub struct SuggestedFix {
     /// `constant`: the value the dim was specialized to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<i64>,
+    /// The module-level binding in the user's files that holds this `Dim` (the worker finds
+    /// it by the object's identity), where the fix is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared_file: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared_line: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

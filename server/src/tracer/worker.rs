@@ -91,6 +91,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/constraints.py"),
     worker_file!("pt2lsp_worker/data_dependent.py"),
     worker_file!("pt2lsp_worker/dependencies.py"),
+    worker_file!("pt2lsp_worker/dim_declarations.py"),
     worker_file!("pt2lsp_worker/divergence.py"),
     worker_file!("pt2lsp_worker/draft.py"),
     worker_file!("pt2lsp_worker/entrypoint.py"),
