@@ -965,12 +965,7 @@ pub(crate) fn collect<'a>(
             (None, Some(declared)) if declared.file == 0 => (model, &gathered, Some(declared.spec)),
             (None, Some(declared)) => {
                 foreign_names = GlobalNames(model.globals_in(declared.file));
-                let mut walker = Gatherer {
-                    model,
-                    gathered: Gathered::default(),
-                };
-                walker.visit_body(model.body_in(declared.file));
-                foreign_gathered = walker.gathered;
+                foreign_gathered = gathered_in(model, declared.file);
                 (&foreign_names, &foreign_gathered, Some(declared.spec))
             }
             (None, None) => (model, &gathered, None),
@@ -1218,6 +1213,17 @@ fn declared_spec<'a>(model: &SemanticModel<'a>, class: Option<usize>) -> Option<
 }
 
 /// A file's imports, from its module-level bindings.
+/// What a file of the program binds and calls, gathered as for the analysed file, so that a
+/// declaration written there is read with that file's own bindings.
+fn gathered_in<'s>(model: &SemanticModel<'s>, file: u32) -> Gathered<'s> {
+    let mut walker = Gatherer {
+        model,
+        gathered: Gathered::default(),
+    };
+    walker.visit_body(model.body_in(file));
+    walker.gathered
+}
+
 struct GlobalNames<'m>(&'m FxHashMap<String, Value>);
 
 impl Resolve for GlobalNames<'_> {

@@ -7,12 +7,11 @@ use std::rc::Rc;
 use ruff_text_size::Ranged;
 use rustc_hash::FxHashMap;
 
-use super::{Gathered, Gatherer, GlobalNames, SpecProblem};
+use super::{Gathered, GlobalNames, SpecProblem, gathered_in};
 use crate::semantic::SemanticModel;
 use crate::semantic::names::{self, Resolve};
 use crate::semantic::symbolic::SymSize;
 use crate::semantic::value::{DimDecl, DimSize, TensorDims};
-use crate::syntax::ast::visitor::Visitor;
 use crate::syntax::ast::{self, Expr};
 
 /// The module of `@dynamic_spec` and its vocabulary (`ShapeVar`, `TensorSpec`, `ParamsSpec`,
@@ -443,14 +442,10 @@ impl DimReader<'_, '_, '_> {
                 _ => None,
             })?;
         let names = GlobalNames(self.program.globals_in(file));
-        let mut walker = Gatherer {
-            model: self.program,
-            gathered: Gathered::default(),
-        };
-        walker.visit_body(body);
+        let gathered = gathered_in(self.program, file);
         let reader = DimReader {
             names: &names,
-            gathered: &walker.gathered,
+            gathered: &gathered,
             assumed: Assumed::default(),
             program: self.program,
         };
