@@ -462,8 +462,11 @@ pub(crate) enum Value {
     /// An `nn.Module` instance (`self`, a submodule, a layer taken from a `ModuleList`).
     Module(Option<usize>),
     /// A container of modules (`nn.ModuleList`, `nn.ModuleDict`): what each element is (the
-    /// join of them; `Module(None)` when not known), so a loop over it runs their `forward`.
-    Modules(Rc<Value>),
+    /// join of them; `Module(None)` when not known), so a loop over it runs their `forward`;
+    /// and the elements in order when the code that filled it ran once per element (a display,
+    /// appends in straight-line code or in a loop the interpreter unrolled), so a loop over it
+    /// runs each once, in order, and `len` is a number.
+    Modules(Rc<Value>, Option<Rc<[Value]>>),
     /// `nn.Sequential(a, b, c)` of modules and layers the analysis knows, in order: calling it
     /// runs each on the previous one's output.
     Sequential(Rc<[Value]>),
@@ -637,8 +640,37 @@ impl Value {
             )),
             Value::Tuple(items) => Value::Tuple(items.iter().map(Value::portable).collect()),
             Value::Iter(inner) => Value::Iter(Rc::new(inner.portable())),
-            Value::Modules(element) => Value::Modules(Rc::new(element.portable())),
+            Value::Modules(element, items) => Value::Modules(
+                Rc::new(element.portable()),
+                items
+                    .as_ref()
+                    .map(|items| items.iter().map(Value::portable).collect()),
+            ),
             other => other.clone(),
+        }
+    }
+
+    /// Two sequences of different lengths: the tensors both hold as one `Tensors`, the modules
+    /// as one `Modules` of unknown length; anything else is unknown.
+    fn sequence_join(&self, other: &Value) -> Value {
+        let elements = |value: &Value| -> Vec<Value> {
+            match value {
+                Value::Tuple(items) => items.to_vec(),
+                tensors => vec![tensors.clone()],
+            }
+        };
+        let all = elements(self).into_iter().chain(elements(other));
+        let joined = all.fold(Value::Bottom, |acc, item| match (acc, item) {
+            (Value::Unknown, _) => Value::Unknown,
+            (Value::Bottom, Value::Tensors(info)) => Value::Tensor(info),
+            (acc, Value::Tensors(info)) => acc.join(&Value::Tensor(info)),
+            (acc, item) => acc.join(&item),
+        });
+        match joined {
+            Value::Bottom => Value::Tuple(Rc::from(Vec::new())),
+            Value::Tensor(info) => Value::Tensors(info),
+            module @ (Value::Module(_) | Value::Layer(_)) => Value::Modules(Rc::new(module), None),
+            _ => Value::Unknown,
         }
     }
 
@@ -688,11 +720,37 @@ impl Value {
                     same_padding: a.same_padding,
                 }))
             }
+            // One stack built with different sizes (a block class constructed at each level):
+            // each step keeps what both give it.
+            (Value::Sequential(a), Value::Sequential(b)) if a.len() == b.len() => {
+                let steps: Vec<Value> = a.iter().zip(b.iter()).map(|(a, b)| a.join(b)).collect();
+                if steps.iter().all(|step| {
+                    matches!(
+                        step,
+                        Value::Layer(_) | Value::Module(Some(_)) | Value::Sequential(_)
+                    )
+                }) {
+                    Value::Sequential(Rc::from(steps))
+                } else {
+                    Value::Module(None)
+                }
+            }
             (
                 Value::Module(_) | Value::Layer(_) | Value::Sequential(_),
                 Value::Module(_) | Value::Layer(_) | Value::Sequential(_),
             ) => Value::Module(None),
-            (Value::Modules(a), Value::Modules(b)) => Value::Modules(Rc::new(a.join(b))),
+            (Value::Modules(a, items), Value::Modules(b, other)) => Value::Modules(
+                Rc::new(a.join(b)),
+                if items == other { items.clone() } else { None },
+            ),
+            (Value::Tuple(a), Value::Tuple(b)) if a.len() == b.len() => {
+                Value::Tuple(a.iter().zip(b.iter()).map(|(a, b)| a.join(b)).collect())
+            }
+            // A list filled by a different number of appends on two paths (an abstract loop's
+            // iterations): a list of tensors, or of modules, of unknown length.
+            (Value::Tuple(_) | Value::Tensors(_), Value::Tuple(_) | Value::Tensors(_)) => {
+                self.sequence_join(other)
+            }
             // Two constructions of one class: a field keeps what both give it.
             (Value::Object(a), Value::Object(b)) if a.class == b.class => {
                 let other = b.fields.borrow();

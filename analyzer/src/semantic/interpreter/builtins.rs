@@ -10,7 +10,7 @@ use crate::syntax::ast::{self, Expr};
 
 use super::{
     BoolContext, CompareOp, Env, EventKind, Guard, GuardKind, Interpreter, Interval, ScalarUse,
-    SizeOrigin, Value, element_of,
+    SizeOrigin, Value, element_of, exact_items,
 };
 
 impl Interpreter<'_, '_> {
@@ -126,7 +126,7 @@ impl Interpreter<'_, '_> {
                     );
                     size
                 }
-                Value::Tuple(items) => {
+                Value::Tuple(items) | Value::Modules(_, Some(items)) => {
                     #[allow(clippy::cast_precision_loss)] // A display has few elements.
                     Value::Number(items.len() as f64)
                 }
@@ -144,7 +144,12 @@ impl Interpreter<'_, '_> {
                         );
                     }
                 }
-                Value::Iter(Rc::new(Value::Unknown))
+                // `range(depth)` of a known, small count: the numbers themselves, so a loop
+                // over them runs once per number with the number known.
+                match known_range(args) {
+                    Some(numbers) => Value::Tuple(numbers.into_iter().map(Value::Number).collect()),
+                    None => Value::Iter(Rc::new(Value::Unknown)),
+                }
             }
             "min" | "max" => {
                 let numbers: Option<Vec<f64>> = args
@@ -225,14 +230,46 @@ impl Interpreter<'_, '_> {
                 | Value::Tensors(_)
                 | Value::Tuple(_)
                 | Value::DataScalars
-                | Value::Modules(_)) => value,
+                | Value::Modules(..)) => value,
                 _ => Value::Unknown,
             },
+            // Over sequences whose items are known one by one, the pairs are known one by one.
+            "zip" if !args.is_empty() && args.iter().all(|arg| exact_items(arg).is_some()) => {
+                let sequences: Vec<Rc<[Value]>> = args.iter().filter_map(exact_items).collect();
+                let length = sequences.iter().map(|items| items.len()).min().unwrap_or(0);
+                Value::Tuple(
+                    (0..length)
+                        .map(|index| {
+                            Value::Tuple(
+                                sequences.iter().map(|items| items[index].clone()).collect(),
+                            )
+                        })
+                        .collect(),
+                )
+            }
             "zip" => Value::Iter(Rc::new(Value::Tuple(args.iter().map(element_of).collect()))),
+            "enumerate" if args.len() == 1 && exact_items(&first).is_some() => {
+                let items = exact_items(&first).unwrap_or_else(|| Rc::from(Vec::new()));
+                Value::Tuple(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(index, item)| {
+                            #[allow(clippy::cast_precision_loss)] // Few items.
+                            let index = Value::Number(index as f64);
+                            Value::Tuple(Rc::from(vec![index, item.clone()]))
+                        })
+                        .collect(),
+                )
+            }
             "enumerate" => Value::Iter(Rc::new(Value::Tuple(Rc::from(vec![
                 Value::Unknown,
                 element_of(&first),
             ])))),
+            "reversed" if exact_items(&first).is_some() => {
+                let items = exact_items(&first).unwrap_or_else(|| Rc::from(Vec::new()));
+                Value::Tuple(items.iter().rev().cloned().collect())
+            }
             "reversed" | "iter" => Value::Iter(Rc::new(element_of(&first))),
             "print" => {
                 self.record(
@@ -287,4 +324,32 @@ pub(super) fn math_of_numbers(qualified: &str, args: &[Value]) -> Option<f64> {
         _ => return None,
     };
     result.is_finite().then_some(result)
+}
+
+/// The numbers `range(args)` yields, when its bounds are known integers and they are few.
+fn known_range(args: &[Value]) -> Option<Vec<f64>> {
+    let bounds: Option<Vec<i64>> = args
+        .iter()
+        .map(|arg| match arg {
+            Value::Number(number) => crate::semantic::value::integer(*number),
+            _ => None,
+        })
+        .collect();
+    let (first, end, step) = match bounds?.as_slice() {
+        [end] => (0, *end, 1),
+        [first, end] => (*first, *end, 1),
+        [first, end, step] if *step != 0 => (*first, *end, *step),
+        _ => return None,
+    };
+    let mut numbers = Vec::new();
+    let mut current = first;
+    while (step > 0 && current < end) || (step < 0 && current > end) {
+        if numbers.len() == super::MAX_UNROLL {
+            return None;
+        }
+        #[allow(clippy::cast_precision_loss)] // Small integers.
+        numbers.push(current as f64);
+        current += step;
+    }
+    Some(numbers)
 }

@@ -13,9 +13,9 @@ use crate::syntax::ast::{self, Expr};
 use super::{
     AnnotationKind, BoolContext, Constructed, Env, EventKind, GuardKind, Interpreter, Interval,
     MAX_DEPTH, MethodResult, OpDefinition, ScalarUse, SizeOrigin, TensorInfo, TorchResult, Value,
-    all_parameters, annotation_kind, default_value, element_of, narrow, reshape_guard,
+    all_parameters, annotation_kind, default_value, narrow, reshape_guard,
 };
-use super::{layers, shape_ops};
+use super::{layers, sequences, shape_ops};
 use crate::semantic::events::Forcing;
 use crate::semantic::symbolic::SymSize;
 use crate::semantic::value::{BakedRead, DimSize, TensorDims};
@@ -59,12 +59,23 @@ impl Interpreter<'_, '_> {
     }
 
     pub(super) fn call_site(&mut self, call: &ast::ExprCall, env: &mut Env) -> Value {
-        let args: Vec<Value> = call
-            .arguments
-            .args
-            .iter()
-            .map(|arg| self.eval(arg, env))
-            .collect();
+        // `f(*items)` of a list whose items are known passes them one by one.
+        let mut args: Vec<Value> = Vec::with_capacity(call.arguments.args.len());
+        let mut unpacked_unknown = false;
+        for arg in &call.arguments.args {
+            match arg {
+                Expr::Starred(starred) => match self.eval(&starred.value, env) {
+                    Value::Tuple(items) | Value::Modules(_, Some(items)) => {
+                        args.extend(items.iter().cloned());
+                    }
+                    _ => {
+                        unpacked_unknown = true;
+                        args.push(Value::Unknown);
+                    }
+                },
+                arg => args.push(self.eval(arg, env)),
+            }
+        }
         let mut kwargs: Vec<(String, Value)> = Vec::new();
         for keyword in &call.arguments.keywords {
             let value = self.eval(&keyword.value, env);
@@ -83,9 +94,7 @@ impl Interpreter<'_, '_> {
         }
         // `f(*args)`: which parameters the call fills is unknown; an unnamed keyword says so
         // (as `**kwargs` of unknown keys does), and no parameter takes its default.
-        if call.arguments.args.iter().any(Expr::is_starred_expr)
-            && !kwargs.iter().any(|(name, _)| name.is_empty())
-        {
+        if unpacked_unknown && !kwargs.iter().any(|(name, _)| name.is_empty()) {
             kwargs.push((String::new(), Value::Unknown));
         }
         let any_tensor = args
@@ -115,15 +124,8 @@ impl Interpreter<'_, '_> {
                 if let Expr::Name(receiver) = &*field.value {
                     if let Some(&Value::Building(index)) = env.locals.get(receiver.id.as_str()) {
                         let current = self.building_attribute(index, field.attr.as_str());
-                        if let Value::Modules(element) = current {
-                            let added = match (name, args.as_slice()) {
-                                ("append", [item]) | ("insert", [_, item]) => item.clone(),
-                                ("extend", [items]) => element_of(items),
-                                _ => Value::Module(None),
-                            };
-                            let grown = Value::Modules(Rc::new(module_elements(Some(
-                                &Value::Tuple(Rc::from(vec![(*element).clone(), added])),
-                            ))));
+                        if let Value::Modules(element, items) = current {
+                            let grown = self.grown_modules(&element, items, name, &args);
                             self.write_field(index, field.attr.as_str(), grown);
                             return Value::None;
                         }
@@ -132,7 +134,7 @@ impl Interpreter<'_, '_> {
             }
             if let (Expr::Name(list), "append" | "extend" | "insert") = (&*attribute.value, name) {
                 if let Some(value) = env.locals.get(list.id.as_str()) {
-                    let grown = grown_list(value, name, &args);
+                    let grown = sequences::grown_list(value, name, &args);
                     env.locals.insert(list.id.to_string(), grown);
                     return Value::None;
                 }
@@ -159,8 +161,8 @@ impl Interpreter<'_, '_> {
                     self.layer_call(&layer, &args, call.range())
                 }
                 Value::Layer(_) => self.module_method(None, name, &args, &kwargs, any_tensor),
-                Value::Modules(element) => match name {
-                    "values" | "children" | "modules" => Value::Modules(element),
+                Value::Modules(element, items) => match name {
+                    "values" | "children" | "modules" => Value::Modules(element, items),
                     _ => Value::Unknown,
                 },
                 Value::Qualified(qualified) => self.qualified_call(
@@ -494,12 +496,12 @@ impl Interpreter<'_, '_> {
                     let steps = steps.clone();
                     return self.run_sequential(&steps, args);
                 }
-                Some(Value::Tensor(_) | Value::Modules(_)) => return Value::Unknown,
+                Some(Value::Tensor(_) | Value::Modules(..)) => return Value::Unknown,
                 _ => {}
             }
         }
         match name {
-            "children" | "modules" => Value::Modules(Rc::new(Value::Module(None))),
+            "children" | "modules" => Value::Modules(Rc::new(Value::Module(None)), None),
             "get_submodule" => Value::Module(None),
             "get_parameter" | "get_buffer" => Value::tensor(),
             // They return the module itself: `model = Net().eval()` is still the `Net`.
@@ -743,12 +745,11 @@ impl Interpreter<'_, '_> {
                 {
                     Value::Layer(Rc::new(layers::layer_info(qualified, call, args, kwargs)))
                 }
-                // `nn.Sequential(conv, relu, pool)`: each step known, none unpacked from a list
-                // (whose length a loop that built it may not tell).
+                // `nn.Sequential(conv, relu, pool)`: each step known (`*layers` only of a list
+                // whose items are known one by one).
                 Constructed::Module
                     if qualified == "torch.nn.Sequential"
                         && !args.is_empty()
-                        && !call.arguments.args.iter().any(Expr::is_starred_expr)
                         && args.iter().all(|step| {
                             matches!(
                                 step,
@@ -759,7 +760,10 @@ impl Interpreter<'_, '_> {
                     Value::Sequential(Rc::from(args))
                 }
                 Constructed::Module => Value::Module(None),
-                Constructed::Modules => Value::Modules(Rc::new(module_elements(args.first()))),
+                Constructed::Modules => Value::Modules(
+                    Rc::new(sequences::module_elements(args.first())),
+                    sequences::module_items(args.first()),
+                ),
                 // `nn.Parameter(torch.log(A))`: the tensor it wraps, with its shape.
                 Constructed::Parameter => match args.first() {
                     Some(Value::Tensor(info)) => Value::Tensor(TensorInfo {
@@ -1421,55 +1425,4 @@ fn factory_sizes<'v>(name: &str, args: &'v [Value]) -> impl Iterator<Item = &'v 
         _ => args,
     };
     sizes.iter()
-}
-
-/// A local list after `append(x)` / `extend(xs)` / `insert(i, x)`: a list of tensors while
-/// everything in it is a tensor, else unknown (its length is no longer the display's).
-fn grown_list(list: &Value, method: &str, args: &[Value]) -> Value {
-    let added: Vec<&Value> = match (method, args) {
-        ("append", [item]) | ("insert", [_, item]) => vec![item],
-        ("extend", [Value::Tuple(items)]) => items.iter().collect(),
-        ("extend", [tensors @ Value::Tensors(_)]) => vec![tensors],
-        _ => return Value::Unknown,
-    };
-    let existing: Vec<&Value> = match list {
-        Value::Tuple(items) => items.iter().collect(),
-        tensors @ Value::Tensors(_) => vec![tensors],
-        _ => return Value::Unknown,
-    };
-    let mut joined: Option<TensorInfo> = None;
-    for item in existing.into_iter().chain(added) {
-        let (Value::Tensor(info) | Value::Tensors(info)) = item else {
-            return Value::Unknown;
-        };
-        joined = Some(match joined {
-            None => info.clone(),
-            Some(earlier) => match Value::Tensor(earlier).join(&Value::Tensor(info.clone())) {
-                Value::Tensor(info) => info,
-                _ => return Value::Unknown,
-            },
-        });
-    }
-    joined.map_or(Value::Unknown, Value::Tensors)
-}
-
-/// What each module of `nn.ModuleList(items)` / `nn.ModuleDict(items)` is: the join of a
-/// display's elements, of a comprehension's element, of a mapping's values.
-fn module_elements(items: Option<&Value>) -> Value {
-    let element = match items {
-        Some(Value::Tuple(items)) => items.iter().fold(Value::Bottom, |acc, item| acc.join(item)),
-        Some(Value::Modules(element)) => (**element).clone(),
-        Some(Value::Object(mapping)) => mapping
-            .fields
-            .borrow()
-            .values()
-            .fold(Value::Bottom, |acc, item| acc.join(item)),
-        // `nn.ModuleList()`: empty until `append` fills it.
-        None => Value::Bottom,
-        _ => Value::Module(None),
-    };
-    match element {
-        module @ (Value::Module(_) | Value::Layer(_) | Value::Bottom) => module,
-        _ => Value::Module(None),
-    }
 }

@@ -10,9 +10,10 @@ use crate::semantic::names;
 use crate::syntax::ast::{self, Expr};
 
 use super::{
-    AttributeResult, BoolContext, CompareOp, Env, EventKind, Interpreter, Interval, ScalarUse,
-    SizeOrigin, TensorInfo, Value, binary, data_guard, element_of, is_boolean_mask,
-    module_parameter, number_of, self_attribute, size_guard, sym_arithmetic, sym_operand,
+    AttributeResult, BoolContext, CompareOp, Env, EventKind, Interpreter, Interval, MAX_UNROLL,
+    ScalarUse, SizeOrigin, TensorInfo, Value, binary, data_guard, element_of, exact_items,
+    is_boolean_mask, module_parameter, number_of, self_attribute, size_guard, sym_arithmetic,
+    sym_operand,
 };
 
 impl Interpreter<'_, '_> {
@@ -205,6 +206,33 @@ impl Interpreter<'_, '_> {
                 self.bind(&named.target, value.clone(), env);
                 value
             }
+            // `[Block(config) for _ in range(n_layer)]` over items known one by one: each
+            // element in order, as a display would give them.
+            Expr::ListComp(ast::ExprListComp {
+                elt, generators, ..
+            })
+            | Expr::Generator(ast::ExprGenerator {
+                elt, generators, ..
+            }) if matches!(generators.as_slice(), [generator] if generator.ifs.is_empty() && !generator.is_async) =>
+            {
+                let generator = &generators[0];
+                let iterable = self.eval(&generator.iter, env);
+                if let Some(items) =
+                    exact_items(&iterable).filter(|items| items.len() <= MAX_UNROLL)
+                {
+                    let mut elements = Vec::with_capacity(items.len());
+                    for item in items.iter() {
+                        let mut inner = env.clone();
+                        self.bind(&generator.target, item.clone(), &mut inner);
+                        elements.push(self.eval(elt, &mut inner));
+                    }
+                    Value::Tuple(Rc::from(elements))
+                } else {
+                    let mut inner = env.clone();
+                    self.bind(&generator.target, element_of(&iterable), &mut inner);
+                    comprehension_value(self.eval(elt, &mut inner))
+                }
+            }
             Expr::ListComp(ast::ExprListComp {
                 elt, generators, ..
             })
@@ -216,13 +244,7 @@ impl Interpreter<'_, '_> {
             }) => {
                 let mut inner = env.clone();
                 self.comprehension(generators, &mut inner);
-                match self.eval(elt, &mut inner) {
-                    Value::Tensor(info) => Value::Tensors(info),
-                    module @ (Value::Module(_) | Value::Layer(_)) => {
-                        Value::Modules(Rc::new(module))
-                    }
-                    _ => Value::Unknown,
-                }
+                comprehension_value(self.eval(elt, &mut inner))
             }
             Expr::DictComp(comprehension) => {
                 let mut inner = env.clone();
@@ -357,7 +379,7 @@ impl Interpreter<'_, '_> {
         if let Value::DataScalar(_) = index {
             if matches!(
                 receiver,
-                Value::Tuple(_) | Value::Tensors(_) | Value::Shape(_) | Value::Modules(_)
+                Value::Tuple(_) | Value::Tensors(_) | Value::Shape(_) | Value::Modules(..)
             ) {
                 self.record(
                     EventKind::Scalar {
@@ -368,6 +390,13 @@ impl Interpreter<'_, '_> {
                 );
             }
         }
+        // A position the program computes (`blocks[-i - 1]` in an unrolled loop) picks one item
+        // as a literal does.
+        let position = names::int_literal(&subscript.slice).or_else(|| {
+            index
+                .known_constant()
+                .and_then(crate::semantic::value::integer)
+        });
         match receiver {
             // `target["boxes"]`: a tensor is never indexed by a string; the value is a mapping.
             Value::Tensor(_) if matches!(&*subscript.slice, Expr::StringLiteral(_)) => {
@@ -425,23 +454,15 @@ impl Interpreter<'_, '_> {
                 _ => None,
             }
             .unwrap_or(Value::Unknown),
-            Value::Tuple(items) => match names::int_literal(&subscript.slice) {
-                Some(position) => {
-                    let position = if position < 0 {
-                        items.len() as i64 + position
-                    } else {
-                        position
-                    };
-                    usize::try_from(position)
-                        .ok()
-                        .and_then(|p| items.get(p))
-                        .cloned()
-                        .unwrap_or(Value::Unknown)
-                }
-                None => Value::Unknown,
-            },
+            Value::Tuple(items) => position
+                .and_then(|position| item_at(&items, position))
+                .unwrap_or(Value::Unknown),
             Value::DataScalars => Value::DataScalar(Interval::default()),
-            Value::Modules(element) => element_of(&Value::Modules(element)),
+            // `self.blocks[i]` at a known index of a list whose modules are known.
+            Value::Modules(element, Some(items)) => position
+                .and_then(|position| item_at(&items, position))
+                .unwrap_or_else(|| element_of(&Value::Modules(element, None))),
+            modules @ Value::Modules(..) => element_of(&modules),
             _ => Value::Unknown,
         }
     }
@@ -588,4 +609,27 @@ fn ordering_against_configuration(
     };
     (bounded_dynamic(left) && configuration(right, right_expr))
         || (bounded_dynamic(right) && configuration(left, left_expr))
+}
+
+/// The item at a Python index (negative from the end), when the sequence has it.
+fn item_at(items: &[Value], position: i64) -> Option<Value> {
+    let position = if position < 0 {
+        i64::try_from(items.len()).ok()? + position
+    } else {
+        position
+    };
+    usize::try_from(position)
+        .ok()
+        .and_then(|position| items.get(position))
+        .cloned()
+}
+
+/// What a comprehension run abstractly makes of its element: tensors or modules of unknown
+/// number.
+fn comprehension_value(element: Value) -> Value {
+    match element {
+        Value::Tensor(info) => Value::Tensors(info),
+        module @ (Value::Module(_) | Value::Layer(_)) => Value::Modules(Rc::new(module), None),
+        _ => Value::Unknown,
+    }
 }

@@ -29,6 +29,7 @@ mod calls;
 mod construction;
 mod expressions;
 mod layers;
+mod sequences;
 mod shape_ops;
 mod statements;
 
@@ -208,6 +209,8 @@ pub(crate) struct Interpreter<'m, 'a> {
     conditional: usize,
     /// How many enclosing `if` clauses run only on a path the analysis cannot decide.
     pub(super) undecided: usize,
+    /// How many enclosing loops run abstractly (their body for any number of iterations).
+    pub(super) looping: usize,
     /// What a size of a tensor with untracked dimensions is: static when the model declares no
     /// dynamic dimension, unknown otherwise.
     untracked: SizeOrigin,
@@ -251,6 +254,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             untracked: SizeOrigin::Static,
             conditional: 0,
             undecided: 0,
+            looping: 0,
             file: 0,
             sites: Vec::new(),
             frames: Vec::new(),
@@ -436,7 +440,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 | Value::Module(_)
                 | Value::Layer(_)
                 | Value::Sequential(_)
-                | Value::Modules(_)
+                | Value::Modules(..)
                 | Value::Tuple(_) => value,
                 Value::None => Value::None,
                 _ => Value::Unknown,
@@ -998,6 +1002,18 @@ fn is_boolean_mask(slice: &Expr, index: &Value) -> bool {
     }
 }
 
+/// The most iterations a loop over known items runs one by one; a longer loop runs abstractly.
+pub(super) const MAX_UNROLL: usize = 64;
+
+/// The items of a sequence known one by one: a display or a list filled in straight-line
+/// code, the numbers of a small `range`, the modules of a `ModuleList` filled the same way.
+fn exact_items(value: &Value) -> Option<Rc<[Value]>> {
+    match value {
+        Value::Tuple(items) | Value::Modules(_, Some(items)) => Some(items.clone()),
+        _ => None,
+    }
+}
+
 /// The elements a `for` loop over the value binds.
 fn element_of(value: &Value) -> Value {
     match value {
@@ -1008,7 +1024,7 @@ fn element_of(value: &Value) -> Value {
         }),
         Value::Tuple(items) => items.iter().fold(Value::Bottom, |acc, item| acc.join(item)),
         Value::DataScalars => Value::DataScalar(Interval::default()),
-        Value::Modules(element) => match &**element {
+        Value::Modules(element, _) => match &**element {
             Value::Bottom => Value::Module(None),
             element => element.clone(),
         },

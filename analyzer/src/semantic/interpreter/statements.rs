@@ -10,9 +10,9 @@ use crate::syntax::ast::{self, Expr, Stmt};
 use crate::syntax::is_number_literal;
 
 use super::{
-    BoolContext, CompareOp, Env, EventKind, Guard, GuardKind, Interpreter, Interval, TensorInfo,
-    TensorNames, Value, binary, element_of, narrow, number_of, raises_only, self_attribute,
-    size_guard, tensor_locals,
+    BoolContext, CompareOp, Env, EventKind, Guard, GuardKind, Interpreter, Interval, MAX_UNROLL,
+    TensorInfo, TensorNames, Value, binary, element_of, exact_items, narrow, number_of,
+    raises_only, self_attribute, size_guard, tensor_locals,
 };
 
 impl Interpreter<'_, '_> {
@@ -117,6 +117,21 @@ impl Interpreter<'_, '_> {
                         },
                         for_stmt.iter.range(),
                     );
+                }
+                // A loop over items known one by one runs once per item, in order, as Python
+                // does: `for i in range(depth)` building layers, `for down in self.down_path`
+                // halving a map at each level. (A `break` or `continue` would need the state
+                // of the iterations it skips: such a loop runs abstractly.)
+                if let Some(items) = exact_items(&iterable)
+                    .filter(|items| items.len() <= MAX_UNROLL && !leaves_iteration(&for_stmt.body))
+                {
+                    for item in items.iter() {
+                        self.bind(&for_stmt.target, item.clone(), env);
+                        if !self.exec_block(&for_stmt.body, env) {
+                            return false;
+                        }
+                    }
+                    return self.exec_block(&for_stmt.orelse, env);
                 }
                 let element = element_of(&iterable);
                 self.exec_loop(&for_stmt.body, env, |interpreter, env| {
@@ -362,7 +377,7 @@ impl Interpreter<'_, '_> {
                     Value::Tensor(info) if !info.maybe_none && !info.assumed => Some(!is),
                     Value::Module(_)
                     | Value::Sequential(_)
-                    | Value::Modules(_)
+                    | Value::Modules(..)
                     | Value::Tuple(_)
                     | Value::Shape(_)
                     | Value::Size { .. } => Some(!is),
@@ -413,6 +428,7 @@ impl Interpreter<'_, '_> {
         env: &mut Env,
         mut before: impl FnMut(&mut Self, &mut Env),
     ) {
+        self.looping += 1;
         for _ in 0..2 {
             let mut body_env = env.clone();
             before(self, &mut body_env);
@@ -424,6 +440,7 @@ impl Interpreter<'_, '_> {
                 ..merged
             };
         }
+        self.looping -= 1;
     }
 
     pub(super) fn bind(&mut self, target: &Expr, value: Value, env: &mut Env) {
@@ -611,22 +628,35 @@ fn known_comparison(compare: &ast::ExprCompare) -> bool {
     let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
         return false;
     };
-    let plain = |expr: &Expr| {
-        matches!(
-            expr,
-            Expr::Name(_)
-                | Expr::Attribute(_)
-                | Expr::StringLiteral(_)
-                | Expr::NumberLiteral(_)
-                | Expr::BooleanLiteral(_)
-                | Expr::NoneLiteral(_)
-                | Expr::Tuple(_)
-                | Expr::List(_)
-                | Expr::Set(_)
-                | Expr::Subscript(_)
-        )
-    };
-    !matches!(op, ast::CmpOp::Is | ast::CmpOp::IsNot) && plain(&compare.left) && plain(right)
+    !matches!(op, ast::CmpOp::Is | ast::CmpOp::IsNot)
+        && plain_operand(&compare.left)
+        && plain_operand(right)
+}
+
+/// An operand of a comparison that may be a Python constant: a name, an attribute, a literal,
+/// a display, an item, arithmetic on those, or `len` of one (`i != len(self.blocks) - 1`); no
+/// other call, whose effects evaluating it to decide the branch would repeat.
+fn plain_operand(expr: &Expr) -> bool {
+    match expr {
+        Expr::Name(_)
+        | Expr::Attribute(_)
+        | Expr::StringLiteral(_)
+        | Expr::NumberLiteral(_)
+        | Expr::BooleanLiteral(_)
+        | Expr::NoneLiteral(_)
+        | Expr::Tuple(_)
+        | Expr::List(_)
+        | Expr::Set(_)
+        | Expr::Subscript(_) => true,
+        Expr::BinOp(binary) => plain_operand(&binary.left) && plain_operand(&binary.right),
+        Expr::UnaryOp(unary) => plain_operand(&unary.operand),
+        Expr::Call(call) => {
+            matches!(&*call.func, Expr::Name(name) if name.id.as_str() == "len")
+                && call.arguments.keywords.is_empty()
+                && matches!(call.arguments.args.as_ref(), [argument] if plain_operand(argument))
+        }
+        _ => false,
+    }
 }
 
 /// `left <op> right` on Python constants, as Python decides it; `None` where it cannot tell.
@@ -671,4 +701,37 @@ fn data_of_self_attribute(target: &Expr) -> Option<&str> {
         return None;
     }
     self_attribute(&data.value)
+}
+
+/// Whether a loop body leaves an iteration early (`break`, `continue`) other than inside a
+/// nested loop or function, which those statements leave instead.
+fn leaves_iteration(body: &[Stmt]) -> bool {
+    body.iter().any(|stmt| match stmt {
+        Stmt::Break(_) | Stmt::Continue(_) => true,
+        Stmt::If(if_stmt) => {
+            leaves_iteration(&if_stmt.body)
+                || if_stmt
+                    .elif_else_clauses
+                    .iter()
+                    .any(|clause| leaves_iteration(&clause.body))
+        }
+        Stmt::With(with) => leaves_iteration(&with.body),
+        Stmt::Try(try_stmt) => {
+            leaves_iteration(&try_stmt.body)
+                || leaves_iteration(&try_stmt.orelse)
+                || leaves_iteration(&try_stmt.finalbody)
+                || try_stmt.handlers.iter().any(|handler| {
+                    let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                    leaves_iteration(&handler.body)
+                })
+        }
+        Stmt::Match(match_stmt) => match_stmt
+            .cases
+            .iter()
+            .any(|case| leaves_iteration(&case.body)),
+        // A nested loop's `else` runs in this iteration.
+        Stmt::For(inner) => leaves_iteration(&inner.orelse),
+        Stmt::While(inner) => leaves_iteration(&inner.orelse),
+        _ => false,
+    })
 }
