@@ -557,6 +557,19 @@ pub(crate) fn causal_masks(
     }
 }
 
+/// The submodules a `torch.nn` class's own `__init__` builds, as (attribute, class): a subclass
+/// (`class Model(nn.Transformer)`) that calls `super().__init__(...)` and then `self.encoder`
+/// calls that layer.
+pub(crate) fn base_submodules(qualified: &str) -> &'static [(&'static str, &'static str)] {
+    match qualified {
+        "torch.nn.Transformer" => &[
+            ("encoder", "torch.nn.TransformerEncoder"),
+            ("decoder", "torch.nn.TransformerDecoder"),
+        ],
+        _ => &[],
+    }
+}
+
 /// What a `torch.nn` layer does to the shape of its input, from its constructor's arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LayerShape {

@@ -18,7 +18,7 @@ use super::{
 use super::{layers, sequences, shape_ops};
 use crate::semantic::events::Forcing;
 use crate::semantic::symbolic::SymSize;
-use crate::semantic::value::{BakedRead, DimSize, TensorDims};
+use crate::semantic::value::{BakedRead, DimSize, LayerInfo, TensorDims};
 
 impl Interpreter<'_, '_> {
     // ---------------------------------------------------------------------------------------
@@ -313,6 +313,27 @@ impl Interpreter<'_, '_> {
                 if let Some(method) = self.model.find_method(*base, name) {
                     return self.inline(method, Some(receiver), args, kwargs, None);
                 }
+            }
+        }
+        // `super().__init__(d_model=...)` of a `torch.nn` base: the submodules torch builds.
+        if let (Value::Building(index), "__init__") = (&receiver, name) {
+            let built: Vec<(&str, &str)> = self.model.classes[class]
+                .bases
+                .iter()
+                .filter_map(|base| match base {
+                    Value::Qualified(qualified) => Some(catalogue::base_submodules(qualified)),
+                    _ => None,
+                })
+                .flatten()
+                .copied()
+                .collect();
+            for (attribute, layer) in built {
+                let layer = Value::Layer(Rc::new(LayerInfo {
+                    qualified: Rc::from(layer),
+                    sizes: Vec::new(),
+                    same_padding: false,
+                }));
+                self.write_field(*index, attribute, layer);
             }
         }
         if any_tensor && name == "forward" {
@@ -1005,6 +1026,7 @@ impl Interpreter<'_, '_> {
         {
             env.locals.insert(vararg.name.to_string(), Value::Unknown);
         }
+        self.seed_module_attributes(def, &parameters, &mut env);
         // Entering another file's code: its globals answer names, its events go to it.
         let caller_file = std::mem::replace(&mut self.file, file);
         let frame = if self.model.foreign.is_empty() {

@@ -9,6 +9,7 @@ use crate::semantic::catalogue;
 use crate::semantic::names;
 use crate::syntax::ast::{self, Expr};
 
+use super::statements::attribute_key;
 use super::{
     AttributeResult, BoolContext, CompareOp, Env, EventKind, Interpreter, Interval, MAX_UNROLL,
     ScalarUse, SizeOrigin, TensorInfo, Value, binary, data_guard, element_of, exact_items,
@@ -100,6 +101,13 @@ impl Interpreter<'_, '_> {
                 .map_or(Value::Unknown, |text| Value::Str(Rc::from(text))),
             Expr::BooleanLiteral(literal) => Value::Number(f64::from(u8::from(literal.value))),
             Expr::Attribute(attribute) => {
+                // `self.src_mask` after this call assigned it.
+                if let Expr::Name(receiver) = &*attribute.value {
+                    let key = attribute_key(receiver.id.as_str(), attribute.attr.as_str());
+                    if let Some(value) = env.locals.get(&key) {
+                        return value.clone();
+                    }
+                }
                 let receiver = self.eval(&attribute.value, env);
                 if attribute.attr.as_str() == "data" && receiver.is_certain_tensor() {
                     self.record(

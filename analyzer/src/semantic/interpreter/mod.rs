@@ -342,6 +342,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 env.locals.insert(vararg.name.to_string(), Value::Unknown);
             }
             interpreter.file = model.functions[forward].file;
+            interpreter.seed_module_attributes(def, &parameters, &mut env);
             if interpreter.file != 0 {
                 if let Some(site) = model.entry_site {
                     interpreter.frames.push((0, site));
@@ -1224,9 +1225,11 @@ fn tensor_locals(env: &Env) -> TensorNames {
     let mut names: Vec<String> = env
         .locals
         .iter()
-        .filter(
-            |(_, value)| matches!(value, Value::Tensor(info) if !info.assumed && !info.maybe_none),
-        )
+        .filter(|(name, value)| {
+            // `self.<name>` held while a method assigns it is no local of the code.
+            !name.contains('.')
+                && matches!(value, Value::Tensor(info) if !info.assumed && !info.maybe_none)
+        })
         .map(|(name, _)| name.clone())
         .collect();
     names.sort();

@@ -16,6 +16,45 @@ use super::{
 };
 
 impl Interpreter<'_, '_> {
+    /// A method of a traced module that assigns `self.<name>` (`self.src_mask = mask`, a cache
+    /// built on first use) reads back, later in the same call, what it assigned: each such
+    /// attribute starts as a local holding what `self.<name>` was before the call, so branches
+    /// that assign it and branches that do not join as Python's do.
+    pub(super) fn seed_module_attributes(
+        &mut self,
+        def: &ast::StmtFunctionDef,
+        parameters: &[&ast::ParameterWithDefault],
+        env: &mut Env,
+    ) {
+        let Some(receiver) = parameters.first().map(|p| p.parameter.name.as_str()) else {
+            return;
+        };
+        let Some(module @ Value::Module(_)) = env.locals.get(receiver).cloned() else {
+            return;
+        };
+        let mut assigned = Vec::new();
+        assigned_attributes(&def.body, receiver, &mut assigned);
+        let emit = std::mem::replace(&mut self.emit, false);
+        for name in assigned {
+            // A cache `__init__` leaves `None` (`self.src_mask = None`) is `None` on the model
+            // an export script builds and exports: the call that fills it is the one traced.
+            let lazily_filled = match &module {
+                Value::Module(Some(class)) => self
+                    .constructed
+                    .get(class)
+                    .is_some_and(|fields| fields.get(&name) == Some(&Value::None)),
+                _ => false,
+            };
+            let before = if lazily_filled {
+                Value::None
+            } else {
+                self.attribute(&module, &name)
+            };
+            env.locals.insert(attribute_key(receiver, &name), before);
+        }
+        self.emit = emit;
+    }
+
     // ---------------------------------------------------------------------------------------
     // Statements
 
@@ -483,6 +522,12 @@ impl Interpreter<'_, '_> {
                         self.write_field(index, attribute.attr.as_str(), value);
                         return;
                     }
+                    // `self.src_mask = mask` in traced code: what this call reads back.
+                    let key = attribute_key(receiver.id.as_str(), attribute.attr.as_str());
+                    if let Some(held) = env.locals.get_mut(&key) {
+                        *held = value;
+                        return;
+                    }
                 }
                 let emit = std::mem::replace(&mut self.emit, false);
                 let receiver = self.eval(&attribute.value, env);
@@ -734,4 +779,75 @@ fn leaves_iteration(body: &[Stmt]) -> bool {
         Stmt::While(inner) => leaves_iteration(&inner.orelse),
         _ => false,
     })
+}
+
+/// The local that holds `receiver.name` while a method assigns it; not a Python name, so it
+/// never meets one.
+pub(super) fn attribute_key(receiver: &str, name: &str) -> String {
+    format!("{receiver}.{name}")
+}
+
+/// The attributes of `receiver` that a body assigns (`self.x = ...`, `self.x += ...`), outside
+/// nested functions and classes.
+fn assigned_attributes(body: &[Stmt], receiver: &str, out: &mut Vec<String>) {
+    let target = |target: &Expr, out: &mut Vec<String>| {
+        let mut targets = vec![target];
+        while let Some(target) = targets.pop() {
+            match target {
+                Expr::Attribute(attribute)
+                    if matches!(&*attribute.value, Expr::Name(name) if name.id.as_str() == receiver)
+                        && !out.iter().any(|seen| seen == attribute.attr.as_str()) =>
+                {
+                    out.push(attribute.attr.to_string());
+                }
+                Expr::Tuple(ast::ExprTuple { elts, .. })
+                | Expr::List(ast::ExprList { elts, .. }) => {
+                    targets.extend(elts.iter());
+                }
+                Expr::Starred(starred) => targets.push(&starred.value),
+                _ => {}
+            }
+        }
+    };
+    for stmt in body {
+        match stmt {
+            Stmt::Assign(assign) => {
+                for assigned in &assign.targets {
+                    target(assigned, out);
+                }
+            }
+            Stmt::AnnAssign(assign) => target(&assign.target, out),
+            Stmt::AugAssign(assign) => target(&assign.target, out),
+            Stmt::If(if_stmt) => {
+                assigned_attributes(&if_stmt.body, receiver, out);
+                for clause in &if_stmt.elif_else_clauses {
+                    assigned_attributes(&clause.body, receiver, out);
+                }
+            }
+            Stmt::For(for_stmt) => {
+                target(&for_stmt.target, out);
+                assigned_attributes(&for_stmt.body, receiver, out);
+                assigned_attributes(&for_stmt.orelse, receiver, out);
+            }
+            Stmt::While(while_stmt) => {
+                assigned_attributes(&while_stmt.body, receiver, out);
+                assigned_attributes(&while_stmt.orelse, receiver, out);
+            }
+            Stmt::With(with) => assigned_attributes(&with.body, receiver, out),
+            Stmt::Try(try_stmt) => {
+                assigned_attributes(&try_stmt.body, receiver, out);
+                assigned_attributes(&try_stmt.orelse, receiver, out);
+                assigned_attributes(&try_stmt.finalbody, receiver, out);
+                for ast::ExceptHandler::ExceptHandler(handler) in &try_stmt.handlers {
+                    assigned_attributes(&handler.body, receiver, out);
+                }
+            }
+            Stmt::Match(match_stmt) => {
+                for case in &match_stmt.cases {
+                    assigned_attributes(&case.body, receiver, out);
+                }
+            }
+            _ => {}
+        }
+    }
 }
