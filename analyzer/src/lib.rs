@@ -178,6 +178,18 @@ fn check_parsed(
         _ => std::sync::Arc::default(),
     };
     let mut model = semantic::SemanticModel::build_program(parsed, file, workspace, &program);
+    // What this file's own entrypoint is lowered for goes with the calls its analysis found,
+    // here and in installed libraries.
+    let lowered_for = semantic::target_ops::of_entrypoint(
+        settings,
+        file.module,
+        &parsed.module.body,
+        model.entry.is_some(),
+    );
+    semantic::target_ops::stamp(
+        model.events.iter_mut().chain(&mut model.foreign_events),
+        &lowered_for,
+    );
     let mut related: HashMap<TextRange, Vec<Related>> = HashMap::new();
     if let (Some(module), false) = (file.module, program.is_empty()) {
         workspace.note_entered(module, model.entered_modules());
@@ -204,6 +216,8 @@ fn check_parsed(
             &mut related,
             &mut from_libraries,
         );
+        // The file's own entrypoint runs the code other entrypoints' analyses replaced too.
+        semantic::target_ops::stamp(&mut model.events, &lowered_for);
     }
     let mut report = report(parsed, &model, file, settings, from_libraries);
     for diagnostic in &mut report.diagnostics {
@@ -413,9 +427,18 @@ fn import_events(
             module: Some(entry),
             is_package: source.is_package,
         };
-        let entry_model =
+        let mut entry_model =
             semantic::SemanticModel::build_program(&parsed, entry_file, workspace, &program);
         workspace.note_entered(entry, entry_model.entered_modules());
+        // A call the entrypoint reaches here is lowered for the targets it names, wherever
+        // they are written (its configuration, its table, its own `targets = [...]`).
+        let lowered_for = semantic::target_ops::of_entrypoint(
+            settings,
+            Some(entry),
+            &parsed.module.body,
+            entry_model.entry.is_some(),
+        );
+        semantic::target_ops::stamp(&mut entry_model.foreign_events, &lowered_for);
         let Some(target) = entry_model.file_id(module) else {
             continue;
         };
@@ -540,6 +563,13 @@ pub fn summarize_and_check_alone(
         return (Alone::NeedsWorkspace(ParsedFile(parsed)), summary);
     }
     model.interpret(&parsed);
+    let lowered_for = semantic::target_ops::of_entrypoint(
+        settings,
+        file.module,
+        &parsed.module.body,
+        model.entry.is_some(),
+    );
+    semantic::target_ops::stamp(&mut model.events, &lowered_for);
     (
         Alone::Report(report(&parsed, &model, file, settings, Vec::new())),
         summary,

@@ -36,10 +36,15 @@ pub struct Settings {
     pub strict: bool,
     pub select: Vec<RuleSelector>,
     pub ignore: Vec<RuleSelector>,
-    /// The deployment targets configured for every entrypoint (`targets` of `[tool.pt2lsp]` or
-    /// the editor: `core-aten`, `executorch`, `onnx`, ...); a file's own `targets = [...]` adds
-    /// to them for its entrypoint. PT707 warns only about these targets.
+    /// The deployment targets configured for every entrypoint (`targets` of `[tool.pt2lsp]`,
+    /// the editor's settings or `--target`: `core-aten`, `executorch`, `onnx`, ...); a file's
+    /// own `targets = [...]` and [`Settings::entrypoint_targets`] add to them for its
+    /// entrypoint. PT707 warns only about the targets of the entrypoints that reach a call.
     pub targets: Vec<String>,
+    /// The `targets` of each `[[tool.pt2lsp.entrypoints]]` table, by the dotted module the table
+    /// names (its `model`'s module, or its `script`'s): that module is an entrypoint lowered for
+    /// them too, and so is what its analysis reaches in other files.
+    pub entrypoint_targets: Vec<(String, Vec<String>)>,
 }
 
 impl Default for Settings {
@@ -49,6 +54,7 @@ impl Default for Settings {
             select: vec![RuleSelector("PT".to_owned())],
             ignore: Vec::new(),
             targets: Vec::new(),
+            entrypoint_targets: Vec::new(),
         }
     }
 }
@@ -88,7 +94,7 @@ mod tests {
             strict: false,
             select: selectors(&["PT1"]),
             ignore: selectors(&["pt101"]),
-            targets: Vec::new(),
+            ..Settings::default()
         };
         assert!(!settings.is_enabled(Rule::DataDependentBranch));
         assert!(settings.is_enabled(Rule::DataDependentScalar));
@@ -97,7 +103,7 @@ mod tests {
             strict: false,
             select: selectors(&["PT101"]),
             ignore: selectors(&["PT1"]),
-            targets: Vec::new(),
+            ..Settings::default()
         };
         assert!(settings.is_enabled(Rule::DataDependentBranch));
         assert!(!settings.is_enabled(Rule::DataDependentScalar));

@@ -143,6 +143,7 @@ pub fn settings(
         // The configured targets come with a project (`check_paths`); a text alone has only
         // its own `targets = [...]`.
         targets: Vec::new(),
+        entrypoint_targets: Vec::new(),
     })
 }
 

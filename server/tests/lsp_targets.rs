@@ -3,7 +3,9 @@
 //! with the target as its fourth argument; with real torch, a save lowers the entrypoint for its
 //! targets, and what a lowering finds (PT7xx) reaches the editor on the user's line, while a
 //! target that cannot run in the interpreter is one `window/showMessage` per session, however
-//! many entrypoints name it, and the other targets' findings stand.
+//! many entrypoints name it, and the other targets' findings stand. A model file opened alone
+//! is warned about (PT707) for the targets of the export script that reaches it, however they
+//! are named: the script's own `targets`, its entrypoint table, the editor's settings.
 //!
 //! The torch tests use `PT2LSP_PYTHON` (scripts/test.sh sets it), else `../.venv/bin/python`;
 //! without torch they fail when `CI` is set and are skipped, with a note, otherwise.
@@ -379,4 +381,72 @@ async fn a_call_a_configured_target_cannot_run_is_a_warning_as_you_type() {
         "{messages:?}"
     );
     client.shutdown_and_exit().await;
+}
+
+/// `fixtures/projects/deploy_script` under `root`, with `pyproject` as its `pyproject.toml`;
+/// `own_targets: false` takes the script's `targets = ["executorch"]` out.
+fn deploy_project(root: &Path, pyproject: &str, own_targets: bool) {
+    let fixture = torch_support::repository().join("fixtures/projects/deploy_script");
+    for file in [
+        "mymodels/__init__.py",
+        "mymodels/net.py",
+        "scripts/export_pte.py",
+    ] {
+        let to = root.join(file);
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        let text = fs::read_to_string(fixture.join(file)).unwrap();
+        let text = if own_targets {
+            text
+        } else {
+            text.replace("targets = [\"executorch\"]\n", "")
+        };
+        fs::write(to, text).unwrap();
+    }
+    fs::write(root.join("pyproject.toml"), pyproject).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_file_opened_alone_is_warned_for_its_export_scripts_targets() {
+    let table = "[project]\nname = \"audio\"\n\n[[tool.pt2lsp.entrypoints]]\nscript = \"scripts/export_pte.py\"\ntargets = [\"executorch\"]\n";
+    let plain = "[project]\nname = \"audio\"\n";
+    // (pyproject.toml, the script keeps its own targets, the editor's settings, the target named)
+    let cases = [
+        (plain, true, json!({"trace": "off"}), "executorch"),
+        (table, false, json!({"trace": "off"}), "executorch"),
+        (
+            plain,
+            false,
+            json!({"trace": "off", "targets": ["core-aten"]}),
+            "core-aten",
+        ),
+    ];
+    for (pyproject, own_targets, settings, target) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        deploy_project(&root, pyproject, own_targets);
+        let (_child, mut client) = spawn();
+        client.initialize(Some(&root), settings).await;
+        client.scanned().await;
+        let net = root.join("mymodels/net.py");
+        let text = fs::read_to_string(&net).unwrap();
+        let uri = file_uri(&net);
+        client.open(&uri, 1, &text).await;
+        let diagnostics = client.diagnostics(&uri, 1).await;
+        let line = text
+            .lines()
+            .position(|line| line.ends_with("# warning[PT707]"))
+            .expect("the mark") as u64;
+        assert_eq!(
+            codes(&diagnostics),
+            [("PT707".to_owned(), line)],
+            "{target}: {diagnostics:#?}"
+        );
+        let message = diagnostics[0]["message"].as_str().unwrap();
+        assert!(
+            message.contains("`torch.histc`")
+                && message.contains(&format!("the deployment target `{target}`")),
+            "{message}"
+        );
+        client.shutdown_and_exit().await;
+    }
 }

@@ -1,5 +1,5 @@
-//! PT707 `target-unsupported-op`: a torch call that a deployment target the entrypoint names
-//! cannot run in any configuration, known from the targets' own op lists as you type.
+//! PT707 `target-unsupported-op`: a torch call that a deployment target of an entrypoint reaching
+//! it cannot run in any configuration, known from the targets' own op lists as you type.
 
 use crate::diagnostic::Severity;
 use crate::registry::RuleMeta;
@@ -11,10 +11,14 @@ pub(crate) const META: RuleMeta = RuleMeta {
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
-Warns, as you type, on a call such as `torch.searchsorted(...)` or `x.histc(...)` in the traced
-code of a file whose entrypoint names a deployment target (`targets = [...]` in the file,
-`targets` of `[tool.pt2lsp]` or the editor's settings) that cannot run that op in any
-configuration:
+Warns, as you type, on a call such as `torch.searchsorted(...)` or `x.histc(...)` in code an
+entrypoint exports, when a deployment target that entrypoint is lowered for cannot run that op in
+any configuration. The call may be in the entrypoint's own file or in a model file it imports
+(`mymodels/net.py`, exported by `scripts/export.py`): the warning is on the call's line, for the
+targets of every entrypoint whose analysis reaches it. An entrypoint's targets are `targets` of
+`[tool.pt2lsp]`, the editor's settings or `--target` (every entrypoint), the `targets` of the
+`[[tool.pt2lsp.entrypoints]]` table whose `model` or `script` it is, and a module-level
+`targets = [...]` in its file (a convention file, or the export script):
 
 - `core-aten`: the op is not in the core ATen opset and `run_decompositions()` has no
   decomposition to it;
@@ -26,7 +30,8 @@ The table of such calls (`analyzer/data/target_ops.tsv`, 41 ops for torch 2.15) 
 `scripts/target_ops.py` from those packages' own op lists, and every row is measured: a call
 of the op, exported and lowered for the target, keeps it (ExecuTorch's `to_edge` refuses it).
 A call the analysis cannot tie to the op (a method on a value not known to be a tensor, a
-branch it cannot decide) is not reported. On save, the target's lowering states it with its
+branch it cannot decide, such as `if x.is_cuda:`) is not reported, nor is a call that no
+entrypoint naming the target reaches. On save, the target's lowering states it with its
 own code (PT701, PT705, PT703) once the export succeeds, and that finding takes this warning's
 place on the line.
 
@@ -47,6 +52,20 @@ class Bucketer(nn.Module):
         return torch.searchsorted(self.edges, x)   # PT707: not core ATen, no portable kernel
 ```
 
+The model in a package, exported by a script that names its target:
+```python
+# mymodels/net.py
+class Histogram(nn.Module):
+    def forward(self, h):
+        return torch.histc(h, bins=8)   # PT707 (executorch), reached from scripts/export_pte.py
+
+# scripts/export_pte.py
+targets = ["executorch"]
+
+def main():
+    program = torch.export.export(Histogram(), (torch.randn(2, 16),))
+```
+
 ## Fix
 Write the computation with ops the target runs: `(x.unsqueeze(-1) > self.edges).sum(-1)` for
 a `searchsorted` over sorted edges, `torch.sort(x).values[..., k - 1]` for `kthvalue`; or, for
@@ -58,6 +77,7 @@ ExecuTorch, link a kernel of your own for the op and list it in
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::semantic::{EventKind, target_ops};
+use ruff_text_size::TextRange;
 
 /// What each target's failure is, for the message.
 fn why(target: &str) -> &'static str {
@@ -72,24 +92,20 @@ fn why(target: &str) -> &'static str {
 }
 
 pub(crate) fn check(checker: &mut Checker) {
-    // Only where this file's entrypoint is lowered for a target: its own `targets = [...]`, or
-    // the targets configured for every entrypoint.
-    if checker.model.entry.is_none() {
-        return;
-    }
-    let mut targets: Vec<String> = checker.settings.targets.clone();
-    targets.extend(crate::semantic::declared_targets(
-        &checker.parsed.module.body,
-    ));
-    if targets.is_empty() {
-        return;
-    }
-    let mut found = Vec::new();
+    // Each call is judged against the targets of the entrypoints whose analyses reach it
+    // (`target_ops::stamp`): this file's own, or those of an export script elsewhere whose
+    // analysis followed the model here. A call no such entrypoint reaches is never lowered.
+    let mut found: Vec<(TextRange, &str, bool, &target_ops::TargetOp, Vec<&str>)> = Vec::new();
     for event in &checker.model.events {
-        let EventKind::TargetOp { name, method } = &event.kind else {
+        let EventKind::TargetOp {
+            name,
+            method,
+            lowered_for,
+        } = &event.kind
+        else {
             continue;
         };
-        // A call in another file, or on a path the analysis cannot decide, may never be lowered.
+        // A call on a path the analysis cannot decide may never be lowered.
         if event.file != 0 || event.conditional || event.undecided_path {
             continue;
         }
@@ -99,16 +115,26 @@ pub(crate) fn check(checker: &mut Checker) {
             target_ops::function(name)
         };
         let Some(row) = row else { continue };
+        let wanted = lowered_for.iter().map(String::as_str);
+        // Several entrypoints reach one call: the targets of all of them.
+        match found.iter_mut().find(|(range, ..)| *range == event.range) {
+            Some((.., targets)) => targets.extend(wanted),
+            None => found.push((event.range, name, *method, row, wanted.collect())),
+        }
+    }
+    found.sort_by_key(|(range, ..)| range.start());
+    let mut reported = Vec::new();
+    for (range, name, method, row, wanted) in found {
         let failing: Vec<&str> = row
             .targets
             .iter()
             .copied()
-            .filter(|target| targets.iter().any(|wanted| wanted == target))
+            .filter(|target| wanted.contains(target))
             .collect();
         if failing.is_empty() {
             continue;
         }
-        let call = if *method {
+        let call = if method {
             format!("`.{name}()`")
         } else {
             format!("`torch.{name}`")
@@ -128,11 +154,119 @@ pub(crate) fn check(checker: &mut Checker) {
             "{call} (`aten.{name}`) cannot run on {reasons} (measured with {})",
             target_ops::measured_with()
         );
-        found.push((event.range, message));
+        reported.push((range, message));
     }
-    found.sort_by_key(|(range, _)| range.start());
-    found.dedup_by_key(|(range, _)| *range);
-    for (range, message) in found {
+    for (range, message) in reported {
         checker.report(Rule::TargetUnsupportedOp, Severity::Warning, range, message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use crate::{
+        ModuleSource, Settings, SourceFile, WorkspaceIndex, WorkspaceSources, check_file, summarize,
+    };
+
+    /// A model file that two export scripts reach: `export_phone` and `export_server`.
+    const NET: &str = "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return torch.median(x, dim=-1).values\n";
+
+    fn script(targets: &str) -> String {
+        format!(
+            "import torch\nfrom pkg.net import Net\n{targets}\n\ndef main():\n    model = Net().eval()\n    torch.export.export(model, (torch.randn(2, 8),))\n\n\nif __name__ == \"__main__\":\n    main()\n"
+        )
+    }
+
+    struct Texts(HashMap<String, Arc<str>>);
+
+    impl WorkspaceSources for Texts {
+        fn source(&self, module: &str) -> Option<ModuleSource> {
+            Some(ModuleSource {
+                text: Arc::clone(self.0.get(module)?),
+                is_package: module == "pkg",
+                path: PathBuf::from(format!("{}.py", module.replace('.', "/"))),
+            })
+        }
+    }
+
+    /// PT707's messages in `pkg/net.py`, with the scripts' texts given.
+    fn warned_in_net(phone: &str, server: &str, settings: &Settings) -> Vec<String> {
+        let files = [
+            ("pkg", String::new()),
+            ("pkg.net", NET.to_owned()),
+            ("export_phone", script(phone)),
+            ("export_server", script(server)),
+        ];
+        let summaries: Vec<_> = files
+            .iter()
+            .map(|(module, text)| summarize(text, module, *module == "pkg"))
+            .collect();
+        let texts = Texts(
+            files
+                .iter()
+                .map(|(module, text)| ((*module).to_owned(), Arc::from(text.as_str())))
+                .collect(),
+        );
+        let index = WorkspaceIndex::new(&summaries).with_sources(Arc::new(texts));
+        let file = SourceFile {
+            text: NET,
+            module: Some("pkg.net"),
+            is_package: false,
+        };
+        check_file(file, settings, &index)
+            .diagnostics
+            .into_iter()
+            .filter(|diagnostic| diagnostic.rule.code() == "PT707")
+            .map(|diagnostic| {
+                assert_eq!(&NET[diagnostic.range], "torch.median(x, dim=-1)");
+                diagnostic.message
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_call_in_a_model_file_is_judged_by_the_targets_of_the_scripts_that_reach_it() {
+        let defaults = Settings::default();
+        // No entrypoint names a target: nothing is lowered.
+        assert_eq!(warned_in_net("", "", &defaults), Vec::<String>::new());
+        // The phone script's own `targets`.
+        let warned = warned_in_net("targets = [\"executorch\"]", "", &defaults);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(
+            warned[0].contains("on the deployment target `executorch`"),
+            "{warned:?}"
+        );
+        // The server script's table (`[[tool.pt2lsp.entrypoints]]` with its `script`) adds
+        // `onnx`: one warning naming the targets of both.
+        let tables = Settings {
+            entrypoint_targets: vec![("export_server".to_owned(), vec!["onnx".to_owned()])],
+            ..Settings::default()
+        };
+        let warned = warned_in_net("targets = [\"executorch\"]", "", &tables);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(
+            warned[0].contains("the deployment targets `executorch` (")
+                && warned[0].contains("`onnx` (torch.onnx has no function for it)"),
+            "{warned:?}"
+        );
+        // A target configured for every entrypoint (the editor's, `--target`).
+        let everywhere = Settings {
+            targets: vec!["core-aten".to_owned()],
+            ..Settings::default()
+        };
+        let warned = warned_in_net("", "", &everywhere);
+        assert!(
+            warned.len() == 1 && warned[0].contains("target `core-aten`"),
+            "{warned:?}"
+        );
+        // A table naming a module nothing imports says nothing about this file.
+        let elsewhere = Settings {
+            entrypoint_targets: vec![("tools.bench".to_owned(), vec!["onnx".to_owned()])],
+            ..Settings::default()
+        };
+        assert_eq!(warned_in_net("", "", &elsewhere), Vec::<String>::new());
     }
 }

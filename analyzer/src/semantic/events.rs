@@ -101,8 +101,15 @@ pub(crate) enum EventKind {
         tensor_argument: bool,
     },
     /// A torch call that some deployment target cannot run (`semantic::target_ops`):
-    /// `torch.<name>(...)`, or `tensor.<name>(...)` when `method`.
-    TargetOp { name: String, method: bool },
+    /// `torch.<name>(...)`, or `tensor.<name>(...)` when `method`. `lowered_for` holds the
+    /// targets of the entrypoint whose analysis recorded it (`target_ops::stamp`), empty until
+    /// one does: carried with the event when it is imported into a file that entrypoint
+    /// reaches.
+    TargetOp {
+        name: String,
+        method: bool,
+        lowered_for: Vec<String>,
+    },
     /// A tensor method the exporter cannot trace (`data_ptr`).
     UntraceableMethod { method: String },
     /// `self.<attribute> += …` on a Python value in traced code: state that changes from call to

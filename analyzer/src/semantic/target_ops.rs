@@ -58,7 +58,58 @@ pub(crate) fn call_event(name: &str, method: bool) -> Option<EventKind> {
     row.map(|_| EventKind::TargetOp {
         name: name.to_owned(),
         method,
+        lowered_for: Vec::new(),
     })
+}
+
+/// The deployment targets the entrypoint of `module` is lowered for: those configured for every
+/// entrypoint (`Settings::targets`), those of the `[[tool.pt2lsp.entrypoints]]` tables naming
+/// `module` (`Settings::entrypoint_targets`) and the file's own `targets = [...]`, in that
+/// order, each once. Empty when the file is no entrypoint: no export of it is written there
+/// (`is_entrypoint`: an entrypoint the analysis found) and no table names it.
+pub(crate) fn of_entrypoint(
+    settings: &crate::Settings,
+    module: Option<&str>,
+    body: &[crate::syntax::ast::Stmt],
+    is_entrypoint: bool,
+) -> Vec<String> {
+    let tables: Vec<&String> = settings
+        .entrypoint_targets
+        .iter()
+        .filter(|(named, _)| module == Some(named.as_str()))
+        .flat_map(|(_, targets)| targets)
+        .collect();
+    if !is_entrypoint && tables.is_empty() {
+        return Vec::new();
+    }
+    let mut targets: Vec<String> = Vec::new();
+    let declared = super::declared_targets(body);
+    for target in settings.targets.iter().chain(tables).chain(&declared) {
+        if !targets.contains(target) {
+            targets.push(target.clone());
+        }
+    }
+    targets
+}
+
+/// Adds `targets` to what each call of a target op among `events` is lowered for: the events
+/// an entrypoint's analysis recorded, wherever they are reported later.
+pub(crate) fn stamp<'e>(
+    events: impl IntoIterator<Item = &'e mut super::Event>,
+    targets: &[String],
+) {
+    if targets.is_empty() {
+        return;
+    }
+    for event in events {
+        if let EventKind::TargetOp { lowered_for, .. } = &mut event.kind {
+            for target in targets {
+                if !lowered_for.contains(target) {
+                    lowered_for.push(target.clone());
+                }
+            }
+        }
+    }
 }
 
 fn parse(text: &'static str) -> Vec<TargetOp> {

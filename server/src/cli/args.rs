@@ -387,15 +387,15 @@ pub struct CheckArgs {
     #[arg(long, value_name = "METHOD", requires = "trace", value_parser = start_method)]
     pub start_method: Option<StartMethod>,
 
-    /// With --trace: after each entrypoint exports, lower the program for this deployment
-    /// target and report what fails there on your lines: core-aten (run_decompositions), pt2
-    /// (save, load, run against eager), onnx (torch.onnx.export), aoti (AOTInductor build),
-    /// executorch (XNNPACK, to_executorch). Repeat it or separate names with commas; added to
-    /// `targets` from pyproject.toml [default: none].
+    /// A deployment target every entrypoint is lowered for: the static pass warns on calls it
+    /// cannot run (PT707) and, with --trace, after each entrypoint exports, the program is
+    /// lowered for it and what fails there is reported on your lines: core-aten
+    /// (run_decompositions), pt2 (save, load, run against eager), onnx (torch.onnx.export),
+    /// aoti (AOTInductor build), executorch (XNNPACK, to_executorch). Repeat it or separate
+    /// names with commas; added to `targets` from pyproject.toml [default: none].
     #[arg(
         long = "target",
         value_name = "TARGET",
-        requires = "trace",
         value_delimiter = ',',
         value_parser = deployment_target
     )]

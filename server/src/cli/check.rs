@@ -194,6 +194,7 @@ pub fn options(args: &CheckArgs) -> CheckOptions {
         follow_libraries: args.no_follow_libraries.then_some(false),
         cache_dir: args.cache_dir.clone(),
         no_cache: args.no_cache,
+        targets: args.targets.clone(),
     }
 }
 

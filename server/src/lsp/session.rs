@@ -237,10 +237,15 @@ impl Session {
             Some(project) => editor.or(&project.options),
             None => editor,
         };
-        Resolved {
+        let mut resolved = Resolved {
             project: project.map(|project| project.pyproject.clone()),
             ..Resolved::new(&options)
-        }
+        };
+        resolved.analyzer.entrypoint_targets = crate::project::config::entrypoint_targets(
+            &resolved.entrypoints,
+            resolved.project_dir().as_deref(),
+        );
+        resolved
     }
     /// A line in the client's log, from any thread; warnings and errors also go to stderr,
     /// which some clients (Neovim) log as errors whatever it says.

@@ -177,6 +177,8 @@ impl Resolved {
                 .flatten()
                 .map(|target| target.as_str().to_owned())
                 .collect(),
+            // By module, which needs the project's directory: `Session::resolve_settings`.
+            entrypoint_targets: Vec::new(),
         };
         Self {
             analyzer,

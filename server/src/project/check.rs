@@ -25,6 +25,7 @@ use super::report::FileReport;
 use super::walk::{self, Exclude, Include};
 use super::warn;
 use crate::notebook::Notebook;
+use crate::tracer::targets::DeploymentTarget;
 
 /// Stack for each analysis thread. The parser and the analyzer recurse on the syntax tree, and
 /// generated code can nest expressions tens of thousands deep (`a + a + ... + a`); the memory is
@@ -60,6 +61,9 @@ pub struct CheckOptions {
     pub cache_dir: Option<PathBuf>,
     /// No cache is read or written.
     pub no_cache: bool,
+    /// `--target`: added to the configuration's `targets`, for the static pass (PT707) as for
+    /// a trace's lowerings.
+    pub targets: Vec<DeploymentTarget>,
 }
 
 /// What to check and how, resolved from the options and the configuration file: everything
@@ -360,12 +364,17 @@ fn resolve_settings(options: &CheckOptions, config: &Config) -> Result<Settings>
         strict,
         select,
         ignore,
-        targets: config
-            .targets
-            .iter()
-            .flatten()
-            .map(|target| target.as_str().to_owned())
-            .collect(),
+        targets: crate::tracer::targets::union(
+            &options.targets,
+            config.targets.as_deref().unwrap_or_default(),
+        )
+        .iter()
+        .map(|target| target.as_str().to_owned())
+        .collect(),
+        entrypoint_targets: config::entrypoint_targets(
+            config.entrypoints.as_deref().unwrap_or_default(),
+            config.root(),
+        ),
     })
 }
 

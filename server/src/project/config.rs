@@ -216,6 +216,42 @@ impl Config {
     }
 }
 
+/// The `targets` of each `[[tool.pt2lsp.entrypoints]]` table with some, by the module the table
+/// names (`Settings::entrypoint_targets`): its `model`'s module as written, or the module of its
+/// `script` (relative to `root`, the configuration's directory), named as the walk names files.
+pub fn entrypoint_targets(
+    entrypoints: &[Entrypoint],
+    root: Option<&Path>,
+) -> Vec<(String, Vec<String>)> {
+    let mut found = Vec::new();
+    for entry in entrypoints {
+        let targets: Vec<String> = entry
+            .targets
+            .iter()
+            .flatten()
+            .map(|target| target.as_str().to_owned())
+            .collect();
+        if targets.is_empty() {
+            continue;
+        }
+        let from_model = entry
+            .model
+            .as_deref()
+            .and_then(|model| model.split(':').next())
+            .map(str::trim)
+            .filter(|module| !module.is_empty())
+            .map(str::to_owned);
+        let from_script = entry.script.as_deref().and_then(|script| {
+            let path = root.map_or_else(|| PathBuf::from(script), |root| root.join(script));
+            super::walk::module_name(&path).map(|(module, _)| module)
+        });
+        for module in from_model.into_iter().chain(from_script) {
+            found.push((module, targets.clone()));
+        }
+    }
+    found
+}
+
 /// Finds the nearest `pyproject.toml` with a `[tool.pt2lsp]` table at or above `start`.
 ///
 /// A `pyproject.toml` without the table is skipped, as ruff skips one without `[tool.ruff]`:
