@@ -2,7 +2,9 @@
 //! configuration and `--target` reach every entrypoint, an unknown name is a usage error, a
 //! target whose tool is missing is one message per run, and a lowering that hangs or runs out of
 //! memory is PT502 for that target alone while the others' findings and the export's own stand. What each target finds on its line is
-//! checked on `fixtures/targets/` by `tracer.rs`'s fixture test.
+//! checked on `fixtures/targets/` by `tracer.rs`'s fixture test. The static pass's PT707 reaches
+//! a model file from the export script that names the target (`fixtures/projects/deploy_script`),
+//! whichever way the target is named, and the trace's lowering fails on the same line.
 //!
 //! The interpreter is `PT2LSP_PYTHON` (scripts/test.sh sets it), else `../.venv/bin/python`.
 //! Without torch the tests fail when `CI` is set and are skipped, with a note, otherwise.
@@ -28,6 +30,9 @@ use support::{Run, run};
 
 #[path = "support/trace_run.rs"]
 mod trace_run;
+
+#[path = "support/tree.rs"]
+mod tree;
 
 use trace_run::{assert_clean, pt2lsp, traced};
 
@@ -423,4 +428,157 @@ fn the_static_pass_warns_where_a_configured_target_cannot_run_the_call() {
         "{}",
         run.stdout
     );
+}
+
+/// `fixtures/projects/deploy_script` in a project of its own (a `pyproject.toml` at its root,
+/// with `config` under it); `own_targets: false` takes the script's `targets = [...]` out.
+fn deploy_project(config: &str, own_targets: bool) -> tempfile::TempDir {
+    let project = tempfile::tempdir().unwrap();
+    tree::copy_tree(
+        &torch_support::repository().join("fixtures/projects/deploy_script"),
+        project.path(),
+    );
+    fs::write(
+        project.path().join("pyproject.toml"),
+        format!("[project]\nname = \"audio\"\n\n{config}"),
+    )
+    .unwrap();
+    if !own_targets {
+        let script = project.path().join("scripts/export_pte.py");
+        let text = fs::read_to_string(&script).unwrap();
+        let without = text.replace("targets = [\"executorch\"]\n", "");
+        assert_ne!(text, without);
+        fs::write(&script, without).unwrap();
+    }
+    project
+}
+
+/// (file, line, code, message) of a static `check` in `project` with `args`.
+fn static_check(project: &Path, tmp: &Path, args: &[&str]) -> Vec<(String, u64, String, String)> {
+    let mut all = vec!["check", "--format", "json", "--exit-zero"];
+    all.extend(args);
+    let run = pt2lsp(project, tmp, &all);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.json()
+        .iter()
+        .map(|item| {
+            (
+                item["file"].as_str().unwrap().to_owned(),
+                item["line"].as_u64().unwrap(),
+                item["code"].as_str().unwrap().to_owned(),
+                item["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The line of `torch.histc` in the fixture's model file: its `warning[PT707]` mark.
+fn histc_line() -> u64 {
+    let text = fs::read_to_string(
+        torch_support::repository().join("fixtures/projects/deploy_script/mymodels/net.py"),
+    )
+    .unwrap();
+    let index = text
+        .lines()
+        .position(|line| line.ends_with("# warning[PT707]"))
+        .expect("the mark");
+    u64::try_from(index).unwrap() + 1
+}
+
+#[test]
+fn a_model_file_is_warned_for_the_targets_of_the_export_script_that_reaches_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let line = histc_line();
+    let on_histc = |found: &[(String, u64, String, String)], target: &str| {
+        assert_eq!(
+            found
+                .iter()
+                .map(|(file, line, code, _)| (file.as_str(), *line, code.as_str()))
+                .collect::<Vec<_>>(),
+            [("mymodels/net.py", line, "PT707")],
+            "{found:#?}"
+        );
+        assert!(
+            found[0]
+                .3
+                .contains(&format!("the deployment target `{target}`")),
+            "{found:#?}"
+        );
+    };
+    // The script's own `targets = ["executorch"]`: the model file alone, its directory and
+    // the project say the same.
+    let project = deploy_project("", true);
+    for args in [&["mymodels/net.py"][..], &["mymodels"], &["."]] {
+        on_histc(
+            &static_check(project.path(), tmp.path(), args),
+            "executorch",
+        );
+    }
+    // No target anywhere: nothing.
+    let project = deploy_project("", false);
+    assert_eq!(static_check(project.path(), tmp.path(), &["."]), []);
+    // `--target` is a setting like the configuration's: the same from the file and from its
+    // directory, with no trace.
+    for args in [
+        &["--target", "executorch", "mymodels/"][..],
+        &["--target", "executorch", "mymodels/net.py"],
+    ] {
+        on_histc(
+            &static_check(project.path(), tmp.path(), args),
+            "executorch",
+        );
+    }
+    // The `targets` of the table whose `script` is the export script.
+    let project = deploy_project(
+        "[[tool.pt2lsp.entrypoints]]\nscript = \"scripts/export_pte.py\"\ntargets = [\"executorch\"]\n",
+        false,
+    );
+    on_histc(
+        &static_check(project.path(), tmp.path(), &["mymodels/net.py"]),
+        "executorch",
+    );
+    // Those of a table whose `model` is in the model file itself.
+    let project = deploy_project(
+        "[[tool.pt2lsp.entrypoints]]\nmodel = \"mymodels.net:AudioNet()\"\ntargets = [\"core-aten\"]\n",
+        false,
+    );
+    on_histc(
+        &static_check(project.path(), tmp.path(), &["mymodels/net.py"]),
+        "core-aten",
+    );
+}
+
+#[test]
+fn the_lowering_fails_in_the_model_file_where_the_static_pass_warned() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let line = u32::try_from(histc_line()).unwrap();
+    // The target from the script's own `targets`, then from its entrypoint table: the job of
+    // the script's export call lowers for it either way.
+    for (config, own_targets) in [
+        ("", true),
+        (
+            "[[tool.pt2lsp.entrypoints]]\nscript = \"scripts/export_pte.py\"\ntargets = [\"executorch\"]\n",
+            false,
+        ),
+    ] {
+        let project = deploy_project(config, own_targets);
+        let run = check(python, tmp.path(), project.path(), &[], &[], &[]);
+        assert_eq!(
+            codes_in(&run, "mymodels/net.py"),
+            [("PT705".to_owned(), line)],
+            "{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        // The lowering names the op the static pass warned about: its finding stands alone.
+        let codes: Vec<String> = run
+            .json()
+            .iter()
+            .map(|item| item["code"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(codes, ["PT705"], "{}", run.stdout);
+    }
+    assert_clean(tmp.path());
 }

@@ -201,7 +201,7 @@ def _load_call(job: dict, workspace: Workspace, target: Target) -> None:
     target.kwargs = received.kwargs
     target.dynamic_shapes = received.dynamic_shapes
     target.strict = received.strict or bool(job.get("strict"))
-    target.targets = requested_targets(job, None)
+    target.targets = requested_targets(job, received.declared_targets)
     target.model_binding = (path, CallArgument(line, end_line, 0, received.model_parameter, "model"))
     target.args_binding = (path, CallArgument(line, end_line, 1, "args", "args"))
     if received.kwargs is not None:

@@ -65,6 +65,9 @@ class ExportArguments:
     # The parameter names the called function gives the model and the inputs.
     model_parameter: str
     kwargs_position: int | None
+    # The module-level `targets` of the file that makes the call (`targets = ["executorch"]`),
+    # as a convention file declares them: the static pass reads the same assignment.
+    declared_targets: object = None
 
 
 class _ExportReached(BaseException):
@@ -145,6 +148,7 @@ class Interceptor:
                 strict=bool(arguments.get("strict", False)) and not onnx,
                 model_parameter=names[0],
                 kwargs_position=None if onnx else names.index("kwargs") if "kwargs" in names else None,
+                declared_targets=caller.f_globals.get("targets"),
             )
             raise _ExportReached
 

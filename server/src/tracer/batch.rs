@@ -48,6 +48,8 @@ pub struct ScriptArgs {
     /// As written: relative to the project root, or absolute.
     pub script: String,
     pub args: Vec<String>,
+    /// The table's `targets`: its export calls are lowered for them too.
+    pub targets: Vec<DeploymentTarget>,
 }
 
 impl ScriptArgs {
@@ -59,6 +61,7 @@ impl ScriptArgs {
                 Some(Self {
                     script: entry.script.clone()?,
                     args: entry.args.clone().unwrap_or_default(),
+                    targets: entry.targets.clone().unwrap_or_default(),
                 })
             })
             .collect()
@@ -131,14 +134,11 @@ pub fn plan(files: &[Candidate<'_>], options: &BatchOptions) -> Plan {
             continue;
         }
         let normalized_file = diagnostics::normalized(file.path);
-        let argv = options
-            .scripts
-            .iter()
-            .find(|script| {
-                diagnostics::normalized(&options.root.join(&script.script)) == normalized_file
-            })
-            .map(|script| script.args.clone())
-            .unwrap_or_default();
+        let script = options.scripts.iter().find(|script| {
+            diagnostics::normalized(&options.root.join(&script.script)) == normalized_file
+        });
+        let argv = script.map(|script| script.args.clone()).unwrap_or_default();
+        let script_targets = script.map_or(&[][..], |script| &script.targets);
         for call in export_call_jobs(file, &options.root) {
             match call {
                 Ok((mut call, anchor, label)) => plan.jobs.push(PlannedJob {
@@ -147,6 +147,7 @@ pub fn plan(files: &[Candidate<'_>], options: &BatchOptions) -> Plan {
                             call.argv.clone_from(&argv);
                             call
                         }),
+                        targets: targets::union(&options.targets, script_targets),
                         ..spec(file.path, None)
                     },
                     anchor,

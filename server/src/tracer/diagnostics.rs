@@ -483,7 +483,9 @@ pub fn superseded_by_lowering(
     else {
         return false;
     };
+    // torch names a default overload without its `.default` (`aten.histc`).
     traced_message.contains(&format!("`aten.{op}."))
+        || traced_message.contains(&format!("`aten.{op}`"))
 }
 
 /// Whether a confirmed diagnostic takes the trace's fix instead of its own: where it has none,
@@ -547,6 +549,21 @@ mod tests {
         let lowered = "ExecuTorch: `aten.searchsorted.Tensor` is not in core ATen, so the edge \
                        dialect refuses the program (to_edge)";
         assert!(superseded_by_lowering("PT707", warned, "PT705", lowered));
+        let histc = "`torch.histc` (`aten.histc`) cannot run on the deployment target ...";
+        let default_overload = "ExecuTorch: `aten.histc` is not in core ATen, so the edge \
+                                dialect refuses the program (to_edge)";
+        assert!(superseded_by_lowering(
+            "PT707",
+            histc,
+            "PT705",
+            default_overload
+        ));
+        assert!(!superseded_by_lowering(
+            "PT707",
+            histc,
+            "PT705",
+            "`aten.histc_out` ..."
+        ));
         // Another op of the line, another rule, a warning of the lowering: both stay.
         let other = "ExecuTorch: `aten.avg_pool3d.default` is not in core ATen";
         assert!(!superseded_by_lowering("PT707", warned, "PT705", other));
