@@ -43,6 +43,7 @@ impl Interpreter<'_, '_> {
     ) {
         self.constructing = true;
         self.budget = CONSTRUCTION_BUDGET;
+        self.unroll_budget = super::UNROLL_BUDGET;
         self.returns.push(Value::Bottom);
         self.exec_block(body, &mut Env::default());
         self.returns.pop();

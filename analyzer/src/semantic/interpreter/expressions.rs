@@ -225,9 +225,10 @@ impl Interpreter<'_, '_> {
             {
                 let generator = &generators[0];
                 let iterable = self.eval(&generator.iter, env);
-                if let Some(items) =
-                    exact_items(&iterable).filter(|items| items.len() <= MAX_UNROLL)
+                if let Some(items) = exact_items(&iterable)
+                    .filter(|items| items.len() <= MAX_UNROLL.min(self.unroll_budget))
                 {
+                    self.unroll_budget -= items.len();
                     let mut elements = Vec::with_capacity(items.len());
                     for item in items.iter() {
                         let mut inner = env.clone();

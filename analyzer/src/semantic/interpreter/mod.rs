@@ -211,6 +211,8 @@ pub(crate) struct Interpreter<'m, 'a> {
     pub(super) undecided: usize,
     /// How many enclosing loops run abstractly (their body for any number of iterations).
     pub(super) looping: usize,
+    /// Iterations unrolled loops may still run (see `UNROLL_BUDGET`).
+    pub(super) unroll_budget: usize,
     /// What a size of a tensor with untracked dimensions is: static when the model declares no
     /// dynamic dimension, unknown otherwise.
     untracked: SizeOrigin,
@@ -255,6 +257,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             conditional: 0,
             undecided: 0,
             looping: 0,
+            unroll_budget: UNROLL_BUDGET,
             file: 0,
             sites: Vec::new(),
             frames: Vec::new(),
@@ -309,6 +312,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 SizeOrigin::Static
             };
             interpreter.budget = INLINE_BUDGET;
+            interpreter.unroll_budget = UNROLL_BUDGET;
             interpreter.memo.clear();
             let def = model.functions[forward].def;
             let mut env = Env {
@@ -1005,6 +1009,10 @@ fn is_boolean_mask(slice: &Expr, index: &Value) -> bool {
 
 /// The most iterations a loop over known items runs one by one; a longer loop runs abstractly.
 pub(super) const MAX_UNROLL: usize = 64;
+
+/// The iterations all unrolled loops of one root (or of the construction) may run together:
+/// loops nested in unrolled loops multiply, and past this they run abstractly.
+pub(super) const UNROLL_BUDGET: usize = 2048;
 
 /// The items of a sequence known one by one: a display or a list filled in straight-line
 /// code, the numbers of a small `range`, the modules of a `ModuleList` filled the same way.

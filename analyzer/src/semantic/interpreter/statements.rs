@@ -161,9 +161,11 @@ impl Interpreter<'_, '_> {
                 // does: `for i in range(depth)` building layers, `for down in self.down_path`
                 // halving a map at each level. (A `break` or `continue` would need the state
                 // of the iterations it skips: such a loop runs abstractly.)
-                if let Some(items) = exact_items(&iterable)
-                    .filter(|items| items.len() <= MAX_UNROLL && !leaves_iteration(&for_stmt.body))
-                {
+                if let Some(items) = exact_items(&iterable).filter(|items| {
+                    items.len() <= MAX_UNROLL.min(self.unroll_budget)
+                        && !leaves_iteration(&for_stmt.body)
+                }) {
+                    self.unroll_budget -= items.len();
                     for item in items.iter() {
                         self.bind(&for_stmt.target, item.clone(), env);
                         if !self.exec_block(&for_stmt.body, env) {
