@@ -132,6 +132,14 @@ impl Interpreter<'_, '_> {
                     }
                 }
             }
+            // `skips.pop()`: the last item (or the one at a known index) leaves the list.
+            if let (Expr::Name(list), "pop") = (&*attribute.value, name) {
+                if let Some(Value::Tuple(items)) = env.locals.get(list.id.as_str()) {
+                    let (item, rest) = sequences::popped(items, &args);
+                    env.locals.insert(list.id.to_string(), rest);
+                    return item;
+                }
+            }
             if let (Expr::Name(list), "append" | "extend" | "insert") = (&*attribute.value, name) {
                 if let Some(value) = env.locals.get(list.id.as_str()) {
                     let grown = sequences::grown_list(value, name, &args);

@@ -406,6 +406,18 @@ impl Interpreter<'_, '_> {
                 .known_constant()
                 .and_then(crate::semantic::value::integer)
         });
+        // `channels[1:]`, `self.blocks[:-1]`, `skips[::-1]`: the items a slice of known bounds
+        // keeps, in order.
+        if let (Value::Tuple(items) | Value::Modules(_, Some(items)), Expr::Slice(slice)) =
+            (&receiver, &*subscript.slice)
+        {
+            if let Some(kept) = self.sliced(items, slice, env) {
+                return match receiver {
+                    Value::Modules(element, _) => Value::Modules(element, Some(kept)),
+                    _ => Value::Tuple(kept),
+                };
+            }
+        }
         match receiver {
             // `target["boxes"]`: a tensor is never indexed by a string; the value is a mapping.
             Value::Tensor(_) if matches!(&*subscript.slice, Expr::StringLiteral(_)) => {
@@ -474,6 +486,60 @@ impl Interpreter<'_, '_> {
             modules @ Value::Modules(..) => element_of(&modules),
             _ => Value::Unknown,
         }
+    }
+
+    /// The items `items[lower:upper:step]` keeps, as Python's slicing does, when each bound
+    /// given is a known integer.
+    fn sliced(
+        &mut self,
+        items: &[Value],
+        slice: &ast::ExprSlice,
+        env: &mut Env,
+    ) -> Option<Rc<[Value]>> {
+        let mut bound = |expr: Option<&Expr>| -> Option<Option<i64>> {
+            match expr {
+                None => Some(None),
+                Some(expr) => {
+                    let emit = std::mem::replace(&mut self.emit, false);
+                    let value = self.eval(expr, env);
+                    self.emit = emit;
+                    let number = value
+                        .known_constant()
+                        .and_then(crate::semantic::value::integer)?;
+                    Some(Some(number))
+                }
+            }
+        };
+        let lower = bound(slice.lower.as_deref())?;
+        let upper = bound(slice.upper.as_deref())?;
+        let step = bound(slice.step.as_deref())?.unwrap_or(1);
+        let length = i64::try_from(items.len()).ok()?;
+        if step == 0 {
+            return None;
+        }
+        // Python's `slice.indices`: negative bounds count from the end, and each is clamped.
+        let clamp = |bound: i64, low: i64, high: i64| {
+            let bound = if bound < 0 { bound + length } else { bound };
+            bound.clamp(low, high)
+        };
+        let (first, end) = if step > 0 {
+            (
+                lower.map_or(0, |lower| clamp(lower, 0, length)),
+                upper.map_or(length, |upper| clamp(upper, 0, length)),
+            )
+        } else {
+            (
+                lower.map_or(length - 1, |lower| clamp(lower, -1, length - 1)),
+                upper.map_or(-1, |upper| clamp(upper, -1, length - 1)),
+            )
+        };
+        let mut kept = Vec::new();
+        let mut index = first;
+        while (step > 0 && index < end) || (step < 0 && index > end) {
+            kept.push(items[usize::try_from(index).ok()?].clone());
+            index += step;
+        }
+        Some(Rc::from(kept))
     }
 
     /// `self.pos[:x.shape[1]]`: slicing a parameter or buffer, whose size is fixed, up to a

@@ -709,6 +709,27 @@ fn size_guard(
 
 fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f64>) -> Value {
     match (left, right) {
+        // `(3,) + channels[:-1]`, `[block] * depth`: a sequence whose items are known.
+        (Value::Tuple(a), Value::Tuple(b)) if op == ast::Operator::Add => {
+            Value::Tuple(a.iter().chain(b.iter()).cloned().collect())
+        }
+        (Value::Tuple(items), Value::Number(times))
+        | (Value::Number(times), Value::Tuple(items))
+            if op == ast::Operator::Mult =>
+        {
+            match super::value::integer(*times)
+                .and_then(|times| usize::try_from(times.max(0)).ok())
+                .filter(|times| items.len() * times <= MAX_UNROLL)
+            {
+                Some(times) => Value::Tuple(
+                    std::iter::repeat_n(items.iter(), times)
+                        .flatten()
+                        .cloned()
+                        .collect(),
+                ),
+                None => Value::Unknown,
+            }
+        }
         (Value::Number(a), Value::Number(b)) => {
             number_arithmetic(*a, op, *b).map_or(Value::Unknown, Value::Number)
         }
@@ -929,20 +950,33 @@ fn union_kind(slice: &Expr) -> AnnotationKind {
     AnnotationKind::Tensor { optional }
 }
 
-/// A parameter's default when the caller passes none: `None` and literal numbers (a default is
-/// evaluated where the function is defined, which the analysis does not re-run).
+/// A parameter's default when the caller passes none: a literal (a default is evaluated where
+/// the function is defined, which the analysis does not re-run).
 fn default_value(parameter: &ast::ParameterWithDefault) -> Value {
-    match parameter.default.as_deref() {
-        Some(Expr::NoneLiteral(_)) => Value::None,
-        Some(Expr::BooleanLiteral(literal)) => Value::Number(f64::from(u8::from(literal.value))),
-        Some(default) => number_of(default).map_or_else(
+    parameter
+        .default
+        .as_deref()
+        .map_or(Value::Unknown, literal_value)
+}
+
+/// A literal's value: `None`, a boolean, a number, a string, or a tuple or list of those
+/// (`channels=(8, 16, 32)`); anything else is unknown.
+fn literal_value(literal: &Expr) -> Value {
+    match literal {
+        Expr::NoneLiteral(_) => Value::None,
+        Expr::BooleanLiteral(literal) => Value::Number(f64::from(u8::from(literal.value))),
+        Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+            if !elts.iter().any(Expr::is_starred_expr) =>
+        {
+            Value::Tuple(elts.iter().map(literal_value).collect())
+        }
+        literal => number_of(literal).map_or_else(
             || {
-                names::string_literal(default)
+                names::string_literal(literal)
                     .map_or(Value::Unknown, |text| Value::Str(Rc::from(text)))
             },
             Value::Number,
         ),
-        None => Value::Unknown,
     }
 }
 

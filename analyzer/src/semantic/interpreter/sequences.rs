@@ -121,3 +121,32 @@ pub(super) fn module_elements(items: Option<&Value>) -> Value {
         _ => Value::Module(None),
     }
 }
+
+/// `items.pop()` / `items.pop(i)` of a list whose items are known: the item and the list
+/// without it; at an index the analysis cannot read, an unknown item and a list of unknown
+/// length.
+pub(super) fn popped(items: &[Value], args: &[Value]) -> (Value, Value) {
+    let index = match args {
+        [] => Some(-1),
+        [index] => index
+            .known_constant()
+            .and_then(crate::semantic::value::integer),
+        _ => None,
+    };
+    let length = i64::try_from(items.len()).unwrap_or(i64::MAX);
+    let position = index
+        .map(|index| if index < 0 { index + length } else { index })
+        .and_then(|index| usize::try_from(index).ok())
+        .filter(|index| *index < items.len());
+    if let Some(position) = position {
+        let mut rest = items.to_vec();
+        let item = rest.remove(position);
+        return (item, Value::Tuple(Rc::from(rest)));
+    }
+    let all = Value::Tuple(Rc::from(items.to_vec()));
+    let item = match element_of(&all) {
+        Value::Bottom => Value::Unknown,
+        item => item,
+    };
+    (item, all.join(&Value::Tuple(Rc::from(Vec::new()))))
+}
