@@ -223,6 +223,13 @@ impl Interpreter<'_, '_> {
                     .field(member)
                     .or_else(|| args.get(2).cloned())
                     .unwrap_or(Value::Unknown),
+                // `getattr(self, f"down{i}")`: the submodule an unrolled `__init__` loop set.
+                (Value::Module(_) | Value::Building(_), Some(Value::Str(member)))
+                    if args.len() == 2 =>
+                {
+                    let receiver = first.clone();
+                    self.attribute(&receiver, member)
+                }
                 _ => Value::Unknown,
             },
             "tuple" | "list" => match first {

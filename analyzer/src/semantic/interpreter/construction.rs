@@ -277,13 +277,21 @@ impl Interpreter<'_, '_> {
         if let Some(method) = class.and_then(|class| self.model.find_method(class, name)) {
             return self.inline(method, Some(Value::Building(index)), args, kwargs, None);
         }
+        // The name as the program computes it: a literal, or `f"block{i}"` in an unrolled loop.
+        let named = match args.first() {
+            Some(Value::Str(field)) => Some(field.to_string()),
+            _ => call
+                .arguments
+                .args
+                .first()
+                .and_then(names::string_literal)
+                .map(str::to_owned),
+        };
         if let (
             "register_buffer" | "register_parameter" | "add_module" | "register_module",
             Some(field),
-        ) = (
-            name,
-            call.arguments.args.first().and_then(names::string_literal),
-        ) {
+        ) = (name, named.as_deref())
+        {
             let value = args.get(1).cloned().unwrap_or(Value::Unknown);
             let value = match (name, value) {
                 (

@@ -271,8 +271,51 @@ impl Interpreter<'_, '_> {
                 Value::Unknown
             }
             Expr::Await(await_expr) => self.eval(&await_expr.value, env),
+            Expr::FString(fstring) => self.fstring(fstring, env),
             _ => Value::Unknown,
         }
+    }
+
+    /// `f"down{i}"` of known numbers and strings, in an unrolled loop that names submodules
+    /// (`setattr(self, f"down{i}", ...)`, `getattr(self, f"down{i}")`): the string.
+    #[inline(never)]
+    fn fstring(&mut self, fstring: &ast::ExprFString, env: &mut Env) -> Value {
+        let mut text = Some(String::new());
+        for part in &fstring.value {
+            let elements = match part {
+                ast::FStringPart::Literal(literal) => {
+                    if let Some(text) = text.as_mut() {
+                        text.push_str(&literal.value);
+                    }
+                    continue;
+                }
+                ast::FStringPart::FString(fstring) => &fstring.elements,
+            };
+            for element in elements {
+                match element {
+                    ast::InterpolatedStringElement::Literal(literal) => {
+                        if let Some(text) = text.as_mut() {
+                            text.push_str(&literal.value);
+                        }
+                    }
+                    ast::InterpolatedStringElement::Interpolation(interpolation) => {
+                        let value = self.eval(&interpolation.expression, env);
+                        let plain = interpolation.format_spec.is_none()
+                            && interpolation.debug_text.is_none()
+                            && interpolation.conversion == ast::ConversionFlag::None;
+                        let shown = match value {
+                            Value::Str(string) if plain => Some(string.to_string()),
+                            Value::Number(number) if plain => {
+                                crate::semantic::value::integer(number).map(|n| n.to_string())
+                            }
+                            _ => None,
+                        };
+                        text = text.zip(shown).map(|(text, shown)| text + &shown);
+                    }
+                }
+            }
+        }
+        text.map_or(Value::Unknown, |text| Value::Str(Rc::from(text)))
     }
 
     /// `{"dim": 64, **base}`: an object of those fields when every key is a known string.
