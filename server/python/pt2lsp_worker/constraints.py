@@ -92,9 +92,12 @@ def guard_clause(
     Dim name}), with the suggested fixes about them; None for a guard on a dimension the
     violation is not about (a Dim.AUTO one)."""
     names = sorted({dims[source] for source in symbol_to_sources.values() if source in dims})
-    if dims and not names and len(set(dims.values())) == 1 and symbol_to_sources and not UNBACKED.search(expr):
-        # One dim violated: strict export names sources differently (L['flat_args'][0]). A guard
-        # over data-dependent sizes (`max(u0, u1) != 0`), which have no source, is not about it.
+    numbered = any(source.startswith("L['flat_args']") for source in symbol_to_sources.values())
+    if dims and not names and len(set(dims.values())) == 1 and numbered and not UNBACKED.search(expr):
+        # One dim violated, and strict export's sources (L['flat_args'][0]) could not be named as
+        # the violation names them (`spec.in_input_names`): the guard is taken to be about it. A
+        # guard over data-dependent sizes (`max(u0, u1) != 0`), which have no source, is not; nor
+        # is one on a named input's other dimension, which torch does not list.
         names = sorted(set(dims.values()))
     if dims and not names:
         return None

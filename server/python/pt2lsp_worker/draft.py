@@ -11,7 +11,7 @@ from .entrypoint import Target
 from .fake_kernels import normalize_op
 from .findings import Finding, Location, located
 from .locations import graph_node_location, user_stack_location
-from .spec import with_declared_sources
+from .spec import in_input_names, with_declared_sources
 from .text import clip
 from .workspace import Workspace
 
@@ -34,7 +34,7 @@ def draft_findings(
     filenames.update(getattr(report, "str_to_filename", {}) or {})
     violation = first.violation or (constraint_messages[0] if constraint_messages else "")
     _, fixes, dims = parse_constraint_violation(violation) if violation else ("", [], {})
-    dims = with_declared_sources(dims, target)
+    dims = with_declared_sources(in_input_names(dims, target), target)
     findings = []
     # Operators whose fake kernel is missing or wrong: draft_export gives their outputs unbacked
     # sizes of its own making, so a guard on those sizes follows from the kernel and is not a
@@ -59,7 +59,8 @@ def draft_findings(
             findings.append(located(code, where, message, origin="draft_export"))
         elif kind == "GUARD_ADDED":
             where = user_stack_location(data.get("user_stack"), filenames, workspace)
-            parts = guard_clause(str(data.get("expr")), data.get("symbol_to_sources") or {}, dims, fixes)
+            sources = in_input_names(data.get("symbol_to_sources") or {}, target)
+            parts = guard_clause(str(data.get("expr")), sources, dims, fixes)
             if parts is None:
                 continue
             clause, relevant = parts

@@ -108,6 +108,63 @@ def with_declared_sources(dims: dict[str, str], target: Target) -> dict[str, str
     return resolved
 
 
+# Strict export names an input by its place among the leaves of `(args, kwargs)`.
+_FLAT_ARG = re.compile(r"L\['flat_args'\]\[(\d+)\]")
+
+
+def in_input_names(sources: dict[str, str], target: Target) -> dict[str, str]:
+    """`sources` ({key: source}) with strict export's `L['flat_args'][i]` written as the input it
+    is (`L['x']`, `L['pair'][1]`), as the violation's message and `dynamic_shapes` name it, so a
+    guard on another input's dimension is not taken for the violated one's. Unchanged where the
+    inputs cannot be numbered as strict export numbers them."""
+    if not any(_FLAT_ARG.search(source) for source in sources.values()):
+        return sources
+    names = flat_input_names(target)
+    if names is None:
+        return sources
+
+    def rename(match: re.Match) -> str:
+        index = int(match.group(1))
+        return names[index] if index < len(names) else match.group(0)
+
+    return {key: _FLAT_ARG.sub(rename, source) for key, source in sources.items()}
+
+
+def flat_input_names(target: Target) -> list[str] | None:
+    """The source name of each input leaf, in strict export's `flat_args` order: the leaves of
+    `(args, kwargs)` as torch's pytree flattens plain tuples, lists and dicts (a `None` has no
+    leaf). None for inputs it cannot number (a `*args` parameter, a namedtuple or another
+    registered container)."""
+    try:
+        parameters = list(inspect.signature(target.model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names: list[str] = []
+    for position, value in enumerate(target.args):
+        if position >= len(parameters) or parameters[position].kind not in positional:
+            return None
+        if not _leaf_names(f"L[{parameters[position].name!r}]", value, names):
+            return None
+    for key, value in (target.kwargs or {}).items():
+        if not _leaf_names(f"L[{key!r}]", value, names):
+            return None
+    return names
+
+
+def _leaf_names(source: str, value, out: list[str]) -> bool:
+    if value is None:
+        return True
+    if type(value) in (tuple, list):
+        return all(_leaf_names(f"{source}[{index}]", item, out) for index, item in enumerate(value))
+    if type(value) is dict:
+        return all(_leaf_names(f"{source}[{key!r}]", item, out) for key, item in value.items())
+    if isinstance(value, (tuple, list, dict)):
+        return False
+    out.append(source)
+    return True
+
+
 def _walk_spec(source: str, value, spec, found: dict[str, str]) -> None:
     if hasattr(value, "ndim") and hasattr(value, "shape"):
         dims = spec.items() if isinstance(spec, dict) else enumerate(spec) if isinstance(spec, (list, tuple)) else ()

@@ -9,7 +9,7 @@ from pt2lsp_worker.constraints import guard_clause, guard_message, parse_suggest
 from pt2lsp_worker.entrypoint import Target
 from pt2lsp_worker.library_conditions import enclosing_conditions, user_choice
 from pt2lsp_worker.locations import installed_path
-from pt2lsp_worker.spec import declared_sources, with_declared_sources
+from pt2lsp_worker.spec import declared_sources, flat_input_names, in_input_names, with_declared_sources
 
 
 class Tensor:
@@ -149,3 +149,31 @@ def test_a_guard_on_data_dependent_sizes_is_not_said_to_be_on_the_violated_dim()
     # Strict export's sources for the one violated dim still find it.
     clause, _ = guard_clause("Ne(s0, 1)", {"s0": "L['flat_args'][0].size()[0]"}, dims, [])
     assert clause.endswith("on dynamic dimension `batch`")
+
+
+def test_strict_exports_numbered_inputs_are_named_as_the_violation_names_them():
+    # As torch 2.15 numbers them (measured): the leaves of (args, kwargs), a None without one.
+    pair = (Tensor(2), Tensor(6))
+    built = target(None, Tensor(2, 3), pair, extra=Tensor(3, 8))
+    assert flat_input_names(built) == ["L['x']", "L['pair'][0]", "L['pair'][1]", "L['extra']"]
+    assert flat_input_names(target(None, Tensor(2, 3), (None, Tensor(6)))) == ["L['x']", "L['pair'][1]"]
+    sources = {"s7": "L['flat_args'][3].size()[1]", "s6": "L['flat_args'][0].size()[0]"}
+    assert in_input_names(sources, built) == {"s7": "L['extra'].size()[1]", "s6": "L['x'].size()[0]"}
+    # A container torch's pytree flattens in its own way is not numbered: sources stay as they are.
+    from collections import OrderedDict
+
+    odd = target(None, Tensor(2, 3), OrderedDict(a=Tensor(2)))
+    assert flat_input_names(odd) is None
+    assert in_input_names(sources, odd) == sources
+
+
+def test_a_guard_on_a_dimension_torch_does_not_list_as_violated_is_not_a_violation():
+    dims = {"L['x'].size()[0]": "batch"}
+    built = target(None, Tensor(2, 8, 64), None)
+    # Strict export's guard on the length (a `Dim.AUTO`, which allows it): once named, it is not
+    # about `batch` (draft_export lists it beside the violated one, measured with torch 2.15).
+    on_length = in_input_names({"s37": "L['flat_args'][0].size()[2]"}, built)
+    assert guard_clause("Eq(Mod(s37, 2), 0)", on_length, dims, []) is None
+    on_batch = in_input_names({"s6": "L['flat_args'][0].size()[0]"}, built)
+    clause, _ = guard_clause("s6 <= 4", on_batch, dims, [])
+    assert clause == "the guard batch <= 4 on dynamic dimension `batch`"
