@@ -264,6 +264,11 @@ impl Interpreter<'_, '_> {
         args: &[Value],
         kwargs: &[(String, Value)],
     ) -> Value {
+        // A model the script runs itself (a warm-up, a check of its outputs) may have filled
+        // its caches before it is exported.
+        if let (true, true, Some(class)) = (self.constructing, self.building.is_empty(), class) {
+            self.run_before_export.insert(class);
+        }
         match class.and_then(|class| Some((class, self.model.find_method(class, "forward")?))) {
             Some((class, forward)) => match self.inline(
                 forward,

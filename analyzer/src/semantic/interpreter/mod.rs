@@ -233,6 +233,9 @@ pub(crate) struct Interpreter<'m, 'a> {
     building: Vec<construction::Building>,
     /// What the construction pass stored on each module class's instances, by class.
     constructed: FxHashMap<usize, std::collections::BTreeMap<String, Value>>,
+    /// Module classes the construction pass saw called outside any `__init__` (the script runs
+    /// the model itself), whose state may differ from what `__init__` left.
+    run_before_export: FxHashSet<usize>,
     /// The analysed file's module-level statements, where its `add_argument` calls are found.
     module_body: &'a [Stmt],
     /// The module class the construction pass saw passed to an export call: the entrypoint's
@@ -266,6 +269,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             constructing: false,
             building: Vec::new(),
             constructed: FxHashMap::default(),
+            run_before_export: FxHashSet::default(),
             module_body: &[],
             exported: None,
             expression_depth: 0,
@@ -286,6 +290,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             builder.module_body = body;
             builder.run_construction(body, entry.model_class, entry.scope);
             interpreter.constructed = builder.constructed;
+            interpreter.run_before_export = builder.run_before_export;
             entry_class = entry_class.or(builder.exported);
         }
         let declares_dynamic = model

@@ -37,12 +37,16 @@ impl Interpreter<'_, '_> {
         let emit = std::mem::replace(&mut self.emit, false);
         for name in assigned {
             // A cache `__init__` leaves `None` (`self.src_mask = None`) is `None` on the model
-            // an export script builds and exports: the call that fills it is the one traced.
+            // an export script builds and exports: the call that fills it is the one traced
+            // (unless the script ran the model before).
             let lazily_filled = match &module {
-                Value::Module(Some(class)) => self
-                    .constructed
-                    .get(class)
-                    .is_some_and(|fields| fields.get(&name) == Some(&Value::None)),
+                Value::Module(Some(class)) => {
+                    !self.run_before_export.contains(class)
+                        && self
+                            .constructed
+                            .get(class)
+                            .is_some_and(|fields| fields.get(&name) == Some(&Value::None))
+                }
                 _ => false,
             };
             let before = if lazily_filled {
