@@ -143,6 +143,25 @@ impl Interpreter<'_, '_> {
             Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_) => return false,
             Stmt::If(if_stmt) => return self.exec_if(if_stmt, env),
             Stmt::While(while_stmt) => {
+                // While its condition is decided on Python numbers (`while size > 4:` halving a
+                // known size in `__init__`), the loop runs one iteration at a time, as Python
+                // does; from the first condition it cannot decide, it runs abstractly.
+                if !leaves_iteration(&while_stmt.body) {
+                    let mut iterations = 0;
+                    while iterations < MAX_UNROLL && self.unroll_budget > 0 {
+                        match self.static_truth(&while_stmt.test, env) {
+                            Some(true) => {
+                                iterations += 1;
+                                self.unroll_budget -= 1;
+                                if !self.exec_block(&while_stmt.body, env) {
+                                    return false;
+                                }
+                            }
+                            Some(false) => return self.exec_block(&while_stmt.orelse, env),
+                            None => break,
+                        }
+                    }
+                }
                 self.truthiness(&while_stmt.test, BoolContext::While, env);
                 self.exec_loop(&while_stmt.body, env, |interpreter, env| {
                     interpreter.truthiness(&while_stmt.test, BoolContext::While, env);
