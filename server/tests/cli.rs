@@ -788,6 +788,62 @@ fn located(run: &Run) -> Vec<(String, u64, String, String)> {
         .collect()
 }
 
+/// A call a deployment target cannot run (PT707), inside an installed library the model calls,
+/// is warned about on the project's line that reaches it, as other findings there are: the
+/// library's code is lowered with the model. `--target` names the target, as the configuration
+/// would.
+#[test]
+fn a_library_call_a_target_cannot_run_is_warned_on_the_calling_line() {
+    let (dir, python) = installed_library_project();
+    let boxes = dir
+        .path()
+        .join("venv/lib/python3.11/site-packages/detlib/ops/boxes.py");
+    let text = std::fs::read_to_string(&boxes).unwrap();
+    let with_histc = text.replace(
+        "    if scores.max() > 0.5:",
+        "    scores = scores / torch.histc(scores, bins=4).max()\n    if scores.max() > 0.5:",
+    );
+    assert_ne!(text, with_histc);
+    std::fs::write(&boxes, with_histc).unwrap();
+    let python = python.to_str().unwrap();
+    let run = pt2lsp(
+        dir.path(),
+        &[
+            "check",
+            "--format",
+            "json",
+            "--exit-zero",
+            "--python",
+            python,
+            "--target",
+            "executorch",
+            "detector/model.py",
+        ],
+    );
+    let report = json(&run);
+    let warned: Vec<&Value> = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "PT707")
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", run.stdout);
+    assert_eq!(
+        (&warned[0]["file"], &warned[0]["line"]),
+        (
+            &serde_json::json!("detector/model.py"),
+            &serde_json::json!(7)
+        ),
+        "{}",
+        run.stdout
+    );
+    let message = warned[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`torch.histc`") && message.contains("in `detlib.ops.boxes`, line 16"),
+        "{message}"
+    );
+}
+
 /// Calls into a library installed for the configured interpreter are followed: what fails
 /// inside it lands on the project's line that calls it, with the library's line as related
 /// information, and never in the library's files. Its summaries are cached by version.

@@ -15,10 +15,12 @@ Warns, as you type, on a call such as `torch.searchsorted(...)` or `x.histc(...)
 entrypoint exports, when a deployment target that entrypoint is lowered for cannot run that op in
 any configuration. The call may be in the entrypoint's own file or in a model file it imports
 (`mymodels/net.py`, exported by `scripts/export.py`): the warning is on the call's line, for the
-targets of every entrypoint whose analysis reaches it. An entrypoint's targets are `targets` of
-`[tool.pt2lsp]`, the editor's settings or `--target` (every entrypoint), the `targets` of the
-`[[tool.pt2lsp.entrypoints]]` table whose `model` or `script` it is, and a module-level
-`targets = [...]` in its file (a convention file, or the export script):
+targets of every entrypoint whose analysis reaches it; a call inside an installed library the
+model calls is warned about on your line that reaches it, naming the library's line. An
+entrypoint's targets are `targets` of `[tool.pt2lsp]`, the editor's settings or `--target`
+(every entrypoint), the `targets` of the `[[tool.pt2lsp.entrypoints]]` table whose `model` or
+`script` it is, and a module-level `targets = [...]` in its file (a convention file, or the
+export script):
 
 - `core-aten`: the op is not in the core ATen opset and `run_decompositions()` has no
   decomposition to it;
