@@ -565,12 +565,56 @@ impl Interpreter<'_, '_> {
             Expr::Subscript(subscript) => {
                 let receiver = self.eval(&subscript.value, env);
                 let key = self.eval(&subscript.slice, env);
-                if let Value::Object(mapping) = receiver {
-                    let key = match &key {
-                        Value::Str(key) => Some(key.as_ref()),
-                        _ => None,
-                    };
-                    self.set_field(&mapping, key, value);
+                match receiver {
+                    Value::Object(mapping) => {
+                        let key = match &key {
+                            Value::Str(key) => Some(key.as_ref()),
+                            _ => None,
+                        };
+                        self.set_field(&mapping, key, value);
+                    }
+                    // `feats[i] = conv(feats[i])` on a list whose items are known: that item
+                    // (any of them, at an index the analysis cannot read) is the new value.
+                    Value::Tuple(items) => {
+                        if let Expr::Name(list) = &*subscript.value {
+                            let position = key
+                                .known_constant()
+                                .and_then(crate::semantic::value::integer)
+                                .and_then(|index| {
+                                    let length = i64::try_from(items.len()).ok()?;
+                                    let index = if index < 0 { index + length } else { index };
+                                    usize::try_from(index).ok()
+                                })
+                                .filter(|index| *index < items.len());
+                            let updated: Vec<Value> = items
+                                .iter()
+                                .enumerate()
+                                .map(|(index, item)| match position {
+                                    Some(position) if position == index => value.clone(),
+                                    Some(_) => item.clone(),
+                                    None => item.join(&value),
+                                })
+                                .collect();
+                            env.locals
+                                .insert(list.id.to_string(), Value::Tuple(Rc::from(updated)));
+                        }
+                    }
+                    // `self.blocks[0] = nn.Identity()` in `__init__`: the modules are no longer
+                    // the ones appended.
+                    Value::Modules(element, Some(_)) => {
+                        if let Expr::Attribute(field) = &*subscript.value {
+                            if let Expr::Name(owner) = &*field.value {
+                                if let Some(&Value::Building(index)) =
+                                    env.locals.get(owner.id.as_str())
+                                {
+                                    let element = Rc::new(element.join(&value));
+                                    let modules = Value::Modules(element, None);
+                                    self.write_field(index, field.attr.as_str(), modules);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
                 }
             }
             _ => {}
