@@ -118,14 +118,22 @@ impl Interpreter<'_, '_> {
         if let Expr::Attribute(attribute) = &*call.func {
             let name = attribute.attr.as_str();
             // `self.blocks.append(Block(...))` in an `__init__` the construction pass runs.
-            if let (Expr::Attribute(field), "append" | "extend" | "insert") =
+            if let (Expr::Attribute(field), "append" | "extend" | "insert" | "add_module") =
                 (&*attribute.value, name)
             {
                 if let Expr::Name(receiver) = &*field.value {
                     if let Some(&Value::Building(index)) = env.locals.get(receiver.id.as_str()) {
                         let current = self.building_attribute(index, field.attr.as_str());
-                        if let Value::Modules(element, items) = current {
-                            let grown = self.grown_modules(&element, items, name, &args);
+                        let grown = match current {
+                            Value::Modules(element, items) if name != "add_module" => {
+                                Some(self.grown_modules(&element, items, name, &args))
+                            }
+                            Value::Sequential(steps) => {
+                                Some(self.grown_sequential(&steps, name, &args))
+                            }
+                            _ => None,
+                        };
+                        if let Some(grown) = grown {
                             self.write_field(index, field.attr.as_str(), grown);
                             return Value::None;
                         }
@@ -781,6 +789,12 @@ impl Interpreter<'_, '_> {
                 }
                 // `nn.Sequential(conv, relu, pool)`: each step known (`*layers` only of a list
                 // whose items are known one by one).
+                // `nn.Sequential()`: the identity until `append` / `add_module` fill it.
+                Constructed::Module
+                    if qualified == "torch.nn.Sequential" && call.arguments.is_empty() =>
+                {
+                    Value::Sequential(Rc::from(Vec::new()))
+                }
                 Constructed::Module
                     if qualified == "torch.nn.Sequential"
                         && !args.is_empty()

@@ -36,6 +36,23 @@ impl Interpreter<'_, '_> {
         let element = module_elements(Some(&Value::Tuple(Rc::from(vec![element.clone(), added]))));
         Value::Modules(Rc::new(element), items)
     }
+
+    /// `self.main.append(layer)` / `self.main.add_module("conv", layer)` on an `nn.Sequential`
+    /// being built: one more step, while every step is known and the call ran once.
+    pub(super) fn grown_sequential(&self, steps: &[Value], method: &str, args: &[Value]) -> Value {
+        let added = match (method, args) {
+            ("append", [step]) | ("add_module", [_, step]) => Some(step),
+            _ => None,
+        };
+        match added {
+            Some(step @ (Value::Layer(_) | Value::Module(Some(_)) | Value::Sequential(_)))
+                if self.looping == 0 && steps.len() < MAX_LIST_ITEMS =>
+            {
+                Value::Sequential(steps.iter().chain([step]).cloned().collect())
+            }
+            _ => Value::Module(None),
+        }
+    }
 }
 
 /// A local list after `append(x)` / `extend(xs)` / `insert(i, x)`: its items one by one while
