@@ -518,6 +518,9 @@ pub(crate) fn keeps_batch_dim(qualified: &str) -> bool {
             | "AvgPool"
             | "AdaptiveAvgPool"
             | "AdaptiveMaxPool"
+            | "Upsample"
+            | "UpsamplingNearest"
+            | "UpsamplingBilinear"
             | "Embedding"
             | "Identity"
             | "ReLU"
@@ -592,6 +595,9 @@ pub(crate) enum LayerShape {
     Pool { spatial: usize },
     /// `AdaptiveAvgPool{n}d(output_size)`: each spatial size becomes `output_size`.
     AdaptivePool { spatial: usize },
+    /// `Upsample(size, scale_factor)`, `UpsamplingNearest2d`, `UpsamplingBilinear2d`: every
+    /// dimension after the channels scaled by an integer `scale_factor` (as `F.interpolate`).
+    Upsample,
     /// `BatchNorm{n}d(num_features)`: dimension 1 must be `num_features`.
     ChannelNorm,
     /// `LayerNorm(normalized_shape)`: the last dimension must be `normalized_shape`.
@@ -628,6 +634,7 @@ pub(crate) fn layer_shape(qualified: &str) -> Option<LayerShape> {
     Some(match layer {
         "Linear" => LayerShape::Linear,
         "Embedding" => LayerShape::Embedding,
+        "Upsample" | "UpsamplingNearest2d" | "UpsamplingBilinear2d" => LayerShape::Upsample,
         "LayerNorm" | "RMSNorm" => LayerShape::LastNorm,
         "BatchNorm1d" | "BatchNorm2d" | "BatchNorm3d" => LayerShape::ChannelNorm,
         "GroupNorm" | "Identity" | "ReLU" | "GELU" | "SiLU" | "Tanh" | "Sigmoid" | "LeakyReLU"
@@ -680,6 +687,7 @@ pub(crate) fn layer_parameters(shape: LayerShape) -> &'static [&'static str] {
         ],
         LayerShape::Pool { .. } => &["kernel_size", "stride", "padding", "dilation"],
         LayerShape::AdaptivePool { .. } => &["output_size"],
+        LayerShape::Upsample => &["size", "scale_factor"],
         LayerShape::Recurrent => &[
             "input_size",
             "hidden_size",

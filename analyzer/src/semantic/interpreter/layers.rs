@@ -117,6 +117,27 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                 forced: channel,
             }
         }
+        LayerShape::Upsample => {
+            // Only an integer factor is followed: a `size` or a fractional factor is unknown.
+            let dims = sizes.and_then(|mut sizes| {
+                if sizes.len() < 3 || layer.sizes.iter().any(|(name, _)| *name == "size") {
+                    return None;
+                }
+                let factor = SymSize::constant(layer.size("scale_factor")?);
+                for size in &mut sizes[2..] {
+                    *size = match size.take() {
+                        Some(DimSize::Sym(sym)) => sym.mul(&factor).map(DimSize::Sym),
+                        derived @ Some(DimSize::Derived(_)) => derived,
+                        None => None,
+                    };
+                }
+                Some(TensorDims::from_sizes(sizes))
+            });
+            LayerApplied {
+                dims: dims.or_else(batch_only),
+                forced: None,
+            }
+        }
         LayerShape::Pool { spatial } | LayerShape::AdaptivePool { spatial } => {
             // Each of the last `spatial` sizes through the window, or to the output size.
             let pooled = |size: Option<DimSize>| match shape {
