@@ -486,12 +486,19 @@ impl Interpreter<'_, '_> {
             }
             Value::Tensors(info) => Value::Tensor(TensorInfo { dims: None, ..info }),
             Value::Shape(info) => match &*subscript.slice {
-                Expr::Slice(_) => {
-                    let keeps_dims = info.dims.as_ref().is_some_and(|dims| !dims.is_dynamic());
-                    Value::Shape(TensorInfo {
-                        dims: if keeps_dims { info.dims.clone() } else { None },
-                        ..info
-                    })
+                // `x.shape[2:]`: the sizes at those positions, renumbered from 0, so that
+                // `x.shape[2:][0]` is the height, not the batch.
+                Expr::Slice(slice) => {
+                    let sizes = info.dims.as_ref().and_then(|dims| dims.all_sizes());
+                    let dims = sizes.and_then(|sizes| {
+                        let kept = self.slice_positions(sizes.len(), slice, env)?;
+                        let kept: Vec<_> =
+                            kept.into_iter().map(|index| sizes[index].clone()).collect();
+                        Some(Rc::new(crate::semantic::value::TensorDims::from_sizes(
+                            kept,
+                        )))
+                    });
+                    Value::Shape(TensorInfo { dims, ..info })
                 }
                 slice => match names::int_literal(slice) {
                     Some(position) => self.size_of(&info, position),
@@ -539,6 +546,19 @@ impl Interpreter<'_, '_> {
         slice: &ast::ExprSlice,
         env: &mut Env,
     ) -> Option<Rc<[Value]>> {
+        let kept = self.slice_positions(items.len(), slice, env)?;
+        Some(kept.into_iter().map(|index| items[index].clone()).collect())
+    }
+
+    /// The positions `[lower:upper:step]` keeps of a sequence of `length` items (Python's
+    /// `slice.indices`: negative bounds count from the end, and each is clamped), when each
+    /// bound given is a known integer.
+    fn slice_positions(
+        &mut self,
+        length: usize,
+        slice: &ast::ExprSlice,
+        env: &mut Env,
+    ) -> Option<Vec<usize>> {
         let mut bound = |expr: Option<&Expr>| -> Option<Option<i64>> {
             match expr {
                 None => Some(None),
@@ -556,11 +576,10 @@ impl Interpreter<'_, '_> {
         let lower = bound(slice.lower.as_deref())?;
         let upper = bound(slice.upper.as_deref())?;
         let step = bound(slice.step.as_deref())?.unwrap_or(1);
-        let length = i64::try_from(items.len()).ok()?;
+        let length = i64::try_from(length).ok()?;
         if step == 0 {
             return None;
         }
-        // Python's `slice.indices`: negative bounds count from the end, and each is clamped.
         let clamp = |bound: i64, low: i64, high: i64| {
             let bound = if bound < 0 { bound + length } else { bound };
             bound.clamp(low, high)
@@ -579,10 +598,10 @@ impl Interpreter<'_, '_> {
         let mut kept = Vec::new();
         let mut index = first;
         while (step > 0 && index < end) || (step < 0 && index > end) {
-            kept.push(items[usize::try_from(index).ok()?].clone());
+            kept.push(usize::try_from(index).ok()?);
             index += step;
         }
-        Some(Rc::from(kept))
+        Some(kept)
     }
 
     /// `self.pos[:x.shape[1]]`: slicing a parameter or buffer, whose size is fixed, up to a
