@@ -9,6 +9,9 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import re
+import subprocess
+import sys
 import textwrap
 
 from .findings import Finding, Location
@@ -48,7 +51,89 @@ def lower(program, target, workspace: Workspace, scratch: str) -> list[Finding]:
     comparison = compare_outputs(expected, actual)
     if not comparison.matches:
         return [_on_entrypoint(f"the program loaded from its .pt2 disagrees with eager: {comparison.detail}", target)]
-    return []
+    return fresh_load_findings(program, path, target, workspace)
+
+
+# Op namespaces that `import torch` registers: a program of these alone loads anywhere torch does.
+_TORCH_NAMESPACES = {"aten", "prims", "higher_order"}
+
+
+def registered_elsewhere(program) -> list:
+    """The graph nodes whose ops only the code that ran the export registered (a custom op of the
+    user's, `torchvision::nms`): a process that loads the `.pt2` must register them first."""
+    nodes = []
+    for node in program.graph.nodes:
+        namespace = getattr(node.target, "namespace", None) if node.op == "call_function" else None
+        if isinstance(namespace, str) and namespace not in _TORCH_NAMESPACES:
+            nodes.append(node)
+    return nodes
+
+
+_FRESH_LOAD = "import sys, torch\ntorch.export.load(sys.argv[1])\n"
+
+# Seconds a fresh interpreter gets to import torch and load the program.
+_FRESH_LOAD_SECONDS = 120
+
+
+def fresh_load_findings(program, path: str, target, workspace: Workspace) -> list[Finding]:
+    """`torch.export.load` in a fresh interpreter, as a server that deploys the `.pt2` runs it,
+    when the program calls ops that only the exporting process registered: the load fails there
+    unless the module that registers them is imported first. Measured with torch 2.15: a
+    `torch.library.custom_op` of the user's makes `torch.export.load` raise "We failed to resolve
+    torch.ops.<ns>.<op>.default to an operator" in a new process, while the load in the
+    exporting process succeeds. One finding per line that calls such an op."""
+    nodes = registered_elsewhere(program)
+    if not nodes:
+        return []
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _FRESH_LOAD, path],
+            capture_output=True,
+            text=True,
+            timeout=_FRESH_LOAD_SECONDS,
+            cwd=os.path.dirname(path),
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if done.returncode == 0:
+        return []
+    unresolved = set(re.findall(r"failed to resolve torch\.ops\.(\w+)\.(\w+)", done.stderr))
+    said = re.search(r"We failed to resolve \S+ to an operator", done.stderr)
+    torch_words = said.group(0) if said else _last_line(done.stderr)
+    findings = []
+    by_line: set[tuple[str, int]] = set()
+    for node in nodes:
+        namespace, _, rest = node.target.name().partition("::")
+        op = (namespace, rest.split(".")[0])
+        if unresolved and op not in unresolved:
+            continue
+        where, related = node_place(node, workspace)
+        if where is not None and (where.file, where.line) in by_line:
+            continue
+        finding = Finding(
+            CODE,
+            f".pt2 round trip: a new process cannot load the saved program: it calls `{op[0]}::{op[1]}`, "
+            f"which only the exporting process registered; `torch.export.load` finds it once the module "
+            f"that registers it is imported first (torch: {torch_words})",
+            origin="target:pt2",
+        )
+        if where is None:
+            place_on_entrypoint(finding, target)
+        else:
+            finding.place(where)
+            finding.related = related
+            by_line.add((where.file, where.line))
+        findings.append(finding)
+    if not findings:
+        findings.append(_on_entrypoint(f"a new process cannot load the saved program: {_last_line(done.stderr)}", target))
+    return findings
+
+
+def _last_line(text: str) -> str:
+    """The error's own line: the last non-empty line of the interpreter's stderr."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "it exited with an error"
 
 
 def _on_entrypoint(message: str, target) -> Finding:

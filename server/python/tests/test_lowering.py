@@ -10,6 +10,7 @@ import time
 from pt2lsp_worker.lower_aoti import _NUMBER_OUTPUT, _TARGET
 from pt2lsp_worker.lower_executorch import MEASURED_PAIRS, pairing
 from pt2lsp_worker.lower_onnx import _FAILED_NODE
+from pt2lsp_worker.lower_pt2 import registered_elsewhere
 from pt2lsp_worker.lowering import (
     TARGETS,
     group_by_line,
@@ -141,3 +142,30 @@ def test_the_exporters_messages_name_the_node_and_the_output():
     assert _TARGET.search("LoweringException: TypeError: bad\n  target: aten.as_strided.default\n").group(1) == (
         "aten.as_strided.default"
     )
+
+
+class _Op:
+    """Stands in for an OpOverload: its namespace, as torch names it."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+
+
+class _Program:
+    def __init__(self, *nodes) -> None:
+        self.graph = type("Graph", (), {"nodes": nodes})()
+
+
+def test_a_program_is_loaded_anew_only_when_it_calls_ops_torch_does_not_register():
+    def call(namespace: str):
+        node = _Node(namespace, "")
+        node.op = "call_function"
+        node.target = _Op(namespace)
+        return node
+
+    placeholder = _Node("x", "")
+    placeholder.op, placeholder.target = "placeholder", "x"
+    # `import torch` registers aten, prims and the higher-order ops (`cond`, `while_loop`).
+    assert registered_elsewhere(_Program(placeholder, call("aten"), call("prims"), call("higher_order"))) == []
+    custom, nms = call("audio"), call("torchvision")
+    assert registered_elsewhere(_Program(call("aten"), custom, nms)) == [custom, nms]
