@@ -1182,3 +1182,89 @@ dynamic_shapes = {"x": {0: Dim("batch", max=64)}}
     );
     assert_clean(tmp.path());
 }
+
+/// A cache built in `__init__` for a configured batch, met by an input whose batch is declared
+/// dynamic: torch says the batch was specialised to 4 (example batch 4) or prints a raw size
+/// mismatch (example batch 2). Where the static pass cannot read the configuration, the trace
+/// alone names the cache and the line that built it; where the static pass says the same on
+/// the line, the two are one diagnostic.
+#[test]
+fn a_cache_sized_for_one_batch_is_pt401_naming_the_cache() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let cached = r#"import json
+
+import torch
+from torch.export import Dim
+
+# Read where the static pass cannot follow it: only the trace knows the cache's batch.
+CONFIG = json.loads('{"max_batch": 4, "max_seq": 16, "dim": 8}')
+
+
+class CachedAttention(torch.nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.proj = torch.nn.Linear(config["dim"], config["dim"])
+        self.register_buffer("k_cache", torch.zeros(config["max_batch"], config["max_seq"], config["dim"]))
+
+    def forward(self, x):
+        k = self.proj(x)
+        return k + self.k_cache
+
+
+model = CachedAttention(CONFIG).eval()
+example_args = (torch.randn(4, 16, 8),)
+dynamic_shapes = {"x": {0: Dim("batch")}}
+"#;
+    let differs = cached.replace("randn(4, 16, 8)", "randn(2, 16, 8)");
+    let fixture = fs::read_to_string(
+        repository().join("fixtures/rules/PT401/cache_sized_from_config_example_differs.py"),
+    )
+    .unwrap();
+    let run = trace_files(
+        python,
+        tmp.path(),
+        project.path(),
+        &[
+            ("cached.py", cached),
+            ("differs.py", &differs),
+            ("fixture.py", &fixture),
+        ],
+    );
+    let report = run.json();
+    let on = |file: &str| -> Vec<&Value> {
+        report
+            .iter()
+            .filter(|item| item["file"] == file && item["severity"] != "info")
+            .collect()
+    };
+    for (file, says) in [
+        ("cached.py", "is read here with dynamic dimension `batch`"),
+        ("differs.py", "meets dynamic dimension `batch` here"),
+    ] {
+        let found = on(file);
+        assert_eq!(found.len(), 1, "{file}: {report:#?}\n{}", run.stderr);
+        let item = found[0];
+        assert_eq!(
+            (&item["code"], &item["line"]),
+            (&Value::from("PT401"), &Value::from(18))
+        );
+        assert_eq!(item["source"], "trace", "{item:#?}");
+        let message = item["message"].as_str().unwrap();
+        let state = format!("`self.k_cache` (size 4 at dim 0, built at {file}:14)");
+        assert!(
+            message.starts_with(&state) && message.contains(says),
+            "{message}"
+        );
+    }
+    // The static pass says the same on the fixture's marked line: one diagnostic, confirmed.
+    let found = on("fixture.py");
+    assert_eq!(found.len(), 1, "{report:#?}");
+    assert_eq!(
+        (&found[0]["line"], &found[0]["source"]),
+        (&Value::from(36), &Value::from("static+trace"))
+    );
+    assert_clean(tmp.path());
+}

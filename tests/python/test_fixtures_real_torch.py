@@ -166,12 +166,27 @@ def _describe(res: dict) -> str:
     )
 
 
+_SIZE_MISMATCH = re.compile(
+    r"The size of tensor a \((?:\d+|s\d+)\) must match the size of tensor b \((?:\d+|s\d+)\)"
+    r"|Sizes of tensors must match except in dimension \d+\. Expected (?:\d+|s\d+) in dimension \d+ but got (?:\d+|s\d+)"
+    r"|expand: attempting to expand a dimension of length (?:\d+|s\d+) -> (?:\d+|s\d+)!"
+)
+
+
+def _dynamic_size_mismatch(msg: str) -> bool:
+    """torch's raw mismatch between two sizes of which one is an input's symbol (`s77`)."""
+    return any(re.search(r"\bs\d+\b", match.group(0)) for match in _SIZE_MISMATCH.finditer(msg))
+
+
 # What a failure caused by each code looks like. Checked only when every error mark in the
 # file has the same code, so a mixed file is not over-constrained.
 def _reason_ok(code: str, res: dict) -> bool:
     exc, et, msg = res.get("exc_type") or "", res.get("error_type"), res.get("message") or ""
     if code == "PT401":
-        return et == "CONSTRAINT_VIOLATION" and "Constraints violated" in msg
+        # Or a fixed size against a dynamic dimension's symbol when the example's size is not
+        # the fixed one: torch's raw mismatch (`The size of tensor a (s77) must match the size of
+        # tensor b (4)`), which the tracer reports as PT401 (pt2lsp_worker/fixed_state.py).
+        return (et == "CONSTRAINT_VIOLATION" and "Constraints violated" in msg) or _dynamic_size_mismatch(msg)
     if code == "PT403":
         # spec errors are UserError(INVALID_INPUT); a dim index >= rank is a bare IndexError
         # (non-strict); `@dynamic_spec` with `dynamic_shapes=` too is a ValueError

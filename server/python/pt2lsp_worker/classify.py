@@ -21,6 +21,7 @@ from .examples import (
 from .exceptions import exception_chain, is_kind, qualified_name
 from .fake_kernels import missing_fake_kernel
 from .findings import Finding, Location, located
+from .fixed_state import mismatch_message
 from .graph_breaks import graph_break_code, unsupported_message
 from .hooks import global_hooks, skipped_module_forward
 from .leaked_constants import refused_leak
@@ -155,4 +156,9 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
     if unflattened is not None:
         side, name = unflattened
         return unregistered_finding(finding, side, name, target, workspace)
+    state = mismatch_message(messages, location, target)
+    if state is not None:
+        # A size the module keeps (a cache built for the configured batch) where the input's is
+        # dynamic: torch's raw mismatch names neither the state nor the declared dimension.
+        return finding("PT401", state)
     return finding("PT501", f"{type(exc).__name__}: {trim(str(exc))}".rstrip(": "))

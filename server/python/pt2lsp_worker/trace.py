@@ -18,6 +18,7 @@ from .draft import draft_findings
 from .entrypoint import Target
 from .expressions import as_python
 from .findings import Finding, Location, Related, frame_location
+from .fixed_state import name_fixed_state
 from .leaked_constants import leak_findings
 from .library_conditions import user_choice
 from .locations import deepest_user_frame, installed_package, installed_path, library_path, user_stack_location
@@ -419,6 +420,7 @@ def _finalize(findings: list[Finding], target: Target) -> list[Finding]:
         if key in seen:
             continue
         seen.add(key)
+        name_fixed_state(finding, target)
         _relate_entrypoint(finding, target)
         out.append(finding)
     return out

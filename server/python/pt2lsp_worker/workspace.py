@@ -67,6 +67,11 @@ def _parse(file: str):
     return _AST_CACHE[file]
 
 
+def parsed(file: str) -> ast.Module | None:
+    """The syntax tree of `file`, parsed once; None when it cannot be read or parsed."""
+    return _parse(file)
+
+
 def binding_node(file: str, name):
     """The last module-level statement binding `name` (assignment, def, class or import); for an
     export call's argument (`script.CallArgument`), where that argument is written."""

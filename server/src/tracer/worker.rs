@@ -101,6 +101,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/expressions.py"),
     worker_file!("pt2lsp_worker/fake_kernels.py"),
     worker_file!("pt2lsp_worker/findings.py"),
+    worker_file!("pt2lsp_worker/fixed_state.py"),
     worker_file!("pt2lsp_worker/graph_breaks.py"),
     worker_file!("pt2lsp_worker/guard_forms.py"),
     worker_file!("pt2lsp_worker/hooks.py"),
