@@ -9,6 +9,7 @@
 //! another file) come in through a [`WorkspaceIndex`] built from each file's [`ModuleSummary`].
 
 mod diagnostic;
+mod dim_companions;
 mod export_calls;
 mod fix;
 mod fixes;
@@ -209,7 +210,7 @@ fn check_parsed(
     }
     if let Some(module) = file.module {
         import_events(
-            module,
+            (module, parsed),
             workspace,
             settings,
             &mut model,
@@ -399,14 +400,16 @@ fn load_program(workspace: &WorkspaceIndex, module: &str) -> Vec<semantic::Loade
 }
 
 /// Replaces what the stand-alone analysis of `module` found in the functions that
-/// entrypoints reach with what the entrypoints' analyses find there.
+/// entrypoints reach with what the entrypoints' analyses find there; adds to `extra` what they
+/// find in installed libraries from here, and the companions of fixes on the `Dim`s `module`
+/// declares for them (`dim_companions`).
 fn import_events(
-    module: &str,
+    (module, module_parsed): (&str, &syntax::Parsed),
     workspace: &WorkspaceIndex,
     settings: &Settings,
     model: &mut semantic::SemanticModel<'_>,
     related: &mut HashMap<TextRange, Vec<Related>>,
-    from_libraries: &mut Vec<Diagnostic>,
+    extra: &mut Vec<Diagnostic>,
 ) {
     let mut reached: Vec<TextRange> = Vec::new();
     let mut imported: Vec<semantic::Event> = Vec::new();
@@ -439,6 +442,15 @@ fn import_events(
             entry_model.entry.is_some(),
         );
         semantic::target_ops::stamp(&mut entry_model.foreign_events, &lowered_for);
+        extra.extend(dim_companions::of_entry(
+            module,
+            module_parsed,
+            model.file,
+            &parsed,
+            &entry_model,
+            &source.path,
+            settings,
+        ));
         let Some(target) = entry_model.file_id(module) else {
             continue;
         };
@@ -452,7 +464,7 @@ fn import_events(
                 .filter(|(file, _)| *file == target)
                 .map(|(_, range)| *range),
         );
-        from_libraries.extend(library_diagnostics(
+        extra.extend(library_diagnostics(
             &entry_model,
             target,
             &program,

@@ -3,6 +3,9 @@
 //! `Suggested fixes:` on the PT401 diagnostic as a safe fix, `check --trace --fix` applies it,
 //! the re-check is clean, and the fixed file exports with real torch.
 //!
+//! The static pass's fix of a `Dim` another module declares goes there too: `check --fix
+//! --unsafe-fixes` edits that module, and the fixed project exports.
+//!
 //! The interpreter is `PT2LSP_PYTHON`, else `../.venv/bin/python`. Without torch the test fails
 //! when `CI` is set and is skipped, with a note, otherwise.
 
@@ -21,6 +24,9 @@ use support::{Run, run};
 mod torch_support;
 
 use torch_support::{repository, turn};
+
+#[path = "support/tree.rs"]
+mod tree;
 
 fn torch_python() -> Option<&'static std::path::Path> {
     torch_support::torch_python("dim fix")
@@ -127,5 +133,121 @@ fn trace_diagnostics_carry_torchs_suggested_fix_and_it_exports() {
             result["ok"], true,
             "{name}: the fixed file does not export:\n{text}\n{result:#}"
         );
+    }
+}
+
+/// Whether real torch exports a project: its convention file through
+/// `tests/python/export_fixture.py`, or its export script run as the user runs it.
+fn exports(python: &Path, project: &Path, entry: &str) -> Result<(), String> {
+    let out = project.join("export.json");
+    let run = if entry.starts_with("scripts/") {
+        Command::new(python)
+            .arg(project.join(entry))
+            .args(["--out", project.join("exported.pt2").to_str().unwrap()])
+            .current_dir(project)
+            .env("PYTHONPATH", project)
+            .output()
+            .unwrap()
+    } else {
+        let run = Command::new(python)
+            .arg(repository().join("tests/python/export_fixture.py"))
+            .arg(project.join(entry))
+            .arg(&out)
+            .output()
+            .unwrap();
+        let result: Value = serde_json::from_str(&fs::read_to_string(&out).unwrap_or_default())
+            .map_err(|error| {
+                format!(
+                    "no export result ({error}): {}",
+                    String::from_utf8_lossy(&run.stderr)
+                )
+            })?;
+        return if result["ok"] == true {
+            Ok(())
+        } else {
+            Err(result.to_string())
+        };
+    };
+    if run.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&run.stderr).into_owned())
+    }
+}
+
+/// A guard in one module on a `Dim` another module declares, exported by a third: the static
+/// pass's fix is carried by a companion on the `Dim(...)` call, so `check --diff` shows and
+/// `check --fix --unsafe-fixes` (no trace) makes the edit in the declaring module and in no
+/// other file, the check after it is clean, and real torch, which refused the project, exports
+/// it. `dims_elsewhere` imports the `Dim`s (`from pkg.dims import BATCH`, `dims.SEQ`);
+/// `shapes_module`'s script imports the whole spec (`from tagger.shapes import
+/// DYNAMIC_SHAPES`) and passes it to `torch.export.export`.
+#[test]
+fn the_static_fix_edits_the_dim_where_another_module_declares_it() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    for (fixture, entry, guarded, declaring, fixed_line) in [
+        (
+            "dims_elsewhere",
+            "export_chunked.py",
+            "pkg/model.py",
+            "pkg/dims.py",
+            "BATCH = Dim(\"batch\", max=16)  # info[PT401]\n",
+        ),
+        (
+            "shapes_module",
+            "scripts/export_tagger.py",
+            "tagger/model.py",
+            "tagger/shapes.py",
+            "TOKENS = Dim(\"tokens\", max=128)  # info[PT401]\n",
+        ),
+    ] {
+        let project = tempfile::tempdir().unwrap();
+        tree::copy_tree(
+            &repository().join("fixtures/projects").join(fixture),
+            project.path(),
+        );
+        let read = |path: &str| fs::read_to_string(project.path().join(path)).unwrap();
+        let (entry_text, guarded_text) = (read(entry), read(guarded));
+        assert!(
+            exports(python, project.path(), entry).is_err(),
+            "{fixture}: torch exports the project before the fix"
+        );
+
+        let diff = pt2lsp(
+            project.path(),
+            python,
+            &["check", "--diff", "--unsafe-fixes", "."],
+        );
+        assert!(
+            diff.stdout.contains(&format!("--- {declaring}"))
+                && diff.stdout.contains(&format!("+{}", fixed_line.trim_end())),
+            "{fixture}: {diff:?}"
+        );
+
+        let fixed = pt2lsp(
+            project.path(),
+            python,
+            &["check", "--fix", "--unsafe-fixes", "."],
+        );
+        assert_eq!(fixed.code, 0, "{fixture}: {fixed:?}");
+        let declared = read(declaring);
+        assert!(declared.contains(fixed_line), "{fixture}: {declared}");
+        assert_eq!(
+            read(entry),
+            entry_text,
+            "{fixture}: the entry file was edited"
+        );
+        assert_eq!(
+            read(guarded),
+            guarded_text,
+            "{fixture}: the guard's file was edited"
+        );
+
+        let again = pt2lsp(project.path(), python, &["check", "."]);
+        assert_eq!(again.code, 0, "{fixture}: {again:?}");
+        if let Err(error) = exports(python, project.path(), entry) {
+            panic!("{fixture}: the fixed project does not export:\n{declared}\n{error}");
+        }
     }
 }

@@ -407,60 +407,90 @@ fn statistics_say_what_the_trace_ran_and_what_it_could_not_reach() {
 }
 
 /// `fixtures/projects/dims_elsewhere`: the `Dim`s live in `pkg/dims.py`, imported by the export
-/// script. torch's fix for the batch edits the line that declares it there (the worker finds
-/// the module global that holds the very `Dim` object), and the fixed project exports.
+/// script; `fixtures/projects/shapes_module`: the whole spec lives in `tagger/shapes.py`, and
+/// the script passes it to its export call. torch's fix edits the line that declares the `Dim`
+/// there (the worker finds the module global that holds the very `Dim` object), where the static
+/// pass's companion stands too: one diagnostic, with torch's safe fix; `--fix` applies it there.
 #[test]
 fn torchs_fix_edits_the_dim_where_another_module_declares_it() {
     let Some(python) = torch_python() else { return };
     let _turn = turn();
-    let tmp = tempfile::tempdir().unwrap();
-    let project = tempfile::tempdir().unwrap();
-    tree::copy_tree(
-        &repository().join("fixtures/projects/dims_elsewhere"),
-        project.path(),
-    );
     let python = python.to_str().unwrap();
-    let run = pt2lsp(
-        project.path(),
-        tmp.path(),
-        &[
-            "check",
-            "--trace",
-            "--python",
-            python,
-            "--format",
-            "json",
-            "--exit-zero",
-        ],
-    );
-    assert_eq!(run.code, 0, "{run:?}");
-    let companion = run
-        .json()
-        .into_iter()
-        .find(|item| item["severity"] == "info")
-        .unwrap_or_else(|| panic!("no companion on the declaration:\n{}", run.stdout));
-    assert_eq!(
-        (&companion["file"], &companion["line"]),
-        (&serde_json::json!("pkg/dims.py"), &serde_json::json!(5)),
-        "{companion:#}"
-    );
-    let fixed = pt2lsp(
-        project.path(),
-        tmp.path(),
-        &["check", "--trace", "--python", python, "--fix"],
-    );
-    assert_eq!(fixed.code, 0, "{fixed:?}");
-    let dims = fs::read_to_string(project.path().join("pkg/dims.py")).unwrap();
-    assert!(dims.contains("BATCH = Dim(\"batch\", max=16)\n"), "{dims}");
-    assert!(
-        dims.contains("SEQ = Dim(\"seq\", min=8, max=512)\n"),
-        "{dims}"
-    );
-    assert!(
-        !fs::read_to_string(project.path().join("export_chunked.py"))
-            .unwrap()
-            .contains("max=16"),
-        "the entry file was edited"
-    );
-    assert_clean(tmp.path());
+    for (fixture, entry, declaring, line, fixed_line) in [
+        (
+            "dims_elsewhere",
+            "export_chunked.py",
+            "pkg/dims.py",
+            5,
+            "BATCH = Dim(\"batch\", max=16)  # info[PT401]\n",
+        ),
+        (
+            "shapes_module",
+            "scripts/export_tagger.py",
+            "tagger/shapes.py",
+            7,
+            "TOKENS = Dim(\"tokens\", max=128)  # info[PT401]\n",
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        tree::copy_tree(
+            &repository().join("fixtures/projects").join(fixture),
+            project.path(),
+        );
+        let read = |path: &str| fs::read_to_string(project.path().join(path)).unwrap();
+        let entry_text = read(entry);
+        let run = pt2lsp(
+            project.path(),
+            tmp.path(),
+            &[
+                "check",
+                "--trace",
+                "--python",
+                python,
+                "--format",
+                "json",
+                "--exit-zero",
+            ],
+        );
+        assert_eq!(run.code, 0, "{fixture}: {run:?}");
+        let companions: Vec<serde_json::Value> = run
+            .json()
+            .into_iter()
+            .filter(|item| item["severity"] == "info")
+            .collect();
+        let [companion] = companions.as_slice() else {
+            panic!(
+                "{fixture}: not one companion on the declaration:\n{}",
+                run.stdout
+            );
+        };
+        assert_eq!(
+            (&companion["file"], &companion["line"], &companion["source"]),
+            (
+                &serde_json::json!(declaring),
+                &serde_json::json!(line),
+                &serde_json::json!("static+trace")
+            ),
+            "{fixture}: {companion:#}"
+        );
+        assert_eq!(
+            companion["fix"]["applicability"], "safe",
+            "{fixture}: {companion:#}"
+        );
+        let fixed = pt2lsp(
+            project.path(),
+            tmp.path(),
+            &["check", "--trace", "--python", python, "--fix"],
+        );
+        assert_eq!(fixed.code, 0, "{fixture}: {fixed:?}");
+        let declared = read(declaring);
+        assert!(declared.contains(fixed_line), "{fixture}: {declared}");
+        assert_eq!(
+            read(entry),
+            entry_text,
+            "{fixture}: the entry file was edited"
+        );
+        assert_clean(tmp.path());
+    }
 }

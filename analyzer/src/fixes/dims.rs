@@ -41,7 +41,7 @@ pub enum DimConstraint {
 }
 
 impl DimConstraint {
-    fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             DimConstraint::Range { name, .. }
             | DimConstraint::Equal { name, .. }
@@ -82,11 +82,27 @@ pub(crate) fn constraint_fix(
     constraints: &[DimConstraint],
     applicability: Applicability,
 ) -> Option<Fix> {
+    constraint_fix_of(body, file, None, constraints, applicability)
+}
+
+/// [`constraint_fix`] of the spec bound to module-level name `binding` (`DYNAMIC_SHAPES`, which
+/// an export call in another file passes), or of the file's own spec when `binding` is `None`.
+pub(crate) fn constraint_fix_of(
+    body: &[Stmt],
+    file: SourceFile<'_>,
+    binding: Option<&str>,
+    constraints: &[DimConstraint],
+    applicability: Applicability,
+) -> Option<Fix> {
     if constraints.is_empty() {
         return None;
     }
     let mut gatherer = Gatherer::default();
     gatherer.visit_body(body);
+    let mut roots = match binding {
+        Some(name) => bound_spec(body, name),
+        None => spec_roots(body, &gatherer),
+    };
     let mut spec = Spec {
         text: file.text,
         gathered: &gatherer,
@@ -94,7 +110,6 @@ pub(crate) fn constraint_fix(
         slots: Vec::new(),
         visited: HashSet::new(),
     };
-    let mut roots = spec_roots(body, &gatherer);
     if roots.is_empty() {
         // A file that only declares `Dim`s (`BATCH = Dim("batch")` in `pkg/dims.py`, used by
         // a spec elsewhere): their ranges can be edited here; equalities, derived and static
@@ -255,6 +270,24 @@ fn spec_roots<'a>(body: &'a [Stmt], gathered: &Gatherer<'a>) -> Vec<(&'a Expr, T
         .collect();
     roots.extend(gathered.keywords.iter().copied());
     roots
+}
+
+/// The module-level assignment of `name`, a spec another file's export call passes.
+fn bound_spec<'a>(body: &'a [Stmt], name: &str) -> Vec<(&'a Expr, TextRange)> {
+    names::module_level_statements(body)
+        .into_iter()
+        .rev()
+        .find_map(|stmt| match stmt {
+            Stmt::Assign(assign) => match assign.targets.as_slice() {
+                [Expr::Name(target)] if target.id.as_str() == name => {
+                    Some((&*assign.value, assign.range))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .into_iter()
+        .collect()
 }
 
 /// The module-level `NAME = Dim(...)` assignments of a file with no spec, each as its target

@@ -89,6 +89,10 @@ The fix edits `dynamic_shapes` and the `Dim`s it uses, wherever they are written
 - a dimension the code fixes to one size (`== 4`, a loop, `len`, broadcasting against a
   literal) leaves `dynamic_shapes` (`Dim.STATIC` in a tuple).
 
+A `Dim` your spec imports from another module of the project (`from pkg.dims import BATCH`), or
+a whole `dynamic_shapes` imported from one, is edited in that module: the fix stands on an info
+diagnostic on its `Dim(...)` call there, and the error stays on the guard.
+
 Fix safety: with `--trace`, a range, an equality or a derived dim from torch's own `Suggested
 fixes:` is safe: it is the exporter's statement of what its trace needs, and every dimension
 stays dynamic. A constant (`batch = 1`) removes a `Dim` you declared, so it is never applied
@@ -113,277 +117,14 @@ use crate::semantic::symbolic::{
 use crate::semantic::value::{
     CompareOp, Compared, DimDecl, Guard, GuardKind, SizeComparison, SizeOrigin, Value,
 };
-use crate::semantic::{BoolContext, EventKind, Forcing, ScalarUse};
+use crate::semantic::{BoolContext, Event, EventKind, Forcing, ScalarUse};
 
 pub(crate) fn check(checker: &mut Checker) {
-    let strict = checker.strict();
+    let model = checker.model;
+    let events: Vec<&Event> = model.events.iter().collect();
     // Guards on one dim ask for the same constraint again and again; each fix reads the file.
     let mut fixes: HashMap<Vec<DimConstraint>, Option<Fix>> = HashMap::new();
-    // Non-strict export guards a strided slice's size `!= 1` where it slices: a broadcast of
-    // that size later is the same guard, reported once, at the slice.
-    let strided: Vec<&SymSize> = checker
-        .model
-        .events
-        .iter()
-        .filter_map(|event| match &event.kind {
-            EventKind::StridedSlice { size } if !strict => Some(size),
-            _ => None,
-        })
-        .collect();
-    let windows = window_requirements(checker, strict);
-    for event in &checker.model.events {
-        // `@dynamic_spec`'s dimensions: PT103 says what fails on them.
-        if event.kind.on_unbacked_dim() {
-            continue;
-        }
-        let text = checker.model.text(event.range);
-        let (message, constraints) = match &event.kind {
-            EventKind::Truthiness {
-                value:
-                    Value::Guard(Guard {
-                        kind: GuardKind::Dynamic(dim),
-                        decided: false,
-                        suggestion,
-                    }),
-                context,
-            } => {
-                let hint = match suggestion {
-                    Some(SizeComparison {
-                        op,
-                        against: Compared::Constant(constant),
-                    }) => format!(
-                        "; declare the range it needs: {}",
-                        range_hint(&dim.name, *op, *constant, *context)
-                    ),
-                    _ => String::new(),
-                };
-                (
-                    format!(
-                        "{} on `{text}` guards dynamic dimension `{}`: export fails with \"Constraints violated ({})\"{hint}",
-                        context.describe(),
-                        dim.name,
-                        dim.name
-                    ),
-                    suggestion
-                        .as_ref()
-                        .and_then(|comparison| guard_constraints(checker, dim, comparison)),
-                )
-            }
-            EventKind::Scalar {
-                value:
-                    Value::Size {
-                        origin: SizeOrigin::Dynamic { dim, .. },
-                        ..
-                    },
-                usage: ScalarUse::Range,
-            } if fails_on_one_size(dim) => (
-                format!(
-                    "`range()` over `{text}`, dynamic dimension `{}`: the loop is unrolled, which fixes the dimension to the example's size; use tensor operations instead",
-                    dim.shown()
-                ),
-                static_dim(checker, dim),
-            ),
-            // Measured: non-strict `len(x)` must return a Python int, which fixes the dimension.
-            EventKind::Scalar {
-                value:
-                    Value::Size {
-                        origin: SizeOrigin::Dynamic { dim, .. },
-                        ..
-                    },
-                usage: ScalarUse::Len,
-            } if fails_on_one_size(dim) && !strict => (
-                format!(
-                    "`{text}` returns a Python int, which fixes dynamic dimension `{}` to the example's size; use `x.shape[0]`, which stays symbolic",
-                    dim.shown()
-                ),
-                static_dim(checker, dim),
-            ),
-            // Measured: torch 2.15 unrolls `nn.LSTM`/`GRU`/`RNN` over a dynamic sequence, in
-            // either mode, and the length becomes the example's.
-            EventKind::Unrolled { dim, layer } if fails_on_one_size(dim) => (
-                format!(
-                    "`{text}` runs `nn.{layer}` step by step over dynamic dimension `{}`, which fixes it to the example's length: export fails with \"Constraints violated{}\"; export with one sequence length (pad inputs to it), or declare the dimension static",
-                    dim.shown(),
-                    dim.violated_suffix()
-                ),
-                static_dim(checker, dim),
-            ),
-            EventKind::PoolFixesLength { dim, kernel } => {
-                let kernel = kernel.map_or_else(|| "k".to_owned(), |kernel| kernel.to_string());
-                (
-                    format!(
-                        "`{text}` pools over dynamic dimension `{}` with `max_pool1d`, which torch 2.15 exports only for the example's length: export fails with \"Constraints violated ({})\"; pool in two dimensions, `F.max_pool2d(x.unsqueeze(-1), ({kernel}, 1)).squeeze(-1)`, which gives the same values and keeps `{}` dynamic",
-                        dim.name, dim.name, dim.name
-                    ),
-                    None,
-                )
-            }
-            // Measured: non-strict `int(x.shape[0])` asks for the size's value as `len(x)` does.
-            EventKind::Scalar {
-                value:
-                    Value::Size {
-                        origin: SizeOrigin::Dynamic { dim, .. },
-                        ..
-                    },
-                usage: ScalarUse::Conversion,
-            } if fails_on_one_size(dim) && !strict => (
-                format!(
-                    "`{text}` asks for the value of dynamic dimension `{}`, which fixes it to the example's size; keep the size as it is (`x.shape[0]` stays symbolic without `int()`)",
-                    dim.shown()
-                ),
-                static_dim(checker, dim),
-            ),
-            // Measured: `math.log2(n)` (and `sqrt`, `exp`, `isqrt`, `gcd`) of a size needs a
-            // concrete number, which fixes the dimension in either mode.
-            EventKind::Scalar {
-                value:
-                    Value::Size {
-                        origin: SizeOrigin::Dynamic { dim, .. },
-                        ..
-                    },
-                usage: ScalarUse::MathCall,
-            } if !dim.automatic => (
-                format!(
-                    "`{text}` needs a concrete number, which fixes dynamic dimension `{}` to the example's size; compute it with the torch function of the same name on a tensor, or declare the dimension static",
-                    dim.name
-                ),
-                static_dim(checker, dim),
-            ),
-            EventKind::DimMismatch { left, right } => (
-                format!(
-                    "`{text}` broadcasts dynamic dimensions `{}` and `{}` against each other, so they must be equal: export fails with \"Constraints violated ({})\"; declare `{} = {}` in `dynamic_shapes`",
-                    left.name, right.name, right.name, right.name, left.name
-                ),
-                Some(vec![DimConstraint::Equal {
-                    name: right.name.clone(),
-                    to: left.name.clone(),
-                }]),
-            ),
-            EventKind::DimFixed { dim, size } if fails_on_one_size(dim) => (
-                format!(
-                    "`{text}` needs dynamic dimension `{}` to be {size}: export fails with \"Constraints violated{}\"; take the sizes from the input (`-1`, `x.shape[0]`), or declare the dimension static",
-                    dim.shown(),
-                    dim.violated_suffix()
-                ),
-                Some(vec![DimConstraint::Constant {
-                    name: dim.name.clone(),
-                    value: *size,
-                }]),
-            ),
-            EventKind::DimSpecialized { dim, size } => (
-                format!(
-                    "`{text}` broadcasts dynamic dimension `{}` against a fixed size {size}{}, which specialises it: export fails with \"Constraints violated ({})\"; make the other operand follow the input's shape, or declare the dimension static",
-                    dim.name,
-                    state_origin(checker, event.range, &text),
-                    dim.name
-                ),
-                Some(vec![DimConstraint::Constant {
-                    name: dim.name.clone(),
-                    value: *size,
-                }]),
-            ),
-            EventKind::ReshapeGuard { dim, multiple } => (
-                format!(
-                    "`{text}` needs the element count to divide into the new shape, which guards dynamic dimension `{}`: export fails with \"Constraints violated ({})\"; declare it a multiple of {multiple} (`_{} = Dim(\"_{}\"); {} = {multiple} * _{}`) or use sizes taken from the input",
-                    dim.name, dim.name, dim.name, dim.name, dim.name, dim.name
-                ),
-                multiple_of(checker, dim, *multiple),
-            ),
-            EventKind::SizeEquality { left, right, by } => {
-                if let Some(relation) = relation(left, right) {
-                    size_equality(&text, left, right, by, &relation)
-                } else if let Some(found) = periodic_equality(checker, &text, left, right, by) {
-                    found
-                } else {
-                    continue;
-                }
-            }
-            EventKind::StridedSlice { size } if !strict => {
-                let Some((dim, min)) = min_above_one(size) else {
-                    continue;
-                };
-                let declared_low = dim.low();
-                (
-                    format!(
-                        "`{text}` takes a slice with a step of dynamic dimension `{}`, of size `{size}`; the range of `{}` allows it to be 1 (at {} = {declared_low}), so non-strict export guards `{size} != 1`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={min})`",
-                        dim.name, dim.name, dim.name, dim.name, dim.name
-                    ),
-                    Some(vec![DimConstraint::Range {
-                        name: dim.name.clone(),
-                        min: Some(min),
-                        max: None,
-                    }]),
-                )
-            }
-            EventKind::WindowOutput { size, layer } => {
-                let least = if strict { 1 } else { 2 };
-                let Some(requirement) = min_reaching(size, least)
-                    .and_then(|(dim, _)| windows.iter().find(|found| found.dim.name == dim.name))
-                else {
-                    continue;
-                };
-                let dim = &requirement.dim;
-                let declared_low = dim.low();
-                let guard = if strict { ">= 1" } else { "!= 1" };
-                let all = match requirement.layers {
-                    1 => String::new(),
-                    n => format!(", the minimum all {n} windows over `{}` need", dim.name),
-                };
-                (
-                    format!(
-                        "`{text}` ({layer}) makes a size `{size}` of dynamic dimension `{}`, which its range allows below {least} (at {} = {declared_low}), so the exporter guards `{size} {guard}`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={})`{all}",
-                        dim.name, dim.name, dim.name, dim.name, requirement.min
-                    ),
-                    Some(vec![DimConstraint::Range {
-                        name: dim.name.clone(),
-                        min: Some(requirement.min),
-                        max: None,
-                    }]),
-                )
-            }
-            EventKind::MaybeOne { size, other } => {
-                if strided.contains(&size) {
-                    continue;
-                }
-                let Some((dim, min)) = min_above_one(size) else {
-                    continue;
-                };
-                let (declared_low, _) = (dim.low(), dim.max);
-                (
-                    format!(
-                        "`{text}` broadcasts a dimension of size `{size}` against `{other}`; the range of `{}` allows `{size}` to be 1 (at {} = {declared_low}), so the exporter guards `{size} != 1`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={min})`",
-                        dim.name, dim.name, dim.name, dim.name
-                    ),
-                    Some(vec![DimConstraint::Range {
-                        name: dim.name.clone(),
-                        min: Some(min),
-                        max: None,
-                    }]),
-                )
-            }
-            EventKind::BufferSlice { dim } => (
-                format!(
-                    "Slicing a fixed-size parameter or buffer up to `{text}` guards dynamic dimension `{}` to at most its length: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", max=...)` with that length",
-                    dim.name, dim.name, dim.name
-                ),
-                None,
-            ),
-            EventKind::IterateTensor {
-                size:
-                    Value::Size {
-                        origin: SizeOrigin::Dynamic { dim, .. },
-                        ..
-                    },
-                ..
-            } if fails_on_one_size(dim) => (
-                format!(
-                    "Looping over `{text}` unrolls its dynamic dimension `{}` to the example's size; use tensor operations instead",
-                    dim.shown()
-                ),
-                static_dim(checker, dim),
-            ),
-            _ => continue,
-        };
+    for (event, message, constraints) in judged(checker, &events) {
         let fix = constraints.and_then(|constraints| {
             fixes
                 .entry(constraints)
@@ -405,6 +146,289 @@ pub(crate) fn check(checker: &mut Checker) {
             fix,
         );
     }
+}
+
+/// What PT401 says of each of `events` it reports on: its message and the constraints that
+/// settle it, when they can be stated. The events may lie in several files of the model's
+/// program (a companion on a `Dim` declared elsewhere judges the entrypoint's whole program).
+pub(crate) fn judged<'e>(
+    checker: &Checker,
+    events: &[&'e Event],
+) -> Vec<(&'e Event, String, Option<Vec<DimConstraint>>)> {
+    let strict = checker.strict();
+    // Non-strict export guards a strided slice's size `!= 1` where it slices: a broadcast of
+    // that size later is the same guard, reported once, at the slice.
+    let strided: Vec<&SymSize> = events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::StridedSlice { size } if !strict => Some(size),
+            _ => None,
+        })
+        .collect();
+    let windows = window_requirements(events, strict);
+    events
+        .iter()
+        // `@dynamic_spec`'s dimensions: PT103 says what fails on them.
+        .filter(|event| !event.kind.on_unbacked_dim())
+        .filter_map(|event| {
+            let (message, constraints) = judge(checker, event, strict, &strided, &windows)?;
+            Some((*event, message, constraints))
+        })
+        .collect()
+}
+
+/// One event's message and constraints, or `None` when PT401 says nothing of it.
+fn judge(
+    checker: &Checker,
+    event: &Event,
+    strict: bool,
+    strided: &[&SymSize],
+    windows: &[WindowRequirement],
+) -> Option<(String, Option<Vec<DimConstraint>>)> {
+    let text = checker.model.text_in(event.file, event.range);
+    let (message, constraints) = match &event.kind {
+        EventKind::Truthiness {
+            value:
+                Value::Guard(Guard {
+                    kind: GuardKind::Dynamic(dim),
+                    decided: false,
+                    suggestion,
+                }),
+            context,
+        } => {
+            let hint = match suggestion {
+                Some(SizeComparison {
+                    op,
+                    against: Compared::Constant(constant),
+                }) => format!(
+                    "; declare the range it needs: {}",
+                    range_hint(&dim.name, *op, *constant, *context)
+                ),
+                _ => String::new(),
+            };
+            (
+                format!(
+                    "{} on `{text}` guards dynamic dimension `{}`: export fails with \"Constraints violated ({})\"{hint}",
+                    context.describe(),
+                    dim.name,
+                    dim.name
+                ),
+                suggestion
+                    .as_ref()
+                    .and_then(|comparison| guard_constraints(checker, dim, comparison)),
+            )
+        }
+        EventKind::Scalar {
+            value:
+                Value::Size {
+                    origin: SizeOrigin::Dynamic { dim, .. },
+                    ..
+                },
+            usage: ScalarUse::Range,
+        } if fails_on_one_size(dim) => (
+            format!(
+                "`range()` over `{text}`, dynamic dimension `{}`: the loop is unrolled, which fixes the dimension to the example's size; use tensor operations instead",
+                dim.shown()
+            ),
+            static_dim(checker, dim),
+        ),
+        // Measured: non-strict `len(x)` must return a Python int, which fixes the dimension.
+        EventKind::Scalar {
+            value:
+                Value::Size {
+                    origin: SizeOrigin::Dynamic { dim, .. },
+                    ..
+                },
+            usage: ScalarUse::Len,
+        } if fails_on_one_size(dim) && !strict => (
+            format!(
+                "`{text}` returns a Python int, which fixes dynamic dimension `{}` to the example's size; use `x.shape[0]`, which stays symbolic",
+                dim.shown()
+            ),
+            static_dim(checker, dim),
+        ),
+        // Measured: torch 2.15 unrolls `nn.LSTM`/`GRU`/`RNN` over a dynamic sequence, in
+        // either mode, and the length becomes the example's.
+        EventKind::Unrolled { dim, layer } if fails_on_one_size(dim) => (
+            format!(
+                "`{text}` runs `nn.{layer}` step by step over dynamic dimension `{}`, which fixes it to the example's length: export fails with \"Constraints violated{}\"; export with one sequence length (pad inputs to it), or declare the dimension static",
+                dim.shown(),
+                dim.violated_suffix()
+            ),
+            static_dim(checker, dim),
+        ),
+        EventKind::PoolFixesLength { dim, kernel } => {
+            let kernel = kernel.map_or_else(|| "k".to_owned(), |kernel| kernel.to_string());
+            (
+                format!(
+                    "`{text}` pools over dynamic dimension `{}` with `max_pool1d`, which torch 2.15 exports only for the example's length: export fails with \"Constraints violated ({})\"; pool in two dimensions, `F.max_pool2d(x.unsqueeze(-1), ({kernel}, 1)).squeeze(-1)`, which gives the same values and keeps `{}` dynamic",
+                    dim.name, dim.name, dim.name
+                ),
+                None,
+            )
+        }
+        // Measured: non-strict `int(x.shape[0])` asks for the size's value as `len(x)` does.
+        EventKind::Scalar {
+            value:
+                Value::Size {
+                    origin: SizeOrigin::Dynamic { dim, .. },
+                    ..
+                },
+            usage: ScalarUse::Conversion,
+        } if fails_on_one_size(dim) && !strict => (
+            format!(
+                "`{text}` asks for the value of dynamic dimension `{}`, which fixes it to the example's size; keep the size as it is (`x.shape[0]` stays symbolic without `int()`)",
+                dim.shown()
+            ),
+            static_dim(checker, dim),
+        ),
+        // Measured: `math.log2(n)` (and `sqrt`, `exp`, `isqrt`, `gcd`) of a size needs a
+        // concrete number, which fixes the dimension in either mode.
+        EventKind::Scalar {
+            value:
+                Value::Size {
+                    origin: SizeOrigin::Dynamic { dim, .. },
+                    ..
+                },
+            usage: ScalarUse::MathCall,
+        } if !dim.automatic => (
+            format!(
+                "`{text}` needs a concrete number, which fixes dynamic dimension `{}` to the example's size; compute it with the torch function of the same name on a tensor, or declare the dimension static",
+                dim.name
+            ),
+            static_dim(checker, dim),
+        ),
+        EventKind::DimMismatch { left, right } => (
+            format!(
+                "`{text}` broadcasts dynamic dimensions `{}` and `{}` against each other, so they must be equal: export fails with \"Constraints violated ({})\"; declare `{} = {}` in `dynamic_shapes`",
+                left.name, right.name, right.name, right.name, left.name
+            ),
+            Some(vec![DimConstraint::Equal {
+                name: right.name.clone(),
+                to: left.name.clone(),
+            }]),
+        ),
+        EventKind::DimFixed { dim, size } if fails_on_one_size(dim) => (
+            format!(
+                "`{text}` needs dynamic dimension `{}` to be {size}: export fails with \"Constraints violated{}\"; take the sizes from the input (`-1`, `x.shape[0]`), or declare the dimension static",
+                dim.shown(),
+                dim.violated_suffix()
+            ),
+            Some(vec![DimConstraint::Constant {
+                name: dim.name.clone(),
+                value: *size,
+            }]),
+        ),
+        EventKind::DimSpecialized { dim, size } => (
+            format!(
+                "`{text}` broadcasts dynamic dimension `{}` against a fixed size {size}{}, which specialises it: export fails with \"Constraints violated ({})\"; make the other operand follow the input's shape, or declare the dimension static",
+                dim.name,
+                if event.file == 0 {
+                    state_origin(checker, event.range, &text)
+                } else {
+                    String::new()
+                },
+                dim.name
+            ),
+            Some(vec![DimConstraint::Constant {
+                name: dim.name.clone(),
+                value: *size,
+            }]),
+        ),
+        EventKind::ReshapeGuard { dim, multiple } => (
+            format!(
+                "`{text}` needs the element count to divide into the new shape, which guards dynamic dimension `{}`: export fails with \"Constraints violated ({})\"; declare it a multiple of {multiple} (`_{} = Dim(\"_{}\"); {} = {multiple} * _{}`) or use sizes taken from the input",
+                dim.name, dim.name, dim.name, dim.name, dim.name, dim.name
+            ),
+            multiple_of(checker, dim, *multiple),
+        ),
+        EventKind::SizeEquality { left, right, by } => {
+            if let Some(relation) = relation(left, right) {
+                size_equality(&text, left, right, by, &relation)
+            } else {
+                periodic_equality(checker, &text, left, right, by)?
+            }
+        }
+        EventKind::StridedSlice { size } if !strict => {
+            let (dim, min) = min_above_one(size)?;
+            let declared_low = dim.low();
+            (
+                format!(
+                    "`{text}` takes a slice with a step of dynamic dimension `{}`, of size `{size}`; the range of `{}` allows it to be 1 (at {} = {declared_low}), so non-strict export guards `{size} != 1`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={min})`",
+                    dim.name, dim.name, dim.name, dim.name, dim.name
+                ),
+                Some(vec![DimConstraint::Range {
+                    name: dim.name.clone(),
+                    min: Some(min),
+                    max: None,
+                }]),
+            )
+        }
+        EventKind::WindowOutput { size, layer } => {
+            let least = if strict { 1 } else { 2 };
+            let requirement = min_reaching(size, least)
+                .and_then(|(dim, _)| windows.iter().find(|found| found.dim.name == dim.name))?;
+            let dim = &requirement.dim;
+            let declared_low = dim.low();
+            let guard = if strict { ">= 1" } else { "!= 1" };
+            let all = match requirement.layers {
+                1 => String::new(),
+                n => format!(", the minimum all {n} windows over `{}` need", dim.name),
+            };
+            (
+                format!(
+                    "`{text}` ({layer}) makes a size `{size}` of dynamic dimension `{}`, which its range allows below {least} (at {} = {declared_low}), so the exporter guards `{size} {guard}`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={})`{all}",
+                    dim.name, dim.name, dim.name, dim.name, requirement.min
+                ),
+                Some(vec![DimConstraint::Range {
+                    name: dim.name.clone(),
+                    min: Some(requirement.min),
+                    max: None,
+                }]),
+            )
+        }
+        EventKind::MaybeOne { size, other } => {
+            if strided.contains(&size) {
+                return None;
+            }
+            let (dim, min) = min_above_one(size)?;
+            let (declared_low, _) = (dim.low(), dim.max);
+            (
+                format!(
+                    "`{text}` broadcasts a dimension of size `{size}` against `{other}`; the range of `{}` allows `{size}` to be 1 (at {} = {declared_low}), so the exporter guards `{size} != 1`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={min})`",
+                    dim.name, dim.name, dim.name, dim.name
+                ),
+                Some(vec![DimConstraint::Range {
+                    name: dim.name.clone(),
+                    min: Some(min),
+                    max: None,
+                }]),
+            )
+        }
+        EventKind::BufferSlice { dim } => (
+            format!(
+                "Slicing a fixed-size parameter or buffer up to `{text}` guards dynamic dimension `{}` to at most its length: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", max=...)` with that length",
+                dim.name, dim.name, dim.name
+            ),
+            None,
+        ),
+        EventKind::IterateTensor {
+            size:
+                Value::Size {
+                    origin: SizeOrigin::Dynamic { dim, .. },
+                    ..
+                },
+            ..
+        } if fails_on_one_size(dim) => (
+            format!(
+                "Looping over `{text}` unrolls its dynamic dimension `{}` to the example's size; use tensor operations instead",
+                dim.shown()
+            ),
+            static_dim(checker, dim),
+        ),
+        _ => return None,
+    };
+    Some((message, constraints))
 }
 
 /// The message and constraints for an operation that requires `left == right`, from what the
@@ -634,12 +658,12 @@ struct WindowRequirement {
 /// The windows' requirements, one per dimension: each window's guard is reported on its line,
 /// as torch reports them, with the one minimum under which all of them hold (`min=33` for the
 /// five halvings of a ResNet), so that one fix settles them all.
-fn window_requirements(checker: &Checker, strict: bool) -> Vec<WindowRequirement> {
+fn window_requirements(events: &[&Event], strict: bool) -> Vec<WindowRequirement> {
     let least = if strict { 1 } else { 2 };
     let mut requirements: Vec<WindowRequirement> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for event in &checker.model.events {
-        if !seen.insert(event.range) {
+    for event in events {
+        if !seen.insert((event.file, event.range)) {
             continue;
         }
         let EventKind::WindowOutput { size, .. } = &event.kind else {

@@ -115,6 +115,43 @@ impl Checker<'_> {
     }
 }
 
+/// A guard PT401 reports, with the constraints that settle it.
+pub(crate) struct JudgedGuard {
+    /// The file it is in: 0 for the analysed one, `k` for the model's `foreign[k - 1]`.
+    pub(crate) file: u32,
+    pub(crate) range: TextRange,
+    pub(crate) message: String,
+    pub(crate) constraints: Vec<crate::fixes::dims::DimConstraint>,
+}
+
+/// PT401's judgement of every event of `model`'s program that a constraint settles: the
+/// events of its own file and of the files its analysis entered.
+pub(crate) fn dim_guard_constraints(
+    parsed: &Parsed,
+    model: &SemanticModel<'_>,
+    settings: &Settings,
+) -> Vec<JudgedGuard> {
+    let checker = Checker {
+        parsed,
+        model,
+        settings,
+        diagnostics: Vec::new(),
+        imports: std::cell::OnceCell::new(),
+    };
+    let events: Vec<&Event> = model.events.iter().chain(&model.foreign_events).collect();
+    dynamic_dim_guard::judged(&checker, &events)
+        .into_iter()
+        .filter_map(|(event, message, constraints)| {
+            Some(JudgedGuard {
+                file: event.file,
+                range: event.range,
+                message,
+                constraints: constraints?,
+            })
+        })
+        .collect()
+}
+
 /// Runs every static rule over one analysed file.
 pub(crate) fn run_all<'a>(
     parsed: &'a Parsed,

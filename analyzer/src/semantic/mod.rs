@@ -463,12 +463,18 @@ impl<'a> SemanticModel<'a> {
         found
     }
 
-    /// The dotted names of the foreign files whose functions the analysis entered.
+    /// The dotted names of the foreign files whose functions the analysis entered, and of
+    /// those whose `Dim`s the spec reads: the fixes of their guards are edits there.
     pub(crate) fn entered_modules(&self) -> FxHashSet<String> {
         self.reached
             .iter()
             .filter_map(|(file, _)| self.source_in(*file).module)
             .map(str::to_owned)
+            .chain(
+                self.spec
+                    .iter()
+                    .flat_map(|spec| spec.imported_dims.iter().map(|dim| dim.module.clone())),
+            )
             .collect()
     }
 

@@ -16,7 +16,7 @@ use crate::syntax::ast::{self, Expr, Stmt};
 
 mod dim_reader;
 mod model_class;
-use dim_reader::{Assumed, DimReader, spec_item};
+use dim_reader::{Assumed, DimReader, ForeignSpec, spec_item};
 use model_class::ModelResolver;
 
 /// A mistake in `dynamic_shapes` that `torch.export` rejects before tracing.
@@ -151,6 +151,23 @@ pub(crate) struct ShapesSpec {
     /// Inputs whose entry the analysis cannot read, by name and by position: their dimensions
     /// may be dynamic or static.
     unreadable_inputs: Vec<(Option<String>, Option<usize>)>,
+    /// The `Dim`s the spec takes from another workspace module (`from pkg.dims import BATCH`).
+    pub(crate) imported_dims: Vec<ImportedDim>,
+}
+
+/// A `Dim` bound at module level in another workspace module and used by the spec: its fixes
+/// are edits of that module, carried there by a companion diagnostic.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ImportedDim {
+    /// The `Dim`'s name (the string given to `Dim`).
+    pub(crate) name: String,
+    /// The dotted module that binds it.
+    pub(crate) module: String,
+    /// The `Dim(...)` call there, in that module's text.
+    pub(crate) range: TextRange,
+    /// The module-level name of the spec that writes it there, when the entry file's spec is
+    /// that module's (`DYNAMIC_SHAPES`): a fix may then edit the spec as well as the `Dim`.
+    pub(crate) spec: Option<String>,
 }
 
 impl ShapesSpec {
@@ -947,8 +964,29 @@ pub(crate) fn collect<'a>(
     // The decorator's names are the names of the file that defines the class.
     let foreign_names;
     let foreign_gathered;
-    // Written, but bound to nothing the file shows (imported, a function's result).
-    if written_spec.is_some_and(|written| resolve(written).is_none()) {
+    // Written as a name another workspace module binds (`from pkg.shapes import
+    // DYNAMIC_SHAPES`): read there, with that module's names.
+    let imported = written_spec.and_then(|written| {
+        // `DYNAMIC_SHAPES`, `shapes.DYNAMIC_SHAPES`, or a local name bound to one of them.
+        let named = match resolve(written) {
+            Some(named @ (Expr::Name(_) | Expr::Attribute(_))) => named,
+            Some(_) => return None,
+            None => written,
+        };
+        let (module, file, value) = dim_reader::module_binding(model, model, named)?;
+        let binding = names::dotted(named)?.rsplit('.').next()?.to_owned();
+        Some((
+            ForeignSpec {
+                module,
+                binding,
+                at: written.range(),
+            },
+            file,
+            value,
+        ))
+    });
+    // Written, but bound to nothing the file shows (a function's result).
+    if written_spec.is_some_and(|written| resolve(written).is_none()) && imported.is_none() {
         return (
             entry,
             Some(ShapesSpec {
@@ -959,16 +997,27 @@ pub(crate) fn collect<'a>(
             }),
         );
     }
+    let (foreign, imported) = match imported {
+        Some((foreign, file, value)) => (Some(foreign), Some((file, value))),
+        None => (None, None),
+    };
     let (names, spec_gathered, spec_expr): (&dyn Resolve, &Gathered, Option<&Expr>) =
-        match (written_spec.and_then(resolve), &declared) {
-            (Some(written), _) => (model, &gathered, Some(written)),
-            (None, Some(declared)) if declared.file == 0 => (model, &gathered, Some(declared.spec)),
-            (None, Some(declared)) => {
+        match (imported, written_spec.and_then(resolve), &declared) {
+            (Some((file, value)), ..) => {
+                foreign_names = GlobalNames(model.globals_in(file));
+                foreign_gathered = gathered_in(model, file);
+                (&foreign_names, &foreign_gathered, Some(value))
+            }
+            (None, Some(written), _) => (model, &gathered, Some(written)),
+            (None, None, Some(declared)) if declared.file == 0 => {
+                (model, &gathered, Some(declared.spec))
+            }
+            (None, None, Some(declared)) => {
                 foreign_names = GlobalNames(model.globals_in(declared.file));
                 foreign_gathered = gathered_in(model, declared.file);
                 (&foreign_names, &foreign_gathered, Some(declared.spec))
             }
-            (None, None) => (model, &gathered, None),
+            (None, None, None) => (model, &gathered, None),
         };
     let Some(spec_expr) = spec_expr else {
         return (entry, None);
@@ -978,6 +1027,8 @@ pub(crate) fn collect<'a>(
         gathered: spec_gathered,
         assumed: Assumed::default(),
         program: model,
+        imported: std::cell::RefCell::default(),
+        foreign,
     };
     // `ShapesSpec(ParamsSpec({...}), assumptions=[...])`: the mapping, and the assumptions'
     // bounds. Its entries need not name every input: what it leaves out is static.
@@ -986,6 +1037,7 @@ pub(crate) fn collect<'a>(
     if let Some(assumptions) = assumptions {
         reader.assumed = reader.assumptions(assumptions);
     }
+    let problems_before = problems.len();
     let mut spec = ShapesSpec {
         inputs,
         problems,
@@ -1143,6 +1195,14 @@ pub(crate) fn collect<'a>(
         Expr::NoneLiteral(_) => {}
         // A call, a comprehension: what it declares is not known.
         _ => spec.unreadable = true,
+    }
+    spec.imported_dims = reader.imported.take();
+    // What is wrong with another module's spec is said where the entry file names it: the
+    // ranges read there are in that module's text.
+    if let Some(foreign) = &reader.foreign {
+        for problem in &mut spec.problems[problems_before..] {
+            problem.range = foreign.at;
+        }
     }
     (entry, Some(spec))
 }

@@ -4,10 +4,10 @@
 
 use std::rc::Rc;
 
-use ruff_text_size::Ranged;
+use ruff_text_size::{Ranged, TextRange};
 use rustc_hash::FxHashMap;
 
-use super::{Gathered, GlobalNames, SpecProblem, gathered_in};
+use super::{Gathered, GlobalNames, ImportedDim, SpecProblem, gathered_in};
 use crate::semantic::SemanticModel;
 use crate::semantic::names::{self, Resolve};
 use crate::semantic::symbolic::SymSize;
@@ -36,6 +36,10 @@ pub(super) struct DimReader<'g, 'm, 'a> {
     /// The program's files, where a `Dim` imported from another workspace module is read
     /// (`from pkg.dims import BATCH`).
     pub(super) program: &'m SemanticModel<'m>,
+    /// The `Dim`s read where another module binds them, so that a fix can edit them there.
+    pub(super) imported: std::cell::RefCell<Vec<ImportedDim>>,
+    /// The spec is another module's (`from pkg.shapes import DYNAMIC_SHAPES`).
+    pub(super) foreign: Option<ForeignSpec>,
 }
 
 impl<'a> DimReader<'_, '_, 'a> {
@@ -180,7 +184,7 @@ impl<'a> DimReader<'_, '_, 'a> {
                             continue;
                         }
                     }
-                    if let Some(dim) = self.dim(&item.value, 0) {
+                    if let Some(dim) = self.entry_dim(&item.value) {
                         dims.sizes
                             .push((index, DimSize::Sym(SymSize::dim(Rc::new(dim)))));
                     } else if !self.is_static(&item.value, 0) {
@@ -201,7 +205,7 @@ impl<'a> DimReader<'_, '_, 'a> {
                     }
                 }
                 for (index, element) in elts.iter().enumerate() {
-                    if let Some(dim) = self.dim(element, 0) {
+                    if let Some(dim) = self.entry_dim(element) {
                         dims.sizes
                             .push((index, DimSize::Sym(SymSize::dim(Rc::new(dim)))));
                     } else if !self.is_static(element, 0) {
@@ -421,26 +425,7 @@ impl DimReader<'_, '_, '_> {
         if depth > 8 {
             return None;
         }
-        let qualified = self.names.qualified(expr)?;
-        let (module, name) = qualified.rsplit_once('.')?;
-        let file = self.program.file_id(module)?;
-        let body = self.program.body_in(file);
-        let value = names::module_level_statements(body)
-            .into_iter()
-            .rev()
-            .find_map(|stmt| match stmt {
-                ast::Stmt::Assign(assign) => match assign.targets.as_slice() {
-                    [Expr::Name(target)] if target.id.as_str() == name => Some(&*assign.value),
-                    _ => None,
-                },
-                ast::Stmt::AnnAssign(assign) => match (&*assign.target, &assign.value) {
-                    (Expr::Name(target), Some(value)) if target.id.as_str() == name => {
-                        Some(&**value)
-                    }
-                    _ => None,
-                },
-                _ => None,
-            })?;
+        let (module, file, value) = module_binding(self.program, self.names, expr)?;
         let names = GlobalNames(self.program.globals_in(file));
         let gathered = gathered_in(self.program, file);
         let reader = DimReader {
@@ -448,13 +433,84 @@ impl DimReader<'_, '_, '_> {
             gathered: &gathered,
             assumed: Assumed::default(),
             program: self.program,
+            imported: std::cell::RefCell::default(),
+            foreign: None,
         };
         let declared = reader.dim(value, depth + 1)?;
+        self.imported.borrow_mut().push(ImportedDim {
+            name: declared.name.clone(),
+            module,
+            range: declared.range,
+            spec: None,
+        });
         Some(DimDecl {
             range: expr.range(),
             ..declared
         })
     }
+
+    /// A `Dim` of an input's entry, placed in the entry file when the spec is another
+    /// module's: at the name the entry file's spec writes, and recorded with that module, so
+    /// that a fix edits it there.
+    fn entry_dim(&self, expr: &Expr) -> Option<DimDecl> {
+        let before = self.imported.borrow().len();
+        let dim = self.dim(expr, 0)?;
+        let Some(foreign) = &self.foreign else {
+            return Some(dim);
+        };
+        // A `Dim` the spec's module imports itself is recorded where that module's import
+        // leads; one it writes is its own.
+        if self.imported.borrow().len() == before {
+            self.imported.borrow_mut().push(ImportedDim {
+                name: dim.name.clone(),
+                module: foreign.module.clone(),
+                range: dim.range,
+                spec: Some(foreign.binding.clone()),
+            });
+        }
+        Some(DimDecl {
+            range: foreign.at,
+            ..dim
+        })
+    }
+}
+
+/// A spec bound at module level in another workspace module (`from pkg.shapes import
+/// DYNAMIC_SHAPES`): where the entry file names it, and where it is bound.
+pub(super) struct ForeignSpec {
+    pub(super) module: String,
+    /// The module-level name bound to it there.
+    pub(super) binding: String,
+    /// The name in the entry file's spec (`dynamic_shapes=DYNAMIC_SHAPES`).
+    pub(super) at: TextRange,
+}
+
+/// The value a module-level name of another workspace module of the program is bound to,
+/// for `expr` naming it in a file whose imports `names` resolves (`BATCH` of `from pkg.dims
+/// import BATCH`, `dims.BATCH`): the module's dotted name, its file and the value.
+pub(super) fn module_binding<'s>(
+    program: &SemanticModel<'s>,
+    names: &dyn Resolve,
+    expr: &Expr,
+) -> Option<(String, u32, &'s Expr)> {
+    let qualified = names.qualified(expr)?;
+    let (module, name) = qualified.rsplit_once('.')?;
+    let file = program.file_id(module)?;
+    let value = names::module_level_statements(program.body_in(file))
+        .into_iter()
+        .rev()
+        .find_map(|stmt| match stmt {
+            ast::Stmt::Assign(assign) => match assign.targets.as_slice() {
+                [Expr::Name(target)] if target.id.as_str() == name => Some(&*assign.value),
+                _ => None,
+            },
+            ast::Stmt::AnnAssign(assign) => match (&*assign.target, &assign.value) {
+                (Expr::Name(target), Some(value)) if target.id.as_str() == name => Some(&**value),
+                _ => None,
+            },
+            _ => None,
+        })?;
+    Some((module.to_owned(), file, value))
 }
 
 /// The comparison `b op a` for `a op b`.
