@@ -303,10 +303,20 @@ fn check_project(root: &Path) -> Vec<CheckedFile> {
     let workspace = WorkspaceIndex::with_libraries(&summaries, libraries)
         .with_sources(Arc::new(sources))
         .with_program_cache();
+    // Code no entrypoint of the project exports is a warning that says so, as `pt2lsp check`
+    // and the editor report it (`WorkspaceIndex::unexported`).
     let reports: Vec<Report> = files
         .iter()
         .zip(&texts)
-        .map(|(file, text)| check_file(source_file(file, text), &settings, &workspace))
+        .map(|(file, text)| {
+            let mut report = check_file(source_file(file, text), &settings, &workspace);
+            if let Some(why) = workspace.unexported(&file.1) {
+                for diagnostic in &mut report.diagnostics {
+                    pt2lsp_analyzer::as_unexported(diagnostic, &why);
+                }
+            }
+            report
+        })
         .collect();
     files
         .into_iter()
