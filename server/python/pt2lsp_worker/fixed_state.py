@@ -106,7 +106,7 @@ def state_on_line(model, file: str, line: int, size: int, dim: int | None = None
     if not function.args.args:
         return None
     receiver = function.args.args[0].arg
-    chains = _attribute_chains(statement, receiver)
+    chains = _attribute_chains(statement, receiver) + _aliased_chains(function, statement, receiver)
     if not chains:
         return None
     path = os.path.realpath(file)
@@ -117,6 +117,23 @@ def state_on_line(model, file: str, line: int, size: int, dim: int | None = None
                 state.expression = ".".join([receiver, *chain])
                 return state
     return None
+
+
+def _aliased_chains(function, statement: ast.stmt, receiver: str) -> list[list[str]]:
+    """The chains the statement reads through a local name bound to one earlier in the method
+    (`k_cache = self.k_cache` above `return k + k_cache`)."""
+    read = {node.id for node in ast.walk(statement) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    chains: list[list[str]] = []
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Assign) or node.lineno >= statement.lineno or len(node.targets) != 1:
+            continue
+        target = node.targets[0]
+        if not isinstance(target, ast.Name) or target.id not in read or not isinstance(node.value, ast.Attribute):
+            continue
+        bound = _attribute_chains(ast.Expr(node.value), receiver)
+        if bound and bound[0] not in chains:
+            chains.append(bound[0])
+    return chains
 
 
 def _enclosing(tree: ast.Module, line: int):

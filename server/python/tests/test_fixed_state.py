@@ -105,13 +105,17 @@ MODEL = textwrap.dedent(
             )
             return keys * self.scale
 
+        def step(self, x):
+            cached = self.cache.k
+            return x + cached
+
 
     def concatenate(items):
         return items
     """
 )
 # The lines of MODEL the tests name.
-REGISTERED, ASSIGNED, CALL, CALL_ITEMS, SCALED = 14, 26, 32, 33, 35
+REGISTERED, ASSIGNED, CALL, CALL_ITEMS, SCALED, ALIASED = 14, 26, 32, 33, 35, 39
 
 
 @pytest.fixture
@@ -154,6 +158,12 @@ def test_the_state_read_on_the_line_is_named_with_where_it_was_built(model_file)
         1,
         Location(path, ASSIGNED),
     )
+
+
+def test_a_state_read_through_a_local_name_is_named(model_file):
+    path, module = model_file
+    state = state_on_line(module.Attention(4), path, ALIASED, 4)
+    assert (state.expression, state.built) == ("self.cache.k", Location(path, REGISTERED))
 
 
 def test_no_state_of_another_size_nor_outside_a_method(model_file):
