@@ -45,14 +45,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-step "Tracer worker (server/python): ruff lint and format, unit tests on recorded messages"
+step "Tracer worker (tracer/python): ruff lint and format, unit tests on recorded messages"
 # ruff is pinned: a newer one may lint differently, and this step fails the run when it fails.
 if ! .venv/bin/ruff --version 2>/dev/null | grep -qx 'ruff 0.17.6'; then
   .venv/bin/pip install --quiet --disable-pip-version-check 'ruff==0.17.6'
 fi
-.venv/bin/ruff check --config server/python/ruff.toml server/python
-.venv/bin/ruff format --check --config server/python/ruff.toml server/python
-PYTHONDONTWRITEBYTECODE=1 .venv/bin/python -m pytest -q -p no:cacheprovider server/python/tests
+.venv/bin/ruff check --config tracer/python/ruff.toml tracer/python
+.venv/bin/ruff format --check --config tracer/python/ruff.toml tracer/python
+PYTHONDONTWRITEBYTECODE=1 .venv/bin/python -m pytest -q -p no:cacheprovider tracer/python/tests
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

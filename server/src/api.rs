@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use pt2lsp_analyzer::{Applicability, RuleSelector, Settings, TextRange};
 
-use crate::project::check::{self, CheckOptions};
-use crate::project::report::FileReport;
+use pt2lsp_project::check::{self, CheckOptions};
+use pt2lsp_project::report::FileReport;
 
 /// One diagnostic, field for field what `pt2lsp check --format json` writes for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,7 +166,7 @@ pub fn check_source(
 /// What `check_paths` checks, and how: the command's own options (`None` leaves an option to
 /// the configuration file, as an absent flag does on the command line; `quiet` is always on,
 /// since nothing here prints).
-pub use crate::project::check::CheckOptions as PathsOptions;
+pub use pt2lsp_project::check::CheckOptions as PathsOptions;
 
 /// Checks files and directories exactly as `pt2lsp check` does (the walk, `.gitignore`,
 /// `exclude`, the nearest `pyproject.toml`, the two-phase workspace analysis), without
@@ -221,7 +221,7 @@ fn on_analysis_stack<T: Send>(work: impl FnOnce() -> T + Send) -> Result<T, Erro
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("pt2lsp-analysis".to_owned())
-            .stack_size(crate::project::check::ANALYSIS_STACK_BYTES)
+            .stack_size(pt2lsp_project::check::ANALYSIS_STACK_BYTES)
             .spawn_scoped(scope, work)
             .map_err(|error| {
                 Error::Internal(format!("cannot start the analysis thread: {error}"))
@@ -287,7 +287,7 @@ fn push_located(report: &FileReport, out: &mut Vec<Diagnostic>) {
                 .related
                 .iter()
                 .map(|related| Related {
-                    file: crate::project::report::related_path(&related.file),
+                    file: pt2lsp_project::report::related_path(&related.file),
                     line: related.line,
                     column: related.column,
                     message: related.message.clone(),

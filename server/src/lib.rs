@@ -1,29 +1,29 @@
 //! `pt2lsp`: the command-line checker and language server for torch.export problems.
 //!
-//! The library holds everything; `main.rs` and the Python package's entry point both call
-//! [`run`] with their command line, so there is one `pt2lsp` whichever way it was installed.
+//! The top of the layers: the command line (`cli`) and the Python API (`api`), on the project
+//! model (`pt2lsp_project`), the tracer (`pt2lsp_tracer`) and the language server
+//! (`pt2lsp_lsp`). `main.rs` and the Python package's entry point both call [`run`] with their
+//! command line, so there is one `pt2lsp` whichever way it was installed.
 
 pub mod api;
 mod cli;
-mod lsp;
-pub mod notebook;
-pub mod project;
-mod tracer;
+
+pub use pt2lsp_project::{self as project, notebook};
 
 /// The LSP position mapping, reachable by the fuzz targets in `fuzz/`. Not an API: nothing
 /// outside this repository may depend on it.
 #[doc(hidden)]
 pub mod fuzzing {
-    pub use crate::lsp::document::{Document, TextPositions};
-    pub use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
+    pub use pt2lsp_lsp::document::{Document, TextPositions};
+    pub use pt2lsp_lsp::ls_types::{Position, Range, TextDocumentContentChangeEvent};
 }
 
 /// The language server on any pair of streams, for the server's integration tests
 /// (`server/tests/lsp*.rs`), which run it in process. Not an API either.
 #[doc(hidden)]
 pub mod in_process {
-    pub use crate::lsp::document::Document;
-    pub use crate::lsp::serve;
+    pub use pt2lsp_lsp::document::Document;
+    pub use pt2lsp_lsp::serve;
 }
 
 use std::ffi::OsString;
@@ -68,7 +68,7 @@ fn command_status(args: Vec<OsString>) -> u8 {
         Command::Serve => {
             // LSP asks for exit status 1 when the client exits without `shutdown`; that is
             // the only way `run` fails once the server started, so it is not a usage error.
-            return match lsp::run() {
+            return match pt2lsp_lsp::run() {
                 Ok(()) => ExitStatus::Success.code(),
                 Err(error) => {
                     eprintln!("error: {error:#}");

@@ -19,8 +19,8 @@ struct Violation {
 
 const PARSER_BEHIND_SYNTAX: &str = "The parser stays behind `syntax/`: only `syntax/` names `ruff_python_parser` or `ruff_python_ast`.";
 const UTF16_AT_THE_EDGE: &str =
-    "UTF-16 conversion happens only in `lsp/document.rs`: nothing else counts UTF-16 units.";
-const SERVER_NOT_ON_CLI: &str = "`project/`, `lsp/`, `tracer/` and `api.rs` never import `cli`: the command line is built on the project layer, not the other way round.";
+    "UTF-16 conversion happens only in `lsp/src/document.rs`: nothing else counts UTF-16 units.";
+const LAYERS: &str = "Each crate depends only on crates below it: analyzer, project, tracer, lsp, the `pt2lsp` command line, the Python binding.";
 const NO_SOURCE_PATH_IN_TESTS: &str =
     "Tests use the crates' public API: no `#[path]` into a crate's `src/`.";
 const SMALL_FILES: &str = "No source file is over 1,500 lines: a file does one job.";
@@ -30,7 +30,189 @@ const RULE_FIXTURES: &str =
 const NO_SKIPPED_TESTS: &str = "No `#[ignore]`, no `#[should_panic]`.";
 const PORTABLE: &str = "The static analysis, the CLI and the server have no Unix-only code: `std::os::unix` only under `#[cfg(unix)]` (the tracer's transport and worker).";
 
+const MODULE_CYCLES: &str = "No two top-level modules of a crate import each other, directly or through others: a crate's modules are layers too.";
+
+const ONE_STDOUT_WRITER: &str = "Nothing writes to stdout but the CLI's report writer (`cli/output/mod.rs`) and the language server's protocol channel (`lsp/src/lib.rs`).";
+
 const MAX_LINES: usize = 1500;
+
+/// The crates bottom up, by directory and package name: a crate may depend on those before it.
+const CRATE_LAYERS: &[(&str, &str)] = &[
+    ("analyzer", "pt2lsp_analyzer"),
+    ("project", "pt2lsp_project"),
+    ("tracer", "pt2lsp_tracer"),
+    ("lsp", "pt2lsp_lsp"),
+    ("server", "pt2lsp"),
+    ("python", "pt2lsp_python"),
+];
+
+/// The Rust sources of the product's crates other than the analyzer: the server side.
+fn on_server_side(file: &str) -> bool {
+    ["project/src/", "tracer/src/", "lsp/src/", "server/src/"]
+        .iter()
+        .any(|dir| file.starts_with(dir))
+}
+
+/// The names of the `pt2lsp` crates a manifest depends on, in any dependency table.
+fn crate_dependencies(manifest: &str) -> Vec<String> {
+    let mut in_dependencies = false;
+    let mut names = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies = line.trim_matches(['[', ']']).ends_with("dependencies");
+            continue;
+        }
+        if !in_dependencies || line.starts_with('#') {
+            continue;
+        }
+        let key = line
+            .split(['=', '.'])
+            .next()
+            .unwrap_or("")
+            .trim()
+            .replace('-', "_");
+        if key == "pt2lsp" || key.starts_with("pt2lsp_") {
+            names.push(key);
+        }
+    }
+    names
+}
+
+/// The top-level modules of a crate's `src/` that each one names (`crate::x`, or `super::x`
+/// from a top-level file), outside its tests.
+fn module_imports(src: &Path) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let mut imports: std::collections::BTreeMap<String, BTreeSet<String>> =
+        std::collections::BTreeMap::new();
+    for path in source_files(src) {
+        let Ok(relative) = path.strip_prefix(src) else {
+            continue;
+        };
+        let parts: Vec<String> = relative
+            .components()
+            .map(|part| part.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if path.extension().is_none_or(|ext| ext != "rs") {
+            continue;
+        }
+        let module = match parts.as_slice() {
+            [file] => file.trim_end_matches(".rs").to_owned(),
+            [dir, ..] => dir.clone(),
+            [] => continue,
+        };
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let top_level = parts.len() == 1 || (parts.len() == 2 && parts[1] == "mod.rs");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let named = imports.entry(module.clone()).or_default();
+        for line in code_lines(&text) {
+            // A module's tests may reach anywhere in the crate.
+            if line.contains("#[cfg(test)]") {
+                break;
+            }
+            let mut prefixes = vec!["crate::"];
+            if top_level {
+                prefixes.push("super::");
+            }
+            for prefix in prefixes {
+                for (at, _) in line.match_indices(prefix) {
+                    let rest = &line[at + prefix.len()..];
+                    let mentioned: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
+                        group
+                            .split('}')
+                            .next()
+                            .unwrap_or("")
+                            .split(',')
+                            .map(|item| item.trim().split("::").next().unwrap_or(""))
+                            .collect()
+                    } else {
+                        vec![
+                            rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                                .next()
+                                .unwrap_or(""),
+                        ]
+                    };
+                    for name in mentioned {
+                        if !name.is_empty() && name != module && name != "self" {
+                            named.insert(name.to_owned());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let modules: BTreeSet<String> = imports.keys().cloned().collect();
+    for named in imports.values_mut() {
+        named.retain(|name| modules.contains(name));
+    }
+    imports
+}
+
+/// The sets of modules that import each other (strongly connected, more than one module).
+fn module_cycles(
+    imports: &std::collections::BTreeMap<String, BTreeSet<String>>,
+) -> Vec<Vec<String>> {
+    let reaches = |from: &str| {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.to_owned()];
+        while let Some(module) = stack.pop() {
+            for next in imports.get(&module).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reach: std::collections::BTreeMap<&String, BTreeSet<String>> = imports
+        .keys()
+        .map(|module| (module, reaches(module)))
+        .collect();
+    let mut cycles: Vec<Vec<String>> = Vec::new();
+    for module in imports.keys() {
+        if cycles.iter().any(|cycle| cycle.contains(module)) || !reach[module].contains(module) {
+            continue;
+        }
+        let cycle: Vec<String> = imports
+            .keys()
+            .filter(|other| reach[module].contains(*other) && reach[*other].contains(module))
+            .cloned()
+            .collect();
+        cycles.push(cycle);
+    }
+    cycles
+}
+
+/// A crate's module cycles, each named as `<dir>/src: a, b, c`.
+fn check_module_cycles(root: &Path, add: &mut impl FnMut(&str, &'static str)) {
+    for (dir, _) in CRATE_LAYERS {
+        let src = root.join(dir).join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        for cycle in module_cycles(&module_imports(&src)) {
+            add(&format!("{dir}/src: {}", cycle.join(", ")), MODULE_CYCLES);
+        }
+    }
+}
+
+/// Each layer's manifest names only the layers below it.
+fn check_layers(root: &Path, add: &mut impl FnMut(&str, &'static str)) {
+    for (index, (dir, _)) in CRATE_LAYERS.iter().enumerate() {
+        let file = format!("{dir}/Cargo.toml");
+        let Ok(manifest) = std::fs::read_to_string(root.join(&file)) else {
+            continue;
+        };
+        let upward = crate_dependencies(&manifest)
+            .iter()
+            .any(|name| CRATE_LAYERS[index..].iter().any(|(_, layer)| layer == name));
+        if upward {
+            add(&file, LAYERS);
+        }
+    }
+}
 
 /// Files the tidy walk reads: Rust and Python sources of the product and its tests.
 fn source_files(root: &Path) -> Vec<PathBuf> {
@@ -113,18 +295,11 @@ fn check_tree(root: &Path) -> BTreeSet<Violation> {
         {
             add(&file, PARSER_BEHIND_SYNTAX);
         }
-        if file.starts_with("server/src/")
-            && file != "server/src/lsp/document.rs"
+        if on_server_side(&file)
+            && file != "lsp/src/document.rs"
             && (names("encode_utf16") || names("len_utf16"))
         {
             add(&file, UTF16_AT_THE_EDGE);
-        }
-        let on_server_side = file.starts_with("server/src/lsp/")
-            || file.starts_with("server/src/tracer/")
-            || file.starts_with("server/src/project/")
-            || file == "server/src/api.rs";
-        if on_server_side && names("crate::cli") {
-            add(&file, SERVER_NOT_ON_CLI);
         }
         if file.contains("/tests/") && names("#[path") && names("src/") {
             let into_src = code
@@ -134,10 +309,20 @@ fn check_tree(root: &Path) -> BTreeSet<Violation> {
                 add(&file, NO_SOURCE_PATH_IN_TESTS);
             }
         }
+        let writes_stdout = code.iter().any(|line| {
+            line.contains("stdout()") && !line.contains("is_terminal()") && !line.contains("flush")
+        });
+        if on_server_side(&file)
+            && writes_stdout
+            && file != "server/src/cli/output/mod.rs"
+            && file != "lsp/src/lib.rs"
+        {
+            add(&file, ONE_STDOUT_WRITER);
+        }
         if names("#[ignore") || names("#[should_panic") {
             add(&file, NO_SKIPPED_TESTS);
         }
-        if (file.starts_with("server/src/") || file.starts_with("analyzer/src/"))
+        if (on_server_side(&file) || file.starts_with("analyzer/src/"))
             && !unix_only_code_is_gated(&code)
         {
             add(&file, PORTABLE);
@@ -146,6 +331,8 @@ fn check_tree(root: &Path) -> BTreeSet<Violation> {
             check_rule_file(root, &file, &text, &mut add);
         }
     }
+    check_layers(root, &mut add);
+    check_module_cycles(root, &mut add);
     violations
 }
 
@@ -210,7 +397,17 @@ fn rule_code(text: &str) -> Option<String> {
 
 /// Known debt: breaches that predate the check. Each entry is removed when its file is fixed;
 /// the test fails if an entry no longer breaks anything, so the list only shrinks.
-const DEBT: &[(&str, &str)] = &[];
+const DEBT: &[(&str, &str)] = &[
+    // Each rule's file holds its `META` and reports through `Rule`, which the registry lists
+    // from those `META`s; diagnostics, settings and suppressions name rules.
+    (
+        "analyzer/src: diagnostic, fixes, registry, rules, settings, suppression",
+        MODULE_CYCLES,
+    ),
+    // The workspace index keeps the programs semantic analysis loads and resolves names with
+    // `semantic::names`; libraries are summarised with the workspace's summaries.
+    ("analyzer/src: library, semantic, workspace", MODULE_CYCLES),
+];
 
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -271,19 +468,20 @@ fn a_clean_tree_has_no_violation() {
         ("analyzer/src/rules/branch.rs", GOOD_RULE),
         ("fixtures/rules/PT101/a.py", "x = 1\n"),
         (
-            "server/src/lsp/document.rs",
+            "lsp/src/document.rs",
             "fn f(s: &str) { s.encode_utf16(); }\n",
         ),
+        ("lsp/src/server.rs", "// Not encode_utf16.\n"),
         (
-            "server/src/lsp/server.rs",
-            "// Not crate::cli, not encode_utf16.\n",
+            "lsp/Cargo.toml",
+            "[dependencies]\n# pt2lsp = {}\npt2lsp_tracer.workspace = true\n\n[dev-dependencies]\npt2lsp_project = { path = \"../project\" }\n",
         ),
         (
             "server/tests/support.rs",
             "#[path = \"support/run.rs\"]\nmod run;\n",
         ),
         (
-            "server/src/tracer/a.rs",
+            "tracer/src/a.rs",
             "#[cfg(unix)]\nuse std::os::unix::net::UnixStream;\n#[cfg(unix)]\nmod unix {\n    use std::os::unix::fs::PermissionsExt;\n}\n",
         ),
     ]);
@@ -293,26 +491,36 @@ fn a_clean_tree_has_no_violation() {
 #[test]
 fn each_check_fires_on_a_tree_that_breaks_it() {
     let long = "x = 1\n".repeat(MAX_LINES + 1);
-    let cases: [(&str, &str, &str); 10] = [
+    let cases: [(&str, &str, &str); 12] = [
         (
             "analyzer/src/semantic/a.rs",
             "use ruff_python_ast::visitor;\n",
             PARSER_BEHIND_SYNTAX,
         ),
         (
-            "server/src/lsp/handlers/a.rs",
+            "lsp/src/handlers/a.rs",
             "fn f(s: &str) -> usize { s.encode_utf16().count() }\n",
             UTF16_AT_THE_EDGE,
         ),
         (
-            "server/src/tracer/a.rs",
-            "use crate::cli::config::Config;\n",
-            SERVER_NOT_ON_CLI,
+            "server/src/cli/a.rs",
+            "fn f(s: &str) -> usize { s.len_utf16() }\n",
+            UTF16_AT_THE_EDGE,
         ),
         (
-            "server/src/project/a.rs",
-            "use crate::cli::output::FileReport;\n",
-            SERVER_NOT_ON_CLI,
+            "server/src/cli/merge.rs",
+            "fn f() { let mut out = std::io::stdout().lock(); }\n",
+            ONE_STDOUT_WRITER,
+        ),
+        (
+            "project/Cargo.toml",
+            "[dependencies]\npt2lsp_analyzer.workspace = true\npt2lsp_tracer.workspace = true\n",
+            LAYERS,
+        ),
+        (
+            "tracer/Cargo.toml",
+            "[dev-dependencies]\npt2lsp = { path = \"../server\" }\n",
+            LAYERS,
         ),
         (
             "server/tests/a.rs",
@@ -320,7 +528,7 @@ fn each_check_fires_on_a_tree_that_breaks_it() {
             NO_SOURCE_PATH_IN_TESTS,
         ),
         (
-            "server/python/pt2lsp_worker/trace.py",
+            "tracer/python/pt2lsp_worker/trace.py",
             long.as_str(),
             SMALL_FILES,
         ),
@@ -340,7 +548,7 @@ fn each_check_fires_on_a_tree_that_breaks_it() {
             NO_SKIPPED_TESTS,
         ),
         (
-            "server/src/lsp/a.rs",
+            "lsp/src/a.rs",
             "#[cfg(unix)]\nuse std::os::unix::fs::PermissionsExt;\nuse std::os::unix::net::UnixStream;\n",
             PORTABLE,
         ),
@@ -357,4 +565,26 @@ fn each_check_fires_on_a_tree_that_breaks_it() {
             "{path} should break \"{invariant}\", found {found:?}"
         );
     }
+}
+
+#[test]
+fn modules_that_import_each_other_are_a_cycle_and_tests_are_not() {
+    let dir = tree(&[
+        (
+            "tracer/src/protocol.rs",
+            "use crate::{cache, targets::Target};\n",
+        ),
+        ("tracer/src/targets.rs", "use super::protocol::JobResult;\n"),
+        (
+            "tracer/src/cache.rs",
+            "//! Names crate::protocol in a comment only.\n#[cfg(test)]\nmod tests { use crate::protocol; }\n",
+        ),
+        ("tracer/src/lib.rs", "pub mod cache;\npub mod protocol;\n"),
+    ]);
+    let found = check_tree(dir.path());
+    let cycle = Violation {
+        file: "tracer/src: protocol, targets".to_owned(),
+        invariant: MODULE_CYCLES,
+    };
+    assert_eq!(found, BTreeSet::from([cycle]));
 }

@@ -22,7 +22,7 @@ export interface UserSettings {
   ignore?: unknown;
 }
 
-/** What the server accepts under the `pt2lsp` key (see server/src/lsp/settings.rs). */
+/** What the server accepts under the `pt2lsp` key (see lsp/src/settings.rs). */
 export interface ServerSettings {
   python?: string;
   trace?: "on-save" | "on-open-and-save" | "off";

@@ -7,8 +7,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cli::output::OutputFormat;
 use crate::cli::shard::Shard;
-use crate::tracer::targets::DeploymentTarget;
-use crate::tracer::worker::StartMethod;
+use pt2lsp_tracer::targets::DeploymentTarget;
+use pt2lsp_tracer::worker::StartMethod;
 
 const ABOUT: &str = "Tell whether torch.export will accept your PyTorch model, and why not.";
 

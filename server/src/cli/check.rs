@@ -9,7 +9,7 @@ use crate::cli::fix;
 use crate::cli::output::{self, OutputFormat};
 use crate::cli::trace::Tracing;
 use crate::cli::{ExitStatus, report_error, watch};
-use crate::project::check::{CheckOptions, Prepared, Project, prepare};
+use pt2lsp_project::check::{CheckOptions, Prepared, Project, prepare};
 
 pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
     if args.statistics && !matches!(args.format, OutputFormat::Text | OutputFormat::Json) {
@@ -64,7 +64,7 @@ pub fn check_prepared(args: &CheckArgs, prepared: Prepared) -> Result<Checked> {
         let mut shown: Vec<String> = files
             .iter()
             .map(|file| {
-                crate::project::walk::display_path(file, &cwd)
+                pt2lsp_project::walk::display_path(file, &cwd)
                     .display()
                     .to_string()
             })
@@ -172,7 +172,7 @@ pub fn check_prepared(args: &CheckArgs, prepared: Prepared) -> Result<Checked> {
             outcome
                 .changes
                 .iter()
-                .map(|change| crate::project::walk::absolute(&cwd, &change.shown))
+                .map(|change| pt2lsp_project::walk::absolute(&cwd, &change.shown))
                 .collect()
         })
         .unwrap_or_default();
@@ -212,7 +212,7 @@ fn print_lines(lines: &[String]) -> Result<()> {
 /// `--show-settings`: each resolved setting, `key = value  # source`, as the run would use it.
 fn settings_lines(
     args: &CheckArgs,
-    config: &crate::project::config::Config,
+    config: &pt2lsp_project::config::Config,
     settings: &pt2lsp_analyzer::Settings,
     files: usize,
     context: usize,
@@ -262,7 +262,7 @@ fn settings_lines(
             "timeout = {}  # {}",
             args.timeout
                 .or(config.timeout)
-                .unwrap_or(crate::tracer::DEFAULT_TIMEOUT_SECONDS),
+                .unwrap_or(pt2lsp_tracer::DEFAULT_TIMEOUT_SECONDS),
             source(
                 args.timeout.is_some(),
                 "--timeout",
@@ -272,7 +272,7 @@ fn settings_lines(
         format!(
             "python = {}  # {}",
             // The interpreter the tracer would run, resolved as `--trace` resolves it.
-            crate::project::interpreter::interpreter(
+            pt2lsp_project::interpreter::interpreter(
                 args.python.as_deref(),
                 config.python.as_deref(),
                 config.root(),

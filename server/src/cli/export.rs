@@ -18,14 +18,14 @@ use serde_json::json;
 use crate::cli::args::{ExportArgs, ExportFormat};
 use crate::cli::output::{self, FileReport, OutputFormat, Reported, Source};
 use crate::cli::{ExitStatus, warn};
-use crate::notebook::{CellMap, Notebook};
-use crate::project::config::{self, Config};
-use crate::project::walk;
-use crate::tracer::diagnostics::{self, TraceDiagnostic};
-use crate::tracer::export::{self as plan, Exportable};
-use crate::tracer::manager::Progress;
-use crate::tracer::protocol::{ExportJob, ExportReport, JobResult, Status};
-use crate::tracer::{self, Tracer, TracerOptions, batch};
+use pt2lsp_project::config::{self, Config};
+use pt2lsp_project::notebook::{CellMap, Notebook};
+use pt2lsp_project::walk;
+use pt2lsp_tracer::diagnostics::{self, TraceDiagnostic};
+use pt2lsp_tracer::export::{self as plan, Exportable};
+use pt2lsp_tracer::manager::Progress;
+use pt2lsp_tracer::protocol::{ExportJob, ExportReport, JobResult, Status};
+use pt2lsp_tracer::{self as tracer, Tracer, TracerOptions, batch};
 
 pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
@@ -132,7 +132,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitStatus> {
     }
     let label = format!("{} ({})", shown.display(), chosen.name);
 
-    let python = crate::project::interpreter::interpreter(
+    let python = pt2lsp_project::interpreter::interpreter(
         args.python.as_deref(),
         config.python.as_deref(),
         config.root(),

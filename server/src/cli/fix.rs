@@ -22,9 +22,9 @@ use crate::cli::args::CheckArgs;
 use crate::cli::output::{Counts, FileReport, fixable};
 use crate::cli::trace::Tracing;
 use crate::cli::warn;
-use crate::notebook::Notebook;
-use crate::project::check::Project;
-use crate::project::config::Config;
+use pt2lsp_project::check::Project;
+use pt2lsp_project::config::Config;
+use pt2lsp_project::notebook::Notebook;
 
 /// What becomes of the fixed texts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

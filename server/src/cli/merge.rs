@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -41,9 +40,11 @@ pub fn run(args: &MergeArgs) -> Result<ExitStatus> {
         reports.push((path.clone(), value));
     }
     let merged = merge(&reports)?;
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, &merged)?;
-    writeln!(out)?;
+    // Through the CLI's one writer of stdout, as every report is.
+    super::output::with_stdout(|out| {
+        serde_json::to_writer_pretty(&mut *out, &merged)?;
+        writeln!(out)
+    })?;
     Ok(if has_errors(&merged) {
         ExitStatus::Failure
     } else {

@@ -46,4 +46,4 @@ impl From<ExitStatus> for ExitCode {
     }
 }
 
-pub use crate::project::{report_error, warn};
+pub use pt2lsp_project::{report_error, warn};

@@ -11,8 +11,8 @@ use std::fmt;
 use std::path::{Component, Path};
 use std::str::FromStr;
 
-use crate::tracer::batch::PlannedJob;
-use crate::tracer::diagnostics::normalized;
+use pt2lsp_tracer::batch::PlannedJob;
+use pt2lsp_tracer::diagnostics::normalized;
 
 /// One shard of N: `index` counts from 1, as users write `--shard 1/4`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,8 +97,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::tracer::EntrypointSpec;
-    use crate::tracer::batch::{self, BatchOptions, Candidate};
+    use pt2lsp_tracer::EntrypointSpec;
+    use pt2lsp_tracer::batch::{self, BatchOptions, Candidate};
 
     #[test]
     fn parses_k_of_n_and_refuses_the_rest() {

@@ -8,12 +8,12 @@ use pt2lsp_analyzer::Rule;
 
 use crate::cli::args::CheckArgs;
 use crate::cli::output;
-use crate::project::check::Project;
-use crate::project::config::Config;
-use crate::project::report::FileReport;
-use crate::project::walk;
-use crate::project::warn;
-use crate::tracer::diagnostics::normalized;
+use pt2lsp_project::check::Project;
+use pt2lsp_project::config::Config;
+use pt2lsp_project::report::FileReport;
+use pt2lsp_project::walk;
+use pt2lsp_project::warn;
+use pt2lsp_tracer::diagnostics::normalized;
 
 /// The module files of the notebooks among the checked files, by the notebook's index in
 /// `Project::files`: `notebooks/<hash of the notebook's path>_<name>.py` in the cache directory
@@ -26,12 +26,12 @@ struct NotebookModules {
 }
 
 impl NotebookModules {
-    fn write(project: &Project<'_>, cache: &crate::tracer::cache::TraceCache) -> Result<Self> {
+    fn write(project: &Project<'_>, cache: &pt2lsp_tracer::cache::TraceCache) -> Result<Self> {
         let mut found = Self {
             modules: Vec::new(),
             directories: Vec::new(),
         };
-        let notebooks: Vec<(usize, &crate::project::check::Checked)> = project
+        let notebooks: Vec<(usize, &pt2lsp_project::check::Checked)> = project
             .files
             .iter()
             .enumerate()
@@ -83,7 +83,7 @@ impl NotebookModules {
     fn run_beside_their_notebooks(
         &self,
         project: &Project<'_>,
-        jobs: &mut [crate::tracer::batch::PlannedJob],
+        jobs: &mut [pt2lsp_tracer::batch::PlannedJob],
     ) {
         for job in jobs {
             if let Some((_, directory)) = self
@@ -119,10 +119,10 @@ impl NotebookModules {
 /// or a terminal jumps), its cell named, and a `module.py:N` in the message written as
 /// `nb.ipynb cell C:L`. Nobody wrote the module; the user knows the cells.
 pub(crate) fn point_into_notebook(
-    found: &mut crate::tracer::diagnostics::TraceDiagnostic,
+    found: &mut pt2lsp_tracer::diagnostics::TraceDiagnostic,
     module: &Path,
     notebook: &Path,
-    cells: &crate::notebook::CellMap,
+    cells: &pt2lsp_project::notebook::CellMap,
 ) {
     let module_key = normalized(module);
     for related in &mut found.related {
@@ -190,7 +190,7 @@ impl<'a> Tracing<'a> {
     /// (`tracer::diagnostics::merge_traced`). Fails only when no tracer could be started (no
     /// interpreter, no torch in it).
     pub(crate) fn trace(&self, project: &mut Project<'_>) -> Result<output::TraceSummary> {
-        use crate::tracer::{self, batch, diagnostics::normalized};
+        use pt2lsp_tracer::{self as tracer, batch, diagnostics::normalized};
         use std::collections::HashMap;
 
         let (args, config, cwd) = (self.args, self.config, self.cwd);
@@ -305,7 +305,7 @@ impl<'a> Tracing<'a> {
                 );
             }
         }
-        let python = crate::project::interpreter::interpreter(
+        let python = pt2lsp_project::interpreter::interpreter(
             args.python.as_deref(),
             config.python.as_deref(),
             config.root(),
@@ -487,7 +487,7 @@ impl<'a> Tracing<'a> {
 
 /// Drops each static diagnostic that a deployment target's lowering states on its line
 /// (`tracer::diagnostics::superseded_by_lowering`), as the language server does.
-fn drop_superseded(report: &mut crate::project::report::FileReport) {
+fn drop_superseded(report: &mut pt2lsp_project::report::FileReport) {
     let (_, lines, diagnostics) = report.diagnostics_by_line();
     let line =
         |reported: &output::Reported| lines.line_column(reported.diagnostic.range.start()).line;
@@ -506,7 +506,7 @@ fn drop_superseded(report: &mut crate::project::report::FileReport) {
         reported.source == output::Source::Trace
             || !lowered.iter().any(|(at, code, message)| {
                 *at == line(reported)
-                    && crate::tracer::diagnostics::superseded_by_lowering(
+                    && pt2lsp_tracer::diagnostics::superseded_by_lowering(
                         reported.diagnostic.rule.code(),
                         &reported.diagnostic.message,
                         code,
@@ -525,13 +525,13 @@ fn plural(count: usize, one: &str, many: &str) -> String {
 /// suppression that silenced nothing), added where every export reaching the file succeeded,
 /// one ran the line, and nothing the trace found there was silenced (`silenced`).
 fn prove_unproven(
-    report: &mut crate::project::report::FileReport,
-    truth: &crate::tracer::ground_truth::GroundTruth,
+    report: &mut pt2lsp_project::report::FileReport,
+    truth: &pt2lsp_tracer::ground_truth::GroundTruth,
     cwd: &Path,
     silenced: &std::collections::HashSet<(PathBuf, u32)>,
 ) {
     let path = walk::absolute(cwd, &report.path);
-    let key = crate::tracer::diagnostics::normalized(&path);
+    let key = pt2lsp_tracer::diagnostics::normalized(&path);
     let unproven = std::mem::take(&mut report.unproven);
     let (_, lines, diagnostics) = report.diagnostics_by_line();
     for diagnostic in unproven {
@@ -546,8 +546,8 @@ fn prove_unproven(
 /// contradicts (`tracer::ground_truth`) leaves the report, or, with `show`, stays as an info
 /// diagnostic that says which export passed the line.
 fn settle_contradicted(
-    report: &mut crate::project::report::FileReport,
-    truth: &crate::tracer::ground_truth::GroundTruth,
+    report: &mut pt2lsp_project::report::FileReport,
+    truth: &pt2lsp_tracer::ground_truth::GroundTruth,
     cwd: &Path,
     show: bool,
 ) {

@@ -21,8 +21,8 @@ use anyhow::Result;
 use crate::cli::args::CheckArgs;
 use crate::cli::check::{check_prepared, options};
 use crate::cli::{ExitStatus, output, report_error};
-use crate::project::check::prepare;
-use crate::project::walk::{self, Exclude, Include, Walked};
+use pt2lsp_project::check::prepare;
+use pt2lsp_project::walk::{self, Exclude, Include, Walked};
 
 /// How often the files are looked at while nothing changes: a save shows its report about as
 /// fast as a person looks back at the terminal.

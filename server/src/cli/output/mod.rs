@@ -11,8 +11,8 @@ mod text;
 
 pub(crate) use text::counted;
 
-pub(crate) use crate::project::report::path_string;
-pub use crate::project::report::{FileReport, Reported, Source, related_path};
+pub(crate) use pt2lsp_project::report::path_string;
+pub use pt2lsp_project::report::{FileReport, Reported, Source, related_path};
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 

@@ -1,0 +1,41 @@
+//! `workspace/didChangeWorkspaceFolders`: index added folders, forget removed ones.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use tower_lsp_server::ls_types::DidChangeWorkspaceFoldersParams;
+
+use crate::session::Session;
+
+pub fn did_change_workspace_folders(
+    session: &Arc<Session>,
+    params: &DidChangeWorkspaceFoldersParams,
+) {
+    let to_path = |folder: &tower_lsp_server::ls_types::WorkspaceFolder| {
+        folder.uri.to_file_path().map(Cow::into_owned)
+    };
+    let removed: Vec<_> = params.event.removed.iter().filter_map(to_path).collect();
+    let added: Vec<_> = params.event.added.iter().filter_map(to_path).collect();
+    let mut roots = session.roots();
+    roots.retain(|root| !removed.contains(root));
+    for root in &removed {
+        session.forget_root(root);
+    }
+    roots.extend(
+        added
+            .iter()
+            .filter(|root| !roots.contains(root))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    session.set_roots(roots);
+    let session = Arc::clone(session);
+    tokio::spawn(async move {
+        if added.is_empty() {
+            Arc::clone(&session).rebuild_index().await;
+            session.schedule_all();
+        } else {
+            session.scan(Some(added)).await;
+        }
+    });
+}

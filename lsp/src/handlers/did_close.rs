@@ -1,0 +1,50 @@
+//! `textDocument/didClose`: forget the document and clear its diagnostics, but for what a trace
+//! found in the file as it is on disk. The file on disk is what other files' analyses read now:
+//! the open files that read it are analysed again, and its summary is read from disk again
+//! (an unsaved edit may have changed what the index says it imports).
+
+use std::sync::Arc;
+
+use tower_lsp_server::ls_types::DidCloseTextDocumentParams;
+
+use crate::session::Session;
+use crate::workspace;
+
+pub fn did_close(session: &Arc<Session>, params: DidCloseTextDocumentParams) {
+    let uri = params.text_document.uri;
+    if !session.close(&uri) {
+        crate::log_stderr(&format!(
+            "didClose for a document that is not open: {}",
+            uri.as_str()
+        ));
+        return;
+    }
+    let path = uri
+        .to_file_path()
+        .map(std::borrow::Cow::into_owned)
+        .filter(|path| workspace::is_python(path));
+    if let Some(path) = &path {
+        session.file_changed(path);
+    }
+    let session = Arc::clone(session);
+    tokio::spawn(async move {
+        session.clear(uri).await;
+        let Some(path) = path else {
+            return;
+        };
+        let summary_session = Arc::clone(&session);
+        let changed = tokio::task::spawn_blocking(move || {
+            if summary_session.is_excluded(&path) {
+                return false;
+            }
+            let summary = workspace::summarize_file(&path);
+            summary_session.update_summary(&path, summary)
+        })
+        .await
+        .unwrap_or(false);
+        if changed {
+            Arc::clone(&session).rebuild_index().await;
+            session.schedule_all();
+        }
+    });
+}

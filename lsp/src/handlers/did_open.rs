@@ -1,0 +1,15 @@
+//! `textDocument/didOpen`: start tracking the document, analyse it at once, and trace the
+//! entrypoints that reach it when the settings say `trace = "on-open-and-save"`.
+
+use std::sync::Arc;
+
+use tower_lsp_server::ls_types::DidOpenTextDocumentParams;
+
+use crate::session::{Session, TraceReason};
+
+pub fn did_open(session: &Arc<Session>, params: DidOpenTextDocumentParams) {
+    let document = params.text_document;
+    session.open(document.uri.clone(), &document.text, document.version);
+    session.schedule(document.uri.clone());
+    session.trace(&document.uri, TraceReason::Open);
+}

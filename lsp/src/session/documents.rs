@@ -1,0 +1,583 @@
+//! Open documents and their static analysis: opening, editing, scheduling, publishing.
+//!
+//! tower-lsp starts handlers in arrival order but runs them concurrently, so document edits are
+//! applied synchronously in the notification handler, before its first `.await`, and never
+//! from a spawned task.
+//!
+//! Analysis starts at once, without a debounce: the static pass of even a 4,000-line file takes
+//! milliseconds, less than a keystroke apart. Each document has at most one analysis running,
+//! on tokio's blocking pool. Every reason to analyse (an edit, new settings, a new index) takes
+//! a ticket from one counter and stores it in the document; an edit that arrives while an
+//! analysis runs only does that. When the analysis ends, its result is published if its ticket
+//! is still the document's; otherwise it is dropped and the same task analyses the newest text
+//! at once. So a burst of edits costs at most one stale analysis, the last version is always
+//! published, and results never overtake each other (rust-analyzer and biome drop stale
+//! results the same way).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use pt2lsp_analyzer::{Report, ShapeHint, SourceFile, check_file, check_file_summarized};
+use ropey::Rope;
+use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
+
+use super::Session;
+use super::traced_shapes;
+use crate::diagnostics;
+use crate::document::{Document, TextPositions};
+use crate::settings::Resolved;
+use crate::workspace;
+use pt2lsp_tracer::diagnostics::normalized;
+
+/// Documents larger than this are not analysed; the client is told once, on stderr and in its
+/// log. Far beyond any hand-written model file, far below the analyzer's 4 GiB offset limit.
+pub const MAX_ANALYSED_BYTES: usize = 16 * 1024 * 1024;
+/// An open document and its analysis bookkeeping.
+#[derive(Debug)]
+pub struct OpenDocument {
+    pub document: Document,
+    /// The file behind a `file:` URI; `None` for unsaved buffers.
+    pub path: Option<PathBuf>,
+    /// `path` as the file system resolves it, to match the tracer's files.
+    pub(super) normalized: Option<PathBuf>,
+    /// The ticket of the newest reason to analyse this document.
+    pub(super) ticket: u64,
+    /// The ticket that started the analysis task now running for this document, if any. A task
+    /// whose ticket is no longer here (the document was closed and reopened) stops.
+    pub(super) runner: Option<u64>,
+    /// The static diagnostics last published and the version they are for. Trace diagnostics
+    /// (kept per entrypoint in [`super::traces`]) of the same version are merged into every
+    /// publication; those of another version are stale, so an edit publishes static
+    /// diagnostics only until the next trace.
+    pub(super) statics: Option<(i32, Arc<Vec<lsp::Diagnostic>>)>,
+    /// The tensor shapes the same analysis inferred, for hover and inlay hints.
+    pub(super) shapes: Option<(i32, Arc<Vec<ShapeHint>>)>,
+}
+
+/// One analysis of a text: its diagnostics for the protocol and the shapes it inferred.
+struct Analysed {
+    diagnostics: Vec<lsp::Diagnostic>,
+    shapes: Vec<ShapeHint>,
+}
+
+/// What one analysis works on: a copy of the document as it was when the analysis started.
+struct Snapshot {
+    rope: Rope,
+    version: i32,
+    path: Option<PathBuf>,
+    pub(super) ticket: u64,
+}
+impl Session {
+    /// Opens (or reopens) a document. Synchronous: see the module docs. Trace diagnostics
+    /// found in the file while it was closed become this version's.
+    pub fn open(&self, uri: Uri, text: &str, version: i32) {
+        let path = uri.to_file_path().map(std::borrow::Cow::into_owned);
+        let normalized = path.as_deref().map(normalized);
+        if let Some(file) = &normalized {
+            self.adopt_traces(file, version);
+        }
+        let document = Document::new(text, version);
+        if let Some(path) = &path {
+            self.buffers
+                .set_open(path, version, document.rope().clone());
+        }
+        self.documents.insert(
+            uri,
+            OpenDocument {
+                document,
+                path,
+                normalized,
+                ticket: 0,
+                runner: None,
+                statics: None,
+                shapes: None,
+            },
+        );
+    }
+
+    /// Forgets a closed document; false when it was not open. Its trace diagnostics stay,
+    /// as the file's on disk, and [`Session::clear`] publishes them.
+    pub fn close(&self, uri: &Uri) -> bool {
+        let Some((_, open)) = self.documents.remove(uri) else {
+            return false;
+        };
+        if let Some(file) = &open.normalized {
+            self.release_traces(file, open.document.version());
+        }
+        if let Some(path) = &open.path {
+            self.buffers.close(path);
+        }
+        true
+    }
+
+    /// After an edit to `uri` (already applied): records its new text for the analyses of
+    /// other files, analyses it, and re-analyses the open documents whose diagnostics may
+    /// depend on its text: the entrypoints that reach it and the files those reach
+    /// ([`pt2lsp_analyzer::WorkspaceIndex::dependents`]). Synchronous up to the spawns, like
+    /// [`Session::schedule`].
+    pub fn edited(self: &Arc<Self>, uri: &Uri) {
+        let path = self.documents.get(uri).and_then(|open| {
+            let path = open.path.clone()?;
+            self.buffers
+                .set_open(&path, open.document.version(), open.document.rope().clone());
+            Some(path)
+        });
+        self.schedule(uri.clone());
+        if let Some(module) = path.and_then(|path| self.module_of(&path)) {
+            self.schedule_dependents(&module, Some(uri));
+        }
+    }
+
+    /// Re-analyses the open documents (but `except`) whose diagnostics may depend on the text
+    /// of `module`.
+    pub(super) fn schedule_dependents(self: &Arc<Self>, module: &str, except: Option<&Uri>) {
+        let dependents = self.index().dependents(module);
+        if dependents.is_empty() {
+            return;
+        }
+        let uris: Vec<Uri> = self
+            .documents
+            .iter()
+            .filter(|entry| Some(entry.key()) != except)
+            .filter(|entry| {
+                entry
+                    .path
+                    .as_deref()
+                    .and_then(|path| self.module_of(path))
+                    .is_some_and(|module| dependents.binary_search(&module).is_ok())
+            })
+            .map(|entry| entry.key().clone())
+            .collect();
+        if uris.is_empty() {
+            return;
+        }
+        for dependent in uris {
+            self.schedule(dependent);
+        }
+        // A client that pulls diagnostics asks again; until their analyses end, those pulls
+        // analyse the documents themselves (see `pulled_diagnostics`).
+        self.refresh_pulled_diagnostics();
+    }
+
+    /// Asks for an analysis of `uri`'s current text: starts one now, or, when one is running,
+    /// leaves it to that one's task to analyse again when it ends. Synchronous up to the spawn,
+    /// so callers keep their ordering guarantees.
+    pub fn schedule(self: &Arc<Self>, uri: Uri) {
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        {
+            let Some(mut open) = self.documents.get_mut(&uri) else {
+                return;
+            };
+            open.ticket = ticket;
+            if open.runner.is_some() {
+                return;
+            }
+            open.runner = Some(ticket);
+        }
+        let session = Arc::clone(self);
+        tokio::spawn(async move { session.analyse(uri, ticket).await });
+    }
+
+    /// Re-analyses every open document, after a settings or index change.
+    pub fn schedule_all(self: &Arc<Self>) {
+        let uris: Vec<Uri> = self
+            .documents
+            .iter()
+            .map(|entry| entry.key().clone())
+            .collect();
+        for uri in uris {
+            self.schedule(uri);
+        }
+    }
+
+    fn is_current(&self, uri: &Uri, ticket: u64) -> bool {
+        self.documents
+            .get(uri)
+            .is_some_and(|open| open.ticket == ticket)
+    }
+
+    /// The analysis task of one document: analyses its newest text until a result is still
+    /// current when it is ready, publishes that one and ends.
+    async fn analyse(self: Arc<Self>, uri: Uri, runner: u64) {
+        loop {
+            let Some(snapshot) = self.documents.get(&uri).and_then(|open| {
+                (open.runner == Some(runner)).then(|| Snapshot {
+                    rope: open.document.rope().clone(),
+                    version: open.document.version(),
+                    path: open.path.clone(),
+                    ticket: open.ticket,
+                })
+            }) else {
+                return;
+            };
+            let (version, ticket) = (snapshot.version, snapshot.ticket);
+            let session = Arc::clone(&self);
+            let analysed_uri = uri.clone();
+            let outcome =
+                tokio::task::spawn_blocking(move || session.diagnose(&analysed_uri, snapshot))
+                    .await;
+            let guard = self.publish_lock.lock().await;
+            let mut merged = Vec::new();
+            {
+                let Some(mut open) = self.documents.get_mut(&uri) else {
+                    return;
+                };
+                if open.runner != Some(runner) {
+                    return;
+                }
+                if open.ticket != ticket {
+                    // Stale: the document changed meanwhile. Analyse the newest text now.
+                    continue;
+                }
+                open.runner = None;
+                match &outcome {
+                    Ok(Some(analysed)) => {
+                        let statics = Arc::new(analysed.diagnostics.clone());
+                        open.shapes = Some((version, Arc::new(analysed.shapes.clone())));
+                        merged =
+                            self.with_traces(open.normalized.as_deref(), Some(version), &statics);
+                        open.statics = Some((version, statics));
+                    }
+                    Ok(None) => return,
+                    Err(_) => {}
+                }
+            }
+            match outcome {
+                Ok(Some(_)) => {
+                    self.publish(uri, merged, Some(version)).await;
+                    drop(guard);
+                    if self.summaries_changed.swap(false, Ordering::SeqCst) {
+                        // An edit changed what the file imports or defines: every open
+                        // document is analysed again against the new index.
+                        Arc::clone(&self).rebuild_index().await;
+                        self.schedule_all();
+                    }
+                }
+                Ok(None) => {}
+                Err(error) => self.log(
+                    MessageType::ERROR,
+                    format!("{}: analysis failed: {error}", uri.as_str()),
+                ),
+            }
+            return;
+        }
+    }
+
+    /// Analyses one snapshot and converts the result for the protocol. Blocking. `None` when
+    /// the snapshot is already stale, which spares the work.
+    fn diagnose(&self, uri: &Uri, snapshot: Snapshot) -> Option<Analysed> {
+        if !self.is_current(uri, snapshot.ticket) {
+            return None;
+        }
+        let text = snapshot.rope.to_string();
+        drop(snapshot.rope);
+        Some(self.analyse_text(uri, &text, snapshot.path.as_deref(), snapshot.version, true))
+    }
+
+    /// The static diagnostics of one text, for the protocol, and its shapes. Blocking. With `track`, the
+    /// file's summary in the index follows the text (see [`Session::check_tracked`]).
+    fn analyse_text(
+        &self,
+        uri: &Uri,
+        text: &str,
+        path: Option<&Path>,
+        version: i32,
+        track: bool,
+    ) -> Analysed {
+        if text.len() > MAX_ANALYSED_BYTES {
+            self.log(
+                MessageType::WARNING,
+                format!(
+                    "{}: {} bytes, too large to analyse",
+                    uri.as_str(),
+                    text.len()
+                ),
+            );
+            return Analysed {
+                diagnostics: Vec::new(),
+                shapes: Vec::new(),
+            };
+        }
+        let settings = self.resolve_settings(path);
+        if text.len() > settings.max_file_bytes {
+            // A huge (generated) file: its syntax only, and a line saying why.
+            let positions = TextPositions::new(text);
+            let mut diagnostics: Vec<lsp::Diagnostic> = pt2lsp_analyzer::check_syntax(text)
+                .diagnostics
+                .iter()
+                .map(|d| diagnostics::to_lsp(d, &positions, version))
+                .collect();
+            diagnostics.insert(0, too_large_to_analyse(text.len(), settings.max_file_bytes));
+            return Analysed {
+                diagnostics,
+                shapes: Vec::new(),
+            };
+        }
+        let mut report = match path {
+            Some(path) if track => self.check_tracked(text, path, &settings),
+            _ => self.check(text, path, &settings),
+        };
+        // Code no entrypoint of the project exports: as `pt2lsp check` reports it. The module
+        // is the scan's (no disk look-up on a keystroke).
+        let unexported = path
+            .and_then(|path| self.module_of(path))
+            .and_then(|module| self.index().unexported(&module));
+        if let Some(why) = unexported {
+            for diagnostic in &mut report.diagnostics {
+                pt2lsp_analyzer::as_unexported(diagnostic, &why);
+            }
+        }
+        let positions = TextPositions::new(text);
+        Analysed {
+            diagnostics: report
+                .diagnostics
+                .iter()
+                .map(|d| diagnostics::to_lsp(d, &positions, version))
+                .chain(
+                    report
+                        .unproven
+                        .iter()
+                        .map(|d| diagnostics::unproven_to_lsp(d, &positions, version)),
+                )
+                .collect(),
+            shapes: report.shapes,
+        }
+    }
+
+    /// Runs the analyzer on one text. Blocking.
+    pub fn check(&self, text: &str, path: Option<&Path>, settings: &Resolved) -> Report {
+        let place = path
+            .filter(|path| workspace::is_python(path))
+            .and_then(workspace::module_place);
+        let file = SourceFile {
+            text,
+            module: place.as_ref().map(|place| place.module.as_str()),
+            is_package: place.as_ref().is_some_and(|place| place.is_package),
+        };
+        check_file(file, &settings.analyzer, &self.index())
+    }
+
+    /// [`Session::check`] on an open document's text, which also keeps the file's summary in
+    /// the index in step with that text: an unsaved import changes the programs the index
+    /// knows, as a save did before. The summary comes from the analysis's own parse; when it
+    /// changed, the index is rebuilt once this analysis has published (see `analyse`).
+    /// Packages' `__init__.py` files are left to saves and the file watcher.
+    fn check_tracked(&self, text: &str, path: &Path, settings: &Resolved) -> Report {
+        let Some(module) = self
+            .module_of(path)
+            .filter(|_| path.file_stem().is_some_and(|stem| stem != "__init__"))
+        else {
+            return self.check(text, Some(path), settings);
+        };
+        let file = SourceFile {
+            text,
+            module: Some(&module),
+            is_package: false,
+        };
+        let (report, summary) = check_file_summarized(file, &settings.analyzer, &self.index());
+        if self.update_summary(path, Some(summary)) {
+            self.summaries_changed.store(true, Ordering::SeqCst);
+        }
+        report
+    }
+
+    /// What is published for an open document now: its static diagnostics of the current
+    /// version merged with the trace diagnostics of that version. `None` when the document is
+    /// not open; empty before its first analysis ends.
+    pub fn current_diagnostics(&self, uri: &Uri) -> Option<Vec<lsp::Diagnostic>> {
+        let (version, statics, file) = self.documents.get(uri).map(|open| {
+            (
+                open.document.version(),
+                open.statics.clone(),
+                open.normalized.clone(),
+            )
+        })?;
+        let Some((static_version, statics)) = statics.filter(|(at, _)| *at == version) else {
+            return Some(Vec::new());
+        };
+        Some(self.with_traces(file.as_deref(), Some(static_version), &statics))
+    }
+
+    /// An open document's text and path, unless it is too large to analyse.
+    fn analysable_text(&self, uri: &Uri) -> Option<(String, Option<std::path::PathBuf>)> {
+        let (text, path) = self
+            .documents
+            .get(uri)
+            .map(|open| (open.document.text(), open.path.clone()))?;
+        (text.len() <= MAX_ANALYSED_BYTES).then_some((text, path))
+    }
+
+    /// The outline of an open document, with its text (the outline's offsets are into it) and
+    /// its settings. Blocking: parses the document. `None` when it is not open.
+    pub fn outline(
+        &self,
+        uri: &Uri,
+    ) -> Option<(String, Vec<pt2lsp_analyzer::OutlineSymbol>, Resolved)> {
+        let (text, path) = self.analysable_text(uri)?;
+        let place = path
+            .as_deref()
+            .filter(|path| workspace::is_python(path))
+            .and_then(workspace::module_place);
+        let file = SourceFile {
+            text: &text,
+            module: place.as_ref().map(|place| place.module.as_str()),
+            is_package: place.as_ref().is_some_and(|place| place.is_package),
+        };
+        let symbols = pt2lsp_analyzer::outline(file, &self.index());
+        let settings = self.resolve_settings(path.as_deref());
+        Some((text, symbols, settings))
+    }
+
+    /// The tensor shapes the analysis infers in an open document's current text, with that
+    /// text (the hints' offsets are into it) and its settings: those of the analysis published
+    /// for the current version, or, before it ends, of an analysis of the text run here
+    /// (milliseconds), so an answer is never of an older version. Blocking. `None` when the
+    /// document is not open or too large.
+    pub fn shapes(&self, uri: &Uri) -> Option<(String, Arc<Vec<ShapeHint>>, Resolved)> {
+        // Text and shapes are read together: an edit between two reads would pair them wrongly.
+        let (text, path, file, version, published) = self.documents.get(uri).map(|open| {
+            let version = open.document.version();
+            let published = open
+                .shapes
+                .clone()
+                .filter(|(published, _)| *published == version);
+            (
+                open.document.text(),
+                open.path.clone(),
+                open.normalized.clone(),
+                version,
+                published,
+            )
+        })?;
+        if text.len() > MAX_ANALYSED_BYTES {
+            return None;
+        }
+        let settings = self.resolve_settings(path.as_deref());
+        let shapes = match published {
+            Some((_, shapes)) => shapes,
+            None if text.len() > settings.max_file_bytes => Arc::new(Vec::new()),
+            None => Arc::new(self.check(&text, path.as_deref(), &settings).shapes),
+        };
+        // After a trace of this version, the exported program's shapes replace the inferred.
+        let traced = file.map(|file| self.traced_shapes(&file, Some(version)));
+        let shapes = match traced {
+            Some(traced) if !traced.is_empty() => {
+                Arc::new(traced_shapes::overlay(&text, &shapes, &traced))
+            }
+            _ => shapes,
+        };
+        Some((text, shapes, settings))
+    }
+
+    /// What `textDocument/diagnostic` answers: what is pushed for the document's current
+    /// version. When its analysis has not ended yet, the pull does not wait for it: it analyses
+    /// the same text itself, so the answer is never an empty list that only means "not yet".
+    /// That includes an analysis of the same version started because a file it reads changed:
+    /// the diagnostics kept for the version are stale then. `None` when the document is not
+    /// open.
+    pub async fn pulled_diagnostics(self: &Arc<Self>, uri: &Uri) -> Option<Vec<lsp::Diagnostic>> {
+        let (version, statics, file, rope, path) = self.documents.get(uri).map(|open| {
+            (
+                open.document.version(),
+                open.statics.clone().filter(|_| open.runner.is_none()),
+                open.normalized.clone(),
+                open.document.rope().clone(),
+                open.path.clone(),
+            )
+        })?;
+        let statics = if let Some((_, statics)) = statics.filter(|(at, _)| *at == version) {
+            statics.as_ref().clone()
+        } else {
+            let session = Arc::clone(self);
+            let uri = uri.clone();
+            tokio::task::spawn_blocking(move || {
+                session
+                    .analyse_text(&uri, &rope.to_string(), path.as_deref(), version, false)
+                    .diagnostics
+            })
+            .await
+            .ok()?
+        };
+        let mut merged = self.with_traces(file.as_deref(), Some(version), &statics);
+        if !self.flags().related_information {
+            for diagnostic in &mut merged {
+                diagnostic.related_information = None;
+            }
+        }
+        Some(merged)
+    }
+
+    /// Tells a client that pulls diagnostics to pull them again (new trace results). Returns
+    /// at once; the client's answer is not waited for.
+    /// Asks a client that supports it to request inlay hints again: a trace brought the
+    /// exported program's shapes.
+    pub fn refresh_inlay_hints(&self) {
+        if !self.flags().inlay_hint_refresh {
+            return;
+        }
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            if let Err(error) = client.inlay_hint_refresh().await {
+                crate::log_stderr(&format!("workspace/inlayHint/refresh failed: {error}"));
+            }
+        });
+    }
+
+    pub fn refresh_pulled_diagnostics(&self) {
+        if !self.flags().diagnostic_refresh {
+            return;
+        }
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            if let Err(error) = client.workspace_diagnostic_refresh().await {
+                crate::log_stderr(&format!("workspace/diagnostic/refresh failed: {error}"));
+            }
+        });
+    }
+
+    /// Sends a file's diagnostics; related places only to a client that shows them.
+    pub async fn publish(
+        &self,
+        uri: Uri,
+        mut diagnostics: Vec<lsp::Diagnostic>,
+        version: Option<i32>,
+    ) {
+        if !self.flags().related_information {
+            for diagnostic in &mut diagnostics {
+                diagnostic.related_information = None;
+            }
+        }
+        self.client
+            .publish_diagnostics(uri, diagnostics, version)
+            .await;
+    }
+
+    /// Clears a closed document's diagnostics, after any publication already under way, but
+    /// for the trace diagnostics of the file as it is on disk.
+    pub async fn clear(&self, uri: Uri) {
+        let _guard = self.publish_lock.lock().await;
+        if !self.documents.contains_key(&uri) {
+            let traced = uri
+                .to_file_path()
+                .map(|path| self.traced_for(&normalized(&path), None))
+                .unwrap_or_default();
+            self.publish(uri, traced, None).await;
+        }
+    }
+}
+
+/// The information a document over `max-file-size` shows on its first line.
+fn too_large_to_analyse(bytes: usize, limit: usize) -> lsp::Diagnostic {
+    #[allow(clippy::cast_precision_loss)]
+    let (size, limit) = (bytes as f64 / 1_048_576.0, limit / 1024);
+    lsp::Diagnostic {
+        range: lsp::Range::default(),
+        severity: Some(lsp::DiagnosticSeverity::INFORMATION),
+        source: Some("pt2lsp".to_owned()),
+        message: format!(
+            "pt2lsp checks only the syntax of this file as you type: it is {size:.1} MiB, over `max-file-size` ({limit} KiB). `pt2lsp check` analyses it in full; raise `max-file-size` in [tool.pt2lsp] to do so here"
+        ),
+        ..lsp::Diagnostic::default()
+    }
+}

@@ -1,0 +1,521 @@
+//! The workspace index: the scan of the roots, each file's summary, the index built from
+//! them, and the sources it reads other files' text from (open buffers first, then disk).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
+
+use pt2lsp_analyzer::{ModuleSummary, WorkspaceIndex};
+use ropey::Rope;
+use tower_lsp_server::ls_types::{self as lsp, MessageType};
+
+use super::Session;
+use crate::workspace::{self, Scope};
+use pt2lsp_project::libraries::{self, Libraries, LibrarySources};
+
+/// Files summarised per step of a workspace scan: small enough for steady progress reports and
+/// for a newer scan to stop an older one soon, large enough to keep the scan threads busy.
+const SCAN_CHUNK: usize = 256;
+/// The summaries of the workspace's files, sorted by path so that the index never depends on
+/// the order files were scanned in, and kept in one vector so the index is built from them
+/// without a copy.
+#[derive(Debug, Default)]
+pub(super) struct Summaries {
+    pub(super) paths: Vec<PathBuf>,
+    pub(super) summaries: Vec<ModuleSummary>,
+}
+
+impl Summaries {
+    /// Inserts or replaces one file's summary; true when it changed.
+    fn insert(&mut self, path: PathBuf, summary: ModuleSummary) -> bool {
+        match self.paths.binary_search(&path) {
+            Ok(at) if self.summaries[at] == summary => false,
+            Ok(at) => {
+                self.summaries[at] = summary;
+                true
+            }
+            Err(at) => {
+                self.paths.insert(at, path);
+                self.summaries.insert(at, summary);
+                true
+            }
+        }
+    }
+
+    fn remove(&mut self, path: &Path) -> bool {
+        let Ok(at) = self
+            .paths
+            .binary_search_by(|probe| probe.as_path().cmp(path))
+        else {
+            return false;
+        };
+        self.paths.remove(at);
+        self.summaries.remove(at);
+        true
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&Path) -> bool) {
+        let mut index = 0;
+        let paths = &self.paths;
+        self.summaries.retain(|_| {
+            index += 1;
+            keep(&paths[index - 1])
+        });
+        self.paths.retain(|path| keep(path));
+        self.paths.shrink_to_fit();
+        self.summaries.shrink_to_fit();
+    }
+}
+
+/// Where whole-program analysis reads other workspace files: an open document's current
+/// text wins over the file on disk, so an unsaved edit to a helper changes the diagnostics of
+/// the files that reach it. Texts are handed out as shared strings and kept: a buffer's for
+/// its version, a file's until a watched-file change or its metadata says it changed, so the
+/// analyzer's parse cache sees the same text again and does not parse it again.
+#[derive(Debug, Default)]
+pub(super) struct Buffers {
+    /// Open documents' texts by path, with their versions.
+    open: RwLock<HashMap<PathBuf, (i32, Rope)>>,
+    /// Texts already handed out, by path, and where each came from.
+    texts: Mutex<HashMap<PathBuf, (Origin, Arc<str>)>>,
+}
+
+/// Where a handed-out text came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// An open document, at this version.
+    Buffer(i32),
+    /// The file on disk, with its modification time and size when it was read: a client
+    /// without file watching still gets a file changed by another program read again.
+    Disk(Option<SystemTime>, u64),
+}
+
+impl Origin {
+    /// What the file on disk is now, by its metadata; `None` when it cannot be read.
+    fn disk(path: &Path) -> Option<Self> {
+        let metadata = std::fs::metadata(path).ok()?;
+        Some(Self::Disk(metadata.modified().ok(), metadata.len()))
+    }
+}
+
+impl Buffers {
+    /// Records an open document's text at `version` (on open and after every edit). Cheap: a
+    /// rope's clone shares its nodes; the text is built only when an analysis asks for it.
+    pub(super) fn set_open(&self, path: &Path, version: i32, rope: Rope) {
+        if let Ok(mut open) = self.open.write() {
+            open.insert(path.to_owned(), (version, rope));
+        }
+    }
+
+    /// A closed document: the file on disk is what other files import again.
+    pub(super) fn close(&self, path: &Path) {
+        if let Ok(mut open) = self.open.write() {
+            open.remove(path);
+        }
+        self.forget(path);
+    }
+
+    /// Whether an open document stands for `path`.
+    fn is_open(&self, path: &Path) -> bool {
+        self.open.read().is_ok_and(|open| open.contains_key(path))
+    }
+
+    /// Forgets the text kept for `path` (it changed on disk).
+    pub(super) fn forget(&self, path: &Path) {
+        if let Ok(mut texts) = self.texts.lock() {
+            texts.remove(path);
+        }
+    }
+
+    /// The text of `path` as analyses should see it: the open document's, else the disk's.
+    fn text(&self, path: &Path) -> Option<Arc<str>> {
+        let open = self
+            .open
+            .read()
+            .ok()
+            .and_then(|open| open.get(path).cloned());
+        let origin = match &open {
+            Some((version, _)) => Origin::Buffer(*version),
+            None => Origin::disk(path)?,
+        };
+        if let Some(text) = self.texts.lock().ok().and_then(|texts| {
+            texts
+                .get(path)
+                .filter(|(kept, _)| *kept == origin)
+                .map(|(_, text)| Arc::clone(text))
+        }) {
+            return Some(text);
+        }
+        let text: Arc<str> = match open {
+            Some((_, rope)) => Arc::from(rope.to_string()),
+            None => Arc::from(std::fs::read_to_string(path).ok()?),
+        };
+        if let Ok(mut texts) = self.texts.lock() {
+            texts.insert(path.to_owned(), (origin, Arc::clone(&text)));
+        }
+        Some(text)
+    }
+}
+
+/// The workspace's modules, read through [`Buffers`], then the installed libraries' modules:
+/// what the index hands the analyzer.
+struct BufferSources {
+    modules: HashMap<String, PathBuf>,
+    buffers: Arc<Buffers>,
+    libraries: Option<LibrarySources>,
+}
+
+impl BufferSources {
+    fn new(
+        paths: &[PathBuf],
+        summaries: &[ModuleSummary],
+        buffers: Arc<Buffers>,
+        libraries: Option<LibrarySources>,
+    ) -> Self {
+        Self {
+            modules: paths
+                .iter()
+                .zip(summaries)
+                .filter(|(_, summary)| !summary.module.is_empty())
+                .map(|(path, summary)| (summary.module.clone(), path.clone()))
+                .collect(),
+            buffers,
+            libraries,
+        }
+    }
+}
+
+impl pt2lsp_analyzer::WorkspaceSources for BufferSources {
+    fn source(&self, module: &str) -> Option<pt2lsp_analyzer::ModuleSource> {
+        let Some(path) = self.modules.get(module) else {
+            return self.libraries.as_ref()?.source(module);
+        };
+        Some(pt2lsp_analyzer::ModuleSource {
+            text: self.buffers.text(path)?,
+            is_package: path.file_stem().is_some_and(|stem| stem == "__init__"),
+            path: path.clone(),
+        })
+    }
+}
+
+impl Session {
+    /// The dotted module name of a workspace file, from its summary; `None` for a file the
+    /// scan did not index.
+    pub(super) fn module_of(&self, path: &Path) -> Option<String> {
+        let all = self.summaries.read().ok()?;
+        let at = all
+            .paths
+            .binary_search_by(|probe| probe.as_path().cmp(path))
+            .ok()?;
+        Some(all.summaries[at].module.clone()).filter(|module| !module.is_empty())
+    }
+
+    /// After a watched-file change: forgets what was read from disk for `path` and, unless an
+    /// open document stands for it, re-analyses the open documents that read it.
+    pub fn file_changed(self: &Arc<Self>, path: &Path) {
+        self.buffers.forget(path);
+        if self.buffers.is_open(path) {
+            return;
+        }
+        if let Some(module) = self.module_of(path) {
+            if !path.exists() {
+                // Deleted: its tree is no use to any program any more.
+                self.parses.forget(&module);
+            }
+            self.schedule_dependents(&module, None);
+        }
+    }
+
+    pub fn index(&self) -> Arc<WorkspaceIndex> {
+        self.index
+            .read()
+            .map(|index| Arc::clone(&index.1))
+            .unwrap_or_default()
+    }
+    /// The scope of each root: what its project excludes. Blocking: reads `pyproject.toml`s.
+    fn scopes_of(&self, roots: &[PathBuf]) -> Vec<Scope> {
+        roots
+            .iter()
+            .map(|root| {
+                let project = self.project(root);
+                let mut warnings = Vec::new();
+                let scope = Scope::new(root, project.as_deref(), &mut |w| warnings.push(w));
+                for warning in warnings {
+                    self.log(MessageType::WARNING, warning);
+                }
+                scope
+            })
+            .collect()
+    }
+
+    /// Whether a file lies in an excluded part of a workspace root, so the index leaves it out.
+    pub fn is_excluded(&self, path: &Path) -> bool {
+        self.scopes
+            .read()
+            .is_ok_and(|scopes| scopes.iter().any(|scope| scope.excludes(path)))
+    }
+
+    /// Whether a changed `pyproject.toml` changed what the scan excludes. Blocking.
+    pub fn scopes_changed(&self) -> bool {
+        let roots = self.roots();
+        let fresh = self.scopes_of(&roots);
+        self.scopes.read().map_or(true, |scopes| {
+            scopes.len() != fresh.len()
+                || scopes
+                    .iter()
+                    .zip(&fresh)
+                    .any(|(old, new)| !old.same_patterns(new))
+        })
+    }
+
+    /// Scans `roots` (all workspace roots when `None`) and rebuilds the index, reporting
+    /// progress when the client can show it. Summaries of files under other roots are kept.
+    ///
+    /// Files are read and summarised one at a time per thread and only their summaries kept,
+    /// on one thread fewer than the machine has cores, so an edit's analysis always finds a
+    /// core free while a large workspace is indexed.
+    pub async fn scan(self: Arc<Self>, roots: Option<Vec<PathBuf>>) {
+        let generation = self.scan_generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let full = roots.is_none();
+        let roots = roots.unwrap_or_else(|| self.roots());
+        let progress = self.begin_progress(generation).await;
+        let session = Arc::clone(&self);
+        let walk_roots = roots.clone();
+        let scopes = tokio::task::spawn_blocking(move || session.scopes_of(&walk_roots))
+            .await
+            .unwrap_or_default();
+        let walked = scopes.clone();
+        let files = tokio::task::spawn_blocking(move || {
+            walked
+                .iter()
+                .flat_map(Scope::python_files)
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |cores| cores.get().saturating_sub(1))
+            .max(1);
+        let pool = match rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|n| format!("pt2lsp-scan-{n}"))
+            .stack_size(crate::THREAD_STACK_BYTES)
+            .build()
+        {
+            Ok(pool) => Arc::new(pool),
+            Err(error) => {
+                self.log(
+                    MessageType::ERROR,
+                    format!("cannot start the workspace scan: {error}"),
+                );
+                self.scanned.send_replace(true);
+                return;
+            }
+        };
+        let mut summaries = Vec::with_capacity(files.len());
+        for (done, chunk) in files.chunks(SCAN_CHUNK).enumerate() {
+            if self.scan_generation.load(Ordering::SeqCst) != generation {
+                return;
+            }
+            let chunk = chunk.to_vec();
+            let pool = Arc::clone(&pool);
+            let summarised = tokio::task::spawn_blocking(move || {
+                use rayon::prelude::*;
+                pool.install(|| {
+                    chunk
+                        .into_par_iter()
+                        .filter_map(|path| {
+                            workspace::summarize_file(&path).map(|summary| (path, summary))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .await
+            .unwrap_or_default();
+            summaries.extend(summarised);
+            if let Some(progress) = &progress {
+                let scanned = ((done + 1) * SCAN_CHUNK).min(files.len());
+                let percentage = (scanned * 100 / files.len().max(1)) as u32;
+                progress
+                    .report_with_message(format!("{scanned}/{} files", files.len()), percentage)
+                    .await;
+            }
+        }
+        if self.scan_generation.load(Ordering::SeqCst) != generation {
+            return;
+        }
+        let count = summaries.len();
+        if let (Ok(mut current), Ok(mut all)) = (self.scopes.write(), self.summaries.write()) {
+            if full {
+                *all = Summaries::default();
+                current.clear();
+            } else {
+                all.retain(|path| !roots.iter().any(|root| path.starts_with(root)));
+                current.retain(|scope| !roots.contains(&scope.root));
+            }
+            current.extend(scopes);
+            for (path, summary) in summaries {
+                all.insert(path, summary);
+            }
+        }
+        // The scan's threads summarise a library version not in the cache yet.
+        let session = Arc::clone(&self);
+        let libraries = tokio::task::spawn_blocking(move || session.load_libraries(&pool))
+            .await
+            .ok()
+            .flatten();
+        if let Ok(mut current) = self.libraries.write() {
+            *current = libraries;
+        }
+        Arc::clone(&self).rebuild_index().await;
+        if let Some(progress) = progress {
+            progress
+                .finish_with_message(format!("{count} files indexed"))
+                .await;
+        }
+        self.log(MessageType::INFO, format!("indexed {count} Python files"));
+        self.scanned.send_replace(true);
+        self.schedule_all();
+    }
+
+    /// The installed libraries the workspace imports, for the interpreter the first root's
+    /// settings name (see `project::libraries`); `None` when none is named, when
+    /// `follow-libraries` is off, or when the workspace imports none. Blocking: may summarise a
+    /// library not yet in the cache.
+    fn load_libraries(&self, pool: &rayon::ThreadPool) -> Option<Arc<Libraries>> {
+        let root = self.roots().into_iter().next()?;
+        let settings = self.resolve_settings(Some(&root.join("pyproject.toml")));
+        if !settings.follow_libraries {
+            return None;
+        }
+        let project_dir = settings.project_dir();
+        let python = pt2lsp_project::interpreter::configured_interpreter(
+            None,
+            settings.python.as_deref(),
+            project_dir.as_deref(),
+            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+        )?;
+        let sites = match libraries::site_packages(&python) {
+            Ok(sites) => sites,
+            Err(error) => {
+                self.log(
+                    MessageType::WARNING,
+                    format!("calls into installed libraries are not followed: {error:#}"),
+                );
+                return None;
+            }
+        };
+        let imported = libraries::imported_top_level(&self.summaries.read().ok()?.summaries);
+        let cache = (!pt2lsp_tracer::cache::disabled_by_environment()).then(|| {
+            pt2lsp_tracer::cache::TraceCache::in_project(
+                project_dir.as_deref().unwrap_or(&root),
+                settings.cache_dir.as_deref(),
+            )
+            .dir()
+            .to_path_buf()
+        });
+        let started = std::time::Instant::now();
+        let loaded = libraries::load(&sites, imported, cache.as_deref(), pool);
+        if loaded.index.is_empty() {
+            return None;
+        }
+        self.log(
+            MessageType::INFO,
+            format!(
+                "following calls into installed {} ({} modules, {} summarised now, {:.2} s)",
+                loaded.describe(),
+                loaded.index.len(),
+                loaded.summarised,
+                started.elapsed().as_secs_f64()
+            ),
+        );
+        Some(Arc::new(loaded))
+    }
+
+    async fn begin_progress(
+        &self,
+        generation: u64,
+    ) -> Option<
+        tower_lsp_server::OngoingProgress<
+            tower_lsp_server::Bounded,
+            tower_lsp_server::NotCancellable,
+        >,
+    > {
+        if !self.flags().work_done_progress {
+            return None;
+        }
+        let token = lsp::NumberOrString::String(format!("pt2lsp/scan/{generation}"));
+        self.client
+            .create_work_done_progress(token.clone())
+            .await
+            .ok()?;
+        Some(
+            self.client
+                .progress(token, "pt2lsp: indexing workspace")
+                .with_percentage(0)
+                .begin()
+                .await,
+        )
+    }
+
+    /// Replaces one file's summary (drops it when `None`); true when it changed. The caller
+    /// rebuilds the index once after a batch of updates.
+    pub fn update_summary(&self, path: &Path, summary: Option<ModuleSummary>) -> bool {
+        let Ok(mut all) = self.summaries.write() else {
+            return false;
+        };
+        match summary {
+            Some(summary) => all.insert(path.to_owned(), summary),
+            None => all.remove(path),
+        }
+    }
+
+    pub fn forget_root(&self, root: &Path) {
+        if let Ok(mut all) = self.summaries.write() {
+            all.retain(|path| !path.starts_with(root));
+        }
+        if let Ok(mut scopes) = self.scopes.write() {
+            scopes.retain(|scope| scope.root != root);
+        }
+    }
+
+    /// Builds the index from the current summaries, off the reactor (it takes a tenth of a
+    /// second for a workspace as large as transformers), and installs it unless a rebuild that
+    /// started later got there first.
+    pub async fn rebuild_index(self: Arc<Self>) {
+        let session = Arc::clone(&self);
+        let built = tokio::task::spawn_blocking(move || {
+            let all = session.summaries.read().ok()?;
+            // Numbered under the read lock: a later number always saw at least as new a set.
+            let build = session.index_builds.fetch_add(1, Ordering::SeqCst) + 1;
+            let libraries = session
+                .libraries
+                .read()
+                .ok()
+                .and_then(|libraries| libraries.clone());
+            let sources = BufferSources::new(
+                &all.paths,
+                &all.summaries,
+                Arc::clone(&session.buffers),
+                libraries.as_ref().map(Libraries::sources),
+            );
+            let index = WorkspaceIndex::with_libraries(
+                &all.summaries,
+                libraries.map(|libraries| Arc::clone(&libraries.index)),
+            )
+            .with_sources(Arc::new(sources))
+            .with_parse_cache(Arc::clone(&session.parses));
+            Some((build, index))
+        })
+        .await;
+        if let Ok(Some((build, index))) = built {
+            if let Ok(mut current) = self.index.write() {
+                if build > current.0 {
+                    *current = (build, Arc::new(index));
+                }
+            }
+        }
+    }
+}

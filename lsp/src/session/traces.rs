@@ -1,0 +1,1096 @@
+//! Traces in the language server: which entrypoints a save reaches, and what their traces found,
+//! published on every file it lands in.
+//!
+//! A save (or an open, when `trace = "on-open-and-save"`, or `pt2lsp.retrace`) of a file traces
+//! every entrypoint that reaches it: the file's own (the ExportDB convention or a configured
+//! `[[tool.pt2lsp.entrypoints]]` whose `model` module it is) and those of every workspace file
+//! that imports it, directly or through other files (the reverse of the index's import graph).
+//!
+//! Each entrypoint's last trace is kept as diagnostics per file, each file's stamped with the
+//! version of the open document they were read against (`None`: the file was not open and its
+//! text came from disk). A file's publication is its static diagnostics merged with the trace
+//! diagnostics stamped with its version, from every entrypoint; a file that is not open gets
+//! the trace diagnostics alone. A new trace of an entrypoint replaces its old one, so files it
+//! no longer finds problems in are published again without them. An edit changes the version,
+//! so a file shows static diagnostics only until the next trace, as before; a file opened after
+//! the trace adopts the diagnostics read from disk.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use pt2lsp_analyzer::{Diagnostic, LineIndex, Rule, Severity, TextRange, TextSize};
+use tower_lsp_server::ls_types::{self as lsp, MessageType, NumberOrString, Uri};
+
+use super::{MAX_ANALYSED_BYTES, PlannedTrace, Session};
+use crate::diagnostics::{self, DiagnosticData};
+use crate::document::TextPositions;
+use crate::workspace;
+use pt2lsp_project::config::{self, TraceMode};
+use pt2lsp_project::interpreter as python;
+use pt2lsp_tracer::diagnostics::{dedup, from_result, is_suppressed, normalized};
+use pt2lsp_tracer::manager::Priority;
+use pt2lsp_tracer::protocol::JobResult;
+use pt2lsp_tracer::targets::UnavailableTargets;
+use pt2lsp_tracer::{Status, batch, entrypoint};
+
+/// Files a save may reach through imports: a bound on the walk for a module that the whole of
+/// a very large workspace imports.
+const MAX_REACHED_FILES: usize = 4096;
+
+/// The most places the progress end message lists; the rest are counted.
+const MAX_LISTED: usize = 5;
+
+/// Why a trace was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceReason {
+    Open,
+    Save,
+    Retrace,
+}
+
+/// One entrypoint: the file that defines it and, for a configured one, its name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntryKey {
+    /// Normalized (see [`normalized`]).
+    pub file: PathBuf,
+    pub name: Option<String>,
+}
+
+impl EntryKey {
+    pub fn of(planned: &PlannedTrace) -> Self {
+        Self {
+            file: normalized(&planned.spec.file),
+            name: planned
+                .spec
+                .entrypoint
+                .as_ref()
+                .map(|entry| entry.name.clone().unwrap_or_else(|| entry.model.clone())),
+        }
+    }
+
+    /// The key the trace thread cancels by: the file's URI, with the entrypoint's name as the
+    /// fragment for a configured one, so two entrypoints of one file do not cancel each other.
+    fn job_uri(&self) -> Option<Uri> {
+        let uri = Uri::from_file_path(&self.file)?;
+        match &self.name {
+            None => Some(uri),
+            Some(name) => {
+                let fragment: String = name
+                    .bytes()
+                    .map(|byte| {
+                        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
+                            char::from(byte).to_string()
+                        } else {
+                            format!("%{byte:02X}")
+                        }
+                    })
+                    .collect();
+                format!("{}#{fragment}", uri.as_str()).parse().ok()
+            }
+        }
+    }
+}
+
+/// The last trace of one entrypoint.
+#[derive(Debug, Default)]
+pub struct EntryTrace {
+    /// The newest trace asked for; an older one's results are dropped.
+    ticket: u64,
+    /// Its diagnostics by normalized file.
+    files: HashMap<PathBuf, FileTrace>,
+}
+
+/// An entrypoint's trace diagnostics in one file.
+#[derive(Debug, Clone)]
+pub struct FileTrace {
+    pub uri: Uri,
+    /// The open document's version they were read against; `None` when read from disk.
+    pub version: Option<i32>,
+    pub diagnostics: Vec<lsp::Diagnostic>,
+    /// The exported program's tensor shapes by 1-based line (see [`TracedShapes`]).
+    pub shapes: HashMap<u32, Vec<String>>,
+    /// What the trace says against the file's static errors (`tracer::ground_truth`).
+    pub evidence: Evidence,
+}
+
+/// One entrypoint's trace, as evidence about one file it reached.
+#[derive(Debug, Clone, Default)]
+pub struct Evidence {
+    /// The export succeeded.
+    pub exported: bool,
+    /// The file's 1-based lines the export ran.
+    pub lines: Vec<u32>,
+    /// The entrypoint, for the reason shown.
+    pub label: String,
+    /// The 1-based lines where a suppression comment silenced what the trace found.
+    pub silenced: Vec<u32>,
+}
+
+/// What one save traces, and the problems of the configured entrypoints' strings.
+#[derive(Default)]
+struct Plan {
+    traces: Vec<PlannedTrace>,
+    /// `pyproject.toml` and its PT503 diagnostics (empty when every entrypoint is well formed).
+    config: Option<(PathBuf, Vec<lsp::Diagnostic>)>,
+}
+
+impl Session {
+    /// Traces the entrypoints that reach `uri`'s file, when its settings say so for `reason`.
+    /// Returns at once; the traces run in the background.
+    pub fn trace(self: &Arc<Self>, uri: &Uri, reason: TraceReason) {
+        let Some(path) = uri.to_file_path().map(std::borrow::Cow::into_owned) else {
+            return;
+        };
+        // The versions the trace's results are for: taken now, before any later edit arrives,
+        // since the trace reads the files as saved at this moment.
+        let submitted = Arc::new(self.open_versions());
+        let session = Arc::clone(self);
+        tokio::spawn(async move {
+            // A save right after the editor opened the file: the entrypoints that reach it
+            // are known once the workspace is indexed.
+            let mut scanned = session.scanned.subscribe();
+            let _ = scanned.wait_for(|done| *done).await;
+            let planner = Arc::clone(&session);
+            let plan = tokio::task::spawn_blocking(move || planner.plan_traces(&path, reason))
+                .await
+                .unwrap_or_default();
+            if let Some((pyproject, problems)) = plan.config {
+                if let Some(uri) = Uri::from_file_path(&pyproject) {
+                    session.publish(uri, problems, None).await;
+                }
+            }
+            for planned in plan.traces {
+                tokio::spawn(Arc::clone(&session).run_trace(planned, Arc::clone(&submitted)));
+            }
+        });
+    }
+
+    /// Claims the next trace of an entrypoint: its results are kept only if no newer one was
+    /// claimed meanwhile.
+    pub(super) fn claim_trace(&self, key: &EntryKey) -> u64 {
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut traces) = self.traces.lock() {
+            traces.entry(key.clone()).or_default().ticket = ticket;
+        }
+        ticket
+    }
+
+    async fn run_trace(
+        self: Arc<Self>,
+        planned: PlannedTrace,
+        submitted: Arc<HashMap<PathBuf, i32>>,
+    ) {
+        let key = EntryKey::of(&planned);
+        let Some(job_uri) = key.job_uri() else {
+            return;
+        };
+        let ticket = self.claim_trace(&key);
+        let progress = self.begin_trace_progress(&planned, ticket).await;
+        let outcome = self
+            .tracing
+            .submit(
+                job_uri,
+                (planned.python.clone(), planned.start_method),
+                planned.spec.clone(),
+                planned.cache.clone(),
+                planned.priority,
+            )
+            .await;
+        let message = match outcome {
+            Ok(Ok(result)) if result.status == Status::Cancelled => "cancelled".to_owned(),
+            Ok(Ok(result)) => {
+                self.targets_unavailable(&result).await;
+                let session = Arc::clone(&self);
+                let replayed = result.replayed;
+                let converted = tokio::task::spawn_blocking(move || {
+                    session.traced_files(&planned, &result, &submitted)
+                })
+                .await;
+                match converted {
+                    Ok((files, message)) => {
+                        self.install_trace(key, ticket, files).await;
+                        if replayed {
+                            format!(
+                                "{message} (replayed: its files are unchanged since the last trace)"
+                            )
+                        } else {
+                            message
+                        }
+                    }
+                    Err(error) => format!("failed: {error}"),
+                }
+            }
+            Ok(Err(reason)) => {
+                self.tracing_unavailable(&reason).await;
+                format!("failed: {reason}")
+            }
+            Err(_) => {
+                let reason = "the tracer stopped".to_owned();
+                self.tracing_unavailable(&reason).await;
+                format!("failed: {reason}")
+            }
+        };
+        if let Some(progress) = progress {
+            progress.finish_with_message(message).await;
+        }
+    }
+
+    /// The open documents' versions by normalized path, as a trace starts: a file edited before
+    /// the trace ends has no trace diagnostics for its new text.
+    pub(super) fn open_versions(&self) -> HashMap<PathBuf, i32> {
+        self.documents
+            .iter()
+            .filter_map(|open| Some((open.normalized.clone()?, open.document.version())))
+            .collect()
+    }
+
+    /// The open document of a normalized path: its URI, text and version.
+    fn open_document(&self, file: &Path) -> Option<(Uri, String, i32)> {
+        self.documents.iter().find_map(|open| {
+            (open.normalized.as_deref() == Some(file)).then(|| {
+                (
+                    open.key().clone(),
+                    open.document.rope().to_string(),
+                    open.document.version(),
+                )
+            })
+        })
+    }
+
+    /// Whether the tracer's diagnostics in `file` are the user's to see: a file in a workspace
+    /// root (or the project the trace ran in), not in an excluded or installed part of it.
+    fn is_workspace_file(&self, file: &Path, root: Option<&Path>) -> bool {
+        let installed = file
+            .components()
+            .any(|part| part.as_os_str() == "site-packages" || part.as_os_str() == "dist-packages");
+        let inside = root.is_some_and(|root| file.starts_with(normalized(root)))
+            || self
+                .roots()
+                .iter()
+                .any(|root| file.starts_with(normalized(root)));
+        inside && !installed && !self.is_excluded(file)
+    }
+
+    /// A job's result as diagnostics per file, and the progress end message that says what was
+    /// found where. Blocking: reads settings and the files that are not open.
+    pub(super) fn traced_files(
+        &self,
+        planned: &PlannedTrace,
+        result: &JobResult,
+        submitted: &HashMap<PathBuf, i32>,
+    ) -> (HashMap<PathBuf, FileTrace>, String) {
+        let mut found = from_result(result, &planned.anchor);
+        dedup(&mut found);
+        let mut by_file: BTreeMap<PathBuf, Vec<_>> = BTreeMap::new();
+        for diagnostic in found {
+            by_file
+                .entry(normalized(&diagnostic.file))
+                .or_default()
+                .push(diagnostic);
+        }
+        let mut shapes_by_file: HashMap<PathBuf, HashMap<u32, Vec<String>>> = HashMap::new();
+        for traced in &result.shapes {
+            let file = normalized(&traced.file);
+            by_file.entry(file.clone()).or_default();
+            shapes_by_file
+                .entry(file)
+                .or_default()
+                .insert(traced.line, traced.shapes.clone());
+        }
+        let exported = pt2lsp_tracer::ground_truth::GroundTruth::exported(result);
+        let mut passed: HashMap<PathBuf, Vec<u32>> = HashMap::new();
+        for file in &result.dependencies {
+            by_file.entry(normalized(file)).or_default();
+        }
+        for lines in &result.passed_lines {
+            let file = normalized(&lines.file);
+            by_file.entry(file.clone()).or_default();
+            passed.insert(file, lines.lines.clone());
+        }
+        let root = planned.spec.roots.first().map(PathBuf::as_path);
+        let mut files = HashMap::new();
+        let mut places: Vec<(String, u32)> = Vec::new();
+        for (file, found) in by_file {
+            if !self.is_workspace_file(&file, root) {
+                continue;
+            }
+            let (uri, text, version) = if let Some((uri, text, version)) = self.open_document(&file)
+            {
+                if submitted.get(&file).is_some_and(|then| *then != version) {
+                    // Edited while the trace ran: its lines no longer say where.
+                    continue;
+                }
+                (uri, text, Some(version))
+            } else {
+                let Some(uri) = Uri::from_file_path(&file) else {
+                    continue;
+                };
+                match std::fs::read_to_string(&file) {
+                    Ok(text) if text.len() <= MAX_ANALYSED_BYTES => (uri, text, None),
+                    _ => continue,
+                }
+            };
+            let settings = self.resolve_settings(Some(&file));
+            let lines = LineIndex::new(&text);
+            let positions = TextPositions::new(&text);
+            let enabled = || {
+                found
+                    .iter()
+                    .filter(|found| settings.analyzer.is_enabled(found.rule))
+            };
+            let silenced: Vec<u32> = enabled()
+                .filter(|found| is_suppressed(&text, &lines, found.line, found.rule))
+                .map(|found| found.line)
+                .collect();
+            let diagnostics: Vec<lsp::Diagnostic> = enabled()
+                .filter(|found| !is_suppressed(&text, &lines, found.line, found.rule))
+                .map(|found| {
+                    if found.declaration_of.is_none() {
+                        places.push((shown(&file, root), found.line));
+                    }
+                    diagnostics::traced_to_lsp(
+                        found,
+                        &text,
+                        &lines,
+                        &positions,
+                        version.unwrap_or(DISK_VERSION),
+                    )
+                })
+                .collect();
+            let shapes = shapes_by_file.remove(&file).unwrap_or_default();
+            let label = match &planned.spec.call {
+                Some(call) => format!("{}:{}", shown(&planned.path, root), call.line),
+                None => shown(&planned.path, root),
+            };
+            let evidence = Evidence {
+                exported,
+                lines: passed.remove(&file).unwrap_or_default(),
+                label,
+                silenced,
+            };
+            files.insert(
+                file,
+                FileTrace {
+                    uri,
+                    version,
+                    diagnostics,
+                    shapes,
+                    evidence,
+                },
+            );
+        }
+        places.sort();
+        (files, found_message(&places))
+    }
+
+    /// Installs an entrypoint's new trace and publishes every file it or the one before found
+    /// problems in; dropped when a newer trace of the entrypoint was asked for meanwhile.
+    pub(super) async fn install_trace(
+        &self,
+        key: EntryKey,
+        ticket: u64,
+        files: HashMap<PathBuf, FileTrace>,
+    ) {
+        let _guard = self.publish_lock.lock().await;
+        let affected: Vec<(PathBuf, Uri)> = {
+            let Ok(mut traces) = self.traces.lock() else {
+                return;
+            };
+            let entry = traces.entry(key).or_default();
+            if entry.ticket != ticket {
+                return;
+            }
+            let old = std::mem::replace(&mut entry.files, files);
+            // A file changes when its trace diagnostics do, or, open, when the evidence against
+            // its static errors may have (`with_traces`); a closed file shows traced ones only.
+            let shown = |file: &PathBuf, trace: &FileTrace| {
+                !trace.diagnostics.is_empty() || self.open_document(file).is_some()
+            };
+            let mut affected: BTreeMap<PathBuf, Uri> = old
+                .into_iter()
+                .filter(|(file, trace)| shown(file, trace))
+                .map(|(file, trace)| (file, trace.uri))
+                .collect();
+            for (file, trace) in &entry.files {
+                if shown(file, trace) {
+                    affected.insert(file.clone(), trace.uri.clone());
+                }
+            }
+            affected.into_iter().collect()
+        };
+        for (file, uri) in affected {
+            self.republish(&file, uri).await;
+        }
+        self.refresh_pulled_diagnostics();
+        self.refresh_inlay_hints();
+    }
+
+    /// The exported program's shapes in a file for a version (`None`: the file as it is on
+    /// disk), by 1-based line, from every entrypoint (the first, in key order, per line).
+    pub(super) fn traced_shapes(
+        &self,
+        file: &Path,
+        version: Option<i32>,
+    ) -> HashMap<u32, Vec<String>> {
+        let mut out = HashMap::new();
+        self.each_trace_of(file, version, |trace| {
+            for (line, shapes) in &trace.shapes {
+                out.entry(*line).or_insert_with(|| shapes.clone());
+            }
+        });
+        out
+    }
+
+    /// Publishes one file again with the trace diagnostics it has now. The caller holds
+    /// `publish_lock`.
+    async fn republish(&self, file: &Path, uri: Uri) {
+        let open = self.documents.iter().find_map(|open| {
+            (open.normalized.as_deref() == Some(file)).then(|| {
+                (
+                    open.key().clone(),
+                    open.document.version(),
+                    open.statics.clone(),
+                )
+            })
+        });
+        match open {
+            Some((uri, version, Some((static_version, statics)))) if static_version == version => {
+                let merged = self.with_traces(Some(file), Some(version), &statics);
+                self.publish(uri, merged, Some(version)).await;
+            }
+            // The analysis of this version has not published yet; it merges them when it does.
+            Some(_) => {}
+            None => {
+                let traced = self.traced_for(file, None);
+                self.publish(uri, traced, None).await;
+            }
+        }
+    }
+
+    /// The static diagnostics of `file` at `version` with its trace diagnostics merged in
+    /// (`diagnostics::merge`), less the static errors that an export which succeeded
+    /// contradicts (`tracer::ground_truth`), as `check --trace` reports them.
+    pub(super) fn with_traces(
+        &self,
+        file: Option<&Path>,
+        version: Option<i32>,
+        statics: &[lsp::Diagnostic],
+    ) -> Vec<lsp::Diagnostic> {
+        let (unproven, statics): (Vec<lsp::Diagnostic>, Vec<lsp::Diagnostic>) =
+            statics.iter().cloned().partition(diagnostics::is_unproven);
+        let Some(file) = file else {
+            return statics;
+        };
+        let mut truth = pt2lsp_tracer::ground_truth::GroundTruth::default();
+        let mut traced_any = false;
+        let mut silenced = HashSet::new();
+        self.each_trace_of(file, version, |trace| {
+            traced_any = true;
+            let evidence = &trace.evidence;
+            truth.add_file(file, evidence.exported, &evidence.lines, &evidence.label);
+            silenced.extend(evidence.silenced.iter().copied());
+        });
+        let traced = self.traced_for(file, version);
+        let mut merged = diagnostics::merge(&statics, &traced);
+        // A static guess the target's own lowering states on the same line goes.
+        let code = |diagnostic: &lsp::Diagnostic| match &diagnostic.code {
+            Some(NumberOrString::String(code)) => code.clone(),
+            _ => String::new(),
+        };
+        merged.retain(|found| {
+            diagnostics::is_traced(found)
+                || !traced.iter().any(|lowered| {
+                    lowered.range.start.line == found.range.start.line
+                        && pt2lsp_tracer::diagnostics::superseded_by_lowering(
+                            &code(found),
+                            &found.message,
+                            &code(lowered),
+                            &lowered.message,
+                        )
+                })
+        });
+        // What holds where an export that succeeded ran the line, as `check --trace` adds it.
+        merged.extend(unproven.into_iter().filter(|diagnostic| {
+            let line = diagnostic.range.start.line + 1;
+            traced_any && truth.ran_and_succeeded(file, line) && !silenced.contains(&line)
+        }));
+        if traced_any {
+            merged.retain(|diagnostic| {
+                let contradicted = !diagnostics::is_traced(diagnostic)
+                    && !diagnostics::is_confirmed(diagnostic)
+                    && diagnostic.severity == Some(lsp::DiagnosticSeverity::ERROR)
+                    && diagnostics::rule_of(diagnostic).is_some_and(|rule| {
+                        truth
+                            .contradicts(file, diagnostic.range.start.line + 1, rule)
+                            .is_some()
+                    });
+                !contradicted
+            });
+        }
+        merged
+    }
+
+    /// The trace diagnostics of a file for a version (`None`: the file as it is on disk), from
+    /// every entrypoint, one per (code, line).
+    pub(super) fn traced_for(&self, file: &Path, version: Option<i32>) -> Vec<lsp::Diagnostic> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        self.each_trace_of(file, version, |trace| {
+            for diagnostic in &trace.diagnostics {
+                let code = match &diagnostic.code {
+                    Some(NumberOrString::String(code)) => code.clone(),
+                    Some(NumberOrString::Number(number)) => number.to_string(),
+                    None => String::new(),
+                };
+                if seen.insert((code, diagnostic.range.start.line)) {
+                    out.push(diagnostic.clone());
+                }
+            }
+        });
+        out
+    }
+
+    /// Calls `visit` with each entrypoint's trace of `file` read against `version` (`None`: the
+    /// file on disk), in entrypoint key order.
+    fn each_trace_of(&self, file: &Path, version: Option<i32>, mut visit: impl FnMut(&FileTrace)) {
+        let Ok(traces) = self.traces.lock() else {
+            return;
+        };
+        let mut keys: Vec<&EntryKey> = traces.keys().collect();
+        keys.sort();
+        for key in keys {
+            if let Some(trace) = traces[key].files.get(file) {
+                if trace.version == version {
+                    visit(trace);
+                }
+            }
+        }
+    }
+
+    /// A file was opened: trace diagnostics read from its text on disk are now those of this
+    /// version (the editor opened what is on disk).
+    pub(super) fn adopt_traces(&self, file: &Path, version: i32) {
+        let Ok(mut traces) = self.traces.lock() else {
+            return;
+        };
+        for trace in traces.values_mut() {
+            if let Some(found) = trace.files.get_mut(file) {
+                if found.version.is_none() {
+                    found.version = Some(version);
+                    restamp(&mut found.diagnostics, version);
+                }
+            }
+        }
+    }
+
+    /// A file was closed at `version`: its trace diagnostics for that version stay, as the
+    /// file's on disk (where they were found); those of older versions are dropped.
+    pub(super) fn release_traces(&self, file: &Path, version: i32) {
+        let Ok(mut traces) = self.traces.lock() else {
+            return;
+        };
+        for trace in traces.values_mut() {
+            let keep = trace
+                .files
+                .get(file)
+                .map(|found| found.version == Some(version));
+            match keep {
+                Some(true) => {
+                    if let Some(found) = trace.files.get_mut(file) {
+                        found.version = None;
+                        restamp(&mut found.diagnostics, DISK_VERSION);
+                    }
+                }
+                Some(false) => {
+                    trace.files.remove(file);
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// The traces a save of `path` asks for, and the configured entrypoints' problems.
+    /// Blocking: reads settings and files.
+    fn plan_traces(&self, path: &Path, reason: TraceReason) -> Plan {
+        let mut plan = Plan::default();
+        if !workspace::is_python(path) {
+            return plan;
+        }
+        let settings = self.resolve_settings(Some(path));
+        let wanted = match settings.trace {
+            TraceMode::Off => false,
+            TraceMode::OnSave => reason != TraceReason::Open,
+            TraceMode::OnOpenAndSave => true,
+        };
+        if !wanted {
+            return plan;
+        }
+        let project_dir = settings.project_dir();
+        let Some(root) = project_dir
+            .clone()
+            .or_else(|| self.roots().into_iter().find(|root| path.starts_with(root)))
+            .or_else(|| path.parent().map(Path::to_path_buf))
+        else {
+            return plan;
+        };
+        if let Some(pyproject) = &settings.project {
+            plan.config = Some((
+                pyproject.clone(),
+                entrypoint_problems(pyproject, &settings.entrypoints, &root),
+            ));
+        }
+        let reached = self.reached_by(path);
+        let texts: Vec<(PathBuf, String)> = reached
+            .into_iter()
+            .filter_map(|file| {
+                let text = match self.open_document(&normalized(&file)) {
+                    Some((_, text, _)) => text,
+                    None => std::fs::read_to_string(&file).ok()?,
+                };
+                (text.len() <= MAX_ANALYSED_BYTES).then_some((file, text))
+            })
+            .collect();
+        let candidates: Vec<batch::Candidate<'_>> = texts
+            .iter()
+            .map(|(file, text)| batch::Candidate { path: file, text })
+            .collect();
+        let options = batch::BatchOptions {
+            root: root.clone(),
+            cwd: root,
+            strict: settings.analyzer.strict,
+            timeout: std::time::Duration::try_from_secs_f64(settings.timeout_seconds).unwrap_or(
+                std::time::Duration::from_secs_f64(pt2lsp_tracer::DEFAULT_TIMEOUT_SECONDS),
+            ),
+            memory_limit_mb: settings
+                .memory_limit_mb
+                .or_else(pt2lsp_tracer::default_memory_limit_mb),
+            entrypoints: settings.entrypoint_specs(),
+            scripts: batch::ScriptArgs::configured(&settings.entrypoints),
+            targets: settings.targets.clone(),
+        };
+        let cache = (!pt2lsp_tracer::cache::disabled_by_environment()).then(|| {
+            crate::trace::Caching {
+                cache: pt2lsp_tracer::cache::TraceCache::in_project(
+                    &options.root,
+                    settings.cache_dir.as_deref(),
+                ),
+                // "Trace again" means run it, whatever the cache holds.
+                replay: reason != TraceReason::Retrace,
+            }
+        });
+        let start_method = settings
+            .start_method
+            .unwrap_or_else(pt2lsp_tracer::worker::StartMethod::from_environment);
+        let planned = batch::plan(&candidates, &options);
+        let python = python::interpreter(
+            None,
+            settings.python.as_deref(),
+            project_dir.as_deref(),
+            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+        );
+        for job in planned.jobs {
+            let priority = if self.open_document(&normalized(&job.spec.file)).is_some() {
+                Priority::Foreground
+            } else {
+                Priority::Background
+            };
+            plan.traces.push(PlannedTrace {
+                path: job.spec.file.clone(),
+                spec: job.spec,
+                anchor: job.anchor,
+                python: python.clone(),
+                cache: cache.clone(),
+                priority,
+                start_method,
+            });
+        }
+        plan
+    }
+
+    /// `path` and every workspace file that imports it, directly or through others, by the
+    /// summaries' imports (a module imported by `import a.b.c` or `from a.b import c` brings
+    /// `a` and `a.b` in too, as Python runs their `__init__.py`).
+    fn reached_by(&self, path: &Path) -> Vec<PathBuf> {
+        let Ok(all) = self.summaries.read() else {
+            return vec![path.to_path_buf()];
+        };
+        let modules: HashMap<&str, usize> = all
+            .summaries
+            .iter()
+            .enumerate()
+            .map(|(at, summary)| (summary.module.as_str(), at))
+            .collect();
+        // The same edges as the static analysis's import graph (relative imports resolved, a
+        // package's `__init__` before its submodules), so that a save traces the entrypoints
+        // whose programs the edit changes.
+        let mut importers: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (at, summary) in all.summaries.iter().enumerate() {
+            let targets =
+                pt2lsp_analyzer::import_targets(summary, |module| modules.contains_key(module));
+            let mut reached: HashSet<usize> = HashSet::new();
+            for target in &targets {
+                let mut module = target.as_str();
+                loop {
+                    if let Some(index) = modules.get(module) {
+                        reached.insert(*index);
+                    }
+                    match module.rsplit_once('.') {
+                        Some((package, _)) => module = package,
+                        None => break,
+                    }
+                }
+            }
+            for target in reached {
+                if target != at {
+                    importers.entry(target).or_default().push(at);
+                }
+            }
+        }
+        let wanted = normalized(path);
+        let start = all
+            .paths
+            .iter()
+            .position(|known| known == path)
+            .or_else(|| {
+                all.paths
+                    .iter()
+                    .position(|known| normalized(known) == wanted)
+            });
+        let Some(start) = start else {
+            return vec![path.to_path_buf()];
+        };
+        let mut seen = HashSet::from([start]);
+        let mut queue = vec![start];
+        while let Some(at) = queue.pop() {
+            for importer in importers.get(&at).into_iter().flatten() {
+                if seen.len() >= MAX_REACHED_FILES {
+                    break;
+                }
+                if seen.insert(*importer) {
+                    queue.push(*importer);
+                }
+            }
+        }
+        let mut reached: Vec<PathBuf> = seen.into_iter().map(|at| all.paths[at].clone()).collect();
+        reached.sort();
+        reached
+    }
+
+    pub(super) async fn begin_trace_progress(
+        &self,
+        planned: &PlannedTrace,
+        ticket: u64,
+    ) -> Option<
+        tower_lsp_server::OngoingProgress<
+            tower_lsp_server::Unbounded,
+            tower_lsp_server::NotCancellable,
+        >,
+    > {
+        if !self.flags().work_done_progress {
+            return None;
+        }
+        let token = lsp::NumberOrString::String(format!("pt2lsp/trace/{ticket}"));
+        self.client
+            .create_work_done_progress(token.clone())
+            .await
+            .ok()?;
+        let mut name = planned
+            .path
+            .file_name()
+            .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+        if let Some(entry) = &planned.spec.entrypoint {
+            name = format!(
+                "{name} ({})",
+                entry.name.clone().unwrap_or_else(|| entry.model.clone())
+            );
+        }
+        Some(
+            self.client
+                .progress(token, format!("Tracing {name}"))
+                .begin()
+                .await,
+        )
+    }
+
+    /// A missing interpreter or torch: one warning per session, static diagnostics only.
+    pub(super) async fn tracing_unavailable(&self, reason: &str) {
+        let message =
+            format!("pt2lsp: tracing is unavailable, showing static analysis only: {reason}");
+        self.log(MessageType::WARNING, message.clone());
+        if !self.trace_warned.swap(true, Ordering::SeqCst) {
+            self.client
+                .show_message(MessageType::WARNING, message)
+                .await;
+        }
+    }
+
+    /// A deployment target the job could not lower for (its package missing, built for another
+    /// torch, a tool absent): one `window/showMessage` warning per target and reason for the
+    /// session, as the CLI says it once per run, however many entrypoints name the target; the
+    /// log has it after every trace. Not a diagnostic: the cause is the interpreter's
+    /// environment, not a line, and the target may come from the editor's settings, which
+    /// have no line.
+    async fn targets_unavailable(&self, result: &JobResult) {
+        let mut notes = UnavailableTargets::default();
+        notes.add(result);
+        for note in notes.messages() {
+            let message = format!("pt2lsp: {note}; the export's own findings are shown");
+            self.log(MessageType::INFO, message.clone());
+            let new = self
+                .targets_warned
+                .lock()
+                .is_ok_and(|mut warned| warned.insert(note));
+            if new {
+                self.client
+                    .show_message(MessageType::WARNING, message)
+                    .await;
+            }
+        }
+    }
+}
+
+/// The version in `data` of a trace diagnostic read from a file on disk: no document has it, so
+/// no code action applies its edits until the file is opened (and the diagnostic adopted).
+const DISK_VERSION: i32 = -1;
+
+/// Sets the document version a trace diagnostic's edits refer to.
+fn restamp(found: &mut [lsp::Diagnostic], version: i32) {
+    for diagnostic in found {
+        if let Some(mut data) = DiagnosticData::from_lsp(diagnostic) {
+            data.version = version;
+            diagnostic.data = serde_json::to_value(data).ok();
+        }
+    }
+}
+
+/// A file as the progress message names it: relative to the trace's root when under it.
+fn shown(file: &Path, root: Option<&Path>) -> String {
+    let relative = root
+        .and_then(|root| file.strip_prefix(normalized(root)).ok())
+        .unwrap_or(file);
+    relative.to_string_lossy().replace('\\', "/")
+}
+
+/// `no problems`, or `2 problems: mymodels/helpers.py:5, mymodels/heads.py:11` (the first
+/// few places, then how many more).
+pub fn found_message(places: &[(String, u32)]) -> String {
+    if places.is_empty() {
+        return "no problems".to_owned();
+    }
+    let count = places.len();
+    let mut listed: Vec<String> = places
+        .iter()
+        .take(MAX_LISTED)
+        .map(|(file, line)| format!("{file}:{line}"))
+        .collect();
+    if count > MAX_LISTED {
+        listed.push(format!("and {} more", count - MAX_LISTED));
+    }
+    format!(
+        "{count} problem{}: {}",
+        if count == 1 { "" } else { "s" },
+        listed.join(", ")
+    )
+}
+
+/// PT503 for each configured entrypoint whose strings cannot name what the tracer needs: no
+/// `model`, a reference that is not `module:expression`, or a module found nowhere under the
+/// project's root. Each is on the line of the string (or of the entrypoint's table header) in
+/// `pyproject.toml`. A reference that names a missing attribute is the tracer's to find.
+pub fn entrypoint_problems(
+    pyproject: &Path,
+    entries: &[config::Entrypoint],
+    root: &Path,
+) -> Vec<lsp::Diagnostic> {
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    let Ok(text) = std::fs::read_to_string(pyproject) else {
+        return Vec::new();
+    };
+    let tables = entrypoint_tables(&text);
+    let lines = LineIndex::new(&text);
+    let positions = TextPositions::new(&text);
+    let mut out = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let Some(&(header, end)) = tables.get(index) else {
+            continue;
+        };
+        let name = entry
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("#{}", index + 1));
+        let mut problem = |line: usize, message: String| {
+            let range = line_range(&text, &lines, line);
+            let diagnostic = Diagnostic {
+                rule: Rule::EntrypointError,
+                severity: Severity::Error,
+                message,
+                range,
+                fix: None,
+                related: Vec::new(),
+            };
+            out.push(diagnostics::to_lsp(&diagnostic, &positions, DISK_VERSION));
+        };
+        // A table with `script` gives a script's command line; it names no model.
+        if entry.model.is_none() && entry.script.is_none() {
+            problem(
+                header,
+                format!(
+                    "entrypoint `{name}` has no `model` to trace (`model = \"module:build()\"`)"
+                ),
+            );
+        }
+        let references = [
+            ("model", &entry.model),
+            ("example_args", &entry.example_args),
+            ("example_kwargs", &entry.example_kwargs),
+            ("dynamic_shapes", &entry.dynamic_shapes),
+        ];
+        for (key, value) in references {
+            let Some(value) = value else { continue };
+            let line = key_line(&text, header, end, key).unwrap_or(header);
+            let module = value.split_once(':').map(|(module, _)| module.trim());
+            let attribute = value.split_once(':').map(|(_, rest)| rest.trim());
+            match (module, attribute) {
+                (Some(module), Some(attribute))
+                    if !module.is_empty()
+                        && !attribute.is_empty()
+                        && module.split('.').all(|part| !part.is_empty()) =>
+                {
+                    if entrypoint::module_file(value, root).is_none() {
+                        problem(
+                            line,
+                            format!(
+                                "entrypoint `{name}`: `{key}` names the module `{module}`, which is not found under {}",
+                                root.display()
+                            ),
+                        );
+                    }
+                }
+                _ => problem(
+                    line,
+                    format!(
+                        "entrypoint `{name}`: `{key} = \"{value}\"` is not a reference; write \
+                         `module:expression`, e.g. `models.encoder:build_model()`"
+                    ),
+                ),
+            }
+        }
+    }
+    out
+}
+
+/// The 0-based lines of each `[[tool.pt2lsp.entrypoints]]` header, with the line where its
+/// table ends (the next header, or the end of the text).
+fn entrypoint_tables(text: &str) -> Vec<(usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let headers: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| line.trim_start().starts_with('['))
+        .map(|(at, _)| at)
+        .collect();
+    headers
+        .iter()
+        .enumerate()
+        .filter(|(_, at)| {
+            let compact: String = lines[**at].chars().filter(|c| !c.is_whitespace()).collect();
+            compact.starts_with("[[tool.pt2lsp.entrypoints]]")
+        })
+        .map(|(index, at)| (*at, headers.get(index + 1).copied().unwrap_or(lines.len())))
+        .collect()
+}
+
+/// The 0-based line of `key = ...` in the table from `start` to `end`.
+fn key_line(text: &str, start: usize, end: usize, key: &str) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .skip(start)
+        .take(end.saturating_sub(start))
+        .find(|(_, line)| {
+            line.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|(at, _)| at)
+}
+
+/// The code of a 0-based line, from its first non-blank character to its end.
+fn line_range(text: &str, lines: &LineIndex, line: usize) -> TextRange {
+    let start = lines.line_start(line as u32, text).to_usize();
+    let end = lines
+        .line_start(line as u32 + 1, text)
+        .to_usize()
+        .max(start);
+    let content = &text[start..end];
+    let trimmed = content.trim_end_matches(['\n', '\r']);
+    let indent = trimmed.len() - trimmed.trim_start().len();
+    TextRange::new(
+        TextSize::new((start + indent) as u32),
+        TextSize::new((start + trimmed.len()) as u32),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_end_message_says_what_was_found_where() {
+        assert_eq!(found_message(&[]), "no problems");
+        let places = [
+            ("mymodels/heads.py".to_owned(), 11),
+            ("mymodels/helpers.py".to_owned(), 5),
+        ];
+        assert_eq!(
+            found_message(&places),
+            "2 problems: mymodels/heads.py:11, mymodels/helpers.py:5"
+        );
+        let many: Vec<(String, u32)> = (1..=7).map(|line| ("m.py".to_owned(), line)).collect();
+        assert_eq!(
+            found_message(&many),
+            "7 problems: m.py:1, m.py:2, m.py:3, m.py:4, m.py:5, and 2 more"
+        );
+    }
+
+    #[test]
+    fn bad_entrypoint_strings_are_pt503_on_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("models")).unwrap();
+        std::fs::write(dir.path().join("models/encoder.py"), "").unwrap();
+        let pyproject = dir.path().join("pyproject.toml");
+        let text = "[project]\nname = \"x\"\n\n[tool.pt2lsp]\ntrace = \"on-save\"\n\n[[tool.pt2lsp.entrypoints]]\nname = \"good\"\nmodel = \"models.encoder:build()\"\n\n[[tool.pt2lsp.entrypoints]]\nname = \"typo\"\nmodel = \"models.encodr:build()\"\nexample_args = \"models.encoder\"\n\n[[tool.pt2lsp.entrypoints]]\nname = \"empty\"\n";
+        std::fs::write(&pyproject, text).unwrap();
+        let config = config::load(&pyproject).unwrap();
+        let entries = config.entrypoints.unwrap();
+        let found = entrypoint_problems(&pyproject, &entries, dir.path());
+        let lines: Vec<(u32, bool)> = found
+            .iter()
+            .map(|d| {
+                (
+                    d.range.start.line,
+                    d.code == Some(NumberOrString::String("PT503".to_owned())),
+                )
+            })
+            .collect();
+        assert_eq!(lines, [(12, true), (13, true), (15, true)], "{found:#?}");
+        assert!(
+            found[0].message.contains("models.encodr"),
+            "{}",
+            found[0].message
+        );
+        assert!(
+            found[1].message.contains("module:expression"),
+            "{}",
+            found[1].message
+        );
+        assert!(
+            found[2].message.contains("no `model`"),
+            "{}",
+            found[2].message
+        );
+    }
+}

@@ -1,0 +1,225 @@
+//! The workspace's Python files: discovery, dotted module names and summaries for the index.
+//!
+//! Which files count is decided as `pt2lsp check` decides it: `.gitignore` and hidden files are
+//! skipped, and so are the CLI's default excludes and the `exclude` patterns of the root's
+//! project, matched by the CLI's own matcher ([`Exclude`]). Module names are computed here, so
+//! the server can name the module of an unsaved or excluded file it has open.
+
+use std::path::{Path, PathBuf};
+
+use pt2lsp_analyzer::{ModuleSummary, summarize};
+
+use pt2lsp_project::walk::{DEFAULT_EXCLUDE, Exclude};
+
+use super::settings::Project;
+
+/// Files larger than this are not summarised: no hand-written model file is this big, and a
+/// generated one would only slow the scan down.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Where a file sits in its package, as the analyzer wants it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModulePlace {
+    pub module: String,
+    pub is_package: bool,
+}
+
+/// The dotted module name of a Python file: its stem, prefixed by every enclosing directory
+/// that is a regular package (holds an `__init__.py`). `None` for names Python cannot import.
+pub fn module_place(path: &Path) -> Option<ModulePlace> {
+    let stem = path.file_stem()?.to_str()?;
+    let is_package = stem == "__init__";
+    let mut parts = Vec::new();
+    if !is_package {
+        parts.push(stem);
+    }
+    let mut dir = path.parent();
+    while let Some(current) = dir {
+        if !current.join("__init__.py").is_file() {
+            break;
+        }
+        parts.push(current.file_name()?.to_str()?);
+        dir = current.parent();
+    }
+    if parts.is_empty() || !parts.iter().all(|part| is_identifier(part)) {
+        return None;
+    }
+    parts.reverse();
+    Some(ModulePlace {
+        module: parts.join("."),
+        is_package,
+    })
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
+}
+
+pub fn is_python(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|ext| ext == "py" || ext == "pyi")
+}
+
+/// One workspace root and what its project excludes from the index.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub root: PathBuf,
+    /// The patterns and the directory they are anchored at, to tell whether a change to a
+    /// `pyproject.toml` changed the scope.
+    patterns: (Vec<String>, PathBuf),
+    exclude: Exclude,
+}
+
+impl Scope {
+    /// The scope of `root` under its project's settings (the nearest `[tool.pt2lsp]` at or above
+    /// it, as the CLI finds it); bad patterns are reported through `warn` and left out.
+    pub fn new(root: &Path, project: Option<&Project>, warn: &mut dyn FnMut(String)) -> Self {
+        let anchor = project
+            .and_then(|project| project.pyproject.parent())
+            .unwrap_or(root)
+            .to_path_buf();
+        let defaults: Vec<String> = DEFAULT_EXCLUDE.iter().map(|&p| p.to_owned()).collect();
+        let mut patterns = defaults.clone();
+        if let Some(project) = project {
+            patterns.extend(project.options.exclude.iter().cloned());
+        }
+        let exclude = Exclude::new(&patterns, &anchor).unwrap_or_else(|error| {
+            warn(format!(
+                "{error:#}; indexing without the project's excludes"
+            ));
+            patterns.clone_from(&defaults);
+            Exclude::new(&defaults, &anchor).expect("the default excludes are valid globs")
+        });
+        Self {
+            root: root.to_path_buf(),
+            patterns: (patterns, anchor),
+            exclude,
+        }
+    }
+
+    pub fn same_patterns(&self, other: &Scope) -> bool {
+        self.root == other.root && self.patterns == other.patterns
+    }
+
+    /// Whether `path` lies under this root in an excluded file or directory.
+    pub fn excludes(&self, path: &Path) -> bool {
+        path.starts_with(&self.root)
+            && path
+                .ancestors()
+                .take_while(|ancestor| *ancestor != self.root)
+                .any(|ancestor| self.exclude.is_excluded(ancestor))
+    }
+
+    /// Every Python file under the root that is not excluded.
+    pub fn python_files(&self) -> Vec<PathBuf> {
+        let exclude = self.exclude.clone();
+        ignore::WalkBuilder::new(&self.root)
+            // As in the CLI: a checkout without `.git` still says what is not source.
+            .require_git(false)
+            .filter_entry(move |entry| !exclude.is_excluded(entry.path()))
+            .build()
+            .filter_map(|entry| match entry {
+                Ok(entry) => Some(entry),
+                Err(error) => {
+                    super::log_stderr(&format!("workspace scan: {error}"));
+                    None
+                }
+            })
+            .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
+            .map(ignore::DirEntry::into_path)
+            .filter(|path| is_python(path))
+            .collect()
+    }
+}
+
+/// Reads and summarises one file; `None` (with a line on stderr) for files that cannot be read,
+/// are not UTF-8, are too large, or have no importable name.
+pub fn summarize_file(path: &Path) -> Option<ModuleSummary> {
+    let place = module_place(path)?;
+    let size = std::fs::metadata(path).ok()?.len();
+    if size > MAX_FILE_BYTES {
+        super::log_stderr(&format!(
+            "{}: {size} bytes, too large to index",
+            path.display()
+        ));
+        return None;
+    }
+    match std::fs::read_to_string(path) {
+        Ok(text) => Some(summarize(&text, &place.module, place.is_package)),
+        Err(error) => {
+            super::log_stderr(&format!("{}: not indexed: {error}", path.display()));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names_follow_packages() {
+        let dir = tempfile::tempdir().unwrap();
+        let package = dir.path().join("models").join("blocks");
+        std::fs::create_dir_all(&package).unwrap();
+        std::fs::write(dir.path().join("models/__init__.py"), "").unwrap();
+        std::fs::write(package.join("__init__.py"), "").unwrap();
+        let place = |path: &Path| module_place(path).map(|place| (place.module, place.is_package));
+        assert_eq!(
+            place(&package.join("attn.py")),
+            Some(("models.blocks.attn".to_owned(), false))
+        );
+        assert_eq!(
+            place(&package.join("__init__.py")),
+            Some(("models.blocks".to_owned(), true))
+        );
+        assert_eq!(
+            place(&dir.path().join("train.py")),
+            Some(("train".to_owned(), false))
+        );
+        assert_eq!(place(&dir.path().join("my-script.py")), None);
+    }
+
+    #[test]
+    fn scopes_skip_default_and_project_excludes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for file in [
+            "a.py",
+            "venv/lib.py",
+            "gen/x.py",
+            "src/gen/y.py",
+            "src/models/legacy_1.py",
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+        let project = Project {
+            pyproject: root.join("pyproject.toml"),
+            options: pt2lsp_project::config::Config {
+                exclude: vec!["gen/*".to_owned(), "src/models/legacy_*.py".to_owned()],
+                ..Default::default()
+            },
+        };
+        let scope = Scope::new(root, Some(&project), &mut |w| panic!("{w}"));
+        let mut files: Vec<_> = scope
+            .python_files()
+            .iter()
+            .map(|path| {
+                path.strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        files.sort();
+        assert_eq!(files, ["a.py", "src/gen/y.py"]);
+        assert!(scope.excludes(&root.join("venv/lib.py")));
+        assert!(scope.excludes(&root.join("src/models/legacy_1.py")));
+        assert!(!scope.excludes(&root.join("src/gen/y.py")));
+        assert!(!scope.excludes(Path::new("/elsewhere/venv/x.py")));
+    }
+}

@@ -1,0 +1,769 @@
+//! The two-phase check of a project's files: resolves the settings, finds the files, analyses
+//! them against the whole workspace.
+//!
+//! Analysis runs in two phases so that facts crossing files hold whatever order files are
+//! visited in: phase 1 reads every file once and summarises it (in parallel), the summaries
+//! make one `WorkspaceIndex`, and phase 2 checks every file against that index (in parallel),
+//! reusing the text read in phase 1. `pt2lsp check` (`cli::check`), `--fix` (`cli::fix`) and
+//! the Python API's `check_paths` (`api`) run it.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use pt2lsp_analyzer::{
+    Alone, Diagnostic, ModuleSource, ModuleSummary, ParsedFile, Rule, RuleSelector, Settings,
+    SourceFile, TextRange, TextSize, WorkspaceIndex, WorkspaceSources,
+};
+use rayon::prelude::*;
+
+use super::config::{self, Config};
+use super::interpreter;
+use super::libraries::{self, Libraries, LibrarySources};
+use super::report::FileReport;
+use super::walk::{self, Exclude, Include};
+use super::warn;
+use crate::notebook::Notebook;
+use crate::tracer::targets::DeploymentTarget;
+
+/// Stack for each analysis thread. The parser and the analyzer recurse on the syntax tree, and
+/// generated code can nest expressions tens of thousands deep (`a + a + ... + a`); the memory is
+/// only reserved, pages are touched as deep as a file actually goes.
+pub const ANALYSIS_STACK_BYTES: usize = 512 << 20;
+
+/// What the caller asks a check for: `pt2lsp check`'s flags, the Python API's arguments. The
+/// configuration file fills in what they leave out.
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions {
+    /// Files or directories [default: the current directory].
+    pub paths: Vec<PathBuf>,
+    /// Replaces the configuration's `select` and `ignore`.
+    pub select: Option<Vec<String>>,
+    /// Added to the configuration's `ignore`.
+    pub ignore: Option<Vec<String>>,
+    /// Overrides the configuration's `strict`.
+    pub strict: Option<bool>,
+    /// Added to the configuration's `exclude`.
+    pub exclude: Vec<String>,
+    /// This configuration file instead of the nearest `pyproject.toml`.
+    pub config: Option<PathBuf>,
+    /// No configuration file at all.
+    pub isolated: bool,
+    /// No warnings on stderr, except deprecated configuration keys.
+    pub quiet: bool,
+    /// The interpreter whose installed libraries are followed, over the configuration's
+    /// `python` (see [`interpreter::configured_interpreter`]).
+    pub python: Option<PathBuf>,
+    /// `Some(false)`: no installed library is followed, whatever the configuration says.
+    pub follow_libraries: Option<bool>,
+    /// Where library summaries are cached, over the configuration's `cache-dir`.
+    pub cache_dir: Option<PathBuf>,
+    /// No cache is read or written.
+    pub no_cache: bool,
+    /// `--target`: added to the configuration's `targets`, for the static pass (PT707) as for
+    /// a trace's lowerings.
+    pub targets: Vec<DeploymentTarget>,
+}
+
+/// What to check and how, resolved from the options and the configuration file: everything
+/// before the analysis. The Python package's `check_paths` (`crate::api`) starts here too, so
+/// the API and the command check the same files with the same settings.
+pub struct Prepared {
+    pub cwd: PathBuf,
+    pub config: Config,
+    pub settings: Settings,
+    /// The files the walk found.
+    pub files: Vec<PathBuf>,
+    /// The other files of the project the given files belong to, when files (not
+    /// directories) were given: their summaries and texts feed cross-file facts, they are not
+    /// reported on.
+    pub context: Vec<PathBuf>,
+    /// Threads with the analysis stack, for [`Project::load`].
+    pub pool: rayon::ThreadPool,
+    /// Paths the walk could not read.
+    pub io_errors: Vec<String>,
+    /// The interpreter whose installed libraries the check follows, and where their
+    /// summaries are cached; `None` when no interpreter is named or following is off.
+    pub libraries: Option<(PathBuf, Option<PathBuf>)>,
+    /// What was walked to find `files` and `context`, for `check --watch`.
+    pub walked: walk::Walked,
+}
+
+pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let roots = resolve_roots(&options.paths, &cwd)?;
+
+    let config = if options.isolated {
+        Config::default()
+    } else if let Some(path) = &options.config {
+        config::load(&walk::absolute(&cwd, path))?
+    } else {
+        // The first path's project decides, so `pt2lsp check ../other` uses other's settings.
+        let first = &roots[0];
+        let start = if first.is_dir() {
+            first.as_path()
+        } else {
+            first.parent().unwrap_or(&cwd)
+        };
+        config::discover(start)?
+    };
+    // Old spellings of keys are shown even under -q, or the file never gets fixed.
+    for deprecation in &config.deprecations {
+        warn(deprecation);
+    }
+    if !options.quiet {
+        for warning in &config.warnings {
+            warn(warning);
+        }
+    }
+    let settings = resolve_settings(options, &config)?;
+    let patterns: Vec<String> = walk::DEFAULT_EXCLUDE
+        .iter()
+        .map(|pattern| (*pattern).to_owned())
+        .chain(config.exclude.iter().cloned())
+        .chain(options.exclude.iter().cloned())
+        .collect();
+    let base = config.root().unwrap_or(&cwd).to_path_buf();
+    let exclude = Exclude::new(&patterns, &base)?;
+    let include = Include::new(&config.extend_include, &base)?;
+
+    let discovery = walk::discover(&roots, &exclude, &include);
+    if !options.quiet {
+        for warning in &discovery.warnings {
+            warn(warning);
+        }
+        if discovery.files.is_empty() && discovery.errors.is_empty() {
+            warn("no Python files found under the given paths");
+        }
+    }
+    let io_errors = discovery.errors;
+    let libraries = libraries_to_follow(options, &config, &cwd);
+    let (context_root, context) = project_context(
+        &roots,
+        &cwd,
+        &config,
+        (&exclude, &include),
+        &discovery.files,
+    );
+    let walked = walk::Walked {
+        roots: roots.into_iter().chain(context_root).collect(),
+        exclude: patterns,
+        include: config.extend_include.clone(),
+        base,
+        config: config.path.clone(),
+    };
+    // Every file is analysed on the pool's threads (rayon runs an unsplit job on the calling
+    // thread otherwise), so each gets the large stack.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .stack_size(ANALYSIS_STACK_BYTES)
+        .build()
+        .context("cannot start the analysis threads")?;
+    Ok(Prepared {
+        cwd,
+        config,
+        settings,
+        files: discovery.files,
+        context,
+        pool,
+        io_errors,
+        libraries,
+        walked,
+    })
+}
+
+/// The interpreter whose libraries a check follows (one the user named, unless the flag or
+/// `follow-libraries = false` says not to), and the directory their summaries are cached in
+/// (none under `--no-cache` or `PT2LSP_NO_CACHE`).
+fn libraries_to_follow(
+    options: &CheckOptions,
+    config: &Config,
+    cwd: &Path,
+) -> Option<(PathBuf, Option<PathBuf>)> {
+    if options.follow_libraries == Some(false) || config.follow_libraries == Some(false) {
+        return None;
+    }
+    let python = interpreter::configured_interpreter(
+        options.python.as_deref(),
+        config.python.as_deref(),
+        config.root(),
+        std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+    )?;
+    let cache = (!options.no_cache && !super::cache_disabled_by_environment()).then(|| {
+        match &options.cache_dir {
+            Some(dir) => walk::absolute(cwd, dir),
+            None => config.root().unwrap_or(cwd).join(
+                config
+                    .cache_dir
+                    .as_deref()
+                    .unwrap_or(super::DEFAULT_CACHE_DIRECTORY),
+            ),
+        }
+    });
+    Some((python, cache))
+}
+
+/// The project's other files: everything under the project's root that the walk would check
+/// and that was not given, so that a file's diagnostics are the same however it is asked for
+/// (`check .`, `check pkg/`, `check pkg/a.py` as a pre-commit hook passes it, from any
+/// directory). The root is the configuration's directory, else the nearest directory above the
+/// first path (itself included, for a directory) with a `pyproject.toml` or a `.git`, else the
+/// directory that holds the top-level package around it, else the working directory (or the
+/// path's own directory when it is not under it). Context files are summarised and read
+/// for cross-file facts, never reported on; one whose module name a given file also has is left
+/// out (the given file is the one meant). Returns the root too when it was walked.
+fn project_context(
+    roots: &[PathBuf],
+    cwd: &Path,
+    config: &Config,
+    (exclude, include): (&Exclude, &Include),
+    files: &[PathBuf],
+) -> (Option<PathBuf>, Vec<PathBuf>) {
+    let Some(first) = roots.first() else {
+        return (None, Vec::new());
+    };
+    let start = if first.is_dir() {
+        first.as_path()
+    } else {
+        match first.parent() {
+            Some(parent) => parent,
+            None => return (None, Vec::new()),
+        }
+    };
+    let root = config
+        .root()
+        .map(Path::to_path_buf)
+        .or_else(|| {
+            start
+                .ancestors()
+                .find(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").is_file())
+                .map(Path::to_path_buf)
+        })
+        .or_else(|| {
+            // An unpacked wheel or a bare tree: the directory that holds the top-level package.
+            let mut top = None;
+            for dir in start.ancestors() {
+                if dir.join("__init__.py").is_file() {
+                    top = dir.parent().map(Path::to_path_buf);
+                } else {
+                    break;
+                }
+            }
+            top
+        })
+        // A bare tree: the directory the check runs from when the path is under it (Python
+        // imports a script's siblings from there), else the path's own directory.
+        .unwrap_or_else(|| if start.starts_with(cwd) { cwd } else { start }.to_path_buf());
+    if roots
+        .iter()
+        .all(|given| given.is_dir() && root.starts_with(given))
+    {
+        return (None, Vec::new()); // The walk already covers the whole project.
+    }
+    let given: HashSet<&PathBuf> = files.iter().collect();
+    let given_modules: HashSet<String> = files
+        .iter()
+        .filter_map(|path| walk::module_name(path).map(|(module, _)| module))
+        .collect();
+    let context = walk::discover(std::slice::from_ref(&root), exclude, include)
+        .files
+        .into_iter()
+        .filter(|path| !given.contains(path))
+        .filter(|path| {
+            walk::module_name(path).is_none_or(|(module, _)| !given_modules.contains(&module))
+        })
+        .collect();
+    (Some(root), context)
+}
+
+/// Other workspace files' texts for whole-program analysis, by dotted module name, then the
+/// installed libraries' when calls into them are followed.
+struct Texts(HashMap<String, ModuleSource>, Option<LibrarySources>);
+
+impl WorkspaceSources for Texts {
+    fn source(&self, module: &str) -> Option<ModuleSource> {
+        self.0
+            .get(module)
+            .cloned()
+            .or_else(|| self.1.as_ref()?.source(module))
+    }
+}
+
+/// A project file that is not checked, only read for its cross-file facts.
+pub struct ContextFile {
+    module: (String, bool),
+    path: PathBuf,
+    text: Arc<str>,
+    summary: ModuleSummary,
+}
+
+/// Absolute, normalised paths to check; a path that does not exist is a usage error, since a
+/// typo in CI should fail loudly rather than check nothing.
+fn resolve_roots(paths: &[PathBuf], cwd: &Path) -> Result<Vec<PathBuf>> {
+    let paths = if paths.is_empty() {
+        &[PathBuf::from(".")][..]
+    } else {
+        paths
+    };
+    paths
+        .iter()
+        .map(|path| {
+            std::fs::metadata(path).with_context(|| format!("cannot check {}", path.display()))?;
+            Ok(walk::absolute(cwd, path))
+        })
+        .collect()
+}
+
+/// Merges configuration and flags the way ruff layers them: `--select` starts over (the file's
+/// `select` and `ignore` no longer apply), while `--ignore` alone adds to the file's `ignore`.
+fn resolve_settings(options: &CheckOptions, config: &Config) -> Result<Settings> {
+    let file = || {
+        let path = config
+            .path
+            .as_deref()
+            .map_or_else(String::new, |path| path.display().to_string());
+        if path.ends_with("pyproject.toml") {
+            format!("{path}: tool.pt2lsp.")
+        } else {
+            format!("{path}: ")
+        }
+    };
+    let parse = |texts: &[String], origin: &str| -> Result<Vec<RuleSelector>> {
+        texts
+            .iter()
+            .filter(|text| !text.trim().is_empty() || texts.len() == 1)
+            .map(|text| {
+                RuleSelector::parse(text).with_context(|| {
+                    format!(
+                        "unknown rule selector `{text}` in {origin}: selectors are rule codes or \
+                         their prefixes (PT, PT1, PT101); `pt2lsp rule` lists the rules"
+                    )
+                })
+            })
+            .collect()
+    };
+    let defaults = Settings::default();
+    let (select, mut ignore) = if let Some(select) = &options.select {
+        (parse(select, "--select")?, Vec::new())
+    } else {
+        let select = match &config.select {
+            Some(select) => parse(select, &format!("{}select", file()))?,
+            None => defaults.select,
+        };
+        let ignore = match &config.ignore {
+            Some(ignore) => parse(ignore, &format!("{}ignore", file()))?,
+            None => Vec::new(),
+        };
+        (select, ignore)
+    };
+    if let Some(extra) = &options.ignore {
+        ignore.extend(parse(extra, "--ignore")?);
+    }
+    let strict = options.strict.or(config.strict).unwrap_or(defaults.strict);
+    Ok(Settings {
+        strict,
+        select,
+        ignore,
+        targets: crate::tracer::targets::union(
+            &options.targets,
+            config.targets.as_deref().unwrap_or_default(),
+        )
+        .iter()
+        .map(|target| target.as_str().to_owned())
+        .collect(),
+        entrypoint_targets: config::entrypoint_targets(
+            config.entrypoints.as_deref().unwrap_or_default(),
+            config.root(),
+        ),
+    })
+}
+
+/// The checked files with what checking them again needs, and the settings they are checked
+/// with. `--fix` changes texts through [`Project::update`], which checks again exactly what
+/// the change may affect.
+pub struct Project<'a> {
+    /// In the order the walk found them.
+    pub files: Vec<Checked>,
+    /// Files that were not checked but where the tracer found a problem (a helper module).
+    pub others: Vec<FileReport>,
+    /// The project's unchecked files, for cross-file facts.
+    context: Vec<ContextFile>,
+    /// The installed libraries whose code entrypoints' analyses follow, when an interpreter
+    /// is configured.
+    libraries: Option<Arc<Libraries>>,
+    pub settings: &'a Settings,
+    pool: rayon::ThreadPool,
+}
+
+/// One checked file.
+pub struct Checked {
+    /// Absolute: where the file is read from and written to.
+    pub path: PathBuf,
+    module: Option<(String, bool)>,
+    summary: Option<ModuleSummary>,
+    /// Phase 1's parse of a file that phase 2 checks, so it is parsed once.
+    parsed: Option<ParsedFile>,
+    /// False for a file that is not UTF-8 source: its report is the decoding problem, and it is
+    /// never analysed or fixed.
+    pub decodable: bool,
+    pub report: FileReport,
+    /// For a notebook: its JSON as read (the report's text is its code cells joined); fixes are
+    /// written back into it cell by cell.
+    pub notebook_json: Option<String>,
+}
+
+/// Where a notebook's code cells are once its joined module (from `json`) reads `python`:
+/// the cells a fix changed hold more or fewer lines, and positions must stay in cells. `None`
+/// when the new module cannot be put back into the cells.
+fn cells_after_edit(json: &str, python: &str) -> Option<crate::notebook::CellMap> {
+    let rewritten = Notebook::parse(json).ok()?.rewrite(python).ok()?;
+    let parsed = Notebook::parse(&rewritten).ok()?;
+    (parsed.python() == python).then(|| parsed.cell_map())
+}
+
+impl<'a> Project<'a> {
+    /// Reads every file and checks it: phase 1 on its own (summarising it from the same parse),
+    /// phase 2 again against the workspace if its report may depend on other files.
+    pub fn load(
+        paths: &[PathBuf],
+        settings: &'a Settings,
+        cwd: &Path,
+        pool: rayon::ThreadPool,
+        io_errors: &mut Vec<String>,
+    ) -> Self {
+        let loaded: Vec<Result<Checked, String>> = pool.install(|| {
+            paths
+                .par_iter()
+                .map(|path| {
+                    let shown = walk::display_path(path, cwd);
+                    let mut source =
+                        walk::read(path, &shown).map_err(|error| format!("{error:#}"))?;
+                    // A notebook is checked as its code cells joined into one module.
+                    let mut notebook = None;
+                    if walk::is_notebook(path) && source.problem.is_none() {
+                        let parsed = Notebook::parse(&source.text).map_err(|problem| {
+                            format!("cannot check {}: {problem}", shown.display())
+                        })?;
+                        let python = parsed.python().to_owned();
+                        let cells = parsed.cell_map();
+                        notebook = Some((std::mem::replace(&mut source.text, python), cells));
+                    }
+                    let mut file = Checked {
+                        path: path.clone(),
+                        module: walk::module_name(path),
+                        summary: None,
+                        parsed: None,
+                        decodable: source.problem.is_none(),
+                        report: FileReport::new(shown, source.text, Vec::new()),
+                        notebook_json: None,
+                    };
+                    if let Some((json, cells)) = notebook {
+                        file.report.notebook = Some(cells);
+                        file.notebook_json = Some(json);
+                    }
+                    match &source.problem {
+                        Some(problem) => {
+                            file.report.set_static(decoding_problem(problem, settings));
+                        }
+                        None => file.check_alone(settings),
+                    }
+                    Ok(file)
+                })
+                .collect()
+        });
+        let mut files = Vec::with_capacity(loaded.len());
+        for result in loaded {
+            match result {
+                Ok(file) => files.push(file),
+                Err(error) => io_errors.push(error),
+            }
+        }
+        Self {
+            files,
+            others: Vec::new(),
+            context: Vec::new(),
+            libraries: None,
+            settings,
+            pool,
+        }
+    }
+
+    /// Reads and summarises the project's unchecked files (see [`Prepared::context`]).
+    /// Phase 2 ([`Self::check_against_workspace`]) must run after it.
+    pub fn add_context(&mut self, paths: &[PathBuf]) {
+        self.context = self.pool.install(|| {
+            paths
+                .par_iter()
+                .filter_map(|path| {
+                    let module = walk::module_name(path)?;
+                    let source = walk::read(path, path).ok()?;
+                    if source.problem.is_some() {
+                        return None;
+                    }
+                    let summary = pt2lsp_analyzer::summarize_file(SourceFile {
+                        text: &source.text,
+                        module: Some(&module.0),
+                        is_package: module.1,
+                    });
+                    Some(ContextFile {
+                        module,
+                        path: path.clone(),
+                        text: Arc::from(source.text),
+                        summary,
+                    })
+                })
+                .collect()
+        });
+    }
+
+    /// Follows calls into the libraries installed for `python` that the project imports
+    /// (see [`libraries`]), their summaries cached in `cache_dir`. Phase 2 must run after it.
+    /// A site-packages that cannot be found is a warning: the check goes on without it.
+    pub fn follow_libraries(&mut self, python: &Path, cache_dir: Option<&Path>, quiet: bool) {
+        let sites = match libraries::site_packages(python) {
+            Ok(sites) => sites,
+            Err(error) => {
+                if !quiet {
+                    warn(&format!(
+                        "calls into installed libraries are not followed: {error:#}"
+                    ));
+                }
+                return;
+            }
+        };
+        let summaries = self
+            .files
+            .iter()
+            .filter_map(|file| file.summary.as_ref())
+            .chain(self.context.iter().map(|file| &file.summary));
+        let imported = libraries::imported_top_level(summaries);
+        let started = std::time::Instant::now();
+        let libraries = libraries::load(&sites, imported, cache_dir, &self.pool);
+        if libraries.summarised > 0 && !quiet {
+            let kept = match cache_dir {
+                Some(dir) => format!("; kept in {} for the next runs", dir.display()),
+                None => String::new(),
+            };
+            // Not a warning: said once, so that the first check's extra time is explained.
+            eprintln!(
+                "Summarised installed libraries to follow calls into them: {} ({:.1} s{kept}).",
+                libraries.describe(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+        if !libraries.index.is_empty() {
+            self.libraries = Some(Arc::new(libraries));
+        }
+    }
+
+    /// Gives files new texts, then checks again what that may change: those files, and every
+    /// file whose report depends on the workspace. Reports checked again hold static findings
+    /// only until the next trace.
+    pub fn update(&mut self, changed: Vec<(usize, String)>) {
+        let settings = self.settings;
+        let mut changed: Vec<(&mut Checked, String)> = {
+            let mut texts: std::collections::HashMap<usize, String> = changed.into_iter().collect();
+            self.files
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(index, file)| Some((file, texts.remove(&index)?)))
+                .collect()
+        };
+        self.pool.install(|| {
+            changed.par_iter_mut().for_each(|(file, text)| {
+                let shown = file.report.path.clone();
+                let cells = file.report.notebook.take().map(|cells| {
+                    file.notebook_json
+                        .as_deref()
+                        .and_then(|json| cells_after_edit(json, text))
+                        .unwrap_or(cells)
+                });
+                file.report = FileReport::new(shown, std::mem::take(text), Vec::new());
+                file.report.notebook = cells;
+                file.check_alone(settings);
+            });
+        });
+        self.check_against_workspace();
+    }
+
+    /// Phase 2: one index from every summary, then every file that needs it checked against
+    /// it: those whose facts may come from other files, and those that take part in an
+    /// entrypoint's whole-program analysis.
+    pub fn check_against_workspace(&mut self) {
+        let summaries = self
+            .files
+            .iter()
+            .filter(|file| file.module.is_some())
+            .filter_map(|file| file.summary.as_ref())
+            .chain(self.context.iter().map(|file| &file.summary));
+        let mut workspace = WorkspaceIndex::with_libraries(
+            summaries,
+            self.libraries
+                .as_ref()
+                .map(|libraries| Arc::clone(&libraries.index)),
+        );
+        // Texts are handed to the analysis only when some entrypoint may follow calls into
+        // other files: most projects have none, and copying every text would cost time.
+        let program = self.files.iter().any(|file| {
+            file.module
+                .as_ref()
+                .is_some_and(|(module, _)| workspace.takes_part_in_program(module))
+        });
+        if program {
+            let mut texts: HashMap<String, ModuleSource> = HashMap::new();
+            for file in self.files.iter().filter(|file| file.decodable) {
+                if let Some((module, is_package)) = &file.module {
+                    texts.insert(
+                        module.clone(),
+                        ModuleSource {
+                            text: Arc::from(file.report.text.as_str()),
+                            is_package: *is_package,
+                            path: file.path.clone(),
+                        },
+                    );
+                }
+            }
+            for file in &self.context {
+                texts
+                    .entry(file.module.0.clone())
+                    .or_insert_with(|| ModuleSource {
+                        text: file.text.clone(),
+                        is_package: file.module.1,
+                        path: file.path.clone(),
+                    });
+            }
+            let libraries = self.libraries.as_ref().map(Libraries::sources);
+            let following = libraries.is_some();
+            workspace = workspace
+                .with_sources(Arc::new(Texts(texts, libraries)))
+                .with_program_cache();
+            if following {
+                // Entrypoints share the library files their programs load (transformers'
+                // `modeling_utils`, torchvision's `ops`): each is parsed once, not once per
+                // entrypoint.
+                workspace = workspace.with_parse_cache(Arc::default());
+            }
+        }
+        let settings = self.settings;
+        let workspace = &workspace;
+        // Entrypoints first: their analyses say which files they actually enter, and only
+        // those are analysed again for them.
+        let is_entry = |file: &Checked| {
+            file.module
+                .as_ref()
+                .is_some_and(|(module, _)| workspace.is_entrypoint(module))
+        };
+        self.pool.install(|| {
+            self.files
+                .par_iter_mut()
+                .filter(|file| is_entry(file))
+                .for_each(|file| file.check_against(settings, workspace));
+        });
+        self.pool.install(|| {
+            self.files
+                .par_iter_mut()
+                .filter(|file| !is_entry(file))
+                .for_each(|file| {
+                    let in_program = file
+                        .module
+                        .as_ref()
+                        .is_some_and(|(module, _)| workspace.takes_part_in_program(module));
+                    if in_program
+                        || file
+                            .summary
+                            .as_ref()
+                            .is_some_and(|summary| summary.needs_workspace)
+                    {
+                        file.check_against(settings, workspace);
+                    }
+                });
+        });
+        for file in &mut self.files {
+            let Some(why) = file
+                .module
+                .as_ref()
+                .and_then(|(module, _)| workspace.unexported(module))
+            else {
+                continue;
+            };
+            for reported in &mut file.report.diagnostics {
+                pt2lsp_analyzer::as_unexported(&mut reported.diagnostic, &why);
+            }
+        }
+    }
+
+    /// Every report, sorted by path: the checked files' and the tracer's others.
+    pub fn into_reports(self) -> Vec<FileReport> {
+        let mut reports: Vec<FileReport> = self
+            .files
+            .into_iter()
+            .map(|file| file.report)
+            .chain(self.others)
+            .collect();
+        reports.sort_by(|a, b| a.path.cmp(&b.path));
+        reports
+    }
+}
+
+impl Checked {
+    fn source_file(&self) -> SourceFile<'_> {
+        let (module, is_package) = match &self.module {
+            Some((name, is_package)) => (Some(name.as_str()), *is_package),
+            None => (None, false),
+        };
+        SourceFile {
+            text: &self.report.text,
+            module,
+            is_package,
+        }
+    }
+
+    /// Phase 1: summarises the file and checks it with no workspace facts, from one parse.
+    /// A file whose report depends on the workspace is left without diagnostics here: phase 2
+    /// checks it.
+    fn check_alone(&mut self, settings: &Settings) {
+        let (alone, summary) =
+            pt2lsp_analyzer::summarize_and_check_alone(self.source_file(), settings);
+        match alone {
+            Alone::Report(report) => {
+                self.report.set_static(report.diagnostics);
+                self.report.unproven = report.unproven;
+            }
+            Alone::NeedsWorkspace(parsed) => {
+                self.report.set_static(Vec::new());
+                self.parsed = Some(parsed);
+            }
+        }
+        self.summary = Some(summary);
+    }
+
+    /// Phase 2: checks the file against the workspace, from phase 1's parse when it kept one.
+    fn check_against(&mut self, settings: &Settings, workspace: &WorkspaceIndex) {
+        let report = match self.parsed.take() {
+            Some(parsed) => {
+                pt2lsp_analyzer::check_parsed_file(&parsed, self.source_file(), settings, workspace)
+            }
+            None => pt2lsp_analyzer::check_file(self.source_file(), settings, workspace),
+        };
+        self.report.set_static(report.diagnostics);
+        self.report.unproven = report.unproven;
+    }
+}
+
+/// The one diagnostic of a file that could not be decoded.
+fn decoding_problem(problem: &walk::DecodeProblem, settings: &Settings) -> Vec<Diagnostic> {
+    // The text is only the decodable prefix: analysing it would report a syntax error where
+    // the file was cut, so the decoding problem is the file's only diagnostic.
+    if !settings.is_enabled(Rule::SyntaxError) {
+        return Vec::new();
+    }
+    let offset = TextSize::new(problem.offset as u32);
+    vec![Diagnostic {
+        rule: Rule::SyntaxError,
+        severity: Rule::SyntaxError.default_severity(),
+        message: problem.message.clone(),
+        range: TextRange::empty(offset),
+        fix: None,
+        related: Vec::new(),
+    }]
+}
