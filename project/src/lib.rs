@@ -9,6 +9,7 @@ pub mod interpreter;
 pub mod libraries;
 pub mod notebook;
 pub mod report;
+pub mod schema;
 pub mod tracing;
 pub mod walk;
 

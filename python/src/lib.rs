@@ -8,9 +8,14 @@
 //! system, `RuntimeError` for a bug in pt2lsp — never a crash of the interpreter: the analysis
 //! runs on its own large-stack thread and a panic there comes back as an error.
 
+// pyo3's `#[pymethods]` expand to unsafe glue, which this lint takes for invariants that a
+// derived `Deserialize` would bypass; the classes are plain data with none.
+#![allow(clippy::unsafe_derive_deserialize)]
+
 use std::path::PathBuf;
 
 use pt2lsp::api;
+use serde::{Deserialize, Serialize};
 
 // What `server/src/main.rs` says: the analysis allocates many small syntax-tree nodes.
 #[global_allocator]
@@ -21,10 +26,11 @@ use pyo3::types::{PyDict, PyString};
 
 /// One problem `torch.export` would have, at one place of one file.
 #[pyclass(module = "pt2lsp", frozen, eq, hash, get_all)]
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Diagnostic {
     file: String,
     /// In a notebook: the cell (from 1); `line` is then the cell's line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     cell: Option<u32>,
     line: u32,
     column: u32,
@@ -35,6 +41,7 @@ struct Diagnostic {
     severity: String,
     message: String,
     source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     fix: Option<Fix>,
     /// The places that explain it, entrypoint first.
     related: Vec<Related>,
@@ -42,7 +49,7 @@ struct Diagnostic {
 
 /// Another place that explains a diagnostic: the entrypoint, a call on the way, a library frame.
 #[pyclass(module = "pt2lsp", frozen, eq, hash, get_all)]
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Related {
     file: String,
     line: u32,
@@ -52,7 +59,7 @@ struct Related {
 
 /// Edits that together fix one diagnostic.
 #[pyclass(module = "pt2lsp", frozen, eq, hash, get_all)]
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Fix {
     title: String,
     applicability: String,
@@ -61,9 +68,10 @@ struct Fix {
 
 /// Replace the text from (line, column) up to, not including, (end_line, end_column).
 #[pyclass(module = "pt2lsp", frozen, eq, hash, get_all)]
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Edit {
     /// In a notebook: the cell the edit starts in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     cell: Option<u32>,
     line: u32,
     column: u32,
@@ -76,12 +84,7 @@ struct Edit {
 impl Related {
     /// The location as `pt2lsp check --format json` writes it in a diagnostic's `related`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let dict = PyDict::new(py);
-        dict.set_item("file", &self.file)?;
-        dict.set_item("line", self.line)?;
-        dict.set_item("column", self.column)?;
-        dict.set_item("message", &self.message)?;
-        Ok(dict)
+        as_dict(py, self)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -99,30 +102,7 @@ impl Related {
 impl Diagnostic {
     /// The diagnostic as `pt2lsp check --format json` writes it (no `fix` key without a fix).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let dict = PyDict::new(py);
-        dict.set_item("file", &self.file)?;
-        if let Some(cell) = self.cell {
-            dict.set_item("cell", cell)?;
-        }
-        dict.set_item("line", self.line)?;
-        dict.set_item("column", self.column)?;
-        dict.set_item("end_line", self.end_line)?;
-        dict.set_item("end_column", self.end_column)?;
-        dict.set_item("code", &self.code)?;
-        dict.set_item("name", &self.name)?;
-        dict.set_item("severity", &self.severity)?;
-        dict.set_item("message", &self.message)?;
-        dict.set_item("source", &self.source)?;
-        if let Some(fix) = &self.fix {
-            dict.set_item("fix", fix.to_dict(py)?)?;
-        }
-        let related = self
-            .related
-            .iter()
-            .map(|related| related.to_dict(py))
-            .collect::<PyResult<Vec<_>>>()?;
-        dict.set_item("related", related)?;
-        Ok(dict)
+        as_dict(py, self)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -152,16 +132,7 @@ impl Diagnostic {
 #[pymethods]
 impl Fix {
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let dict = PyDict::new(py);
-        dict.set_item("title", &self.title)?;
-        dict.set_item("applicability", &self.applicability)?;
-        let edits = self
-            .edits
-            .iter()
-            .map(|edit| edit.to_dict(py))
-            .collect::<PyResult<Vec<_>>>()?;
-        dict.set_item("edits", edits)?;
-        Ok(dict)
+        as_dict(py, self)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -178,16 +149,7 @@ impl Fix {
 #[pymethods]
 impl Edit {
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let dict = PyDict::new(py);
-        if let Some(cell) = self.cell {
-            dict.set_item("cell", cell)?;
-        }
-        dict.set_item("line", self.line)?;
-        dict.set_item("column", self.column)?;
-        dict.set_item("end_line", self.end_line)?;
-        dict.set_item("end_column", self.end_column)?;
-        dict.set_item("content", &self.content)?;
-        Ok(dict)
+        as_dict(py, self)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -200,6 +162,17 @@ impl Edit {
             repr(py, &self.content)?,
         ))
     }
+}
+
+/// `record` as the JSON report writes it, as a Python dict: serialised by the same serde shape
+/// as `pt2lsp_project::schema`, so `to_dict()` cannot drift from `--format json`.
+fn as_dict<'py, T: Serialize>(py: Python<'py>, record: &T) -> PyResult<Bound<'py, PyDict>> {
+    let json = serde_json::to_string(record)
+        .map_err(|error| PyRuntimeError::new_err(format!("cannot serialise: {error}")))?;
+    py.import("json")?
+        .call_method1("loads", (json,))?
+        .cast_into::<PyDict>()
+        .map_err(Into::into)
 }
 
 /// Python's `repr` of a string, so reprs read as Python literals.
@@ -361,46 +334,11 @@ fn into_python(error: api::Error) -> PyErr {
 }
 
 impl From<api::Diagnostic> for Diagnostic {
+    /// Through the schema's serde shape, field for field, so the class cannot convert a field
+    /// differently from `--format json` (`tests/package` compares `to_dict()` with it).
     fn from(diagnostic: api::Diagnostic) -> Self {
-        Self {
-            file: diagnostic.file,
-            cell: diagnostic.cell,
-            line: diagnostic.line,
-            column: diagnostic.column,
-            end_line: diagnostic.end_line,
-            end_column: diagnostic.end_column,
-            code: diagnostic.code.to_owned(),
-            name: diagnostic.name.to_owned(),
-            severity: diagnostic.severity.to_owned(),
-            message: diagnostic.message,
-            source: diagnostic.source.to_owned(),
-            fix: diagnostic.fix.map(|fix| Fix {
-                title: fix.title,
-                applicability: fix.applicability.to_owned(),
-                edits: fix
-                    .edits
-                    .into_iter()
-                    .map(|edit| Edit {
-                        cell: edit.cell,
-                        line: edit.line,
-                        column: edit.column,
-                        end_line: edit.end_line,
-                        end_column: edit.end_column,
-                        content: edit.content,
-                    })
-                    .collect(),
-            }),
-            related: diagnostic
-                .related
-                .into_iter()
-                .map(|related| Related {
-                    file: related.file,
-                    line: related.line,
-                    column: related.column,
-                    message: related.message,
-                })
-                .collect(),
-        }
+        serde_json::from_value(serde_json::to_value(diagnostic).expect("the schema serialises"))
+            .expect("the Python class has the schema's fields")
     }
 }
 

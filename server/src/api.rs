@@ -9,63 +9,14 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use pt2lsp_analyzer::{Applicability, RuleSelector, Settings, TextRange};
+use pt2lsp_analyzer::{RuleSelector, Settings};
 
 use pt2lsp_project::check::{self, CheckOptions};
 use pt2lsp_project::report::FileReport;
 
-/// One diagnostic, field for field what `pt2lsp check --format json` writes for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnostic {
-    /// The path as the command shows it: relative to the current directory when under it.
-    pub file: String,
-    /// In a notebook: the cell (from 1, every cell counted); `line` is then the cell's line.
-    pub cell: Option<u32>,
-    pub line: u32,
-    pub column: u32,
-    pub end_line: u32,
-    pub end_column: u32,
-    pub code: &'static str,
-    pub name: &'static str,
-    /// `error`, `warning` or `info`.
-    pub severity: &'static str,
-    pub message: String,
-    /// `static`: these checks never trace.
-    pub source: &'static str,
-    pub fix: Option<Fix>,
-    /// The places that explain it, entrypoint first (`related` in the JSON).
-    pub related: Vec<Related>,
-}
-
-/// Another place that explains a diagnostic, as the JSON's `related` items.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Related {
-    /// Shown like `file`: relative to the current directory when under it.
-    pub file: String,
-    pub line: u32,
-    pub column: u32,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fix {
-    pub title: String,
-    /// `safe`, `unsafe` or `display-only`.
-    pub applicability: &'static str,
-    pub edits: Vec<Edit>,
-}
-
-/// Replace the text from (`line`, `column`) up to (`end_line`, `end_column`) with `content`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edit {
-    /// In a notebook: the cell the edit starts in.
-    pub cell: Option<u32>,
-    pub line: u32,
-    pub column: u32,
-    pub end_line: u32,
-    pub end_column: u32,
-    pub content: String,
-}
+/// One diagnostic, field for field what `pt2lsp check --format json` writes for it: the one
+/// schema, with its fix, edits and related places.
+pub use pt2lsp_project::schema::{Diagnostic, Edit, Fix, Related};
 
 /// Why a check could not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,9 +109,7 @@ pub fn check_source(
         let diagnostics = pt2lsp_analyzer::check(source, settings).diagnostics;
         FileReport::new(PathBuf::from(path), source.to_owned(), diagnostics)
     })?;
-    let mut diagnostics = Vec::new();
-    push_located(&report, &mut diagnostics);
-    Ok(diagnostics)
+    Ok(report.located())
 }
 
 /// What `check_paths` checks, and how: the command's own options (`None` leaves an option to
@@ -208,11 +157,7 @@ pub fn check_paths(options: &PathsOptions) -> Result<Vec<Diagnostic>, Error> {
         }
         Ok(project.into_reports())
     })??;
-    let mut diagnostics = Vec::new();
-    for report in &reports {
-        push_located(report, &mut diagnostics);
-    }
-    Ok(diagnostics)
+    Ok(reports.iter().flat_map(FileReport::located).collect())
 }
 
 /// Runs `work` on a thread with the analysis stack; a panic in it is an [`Error::Internal`],
@@ -240,72 +185,6 @@ fn on_analysis_stack<T: Send>(work: impl FnOnce() -> T + Send) -> Result<T, Erro
     })
 }
 
-fn push_located(report: &FileReport, out: &mut Vec<Diagnostic>) {
-    let file = report.path_string();
-    let span = |range: TextRange| {
-        let (start, end) = (
-            report.position(range.start()),
-            report.end_position(range.end()),
-        );
-        (start.cell, start.line, start.column, end.line, end.column)
-    };
-    for diagnostic in &report.diagnostics {
-        let (cell, line, column, end_line, end_column) = span(diagnostic.range);
-        let fix = diagnostic.fix.as_ref().map(|fix| Fix {
-            title: fix.title.clone(),
-            applicability: applicability(fix.applicability),
-            edits: fix
-                .edits
-                .iter()
-                .map(|edit| {
-                    let (cell, line, column, end_line, end_column) = span(edit.range);
-                    Edit {
-                        cell,
-                        line,
-                        column,
-                        end_line,
-                        end_column,
-                        content: edit.content.clone(),
-                    }
-                })
-                .collect(),
-        });
-        out.push(Diagnostic {
-            file: file.clone(),
-            cell,
-            line,
-            column,
-            end_line,
-            end_column,
-            code: diagnostic.rule.code(),
-            name: diagnostic.rule.name(),
-            severity: diagnostic.severity.as_str(),
-            message: diagnostic.message.clone(),
-            source: diagnostic.source.as_str(),
-            fix,
-            related: diagnostic
-                .related
-                .iter()
-                .map(|related| Related {
-                    file: pt2lsp_project::report::related_path(&related.file),
-                    line: related.line,
-                    column: related.column,
-                    message: related.message.clone(),
-                })
-                .collect(),
-        });
-    }
-}
-
-/// The names `--format json` gives (serde's kebab-case of [`Applicability`]).
-fn applicability(applicability: Applicability) -> &'static str {
-    match applicability {
-        Applicability::Safe => "safe",
-        Applicability::Unsafe => "unsafe",
-        Applicability::DisplayOnly => "display-only",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,8 +198,8 @@ mod tests {
         assert_eq!(
             (
                 diagnostic.file.as_str(),
-                diagnostic.code,
-                diagnostic.severity
+                diagnostic.code.as_str(),
+                diagnostic.severity.as_str()
             ),
             ("m.py", "PT101", "error")
         );

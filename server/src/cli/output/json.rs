@@ -2,122 +2,14 @@
 
 use std::io::{self, Write};
 
-use pt2lsp_analyzer::{Applicability, Severity, TextRange};
 use serde::Serialize;
 
 use super::{FileReport, TraceSummary, statistics};
 
-#[derive(Serialize)]
-struct JsonDiagnostic<'a> {
-    file: String,
-    /// In a notebook: the cell (from 1, every cell counted); `line` is then the cell's line.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cell: Option<u32>,
-    line: u32,
-    column: u32,
-    end_line: u32,
-    end_column: u32,
-    code: &'static str,
-    name: &'static str,
-    severity: Severity,
-    message: &'a str,
-    /// `static` for the static analysis, `trace` for the tracer's findings (`--trace`).
-    source: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fix: Option<JsonFix<'a>>,
-    /// The places that explain it (the entrypoint, the calls that reach it, library frames),
-    /// in the order a reader follows them; empty when there are none.
-    related: Vec<JsonRelated<'a>>,
-    /// The tracer's extra data: `suggested_fixes` for `dynamic_shapes`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data: Option<&'a serde_json::Value>,
-}
-
-#[derive(Serialize)]
-struct JsonRelated<'a> {
-    file: String,
-    line: u32,
-    column: u32,
-    message: &'a str,
-}
-
-#[derive(Serialize)]
-struct JsonFix<'a> {
-    title: &'a str,
-    applicability: Applicability,
-    edits: Vec<JsonEdit<'a>>,
-}
-
-#[derive(Serialize)]
-struct JsonEdit<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cell: Option<u32>,
-    line: u32,
-    column: u32,
-    end_line: u32,
-    end_column: u32,
-    content: &'a str,
-}
-
-/// Start and end of a range, 1-based, the end exclusive (the character after the range).
-fn span(report: &FileReport, range: TextRange) -> (u32, u32, u32, u32) {
-    let start = report.position(range.start());
-    let end = report.end_position(range.end());
-    (start.line, start.column, end.line, end.column)
-}
-
+/// Each report's diagnostics in the one schema (`pt2lsp_project::schema`), which the Python API
+/// returns too.
 pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<()> {
-    let mut items = Vec::new();
-    for report in reports {
-        let file = report.path_string();
-        for diagnostic in &report.diagnostics {
-            let (line, column, end_line, end_column) = span(report, diagnostic.range);
-            let fix = diagnostic.fix.as_ref().map(|fix| JsonFix {
-                title: &fix.title,
-                applicability: fix.applicability,
-                edits: fix
-                    .edits
-                    .iter()
-                    .map(|edit| {
-                        let (line, column, end_line, end_column) = span(report, edit.range);
-                        JsonEdit {
-                            cell: report.position(edit.range.start()).cell,
-                            line,
-                            column,
-                            end_line,
-                            end_column,
-                            content: &edit.content,
-                        }
-                    })
-                    .collect(),
-            });
-            items.push(JsonDiagnostic {
-                file: file.clone(),
-                cell: report.position(diagnostic.range.start()).cell,
-                line,
-                column,
-                end_line,
-                end_column,
-                code: diagnostic.rule.code(),
-                name: diagnostic.rule.name(),
-                severity: diagnostic.severity,
-                message: &diagnostic.message,
-                source: diagnostic.source.as_str(),
-                fix,
-                related: diagnostic
-                    .related
-                    .iter()
-                    .map(|related| JsonRelated {
-                        file: super::related_path(&related.file),
-                        line: related.line,
-                        column: related.column,
-                        message: &related.message,
-                    })
-                    .collect(),
-                data: diagnostic.data.as_ref(),
-            });
-        }
-    }
+    let items: Vec<_> = reports.iter().flat_map(FileReport::located).collect();
     serde_json::to_writer_pretty(&mut *out, &items)?;
     writeln!(out)
 }
@@ -156,7 +48,9 @@ pub(super) fn render_statistics(
 
 #[cfg(test)]
 mod tests {
-    use pt2lsp_analyzer::{Diagnostic, Edit, Fix, Related, Rule, TextSize};
+    use pt2lsp_analyzer::{
+        Applicability, Diagnostic, Edit, Fix, Related, Rule, Severity, TextRange, TextSize,
+    };
 
     use super::*;
 

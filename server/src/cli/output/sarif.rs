@@ -10,10 +10,10 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
 
-use pt2lsp_analyzer::{Rule, Severity, TextRange};
+use pt2lsp_analyzer::{Rule, Severity};
 use serde_json::{Value, json};
 
-use super::{FileReport, path_string};
+use super::{FileReport, Source, path_string};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
@@ -56,17 +56,16 @@ fn rule_descriptor(rule: Rule) -> Value {
     descriptor
 }
 
-fn region(report: &FileReport, range: TextRange) -> Value {
-    let start = report.position(range.start());
-    let end = report.end_position(range.end());
+/// A region of the schema's positions (`pt2lsp_project::schema`): the JSON report's numbers.
+fn region(cell: Option<u32>, (line, column, end_line, end_column): (u32, u32, u32, u32)) -> Value {
     let mut region = json!({
-        "startLine": start.line,
-        "startColumn": start.column,
-        "endLine": end.line,
-        "endColumn": end.column,
+        "startLine": line,
+        "startColumn": column,
+        "endLine": end_line,
+        "endColumn": end_column,
     });
     // SARIF has no cells: the region's lines are the cell's, and the cell is a property.
-    if let Some(cell) = start.cell {
+    if let Some(cell) = cell {
         region["properties"] = json!({ "cell": cell });
     }
     region
@@ -107,17 +106,25 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
     let mut results = Vec::new();
     for report in reports {
         let location = artifact_location(&report.path);
-        for diagnostic in &report.diagnostics {
-            let rule_index = Rule::ALL.iter().position(|rule| *rule == diagnostic.rule);
+        for diagnostic in report.located() {
+            let rule_index = Rule::ALL
+                .iter()
+                .position(|rule| rule.code() == diagnostic.code);
+            let span = (
+                diagnostic.line,
+                diagnostic.column,
+                diagnostic.end_line,
+                diagnostic.end_column,
+            );
             let mut result = json!({
-                "ruleId": diagnostic.rule.code(),
+                "ruleId": diagnostic.code,
                 "ruleIndex": rule_index,
                 "level": level(diagnostic.severity),
                 "message": { "text": diagnostic.message },
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": location,
-                        "region": region(report, diagnostic.range),
+                        "region": region(diagnostic.cell, span),
                     }
                 }],
             });
@@ -130,9 +137,7 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
                         json!({
                             "id": id,
                             "physicalLocation": {
-                                "artifactLocation": artifact_location(Path::new(
-                                    &super::related_path(&related.file),
-                                )),
+                                "artifactLocation": artifact_location(Path::new(&related.file)),
                                 "region": {
                                     "startLine": related.line,
                                     "startColumn": related.column,
@@ -143,8 +148,8 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
                     })
                     .collect();
             }
-            if diagnostic.source != super::Source::Static {
-                result["properties"] = json!({ "source": diagnostic.source.as_str() });
+            if diagnostic.source != Source::Static.as_str() {
+                result["properties"] = json!({ "source": diagnostic.source });
                 if let Some(data) = &diagnostic.data {
                     result["properties"]["data"] = data.clone();
                 }
@@ -154,8 +159,9 @@ pub(super) fn render(reports: &[FileReport], out: &mut dyn Write) -> io::Result<
                     .edits
                     .iter()
                     .map(|edit| {
+                        let span = (edit.line, edit.column, edit.end_line, edit.end_column);
                         json!({
-                            "deletedRegion": region(report, edit.range),
+                            "deletedRegion": region(edit.cell, span),
                             "insertedContent": { "text": edit.content },
                         })
                     })
