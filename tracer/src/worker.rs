@@ -75,6 +75,7 @@ const WORKER_FILES: &[(&str, &str)] = &[
     worker_file!("pt2lsp_worker/main.py"),
     worker_file!("pt2lsp_worker/outputs.py"),
     worker_file!("pt2lsp_worker/passed.py"),
+    worker_file!("pt2lsp_worker/outcomes.py"),
     worker_file!("pt2lsp_worker/patching.py"),
     worker_file!("pt2lsp_worker/preload.py"),
     worker_file!("pt2lsp_worker/program_info.py"),

@@ -22,7 +22,7 @@ import sys
 import time
 from multiprocessing.connection import wait
 
-from . import stalled
+from . import outcomes
 from .channel import Channel
 from .protocol import OUTPUT_LIMIT
 
@@ -203,30 +203,17 @@ class SpawnPool:
         except (EOFError, OSError):
             pass
         message = {"event": "result", "id": member.job_id, "elapsed": round(time.monotonic() - member.started, 3)}
-        if member.killed_for is not None:
-            message["status"] = member.killed_for
-            if member.killed_for == "timeout":
-                message["detail"] = f"the trace did not finish within {float(member.job.get('timeout') or 60):g} s"
-                where = stalled.finding(member.job_dir, member.job) if member.job_dir else None
-                if where is not None:
-                    message["diagnostics"] = [where]
-        elif member.result is not None:
-            message.update(member.result)
-        else:
-            code = member.process.exitcode
-            message["status"] = "crashed"
-            if code is not None and code < 0:
-                try:
-                    name = signal.Signals(-code).name
-                except ValueError:
-                    name = f"signal {-code}"
-                message["detail"] = (
-                    "the trace was killed (SIGKILL), most likely for using too much memory"
-                    if name == "SIGKILL"
-                    else f"the trace crashed with {name}"
-                )
-            else:
-                message["detail"] = f"the traced code ended the process (exit status {code})"
+        code = member.process.exitcode
+        message.update(
+            outcomes.ended(
+                member.job,
+                member.job_dir,
+                killed_for=member.killed_for,
+                result=member.result,
+                signal_number=-code if code is not None and code < 0 else None,
+                exit_status=code,
+            )
+        )
         output, truncated = _read_output(member.job_dir)
         message["output"] = output
         message["output_truncated"] = truncated

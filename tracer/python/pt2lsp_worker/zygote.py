@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 
-from . import preload, stalled
+from . import outcomes, preload
 from .channel import Channel
 from .job import run_job
 from .protocol import OUTPUT_LIMIT
@@ -296,30 +296,18 @@ class Zygote:
                 result = json.loads(child.result)
             except ValueError:
                 result = None
-        if child.killed_for is not None:
-            message["status"] = child.killed_for
-            if child.killed_for == "timeout":
-                message["detail"] = f"the trace did not finish within {float(child.job.get('timeout') or 60):g} s"
-                where = stalled.finding(child.job_dir, child.job)
-                if where is not None:
-                    message["diagnostics"] = [where]
-        elif result is not None:
-            message.update(result)
-        elif os.WIFSIGNALED(status):
-            signum = os.WTERMSIG(status)
-            try:
-                name = signal.Signals(signum).name
-            except ValueError:
-                name = f"signal {signum}"
-            message["status"] = "crashed"
-            if signum == signal.SIGKILL:
-                message["detail"] = "the trace was killed (SIGKILL), most likely for using too much memory"
-            else:
-                message["detail"] = f"the trace crashed with {name}"
-        else:
-            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
-            message["status"] = "crashed"
-            message["detail"] = f"the traced code ended the process (exit status {code})"
+        signal_number = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        exit_status = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
+        message.update(
+            outcomes.ended(
+                child.job,
+                child.job_dir,
+                killed_for=child.killed_for,
+                result=result,
+                signal_number=signal_number,
+                exit_status=exit_status,
+            )
+        )
         message["output"] = child.output.decode("utf-8", "replace")
         message["output_truncated"] = child.output_truncated
         shutil.rmtree(child.job_dir, ignore_errors=True)
