@@ -88,6 +88,9 @@ pub struct Prepared {
     pub libraries: Option<(PathBuf, Option<PathBuf>)>,
     /// What was walked to find `files` and `context`, for `check --watch`.
     pub walked: walk::Walked,
+    /// The project the checked files belong to (see [`project_context`]): the tracer puts it
+    /// on `sys.path` and keeps its cache there, however the check was asked.
+    pub root: PathBuf,
 }
 
 pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
@@ -139,7 +142,7 @@ pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
     }
     let io_errors = discovery.errors;
     let libraries = libraries_to_follow(options, &config, &cwd);
-    let (context_root, context) = project_context(
+    let (root, context_root, context) = project_context(
         &roots,
         &cwd,
         &config,
@@ -169,6 +172,7 @@ pub fn prepare(options: &CheckOptions) -> Result<Prepared> {
         io_errors,
         libraries,
         walked,
+        root,
     })
 }
 
@@ -211,23 +215,24 @@ fn libraries_to_follow(
 /// directory that holds the top-level package around it, else the working directory (or the
 /// path's own directory when it is not under it). Context files are summarised and read
 /// for cross-file facts, never reported on; one whose module name a given file also has is left
-/// out (the given file is the one meant). Returns the root too when it was walked.
+/// out (the given file is the one meant). Returns the root, and the root again when it was
+/// walked.
 fn project_context(
     roots: &[PathBuf],
     cwd: &Path,
     config: &Config,
     (exclude, include): (&Exclude, &Include),
     files: &[PathBuf],
-) -> (Option<PathBuf>, Vec<PathBuf>) {
+) -> (PathBuf, Option<PathBuf>, Vec<PathBuf>) {
     let Some(first) = roots.first() else {
-        return (None, Vec::new());
+        return (cwd.to_path_buf(), None, Vec::new());
     };
     let start = if first.is_dir() {
         first.as_path()
     } else {
         match first.parent() {
             Some(parent) => parent,
-            None => return (None, Vec::new()),
+            None => return (cwd.to_path_buf(), None, Vec::new()),
         }
     };
     let root = config
@@ -258,7 +263,7 @@ fn project_context(
         .iter()
         .all(|given| given.is_dir() && root.starts_with(given))
     {
-        return (None, Vec::new()); // The walk already covers the whole project.
+        return (root, None, Vec::new()); // The walk already covers the whole project.
     }
     let given: HashSet<&PathBuf> = files.iter().collect();
     let given_modules: HashSet<String> = files
@@ -273,7 +278,7 @@ fn project_context(
             walk::module_name(path).is_none_or(|(module, _)| !given_modules.contains(&module))
         })
         .collect();
-    (Some(root), context)
+    (root.clone(), Some(root), context)
 }
 
 /// Other workspace files' texts for whole-program analysis, by dotted module name, then the
@@ -388,6 +393,12 @@ pub struct Project<'a> {
     pub others: Vec<FileReport>,
     /// The project's unchecked files, for cross-file facts.
     context: Vec<ContextFile>,
+    /// The context files that are entrypoints reaching a checked file (a script that exports
+    /// the model a checked module defines), by index into `context`: `check --trace FILE`
+    /// traces them as `check --trace DIR` does.
+    entrypoints_elsewhere: Vec<usize>,
+    /// Where paths are shown from.
+    cwd: PathBuf,
     /// The installed libraries whose code entrypoints' analyses follow, when an interpreter
     /// is configured.
     libraries: Option<Arc<Libraries>>,
@@ -482,10 +493,62 @@ impl<'a> Project<'a> {
             files,
             others: Vec::new(),
             context: Vec::new(),
+            entrypoints_elsewhere: Vec::new(),
+            cwd: cwd.to_path_buf(),
             libraries: None,
             settings,
             pool,
         }
+    }
+
+    /// The project's entrypoints outside the checked files that reach one of them, as (path,
+    /// text): what `check --trace` traces besides the checked files' own entrypoints, so a
+    /// model file checked alone gets the trace of the script that exports it.
+    pub fn entrypoints_elsewhere(&self) -> impl Iterator<Item = (&Path, &str)> {
+        self.entrypoints_elsewhere.iter().map(|&index| {
+            let file = &self.context[index];
+            (file.path.as_path(), &*file.text)
+        })
+    }
+
+    /// Checks the context files that `wanted` accepts too, as if they had been given: a file
+    /// the tracer found a problem in is reported with everything `check DIR` says of it, not
+    /// with the trace's findings alone. Phase 2 runs again for the whole project (the new
+    /// files' analyses join it). Returns whether any file was added.
+    pub fn check_also(&mut self, wanted: impl Fn(&Path) -> bool) -> bool {
+        let (added, kept): (Vec<ContextFile>, Vec<ContextFile>) = std::mem::take(&mut self.context)
+            .into_iter()
+            .partition(|file| wanted(&file.path));
+        self.context = kept;
+        if added.is_empty() {
+            return false;
+        }
+        let settings = self.settings;
+        let cwd = &self.cwd;
+        let mut checked: Vec<Checked> = added
+            .into_iter()
+            .map(|file| Checked {
+                report: FileReport::new(
+                    walk::display_path(&file.path, cwd),
+                    file.text.to_string(),
+                    Vec::new(),
+                ),
+                path: file.path,
+                module: Some(file.module),
+                summary: None,
+                parsed: None,
+                decodable: true,
+                notebook_json: None,
+            })
+            .collect();
+        self.pool.install(|| {
+            checked
+                .par_iter_mut()
+                .for_each(|file| file.check_alone(settings));
+        });
+        self.files.extend(checked);
+        self.check_against_workspace();
+        true
     }
 
     /// Reads and summarises the project's unchecked files (see [`Prepared::context`]).
@@ -678,6 +741,20 @@ impl<'a> Project<'a> {
                     }
                 });
         });
+        let reaching: HashSet<&str> = self
+            .files
+            .iter()
+            .filter_map(|file| file.module.as_ref())
+            .flat_map(|(module, _)| workspace.entrypoints_reaching(module))
+            .map(String::as_str)
+            .collect();
+        self.entrypoints_elsewhere = self
+            .context
+            .iter()
+            .enumerate()
+            .filter(|(_, file)| reaching.contains(file.module.0.as_str()))
+            .map(|(index, _)| index)
+            .collect();
         for file in &mut self.files {
             let Some(why) = file
                 .module

@@ -3,7 +3,10 @@
 //! fixes and related locations are the same from `check DIR`, from `check FILE` for each file
 //! alone (as pre-commit passes them), from all files named in reverse order, from `check`
 //! run inside each subdirectory, and from the language server (`pt2lsp serve` over stdio), each
-//! file opened alone and then all of them. Static pass.
+//! file opened alone and then all of them. Static pass, and after a trace with real torch for
+//! the projects whose entrypoints the tracer runs (the CLI's `--trace` every way, and the
+//! editor after a save): what the exporter found merges into the same answer, and a file the
+//! trace found a problem in beside the asked ones is reported with all `check --trace .` says.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +17,8 @@ use serde_json::{Value, json};
 mod common;
 #[path = "support/run.rs"]
 mod support;
+#[path = "support/torch.rs"]
+mod torch;
 #[path = "support/tree.rs"]
 mod tree;
 
@@ -23,12 +28,31 @@ use support::run;
 type Answer = BTreeMap<PathBuf, Vec<String>>;
 
 fn check(cwd: &Path, root: &Path, args: &[&str]) -> Answer {
-    let done = run(Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+    answer(cwd, root, args, None)
+}
+
+/// `check --trace` with `python`: the first run traces, later ones replay the project's trace
+/// cache (the same results the editor's trace thread replays).
+fn check_traced(cwd: &Path, root: &Path, args: &[&str], python: &Path) -> Answer {
+    answer(cwd, root, args, Some(python))
+}
+
+fn answer(cwd: &Path, root: &Path, args: &[&str], traced_with: Option<&Path>) -> Answer {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pt2lsp"));
+    command
         .args(["check", "--format", "json", "--exit-zero"])
         .args(args)
         .current_dir(cwd)
-        .env("PT2LSP_NO_CACHE", "1")
-        .env_remove("VIRTUAL_ENV"));
+        .env_remove("VIRTUAL_ENV");
+    match traced_with {
+        Some(python) => {
+            command.arg("--trace").arg("--python").arg(python);
+        }
+        None => {
+            command.env("PT2LSP_NO_CACHE", "1");
+        }
+    }
+    let done = run(&mut command);
     assert_eq!(
         done.code,
         0,
@@ -62,11 +86,12 @@ fn check(cwd: &Path, root: &Path, args: &[&str]) -> Answer {
             })
             .collect();
         let said = format!(
-            "{}:{} {} {} {} fix={} related={related:?}",
+            "{}:{} {} {} {} {} fix={} related={related:?}",
             diagnostic["line"],
             diagnostic["column"],
             diagnostic["code"],
             diagnostic["severity"],
+            diagnostic["source"],
             diagnostic["message"],
             diagnostic["fix"]
         );
@@ -237,8 +262,9 @@ fn as_cli(diagnostics: &[Value], root: &Path) -> Vec<String> {
                 })
                 .collect();
             let start = &diagnostic["range"]["start"];
+            let source = diagnostic["data"]["source"].as_str().unwrap_or("static");
             format!(
-                "{}:{} {} \"{severity}\" {} related={related:?}",
+                "{}:{} {} \"{severity}\" \"{source}\" {} related={related:?}",
                 start["line"].as_u64().unwrap() + 1,
                 start["character"].as_u64().unwrap() + 1,
                 diagnostic["code"],
@@ -332,6 +358,204 @@ async fn the_editor_publishes_what_the_command_line_reports_for_each_file_opened
                     want(file)
                 ));
             }
+        }
+        client.shutdown_and_exit().await;
+        let _ = child.wait().await;
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+}
+
+/// The projects whose entrypoints the tracer runs, each with a file whose save in the editor
+/// traces every entrypoint of the project (each reaches it).
+const TRACED: &[(&str, &str)] = &[
+    ("export_script", "mymodels/head.py"),
+    ("dims_elsewhere", "pkg/model.py"),
+    ("three_files", "mymodels/helpers.py"),
+];
+
+fn traced_projects() -> impl Iterator<Item = (PathBuf, &'static str)> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects");
+    TRACED
+        .iter()
+        .map(move |(name, saved)| (fixtures.join(name), *saved))
+}
+
+/// Whether the tracer's findings are in `answer`: the comparison after a trace compares them.
+fn has_traced_findings(answer: &Answer) -> bool {
+    answer
+        .values()
+        .flatten()
+        .any(|said| said.contains("\"trace\"") || said.contains("\"static+trace\""))
+}
+
+#[test]
+fn after_a_trace_every_project_file_gets_the_same_diagnostics_however_the_check_is_asked() {
+    let Some(python) = torch::torch_python("same-answer-after-a-trace") else {
+        return;
+    };
+    let _turn = torch::turn();
+    let mut differences = Vec::new();
+    for (project, _) in traced_projects() {
+        let name = project.file_name().unwrap().to_string_lossy().into_owned();
+        let (_tmp, root) = copied(&project);
+        let whole = check_traced(&root, &root, &["."], python);
+        assert!(has_traced_findings(&whole), "{name}: {whole:#?}");
+        let mut files = Vec::new();
+        python_files(&root, &root, &mut files);
+        files.sort();
+        // The asked files get what `check --trace .` says of them; a file the trace found a
+        // problem in beside them is reported too, with all `check --trace .` says of it.
+        let mut differ = |how: String, got: Answer, asked: &Path| {
+            let beside: Answer = got
+                .iter()
+                .filter(|(file, _)| !file.starts_with(asked))
+                .map(|(file, said)| (file.clone(), said.clone()))
+                .collect();
+            let want_beside: Answer = beside
+                .keys()
+                .filter_map(|file| Some((file.clone(), whole.get(file)?.clone())))
+                .collect();
+            if under(&got, asked) != under(&whole, asked) || beside != want_beside {
+                differences.push(format!(
+                    "{name}: {how}\n  got:  {got:#?}\n  want: {:#?}",
+                    under(&whole, asked)
+                ));
+            }
+        };
+        for file in &files {
+            differ(
+                format!("check --trace {}", file.display()),
+                check_traced(&root, &root, &[file.to_str().unwrap()], python),
+                file,
+            );
+        }
+        let reversed: Vec<&str> = files
+            .iter()
+            .rev()
+            .map(|file| file.to_str().unwrap())
+            .collect();
+        differ(
+            "check --trace with every file named, last first".to_owned(),
+            check_traced(&root, &root, &reversed, python),
+            Path::new(""),
+        );
+        let mut directories: Vec<PathBuf> = files
+            .iter()
+            .filter_map(|file| file.parent().map(Path::to_path_buf))
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .collect();
+        directories.sort();
+        directories.dedup();
+        for dir in directories {
+            differ(
+                format!("check --trace inside {}", dir.display()),
+                check_traced(&root.join(&dir), &root, &[], python),
+                &dir,
+            );
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+}
+
+/// The end of the next trace the server reports.
+async fn trace_ended(client: &mut common::TestClient) {
+    client
+        .wait_for_within(std::time::Duration::from_secs(240), |message| {
+            message["method"] == "$/progress"
+                && message["params"]["token"]
+                    .as_str()
+                    .is_some_and(|token| token.starts_with("pt2lsp/trace"))
+                && message["params"]["value"]["kind"] == "end"
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_save_traces_the_editor_publishes_what_check_trace_reports() {
+    let Some(python) = torch::torch_python("same-answer-after-a-trace") else {
+        return;
+    };
+    let mut differences = Vec::new();
+    for (project, saved) in traced_projects() {
+        let name = project.file_name().unwrap().to_string_lossy().into_owned();
+        let (_tmp, root) = copied(&project);
+        let whole = check_traced(&root, &root, &["."], python);
+        let mut files = Vec::new();
+        python_files(&root, &root, &mut files);
+        files.sort();
+        let (mut child, mut client) = common::spawn_server(std::process::Stdio::null());
+        let root_uri = common::file_uri(&root);
+        let response = client
+            .request(
+                "initialize",
+                json!({
+                    "processId": null,
+                    "rootUri": root_uri,
+                    "workspaceFolders": [{"uri": root_uri, "name": name}],
+                    "initializationOptions": {"python": python, "timeout": 120},
+                    "capabilities": {
+                        "window": {"workDoneProgress": true},
+                        "textDocument": {"publishDiagnostics": {"relatedInformation": true}}
+                    }
+                }),
+            )
+            .await;
+        assert!(response.get("result").is_some(), "{response}");
+        client.notify("initialized", json!({})).await;
+        client.scanned().await;
+        let want = |file: &Path| without_fixes(whole.get(file).map_or(&[][..], Vec::as_slice));
+        for file in &files {
+            let uri = common::file_uri(&root.join(file));
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            client.open(&uri, 1, &text).await;
+        }
+        let saved_uri = common::file_uri(&root.join(saved));
+        client
+            .notify(
+                "textDocument/didSave",
+                json!({"textDocument": {"uri": saved_uri}}),
+            )
+            .await;
+        trace_ended(&mut client).await;
+        for file in &files {
+            let uri = common::file_uri(&root.join(file));
+            let got = as_cli(&settled(&mut client, &uri).await, &root);
+            if got != want(file) {
+                differences.push(format!(
+                    "{name}: {} open while {saved} is saved and traced\n  got:  {got:#?}\n  want: {:#?}",
+                    file.display(),
+                    want(file)
+                ));
+            }
+        }
+        // What the trace found stays with the project, not with the documents that were open.
+        for file in &files {
+            let uri = common::file_uri(&root.join(file));
+            client
+                .notify(
+                    "textDocument/didClose",
+                    json!({"textDocument": {"uri": uri}}),
+                )
+                .await;
+        }
+        for file in &files {
+            let uri = common::file_uri(&root.join(file));
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            client.open(&uri, 2, &text).await;
+            let got = as_cli(&settled(&mut client, &uri).await, &root);
+            if got != want(file) {
+                differences.push(format!(
+                    "{name}: {} opened alone after the trace\n  got:  {got:#?}\n  want: {:#?}",
+                    file.display(),
+                    want(file)
+                ));
+            }
+            client
+                .notify(
+                    "textDocument/didClose",
+                    json!({"textDocument": {"uri": uri}}),
+                )
+                .await;
         }
         client.shutdown_and_exit().await;
         let _ = child.wait().await;

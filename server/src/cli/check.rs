@@ -49,6 +49,7 @@ pub fn check_prepared(args: &CheckArgs, prepared: Prepared) -> Result<Checked> {
         mut io_errors,
         libraries,
         walked: _,
+        root,
     } = prepared;
     if args.show_settings {
         print_lines(&settings_lines(
@@ -83,7 +84,7 @@ pub fn check_prepared(args: &CheckArgs, prepared: Prepared) -> Result<Checked> {
     for error in &io_errors {
         report_error(error);
     }
-    let tracing = args.trace.then(|| Tracing::new(args, &config, &cwd));
+    let tracing = args.trace.then(|| Tracing::new(args, &config, &cwd, &root));
     let mut trace_failed = false;
     let mut traced = None;
     if let Some(tracing) = &tracing {

@@ -171,16 +171,28 @@ pub(crate) fn point_into_notebook(
     found.message = rewritten;
 }
 
-/// What `--trace` needs besides the files: the flags and the configuration.
+/// What `--trace` needs besides the files: the flags, the configuration and the project's
+/// root (on the jobs' `sys.path`, where the cache is), however the check was asked.
 pub(crate) struct Tracing<'a> {
     args: &'a CheckArgs,
     config: &'a Config,
     cwd: &'a Path,
+    root: &'a Path,
 }
 
 impl<'a> Tracing<'a> {
-    pub(crate) fn new(args: &'a CheckArgs, config: &'a Config, cwd: &'a Path) -> Self {
-        Self { args, config, cwd }
+    pub(crate) fn new(
+        args: &'a CheckArgs,
+        config: &'a Config,
+        cwd: &'a Path,
+        root: &'a Path,
+    ) -> Self {
+        Self {
+            args,
+            config,
+            cwd,
+            root,
+        }
     }
 
     /// Runs the real exporter on the entrypoints among the project's files (in the project's
@@ -215,7 +227,7 @@ impl<'a> Tracing<'a> {
             .or(config.timeout)
             .unwrap_or(tracer::DEFAULT_TIMEOUT_SECONDS);
         let options = batch::BatchOptions {
-            root: config.root().unwrap_or(cwd).to_path_buf(),
+            root: self.root.to_path_buf(),
             cwd: cwd.to_path_buf(),
             strict: settings.strict,
             timeout: std::time::Duration::from_secs_f64(timeout),
@@ -278,6 +290,13 @@ impl<'a> Tracing<'a> {
                     text: &file.report.text,
                 })
             })
+            // The project's entrypoints that reach a checked file, wherever they are: a model
+            // file checked alone is traced through the script that exports it, as in `check .`.
+            .chain(
+                project
+                    .entrypoints_elsewhere()
+                    .map(|(path, text)| batch::Candidate { path, text }),
+            )
             .collect();
         let mut plan = batch::plan(&candidates, &options);
         notebook_modules.run_beside_their_notebooks(project, &mut plan.jobs);
@@ -369,6 +388,17 @@ impl<'a> Tracing<'a> {
                 warn(&message);
             }
         }
+
+        // A project file the trace found a problem in that was not checked (the model a
+        // checked script exports) is checked now, so its report is everything `check .` says
+        // of it, not the trace's findings alone.
+        let unchecked: std::collections::HashSet<PathBuf> = traced
+            .diagnostics
+            .iter()
+            .filter(|found| settings.is_enabled(found.rule))
+            .map(|found| normalized(&found.file))
+            .collect();
+        project.check_also(|path| unchecked.contains(&normalized(path)));
 
         let mut checked: HashMap<PathBuf, usize> = project
             .files
