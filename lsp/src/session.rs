@@ -241,7 +241,7 @@ impl Session {
             project: project.map(|project| project.pyproject.clone()),
             ..Resolved::new(&options)
         };
-        resolved.analyzer.entrypoint_targets = crate::project::config::entrypoint_targets(
+        resolved.analyzer.entrypoint_targets = pt2lsp_project::config::entrypoint_targets(
             &resolved.entrypoints,
             resolved.project_dir().as_deref(),
         );

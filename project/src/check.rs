@@ -25,7 +25,7 @@ use super::report::FileReport;
 use super::walk::{self, Exclude, Include};
 use super::warn;
 use crate::notebook::Notebook;
-use crate::tracer::targets::DeploymentTarget;
+use crate::tracing::DeploymentTarget;
 
 /// Stack for each analysis thread. The parser and the analyzer recurse on the syntax tree, and
 /// generated code can nest expressions tens of thousands deep (`a + a + ... + a`); the memory is
@@ -369,7 +369,7 @@ fn resolve_settings(options: &CheckOptions, config: &Config) -> Result<Settings>
         strict,
         select,
         ignore,
-        targets: crate::tracer::targets::union(
+        targets: crate::tracing::union(
             &options.targets,
             config.targets.as_deref().unwrap_or_default(),
         )

@@ -168,3 +168,11 @@ impl Serialize for DeploymentTarget {
         serializer.serialize_str(self.as_str())
     }
 }
+
+/// The union of two target lists (the run's and an entrypoint's), in `ALL`'s order.
+pub fn union(a: &[DeploymentTarget], b: &[DeploymentTarget]) -> Vec<DeploymentTarget> {
+    let mut out: Vec<DeploymentTarget> = a.iter().chain(b).copied().collect();
+    out.sort();
+    out.dedup();
+    out
+}

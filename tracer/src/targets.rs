@@ -4,17 +4,9 @@
 
 use std::collections::BTreeMap;
 
-pub use pt2lsp_project::tracing::DeploymentTarget;
+pub use pt2lsp_project::tracing::{DeploymentTarget, union};
 
 use super::protocol::JobResult;
-
-/// The union of two target lists (the run's and an entrypoint's), in `ALL`'s order.
-pub fn union(a: &[DeploymentTarget], b: &[DeploymentTarget]) -> Vec<DeploymentTarget> {
-    let mut out: Vec<DeploymentTarget> = a.iter().chain(b).copied().collect();
-    out.sort();
-    out.dedup();
-    out
-}
 
 /// Why each target could not run, gathered over a run's jobs: one message per target and
 /// reason, however many entrypoints named it (a missing package is said once, not per job).
