@@ -410,14 +410,15 @@ impl Interpreter<'_, '_> {
                 }
             }
             "matmul" | "mm" | "bmm" => {
-                if let Some(Value::Tensor(other)) = args.first() {
-                    let dims = self.combine_shapes(info, other, ast::Operator::MatMult, call.range());
-                    return Value::Tensor(TensorInfo {
-                        dims,
-                        assumed: info.assumed && other.assumed,
-                        data_dependent_shape: info.data_dependent_shape || other.data_dependent_shape,
-                        ..TensorInfo::default()
-                    });
+                if let Some(other @ Value::Tensor(_)) = args.first() {
+                    let receiver = Value::Tensor(info.clone());
+                    return self.operation(
+                        &receiver,
+                        ast::Operator::MatMult,
+                        other,
+                        None,
+                        call.range(),
+                    );
                 }
             }
             "chunk" | "split" | "unbind" | "tensor_split" => {
@@ -1313,17 +1314,14 @@ impl Interpreter<'_, '_> {
                     ..TensorInfo::default()
                 }))
             }
+            // The same product as `a @ b` and `a.matmul(b)` (`Interpreter::operation`).
             "matmul" | "mm" | "bmm" => {
-                let (Some(Value::Tensor(a)), Some(Value::Tensor(b))) = (args.first(), args.get(1))
+                let (Some(a @ Value::Tensor(_)), Some(b @ Value::Tensor(_))) =
+                    (args.first(), args.get(1))
                 else {
                     return None;
                 };
-                let dims = self.combine_shapes(a, b, ast::Operator::MatMult, call.range());
-                Some(Value::Tensor(TensorInfo {
-                    dims,
-                    assumed,
-                    ..TensorInfo::default()
-                }))
+                Some(self.operation(a, ast::Operator::MatMult, b, None, call.range()))
             }
             _ if moves_dimensions(name) => {
                 let Some(Value::Tensor(info)) = args.first() else {

@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use ruff_text_size::Ranged;
+use ruff_text_size::{Ranged, TextRange};
 
 use crate::semantic::catalogue;
 use crate::semantic::names;
@@ -18,6 +18,38 @@ use super::{
 };
 
 impl Interpreter<'_, '_> {
+    /// `left <op> right` on two values: the one meaning of an arithmetic operation, whatever
+    /// form the call takes (`a @ b`, `a.matmul(b)` and `torch.matmul(a, b)` all come here):
+    /// the result's kind and marks from `binary`, the shape and the sizes it forces equal from
+    /// `combine_shapes`, and a value baked in at export time that meets a tensor.
+    pub(super) fn operation(
+        &mut self,
+        left: &Value,
+        op: ast::Operator,
+        right: &Value,
+        right_number: Option<f64>,
+        range: TextRange,
+    ) -> Value {
+        let mut result = binary(left, op, right, right_number);
+        if let (Value::Baked(source), Value::Tensor(info))
+        | (Value::Tensor(info), Value::Baked(source)) = (left, right)
+        {
+            if !info.assumed {
+                let kind = EventKind::BakedIntoTensor {
+                    source: source.call.clone(),
+                    read_at: source.range,
+                };
+                self.record(kind, range);
+            }
+        }
+        if let (Value::Tensor(a), Value::Tensor(b), Value::Tensor(info)) =
+            (left, right, &mut result)
+        {
+            info.dims = self.combine_shapes(a, b, op, range);
+        }
+        result
+    }
+
     // ---------------------------------------------------------------------------------------
     // Expressions
 
@@ -132,29 +164,13 @@ impl Interpreter<'_, '_> {
                 let left = self.eval(&operation.left, env);
                 let right = self.eval(&operation.right, env);
                 let right_number = number_of(&operation.right).or_else(|| right.known_constant());
-                let mut result = binary(&left, operation.op, &right, right_number);
-                if let (Value::Baked(source), Value::Tensor(info))
-                | (Value::Tensor(info), Value::Baked(source)) = (&left, &right)
-                {
-                    if !info.assumed {
-                        let kind = EventKind::BakedIntoTensor {
-                            source: source.call.clone(),
-                            read_at: source.range,
-                        };
-                        self.record(kind, expr.range());
-                    }
-                }
-                match (&left, &right, &mut result) {
-                    (Value::Tensor(a), Value::Tensor(b), Value::Tensor(info)) => {
-                        info.dims = self.combine_shapes(a, b, operation.op, expr.range());
-                    }
-                    (_, _, Value::Size { sym, .. }) => {
-                        *sym = sym_operand(&left, &operation.left)
-                            .zip(sym_operand(&right, &operation.right))
-                            .and_then(|(a, b)| sym_arithmetic(&a, operation.op, &b))
-                            .map(Rc::new);
-                    }
-                    _ => {}
+                let mut result =
+                    self.operation(&left, operation.op, &right, right_number, expr.range());
+                if let Value::Size { sym, .. } = &mut result {
+                    *sym = sym_operand(&left, &operation.left)
+                        .zip(sym_operand(&right, &operation.right))
+                        .and_then(|(a, b)| sym_arithmetic(&a, operation.op, &b))
+                        .map(Rc::new);
                 }
                 result
             }
