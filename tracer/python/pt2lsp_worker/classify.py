@@ -53,7 +53,10 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
         code = data_dependent_code(guard, chain, workspace, graph_text)
         line = linecache.getline(location.file, location.line) if location and location.line else None
         declared = declared_symbols(target, graph_text)
-        message = data_dependent_message(guard, code, graph_text, workspace, source_line=line, declared=declared)
+        tested_at = (location.file, location.line) if location and location.line else None
+        message = data_dependent_message(
+            guard, code, graph_text, workspace, source_line=line, declared=declared, tested_at=tested_at
+        )
         return finding(code, message, collectable=True)
     if user_error is not None and error_type == "CONSTRAINT_VIOLATION":
         message, fixes, dims = parse_constraint_violation(str(user_error))

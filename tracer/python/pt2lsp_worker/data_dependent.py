@@ -116,10 +116,21 @@ def symbol_source(symbol: str, graph_text: str) -> tuple[str | None, str | None,
     return None
 
 
-def _named_symbols(symbols: list[str], graph_text: str, workspace: Workspace | None, declared: dict[str, str]) -> str:
+def _named_symbols(
+    symbols: list[str],
+    graph_text: str,
+    workspace: Workspace | None,
+    declared: dict[str, str],
+    tested_at: tuple[str, int, str] | None = None,
+) -> str:
     """`, where u0 is a size of what `nonzero` returns at m.py:4 (`idx = x.nonzero()`), ...`
     for the symbols the graph says made, with the user's line that made each, and for those an
-    input's spec declares (`declared`, see `shape_vars`), the declaration."""
+    input's spec declares (`declared`, see `shape_vars`), the declaration.
+
+    A tensor's truth value is made where the tensor is tested, which is where the guard stopped
+    the trace: `tested_at` (file, line, code), the finding's own line. torch's graph notes name
+    the module's `forward` frame for every node, so a comparison in a helper function is noted
+    at the call in `forward` (net.py:8, not helpers.py:3; measured with torch 2.15)."""
     said = []
     for symbol in symbols:
         if symbol in declared:
@@ -138,6 +149,9 @@ def _named_symbols(symbols: list[str], graph_text: str, workspace: Workspace | N
         elif origin == "scalar":
             said.append(f"{symbol} is a number read from a tensor's data{at}")
         elif origin == "bool":
+            if tested_at is not None:
+                file, number, code = tested_at
+                at = f" at {os.path.basename(file)}:{number}" + (f" (`{code}`)" if code else "")
             said.append(f"{symbol} is the truth value of a tensor{at}")
     return f", where {'; '.join(said)}" if said else ""
 
@@ -149,6 +163,7 @@ def data_dependent_message(
     workspace: Workspace | None = None,
     source_line: str | None = None,
     declared: dict[str, str] | None = None,
+    tested_at: tuple[str, int] | None = None,
 ) -> str:
     """torch's guard in a sentence, its symbols named, the rule's hint, and, where torch suggests
     its data-dependent friendly APIs for a number or a size (PT102, PT103), those forms written
@@ -156,7 +171,8 @@ def data_dependent_message(
     head = first_lines(str(guard), 1).split(" (unhinted:")[0]
     head = re.sub(r"\s*\(Size-like symbols: [^)]*\)", "", head).strip().rstrip(".")
     symbols = sorted(set(re.findall(r"\b(?:zuf|zf|u)\d+\b", head)))
-    message = f"{head}{_named_symbols(symbols, graph_text, workspace, declared or {})}: {HINTS[code]}"
+    tested = (*tested_at, (source_line or "").strip()) if tested_at else None
+    message = f"{head}{_named_symbols(symbols, graph_text, workspace, declared or {}, tested)}: {HINTS[code]}"
     if code in ("PT102", "PT103") and suggests_friendly_apis(str(guard)):
         condition = condition_of(failing_code(graph_text) or source_line)
         if condition is not None:

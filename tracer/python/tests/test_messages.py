@@ -286,6 +286,24 @@ def test_an_unbacked_symbol_is_named_with_the_line_that_made_it():
     assert "u0 is a size of what `nonzero` returns, which depends on the data" in message, message
 
 
+def test_a_truth_value_is_named_where_the_tensor_is_tested_not_where_torch_notes_the_node():
+    # torch 2.15's partial graph for `h = normalize(self.proj(x))` in net.py, whose helper does
+    # `if h.mean() > 0:` at helpers.py:3: every node is noted at the call in `forward`.
+    graph = (
+        'def forward(self, arg0_1: "f32[4, 4]", arg1_1: "f32[4]", arg2_1: "f32[2, 4]"):\n'
+        "    # File: /p/net.py:8 in forward, code: h = normalize(self.proj(x))\n"
+        '    mean: "f32[]" = torch.ops.aten.mean.default(linear);  linear = None\n'
+        '    gt: "b8[]" = torch.ops.aten.gt.Scalar(mean, 0);  mean = None\n'
+        '    ne: "b8[]" = torch.ops.aten.ne.Scalar(gt, 0);  gt = None\n'
+        '    item: "Sym(Eq(u0, 1))" = torch.ops.aten.item.default(ne);  ne = item = None\n'
+    )
+    guard = Guard("Could not guard on data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).")
+    tested = ("/p/helpers.py", 3)
+    message = data_dependent_message(guard, "PT101", graph, source_line="    if h.mean() > 0:\n", tested_at=tested)
+    assert "u0 is the truth value of a tensor at helpers.py:3 (`if h.mean() > 0:`)" in message, message
+    assert "net.py" not in message, message
+
+
 def test_an_unbacked_symbol_is_named_by_the_op_that_made_it():
     graph = (
         'def forward(self, arg0_1: "f32[6]"):\n'
