@@ -290,6 +290,119 @@ fn without_fixes(said: &[String]) -> Vec<String> {
     said
 }
 
+/// A server on `root`, as an editor that shows related locations (VS Code, Neovim) starts it,
+/// its workspace scan finished; `options` are its initialization options.
+async fn served(
+    root: &Path,
+    name: &str,
+    options: Value,
+) -> (tokio::process::Child, common::TestClient) {
+    let (child, mut client) = common::spawn_server(std::process::Stdio::null());
+    let root_uri = common::file_uri(root);
+    let response = client
+        .request(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": root_uri,
+                "workspaceFolders": [{"uri": root_uri, "name": name}],
+                "initializationOptions": options,
+                "capabilities": {
+                    "window": {"workDoneProgress": true},
+                    "textDocument": {"publishDiagnostics": {"relatedInformation": true}}
+                }
+            }),
+        )
+        .await;
+    assert!(response.get("result").is_some(), "{response}");
+    client.notify("initialized", json!({})).await;
+    client.scanned().await;
+    (child, client)
+}
+
+/// What the editor and the command line must agree on: the project's name, its root, its
+/// files, and what [`check`] said of each.
+struct Compared<'a> {
+    name: &'a str,
+    root: &'a Path,
+    files: &'a [PathBuf],
+    whole: &'a Answer,
+}
+
+impl Compared<'_> {
+    fn want(&self, file: &Path) -> Vec<String> {
+        without_fixes(self.whole.get(file).map_or(&[][..], Vec::as_slice))
+    }
+
+    fn uri(&self, file: &Path) -> String {
+        common::file_uri(&self.root.join(file))
+    }
+
+    async fn open(&self, client: &common::TestClient, file: &Path, version: i32) {
+        let text = std::fs::read_to_string(self.root.join(file)).unwrap();
+        client.open(&self.uri(file), version, &text).await;
+    }
+
+    async fn close(&self, client: &common::TestClient, file: &Path) {
+        client
+            .notify(
+                "textDocument/didClose",
+                json!({"textDocument": {"uri": self.uri(file)}}),
+            )
+            .await;
+    }
+
+    /// What the server settles on for `file`, against what the command line said.
+    async fn compare(
+        &self,
+        client: &mut common::TestClient,
+        file: &Path,
+        how: &str,
+        differences: &mut Vec<String>,
+    ) {
+        let got = as_cli(&settled(client, &self.uri(file)).await, self.root);
+        if got != self.want(file) {
+            differences.push(format!(
+                "{}: {} {how}\n  got:  {got:#?}\n  want: {:#?}",
+                self.name,
+                file.display(),
+                self.want(file)
+            ));
+        }
+    }
+
+    /// Each file opened alone, compared, then closed.
+    async fn each_alone(
+        &self,
+        client: &mut common::TestClient,
+        version: i32,
+        how: &str,
+        differences: &mut Vec<String>,
+    ) {
+        for file in self.files {
+            self.open(client, file, version).await;
+            self.compare(client, file, how, differences).await;
+            self.close(client, file).await;
+        }
+    }
+
+    /// Every file open, then each compared.
+    async fn all_open(
+        &self,
+        client: &mut common::TestClient,
+        version: i32,
+        how: &str,
+        differences: &mut Vec<String>,
+    ) {
+        for file in self.files {
+            self.open(client, file, version).await;
+        }
+        for file in self.files {
+            self.compare(client, file, how, differences).await;
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_editor_publishes_what_the_command_line_reports_for_each_file_opened_alone_or_together()
 {
@@ -301,64 +414,19 @@ async fn the_editor_publishes_what_the_command_line_reports_for_each_file_opened
         let mut files = Vec::new();
         python_files(&root, &root, &mut files);
         files.sort();
-        let (mut child, mut client) = common::spawn_server(std::process::Stdio::null());
-        // An editor that shows related locations (VS Code, Neovim) says so.
-        let root_uri = common::file_uri(&root);
-        let response = client
-            .request(
-                "initialize",
-                json!({
-                    "processId": null,
-                    "rootUri": root_uri,
-                    "workspaceFolders": [{"uri": root_uri, "name": name}],
-                    "capabilities": {
-                        "window": {"workDoneProgress": true},
-                        "textDocument": {"publishDiagnostics": {"relatedInformation": true}}
-                    }
-                }),
-            )
+        let (mut child, mut client) = served(&root, &name, Value::Null).await;
+        let compared = Compared {
+            name: &name,
+            root: &root,
+            files: &files,
+            whole: &whole,
+        };
+        compared
+            .each_alone(&mut client, 1, "opened alone", &mut differences)
             .await;
-        assert!(response.get("result").is_some(), "{response}");
-        client.notify("initialized", json!({})).await;
-        client.scanned().await;
-        let want = |file: &Path| without_fixes(whole.get(file).map_or(&[][..], Vec::as_slice));
-        // Each file alone, then closed.
-        for file in &files {
-            let uri = common::file_uri(&root.join(file));
-            let text = std::fs::read_to_string(root.join(file)).unwrap();
-            client.open(&uri, 1, &text).await;
-            let got = as_cli(&settled(&mut client, &uri).await, &root);
-            if got != want(file) {
-                differences.push(format!(
-                    "{name}: {} opened alone\n  got:  {got:#?}\n  want: {:#?}",
-                    file.display(),
-                    want(file)
-                ));
-            }
-            client
-                .notify(
-                    "textDocument/didClose",
-                    json!({"textDocument": {"uri": uri}}),
-                )
-                .await;
-        }
-        // All of them open.
-        for file in &files {
-            let uri = common::file_uri(&root.join(file));
-            let text = std::fs::read_to_string(root.join(file)).unwrap();
-            client.open(&uri, 2, &text).await;
-        }
-        for file in &files {
-            let uri = common::file_uri(&root.join(file));
-            let got = as_cli(&settled(&mut client, &uri).await, &root);
-            if got != want(file) {
-                differences.push(format!(
-                    "{name}: {} with every file open\n  got:  {got:#?}\n  want: {:#?}",
-                    file.display(),
-                    want(file)
-                ));
-            }
-        }
+        compared
+            .all_open(&mut client, 2, "with every file open", &mut differences)
+            .await;
         client.shutdown_and_exit().await;
         let _ = child.wait().await;
     }
@@ -483,80 +551,42 @@ async fn after_a_save_traces_the_editor_publishes_what_check_trace_reports() {
         let mut files = Vec::new();
         python_files(&root, &root, &mut files);
         files.sort();
-        let (mut child, mut client) = common::spawn_server(std::process::Stdio::null());
-        let root_uri = common::file_uri(&root);
-        let response = client
-            .request(
-                "initialize",
-                json!({
-                    "processId": null,
-                    "rootUri": root_uri,
-                    "workspaceFolders": [{"uri": root_uri, "name": name}],
-                    "initializationOptions": {"python": python, "timeout": 120},
-                    "capabilities": {
-                        "window": {"workDoneProgress": true},
-                        "textDocument": {"publishDiagnostics": {"relatedInformation": true}}
-                    }
-                }),
-            )
-            .await;
-        assert!(response.get("result").is_some(), "{response}");
-        client.notify("initialized", json!({})).await;
-        client.scanned().await;
-        let want = |file: &Path| without_fixes(whole.get(file).map_or(&[][..], Vec::as_slice));
+        let options = json!({"python": python, "timeout": 120});
+        let (mut child, mut client) = served(&root, &name, options).await;
+        let compared = Compared {
+            name: &name,
+            root: &root,
+            files: &files,
+            whole: &whole,
+        };
         for file in &files {
-            let uri = common::file_uri(&root.join(file));
-            let text = std::fs::read_to_string(root.join(file)).unwrap();
-            client.open(&uri, 1, &text).await;
+            compared.open(&client, file, 1).await;
         }
-        let saved_uri = common::file_uri(&root.join(saved));
         client
             .notify(
                 "textDocument/didSave",
-                json!({"textDocument": {"uri": saved_uri}}),
+                json!({"textDocument": {"uri": compared.uri(Path::new(saved))}}),
             )
             .await;
         trace_ended(&mut client).await;
+        let how = format!("open while {saved} is saved and traced");
         for file in &files {
-            let uri = common::file_uri(&root.join(file));
-            let got = as_cli(&settled(&mut client, &uri).await, &root);
-            if got != want(file) {
-                differences.push(format!(
-                    "{name}: {} open while {saved} is saved and traced\n  got:  {got:#?}\n  want: {:#?}",
-                    file.display(),
-                    want(file)
-                ));
-            }
+            compared
+                .compare(&mut client, file, &how, &mut differences)
+                .await;
         }
         // What the trace found stays with the project, not with the documents that were open.
         for file in &files {
-            let uri = common::file_uri(&root.join(file));
-            client
-                .notify(
-                    "textDocument/didClose",
-                    json!({"textDocument": {"uri": uri}}),
-                )
-                .await;
+            compared.close(&client, file).await;
         }
-        for file in &files {
-            let uri = common::file_uri(&root.join(file));
-            let text = std::fs::read_to_string(root.join(file)).unwrap();
-            client.open(&uri, 2, &text).await;
-            let got = as_cli(&settled(&mut client, &uri).await, &root);
-            if got != want(file) {
-                differences.push(format!(
-                    "{name}: {} opened alone after the trace\n  got:  {got:#?}\n  want: {:#?}",
-                    file.display(),
-                    want(file)
-                ));
-            }
-            client
-                .notify(
-                    "textDocument/didClose",
-                    json!({"textDocument": {"uri": uri}}),
-                )
-                .await;
-        }
+        compared
+            .each_alone(
+                &mut client,
+                2,
+                "opened alone after the trace",
+                &mut differences,
+            )
+            .await;
         client.shutdown_and_exit().await;
         let _ = child.wait().await;
     }
