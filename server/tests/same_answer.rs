@@ -157,6 +157,46 @@ fn copied(project: &Path) -> (tempfile::TempDir, PathBuf) {
     (tmp, root)
 }
 
+/// Asks for the project every way a user does, through `ask(cwd, paths)`: each file alone (as
+/// pre-commit passes them), every file named last first, and with no path from inside each
+/// subdirectory. `judge(how, got, asked)` compares each answer with `check .`'s for the files
+/// under `asked` (all of them for the reversed list).
+fn ask_every_way(
+    root: &Path,
+    files: &[PathBuf],
+    ask: impl Fn(&Path, &[&str]) -> Answer,
+    mut judge: impl FnMut(String, Answer, &Path),
+) {
+    for file in files {
+        let alone = ask(root, &[file.to_str().unwrap()]);
+        judge(format!("{} alone", file.display()), alone, file);
+    }
+    let reversed: Vec<&str> = files
+        .iter()
+        .rev()
+        .map(|file| file.to_str().unwrap())
+        .collect();
+    judge(
+        "with every file named, last first".to_owned(),
+        ask(root, &reversed),
+        Path::new(""),
+    );
+    let mut directories: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|file| file.parent().map(Path::to_path_buf))
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .collect();
+    directories.sort();
+    directories.dedup();
+    for dir in directories {
+        judge(
+            format!("inside {}", dir.display()),
+            ask(&root.join(&dir), &[]),
+            &dir,
+        );
+    }
+}
+
 #[test]
 fn every_project_file_gets_the_same_diagnostics_however_the_check_is_asked() {
     let names = projects();
@@ -170,45 +210,19 @@ fn every_project_file_gets_the_same_diagnostics_however_the_check_is_asked() {
         let mut files = Vec::new();
         python_files(&root, &root, &mut files);
         files.sort();
-        let mut differ = |how: String, got: Answer, want: Answer| {
-            if got != want {
-                differences.push(format!(
-                    "{name}: {how}\n  got:  {got:#?}\n  want: {want:#?}"
-                ));
-            }
-        };
-        for file in &files {
-            let alone = check(&root, &root, &[file.to_str().unwrap()]);
-            differ(
-                format!("check {}", file.display()),
-                alone,
-                under(&whole, file),
-            );
-        }
-        let reversed: Vec<&str> = files
-            .iter()
-            .rev()
-            .map(|file| file.to_str().unwrap())
-            .collect();
-        differ(
-            "check with every file named, last first".to_owned(),
-            check(&root, &root, &reversed),
-            whole.clone(),
+        ask_every_way(
+            &root,
+            &files,
+            |cwd, paths| check(cwd, &root, paths),
+            |how, got, asked| {
+                let want = under(&whole, asked);
+                if got != want {
+                    differences.push(format!(
+                        "{name}: check {how}\n  got:  {got:#?}\n  want: {want:#?}"
+                    ));
+                }
+            },
         );
-        let mut directories: Vec<PathBuf> = files
-            .iter()
-            .filter_map(|file| file.parent().map(Path::to_path_buf))
-            .filter(|dir| !dir.as_os_str().is_empty())
-            .collect();
-        directories.sort();
-        directories.dedup();
-        for dir in directories {
-            differ(
-                format!("check inside {}", dir.display()),
-                check(&root.join(&dir), &root, &[]),
-                under(&whole, &dir),
-            );
-        }
     }
     assert!(compared >= 10, "only {compared} diagnostics compared");
     assert!(differences.is_empty(), "{}", differences.join("\n\n"));
@@ -473,54 +487,28 @@ fn after_a_trace_every_project_file_gets_the_same_diagnostics_however_the_check_
         files.sort();
         // The asked files get what `check --trace .` says of them; a file the trace found a
         // problem in beside them is reported too, with all `check --trace .` says of it.
-        let mut differ = |how: String, got: Answer, asked: &Path| {
-            let beside: Answer = got
-                .iter()
-                .filter(|(file, _)| !file.starts_with(asked))
-                .map(|(file, said)| (file.clone(), said.clone()))
-                .collect();
-            let want_beside: Answer = beside
-                .keys()
-                .filter_map(|file| Some((file.clone(), whole.get(file)?.clone())))
-                .collect();
-            if under(&got, asked) != under(&whole, asked) || beside != want_beside {
-                differences.push(format!(
-                    "{name}: {how}\n  got:  {got:#?}\n  want: {:#?}",
-                    under(&whole, asked)
-                ));
-            }
-        };
-        for file in &files {
-            differ(
-                format!("check --trace {}", file.display()),
-                check_traced(&root, &root, &[file.to_str().unwrap()], python),
-                file,
-            );
-        }
-        let reversed: Vec<&str> = files
-            .iter()
-            .rev()
-            .map(|file| file.to_str().unwrap())
-            .collect();
-        differ(
-            "check --trace with every file named, last first".to_owned(),
-            check_traced(&root, &root, &reversed, python),
-            Path::new(""),
+        ask_every_way(
+            &root,
+            &files,
+            |cwd, paths| check_traced(cwd, &root, paths, python),
+            |how, got, asked| {
+                let beside: Answer = got
+                    .iter()
+                    .filter(|(file, _)| !file.starts_with(asked))
+                    .map(|(file, said)| (file.clone(), said.clone()))
+                    .collect();
+                let want_beside: Answer = beside
+                    .keys()
+                    .filter_map(|file| Some((file.clone(), whole.get(file)?.clone())))
+                    .collect();
+                if under(&got, asked) != under(&whole, asked) || beside != want_beside {
+                    differences.push(format!(
+                        "{name}: check --trace {how}\n  got:  {got:#?}\n  want: {:#?}",
+                        under(&whole, asked)
+                    ));
+                }
+            },
         );
-        let mut directories: Vec<PathBuf> = files
-            .iter()
-            .filter_map(|file| file.parent().map(Path::to_path_buf))
-            .filter(|dir| !dir.as_os_str().is_empty())
-            .collect();
-        directories.sort();
-        directories.dedup();
-        for dir in directories {
-            differ(
-                format!("check --trace inside {}", dir.display()),
-                check_traced(&root.join(&dir), &root, &[], python),
-                &dir,
-            );
-        }
     }
     assert!(differences.is_empty(), "{}", differences.join("\n\n"));
 }
