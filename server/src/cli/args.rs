@@ -336,11 +336,14 @@ pub struct CheckArgs {
     )]
     pub watch: bool,
 
-    /// Also run the real exporter on every entrypoint among the checked files: each call of
-    /// `torch.export.export` (or `draft_export`, `torch.onnx.export`), reached by running the
-    /// script or the function around it; a file with module-level `model` and `example_args`
-    /// (the ExportDB convention); or an `[[tool.pt2lsp.entrypoints]]` table. This runs the
-    /// project's code, in its own Python. A static error on a line that an export which
+    /// Also run the real exporter on every entrypoint among the checked files, and on the
+    /// project's entrypoints elsewhere that reach them (the script that exports a checked
+    /// model file): each call of `torch.export.export` (or `draft_export`,
+    /// `torch.onnx.export`), reached by running the script or the function around it; a file
+    /// with module-level `model` and `example_args` (the ExportDB convention); or an
+    /// `[[tool.pt2lsp.entrypoints]]` table. This runs the project's code, in its own Python,
+    /// with the project's root on `sys.path`. A project file the trace finds a problem in is
+    /// reported too, with all its diagnostics. A static error on a line that an export which
     /// succeeded ran is dropped: the exporter passed it.
     #[arg(long)]
     pub trace: bool,
