@@ -1,12 +1,21 @@
-//! Analyzer diagnostics to LSP diagnostics, with the fix carried in `data`.
+//! The server's diagnostics: kept as [`Finding`]s (the analyzer's diagnostic in byte offsets of
+//! the text it was read in, the pass that found it and the pass's data, as `pt2lsp check`
+//! reports it), and turned into LSP diagnostics only at the edge ([`to_protocol`]), when they
+//! are published or a request is answered. [`build`] is the one place an `lsp::Diagnostic` is
+//! made.
 //!
-//! A diagnostic's `data` holds everything its code actions need: the analyzer's fix as it is
-//! (byte ranges of the analysed text) and the same edits already converted to LSP ranges, with
-//! the document version they apply to. A quick fix is then a pure function of the request.
+//! A published diagnostic's `data` holds everything its code actions need: the analyzer's fix
+//! as it is (byte ranges of the analysed text) and the same edits already converted to LSP
+//! ranges, with the document version they apply to. A quick fix is then a pure function of the
+//! request, and `data` is read back only from what a client sends.
+
+use std::sync::Arc;
 
 use pt2lsp_analyzer::{
-    Diagnostic, Fix, FixMode, Rule, Severity, compatible_fixes, fix_to_fixpoint,
+    Diagnostic, Fix, FixMode, LineIndex, Rule, Severity, TextSize, compatible_fixes,
+    fix_to_fixpoint,
 };
+use pt2lsp_project::report::{Reported, Source};
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticSeverity, NumberOrString, Range, TextEdit, Uri,
@@ -54,64 +63,259 @@ pub struct CellEdit {
 }
 
 impl DiagnosticData {
+    /// The data of a diagnostic a client sent back (a code action's context).
     pub fn from_lsp(diagnostic: &lsp::Diagnostic) -> Option<Self> {
         serde_json::from_value(diagnostic.data.clone()?).ok()
     }
 }
 
-pub fn to_lsp(
-    diagnostic: &Diagnostic,
-    positions: &TextPositions<'_>,
-    version: i32,
-) -> lsp::Diagnostic {
+/// A text that findings' offsets point into, with its lines; shared by every finding of one
+/// analysis or of one file's trace.
+#[derive(Debug)]
+pub struct AnalysedText {
+    text: String,
+    lines: LineIndex,
+}
+
+impl AnalysedText {
+    pub fn new(text: String) -> Arc<Self> {
+        let lines = LineIndex::new(&text);
+        Arc::new(Self { text, lines })
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn lines(&self) -> &LineIndex {
+        &self.lines
+    }
+
+    /// The 0-based line of an offset.
+    pub fn line(&self, offset: TextSize) -> u32 {
+        self.lines.line_column(offset).line
+    }
+}
+
+/// One diagnostic as the server keeps it: what `pt2lsp check` reports for it (byte offsets,
+/// source, the tracer's data), the text version those offsets are of, and whether it holds
+/// only where a trace proves it.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub reported: Reported,
+    /// Holds only where an export that succeeded ran its line (`Report::unproven`): kept with
+    /// the static diagnostics, published only once a trace proves it.
+    pub unproven: bool,
+    /// The document version `text` is ([`DISK_VERSION`] for a file read from disk).
+    pub version: i32,
+    pub text: Arc<AnalysedText>,
+}
+
+/// The version of a finding read from a file on disk: no document has it, so no code action
+/// applies its edits until the file is opened (and the finding adopted).
+pub const DISK_VERSION: i32 = -1;
+
+impl Finding {
+    /// A finding of the static analysis in `text` at `version`.
+    pub fn found_statically(
+        diagnostic: Diagnostic,
+        text: &Arc<AnalysedText>,
+        version: i32,
+    ) -> Self {
+        Self {
+            reported: Reported::found_statically(diagnostic),
+            unproven: false,
+            version,
+            text: Arc::clone(text),
+        }
+    }
+
+    /// A tracer finding in `text` at `version`.
+    pub fn traced(
+        found: &pt2lsp_tracer::TraceDiagnostic,
+        text: &Arc<AnalysedText>,
+        version: i32,
+    ) -> Self {
+        Self {
+            reported: Reported {
+                diagnostic: found.to_diagnostic(text.text(), text.lines()),
+                source: Source::Trace,
+                data: found.data(),
+            },
+            unproven: false,
+            version,
+            text: Arc::clone(text),
+        }
+    }
+
+    pub fn diagnostic(&self) -> &Diagnostic {
+        &self.reported.diagnostic
+    }
+
+    /// The 0-based line it starts on.
+    pub fn line(&self) -> u32 {
+        self.text.line(self.reported.diagnostic.range.start())
+    }
+
+    pub fn is_traced(&self) -> bool {
+        self.reported.source == Source::Trace
+    }
+
+    pub fn is_confirmed(&self) -> bool {
+        self.reported.source == Source::Both
+    }
+
+    /// The exporter's suggested `dynamic_shapes` fixes, when the tracer gave some.
+    fn suggested_fixes(&self) -> Option<serde_json::Value> {
+        self.reported
+            .data
+            .as_ref()
+            .and_then(|data| data.get("suggested_fixes").cloned())
+    }
+}
+
+/// What is kept for one file: its findings and, for a document over `max-file-size`, the
+/// information shown on its first line saying why only its syntax is checked.
+#[derive(Debug, Clone, Default)]
+pub struct Findings {
+    pub items: Vec<Finding>,
+    pub too_large: Option<TooLarge>,
+}
+
+/// A document's size and the `max-file-size` it is over, in bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct TooLarge {
+    pub bytes: usize,
+    pub limit: usize,
+}
+
+impl From<Vec<Finding>> for Findings {
+    fn from(items: Vec<Finding>) -> Self {
+        Self {
+            items,
+            too_large: None,
+        }
+    }
+}
+
+/// The edge: a file's findings as LSP diagnostics, positions in UTF-16 of the text each was
+/// read in; related places only for a client that shows them.
+pub fn to_protocol(findings: &Findings, related_information: bool) -> Vec<lsp::Diagnostic> {
+    let mut out = Vec::with_capacity(findings.items.len() + 1);
+    if let Some(too_large) = findings.too_large {
+        out.push(too_large_to_analyse(too_large));
+    }
+    // Every finding of one analysis shares its text: its positions are computed once.
+    let mut positions: Vec<(*const AnalysedText, TextPositions<'_>)> = Vec::new();
+    for finding in &findings.items {
+        let key = Arc::as_ptr(&finding.text);
+        let at = if let Some(at) = positions.iter().position(|(text, _)| *text == key) {
+            at
+        } else {
+            positions.push((key, TextPositions::new(finding.text.text())));
+            positions.len() - 1
+        };
+        let mut diagnostic = to_lsp(finding, &positions[at].1);
+        if !related_information {
+            diagnostic.related_information = None;
+        }
+        out.push(diagnostic);
+    }
+    out
+}
+
+/// One finding as an LSP diagnostic, `positions` being those of its text.
+pub fn to_lsp(finding: &Finding, positions: &TextPositions<'_>) -> lsp::Diagnostic {
+    let diagnostic = finding.diagnostic();
     let edits = diagnostic
         .fix
         .as_ref()
         .map(|fix| fix_edits(fix, positions))
         .unwrap_or_default();
+    build(
+        finding,
+        positions.range(diagnostic.range),
+        edits,
+        Vec::new(),
+    )
+}
+
+/// A finding of a notebook's joined module as an LSP diagnostic of the cell it is placed in:
+/// `range` in the cell, the fix's edits each in the cell it falls in (see `lsp::notebooks`).
+pub fn in_cell(finding: &Finding, range: Range, cell_edits: Vec<CellEdit>) -> lsp::Diagnostic {
+    build(finding, range, Vec::new(), cell_edits)
+}
+
+/// The one constructor of a published diagnostic.
+fn build(
+    finding: &Finding,
+    range: Range,
+    edits: Vec<TextEdit>,
+    cell_edits: Vec<CellEdit>,
+) -> lsp::Diagnostic {
+    let diagnostic = finding.diagnostic();
+    let source = match finding.reported.source {
+        Source::Static => None,
+        Source::Trace => Some(TRACE_SOURCE.to_owned()),
+        Source::Both => Some(CONFIRMED_SOURCE.to_owned()),
+    };
     let data = DiagnosticData {
         code: diagnostic.rule.code().to_owned(),
         name: diagnostic.rule.name().to_owned(),
-        version,
+        version: finding.version,
         fix: diagnostic.fix.clone(),
         edits,
-        source: None,
-        suggested_fixes: None,
-        cell_edits: Vec::new(),
-        unproven: false,
+        source,
+        suggested_fixes: finding.suggested_fixes(),
+        cell_edits,
+        unproven: finding.unproven,
     };
-    lsp::Diagnostic {
-        range: positions.range(diagnostic.range),
-        severity: Some(severity(diagnostic.severity)),
-        code: Some(NumberOrString::String(diagnostic.rule.code().to_owned())),
-        code_description: doc_url(diagnostic.rule).map(|href| CodeDescription { href }),
-        source: Some(SOURCE.to_owned()),
-        message: diagnostic.message.clone(),
-        related_information: related_information(&diagnostic.related),
-        tags: None,
-        data: serde_json::to_value(data).ok(),
-    }
+    protocol_diagnostic(
+        range,
+        severity(diagnostic.severity),
+        Some(diagnostic.rule),
+        diagnostic.message.clone(),
+        related_information(&diagnostic.related),
+        serde_json::to_value(data).ok(),
+    )
 }
 
-/// [`to_lsp`] of a diagnostic that holds only where a trace proves it (`DiagnosticData::unproven`).
-pub fn unproven_to_lsp(
-    diagnostic: &pt2lsp_analyzer::Diagnostic,
-    positions: &TextPositions<'_>,
-    version: i32,
+/// The information a document over `max-file-size` shows on its first line.
+fn too_large_to_analyse(too_large: TooLarge) -> lsp::Diagnostic {
+    #[allow(clippy::cast_precision_loss)]
+    let (size, limit) = (too_large.bytes as f64 / 1_048_576.0, too_large.limit / 1024);
+    protocol_diagnostic(
+        Range::default(),
+        DiagnosticSeverity::INFORMATION,
+        None,
+        format!(
+            "pt2lsp checks only the syntax of this file as you type: it is {size:.1} MiB, over `max-file-size` ({limit} KiB). `pt2lsp check` analyses it in full; raise `max-file-size` in [tool.pt2lsp] to do so here"
+        ),
+        None,
+        None,
+    )
+}
+
+/// The `lsp::Diagnostic` literal, written once (`tidy` checks it is nowhere else).
+fn protocol_diagnostic(
+    range: Range,
+    severity: DiagnosticSeverity,
+    rule: Option<Rule>,
+    message: String,
+    related_information: Option<Vec<lsp::DiagnosticRelatedInformation>>,
+    data: Option<serde_json::Value>,
 ) -> lsp::Diagnostic {
-    let mut converted = to_lsp(diagnostic, positions, version);
-    if let Some(data) = converted.data.as_mut() {
-        data["unproven"] = serde_json::Value::Bool(true);
+    lsp::Diagnostic {
+        range,
+        severity: Some(severity),
+        code: rule.map(|rule| NumberOrString::String(rule.code().to_owned())),
+        code_description: rule.and_then(doc_url).map(|href| CodeDescription { href }),
+        source: Some(SOURCE.to_owned()),
+        message,
+        related_information,
+        tags: None,
+        data,
     }
-    converted
-}
-
-/// Whether `diagnostic` holds only where a trace proves it (see [`unproven_to_lsp`]).
-pub fn is_unproven(diagnostic: &lsp::Diagnostic) -> bool {
-    diagnostic
-        .data
-        .as_ref()
-        .is_some_and(|data| data["unproven"] == serde_json::Value::Bool(true))
 }
 
 /// A diagnostic's related places as LSP related information: each a point at its 1-based line
@@ -147,128 +351,65 @@ pub fn related_information(
 /// The `source` in a trace diagnostic's `data`.
 pub const TRACE_SOURCE: &str = "trace";
 
-/// A tracer finding as an LSP diagnostic of `text` at `version`, marked as traced in `data`.
-pub fn traced_to_lsp(
-    found: &pt2lsp_tracer::TraceDiagnostic,
-    text: &str,
-    lines: &pt2lsp_analyzer::LineIndex,
-    positions: &TextPositions<'_>,
-    version: i32,
-) -> lsp::Diagnostic {
-    let mut diagnostic = to_lsp(&found.to_diagnostic(text, lines), positions, version);
-    if let Some(mut data) = DiagnosticData::from_lsp(&diagnostic) {
-        data.source = Some(TRACE_SOURCE.to_owned());
-        data.suggested_fixes = found
-            .data()
-            .and_then(|value| value.get("suggested_fixes").cloned());
-        diagnostic.data = serde_json::to_value(data).ok();
-    }
-    diagnostic
-}
-
-/// Whether a published diagnostic came from the tracer.
-pub fn is_traced(diagnostic: &lsp::Diagnostic) -> bool {
-    data_source(diagnostic) == Some(TRACE_SOURCE)
-}
-
-/// The `source` a published diagnostic's `data` names (`trace`, `static+trace`).
-fn data_source(diagnostic: &lsp::Diagnostic) -> Option<&str> {
-    diagnostic
-        .data
-        .as_ref()
-        .and_then(|data| data.get("source"))
-        .and_then(serde_json::Value::as_str)
-}
-
-/// Whether a published diagnostic is a static one the tracer confirmed.
-pub fn is_confirmed(diagnostic: &lsp::Diagnostic) -> bool {
-    data_source(diagnostic) == Some(CONFIRMED_SOURCE)
-}
-
-/// The rule of a published diagnostic, from its code.
-pub fn rule_of(diagnostic: &lsp::Diagnostic) -> Option<Rule> {
-    match &diagnostic.code {
-        Some(NumberOrString::String(code)) => Rule::from_code_or_name(code),
-        _ => None,
-    }
-}
-
 /// The `source` in `data` of a static diagnostic the tracer confirmed.
 pub const CONFIRMED_SOURCE: &str = "static+trace";
 
-/// The static diagnostics of a version with the trace diagnostics of the same version merged
-/// in, by the rule `pt2lsp check --trace` uses (`tracer::diagnostics::merge_traced`): a problem
-/// both found is the static diagnostic (its message, its fix) marked `data.source =
-/// "static+trace"`.
-pub fn merge(statics: &[lsp::Diagnostic], traced: &[lsp::Diagnostic]) -> Vec<lsp::Diagnostic> {
+/// The static findings of a version with the trace findings of the same version merged in, by
+/// the rule `pt2lsp check --trace` uses (`tracer::diagnostics::merge_traced`): a problem both
+/// found is the static finding (its message, its fix) marked `static+trace`.
+pub fn merge(statics: &[Finding], traced: &[Finding]) -> Vec<Finding> {
     let mut merged = statics.to_vec();
-    for diagnostic in traced {
+    for finding in traced {
         pt2lsp_tracer::diagnostics::merge_traced(
             &mut merged,
-            diagnostic.clone(),
+            finding.clone(),
             |item| {
-                let code = match &item.code {
-                    Some(NumberOrString::String(code)) => code.clone(),
-                    Some(NumberOrString::Number(number)) => number.to_string(),
-                    None => String::new(),
-                };
-                let code = pt2lsp_tracer::diagnostics::merge_code(&code).to_owned();
-                let places: Vec<(std::path::PathBuf, u32)> = item
-                    .related_information
-                    .iter()
-                    .flatten()
-                    .filter_map(|related| {
-                        Some((
-                            related.location.uri.to_file_path()?.into_owned(),
-                            related.location.range.start.line + 1,
-                        ))
-                    })
-                    .collect();
+                let diagnostic = item.diagnostic();
+                let code =
+                    pt2lsp_tracer::diagnostics::merge_code(diagnostic.rule.code()).to_owned();
                 let library = pt2lsp_tracer::diagnostics::LibraryPlace::of(
-                    places.iter().map(|(path, line)| (path.as_path(), *line)),
+                    diagnostic
+                        .related
+                        .iter()
+                        .filter(|related| related.file.is_absolute())
+                        .map(|related| (related.file.as_path(), related.line)),
                 );
-                (!is_traced(item), (code, item.range.start.line, library))
+                (!item.is_traced(), (code, item.line(), library))
             },
             confirm,
         );
     }
-    merged.sort_by_key(|d| (d.range.start.line, d.range.start.character));
+    merged.sort_by_key(|finding| finding.diagnostic().range.start());
     merged
 }
 
-/// Marks a static diagnostic as confirmed by a trace diagnostic of the same problem: it keeps
-/// its message and its fix, unless the trace's fix wins (`tracer::diagnostics::trace_fix_wins`:
-/// it had none, or the exporter's own is safe where its own is a guess), and takes the
-/// exporter's suggested fixes.
-fn confirm(found: &mut lsp::Diagnostic, traced: &lsp::Diagnostic) {
-    let (Some(mut data), Some(from_trace)) = (
-        DiagnosticData::from_lsp(found),
-        DiagnosticData::from_lsp(traced),
-    ) else {
-        return;
-    };
-    data.source = Some(CONFIRMED_SOURCE.to_owned());
+/// Marks a static finding as confirmed by a trace finding of the same problem: it keeps its
+/// message and its fix, unless the trace's fix wins (`tracer::diagnostics::trace_fix_wins`: it
+/// had none, or the exporter's own is safe where its own is a guess), and takes the exporter's
+/// suggested fixes.
+fn confirm(found: &mut Finding, traced: &Finding) {
+    found.reported.source = Source::Both;
+    let own = &mut found.reported.diagnostic;
+    let theirs = &traced.reported.diagnostic;
     if let Some(message) =
-        pt2lsp_tracer::diagnostics::confirmed_message(&found.message, &traced.message)
+        pt2lsp_tracer::diagnostics::confirmed_message(&own.message, &theirs.message)
     {
-        found.message = message;
+        own.message = message;
     }
     // A merge never lowers the exporter's severity.
-    if traced.severity == Some(DiagnosticSeverity::ERROR) {
-        found.severity = traced.severity;
+    own.severity = pt2lsp_tracer::diagnostics::stronger(own.severity, theirs.severity);
+    if pt2lsp_tracer::diagnostics::trace_fix_wins(own.fix.as_ref(), theirs.fix.as_ref()) {
+        own.fix.clone_from(&theirs.fix);
     }
-    if pt2lsp_tracer::diagnostics::trace_fix_wins(data.fix.as_ref(), from_trace.fix.as_ref()) {
-        data.fix = from_trace.fix;
-        data.edits = from_trace.edits;
+    if traced.suggested_fixes().is_some() {
+        found.reported.data.clone_from(&traced.reported.data);
     }
-    if from_trace.suggested_fixes.is_some() {
-        data.suggested_fixes = from_trace.suggested_fixes;
-    }
-    found.data = serde_json::to_value(data).ok();
-    if found.related_information.is_none() {
+    if related_information(&found.reported.diagnostic.related).is_none() {
         found
-            .related_information
-            .clone_from(&traced.related_information);
+            .reported
+            .diagnostic
+            .related
+            .clone_from(&traced.reported.diagnostic.related);
     }
 }
 
@@ -381,13 +522,29 @@ mod tests {
         }
     }
 
+    fn statically(diagnostic: Diagnostic, text: &str, version: i32) -> Finding {
+        Finding::found_statically(diagnostic, &AnalysedText::new(text.to_owned()), version)
+    }
+
+    fn traced(diagnostic: Diagnostic, text: &str, version: i32) -> Finding {
+        let mut finding = statically(diagnostic, text, version);
+        finding.reported.source = Source::Trace;
+        finding
+    }
+
+    fn published(findings: &[Finding]) -> Vec<lsp::Diagnostic> {
+        to_protocol(&findings.to_vec().into(), true)
+    }
+
     #[test]
     fn data_round_trips_and_carries_lsp_edits() {
         let text = "é = 1\nb = 2\n";
-        let positions = TextPositions::new(text);
-        let diagnostic = to_lsp(&fix(8, 9, Applicability::Safe), &positions, 4);
+        let [diagnostic] = published(&[statically(fix(8, 9, Applicability::Safe), text, 4)])
+            .try_into()
+            .unwrap();
         let data = DiagnosticData::from_lsp(&diagnostic).unwrap();
         assert_eq!((data.code.as_str(), data.version), ("PT101", 4));
+        assert_eq!(data.source, None);
         assert_eq!(
             data.edits[0].range.start,
             lsp::Position {
@@ -408,29 +565,26 @@ mod tests {
     #[test]
     fn a_problem_both_passes_find_keeps_the_static_message_and_fix() {
         let text = "if x.sum() > 0:\n    pass\n";
-        let positions = TextPositions::new(text);
         let mut found = fix(0, 14, Applicability::Unsafe);
         found.message = "`if` on `x.sum() > 0`, a tensor's value".to_owned();
-        let statics = [to_lsp(&found, &positions, 3)];
+        let statics = [statically(found.clone(), text, 3)];
         let mut exporter = fix(0, 14, Applicability::Safe);
         exporter.message = "Could not guard on data-dependent expression Eq(u0, 1)".to_owned();
         exporter.fix = None;
-        let mut traced = to_lsp(&exporter, &positions, 3);
-        let mut data = DiagnosticData::from_lsp(&traced).unwrap();
-        data.source = Some(TRACE_SOURCE.to_owned());
-        traced.data = serde_json::to_value(data).ok();
-        let merged = merge(&statics, &[traced.clone()]);
+        let merged = merge(&statics, &[traced(exporter.clone(), text, 3)]);
         assert_eq!(merged.len(), 1);
-        assert_eq!(merged[0].message, statics[0].message);
-        let data = DiagnosticData::from_lsp(&merged[0]).unwrap();
+        let [confirmed] = published(&merged).try_into().unwrap();
+        assert_eq!(confirmed.message, found.message);
+        let data = DiagnosticData::from_lsp(&confirmed).unwrap();
         assert_eq!(data.source.as_deref(), Some(CONFIRMED_SOURCE));
         assert_eq!(data.fix, found.fix);
         // On another line, the trace's diagnostic is added as it is.
-        traced.range.start.line = 1;
-        let merged = merge(&statics, &[traced]);
+        let mut elsewhere = exporter;
+        elsewhere.range = TextRange::new(TextSize::new(20), TextSize::new(24));
+        let merged = merge(&statics, &[traced(elsewhere, text, 3)]);
         assert_eq!(merged.len(), 2);
         assert_eq!(
-            DiagnosticData::from_lsp(&merged[1])
+            DiagnosticData::from_lsp(&published(&merged)[1])
                 .unwrap()
                 .source
                 .as_deref(),
@@ -444,7 +598,6 @@ mod tests {
     #[test]
     fn a_merge_keeps_the_exporters_severity_and_its_library_line() {
         let text = "y = boxes(x)\n";
-        let positions = TextPositions::new(text);
         let library = |line: u32| pt2lsp_analyzer::Related {
             file: std::path::PathBuf::from("/env/lib/python3.11/site-packages/lib/ops.py"),
             line,
@@ -454,30 +607,23 @@ mod tests {
         let mut warning = fix(0, 12, Applicability::Unsafe);
         warning.severity = Severity::Warning;
         warning.related = vec![library(10)];
-        let statics = [to_lsp(&warning, &positions, 1)];
+        let statics = [statically(warning, text, 1)];
         let mut exporter = fix(0, 12, Applicability::Safe);
         exporter.fix = None;
         exporter.related = vec![library(20)];
-        let mut traced = to_lsp(&exporter, &positions, 1);
-        let mut data = DiagnosticData::from_lsp(&traced).unwrap();
-        data.source = Some(TRACE_SOURCE.to_owned());
-        traced.data = serde_json::to_value(data).ok();
-        let merged = merge(&statics, std::slice::from_ref(&traced));
+        let merged = merge(&statics, &[traced(exporter.clone(), text, 1)]);
         assert_eq!(merged.len(), 2, "{merged:#?}");
-        assert!(
-            merged
-                .iter()
-                .any(|d| is_traced(d) && d.severity == Some(DiagnosticSeverity::ERROR))
-        );
-        traced.related_information = statics[0].related_information.clone();
-        let merged = merge(&statics, &[traced]);
+        assert!(published(&merged).iter().any(|d| {
+            DiagnosticData::from_lsp(d).unwrap().source.as_deref() == Some(TRACE_SOURCE)
+                && d.severity == Some(DiagnosticSeverity::ERROR)
+        }));
+        exporter.related = vec![library(10)];
+        let merged = merge(&statics, &[traced(exporter, text, 1)]);
         assert_eq!(merged.len(), 1, "{merged:#?}");
-        assert_eq!(merged[0].severity, Some(DiagnosticSeverity::ERROR));
+        let [one] = published(&merged).try_into().unwrap();
+        assert_eq!(one.severity, Some(DiagnosticSeverity::ERROR));
         assert_eq!(
-            DiagnosticData::from_lsp(&merged[0])
-                .unwrap()
-                .source
-                .as_deref(),
+            DiagnosticData::from_lsp(&one).unwrap().source.as_deref(),
             Some(CONFIRMED_SOURCE)
         );
     }
@@ -485,7 +631,6 @@ mod tests {
     #[test]
     fn related_places_become_related_information_at_their_line_and_column() {
         let text = "if x.sum() > 0:\n    pass\n";
-        let positions = TextPositions::new(text);
         let mut found = fix(0, 14, Applicability::Unsafe);
         found.related = vec![
             pt2lsp_analyzer::Related {
@@ -502,7 +647,11 @@ mod tests {
                 message: "calls `normalize`".to_owned(),
             },
         ];
-        let information = to_lsp(&found, &positions, 1).related_information.unwrap();
+        let finding = statically(found.clone(), text, 1);
+        let information = published(std::slice::from_ref(&finding))[0]
+            .related_information
+            .clone()
+            .unwrap();
         assert_eq!(information.len(), 1);
         assert_eq!(
             information[0].location.uri.as_str(),
@@ -516,8 +665,30 @@ mod tests {
             }
         );
         assert_eq!(information[0].message, "`model` is exported here");
+        // A client that does not show related places is sent none.
+        let hidden = to_protocol(&vec![finding].into(), false);
+        assert!(hidden[0].related_information.is_none());
         found.related.clear();
-        assert!(to_lsp(&found, &positions, 1).related_information.is_none());
+        assert!(
+            published(&[statically(found, text, 1)])[0]
+                .related_information
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_document_too_large_to_analyse_says_so_on_its_first_line() {
+        let findings = Findings {
+            items: Vec::new(),
+            too_large: Some(TooLarge {
+                bytes: 3 * 1_048_576,
+                limit: 2 * 1_048_576,
+            }),
+        };
+        let [notice] = to_protocol(&findings, true).try_into().unwrap();
+        assert_eq!(notice.severity, Some(DiagnosticSeverity::INFORMATION));
+        assert_eq!((notice.code, notice.data), (None, None));
+        assert!(notice.message.contains("3.0 MiB"), "{}", notice.message);
     }
 
     #[test]

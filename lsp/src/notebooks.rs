@@ -17,7 +17,7 @@ use tower_lsp_server::ls_types::{
     NotebookCellKind, TextDocumentItem, TextEdit, Uri,
 };
 
-use crate::diagnostics::{self, CellEdit, DiagnosticData};
+use crate::diagnostics::{self, AnalysedText, CellEdit, Finding};
 use crate::document::{Document, TextPositions};
 use pt2lsp_project::notebook::JoinedCells;
 
@@ -243,6 +243,7 @@ pub fn place(
         .filter(|cell| cell.python)
         .map(|cell| (cell.uri.clone(), cell.document.version(), Vec::new()))
         .collect();
+    let module = AnalysedText::new(joined.python.clone());
     for diagnostic in found {
         let Some((cell, start)) = locate(diagnostic.range.start()) else {
             continue;
@@ -250,35 +251,33 @@ pub fn place(
         // A range that runs into the next cell ends at its own cell's end.
         let end = locate_end(diagnostic.range.end(), cell)
             .unwrap_or_else(|| TextSize::of(texts[cell].as_str()));
-        let mut lsp_diagnostic =
-            diagnostics::to_lsp(diagnostic, &positions[cell], notebook.version);
-        lsp_diagnostic.range = positions[cell].range(TextRange::new(start, end.max(start)));
-        if let Some(mut data) = DiagnosticData::from_lsp(&lsp_diagnostic) {
-            data.edits = Vec::new();
-            data.cell_edits = diagnostic
-                .fix
-                .as_ref()
-                .and_then(|fix| {
-                    fix.edits
-                        .iter()
-                        .map(|edit| {
-                            let (first, from) = locate(edit.range.start())?;
-                            // An edit across cells, or into masked lines, drops the fix.
-                            let to = locate_end(edit.range.end(), first)?;
-                            Some(CellEdit {
-                                uri: notebook.cells[first].uri.clone(),
-                                version: notebook.cells[first].document.version(),
-                                edit: TextEdit {
-                                    range: positions[first].range(TextRange::new(from, to)),
-                                    new_text: edit.content.clone(),
-                                },
-                            })
+        let cell_edits = diagnostic
+            .fix
+            .as_ref()
+            .and_then(|fix| {
+                fix.edits
+                    .iter()
+                    .map(|edit| {
+                        let (first, from) = locate(edit.range.start())?;
+                        // An edit across cells, or into masked lines, drops the fix.
+                        let to = locate_end(edit.range.end(), first)?;
+                        Some(CellEdit {
+                            uri: notebook.cells[first].uri.clone(),
+                            version: notebook.cells[first].document.version(),
+                            edit: TextEdit {
+                                range: positions[first].range(TextRange::new(from, to)),
+                                new_text: edit.content.clone(),
+                            },
                         })
-                        .collect::<Option<Vec<_>>>()
-                })
-                .unwrap_or_default();
-            lsp_diagnostic.data = serde_json::to_value(data).ok();
-        }
+                    })
+                    .collect::<Option<Vec<_>>>()
+            })
+            .unwrap_or_default();
+        let lsp_diagnostic = diagnostics::in_cell(
+            &Finding::found_statically(diagnostic.clone(), &module, notebook.version),
+            positions[cell].range(TextRange::new(start, end.max(start))),
+            cell_edits,
+        );
         let uri = &notebook.cells[cell].uri;
         if let Some(entry) = cells.iter_mut().find(|(cell_uri, ..)| cell_uri == uri) {
             entry.2.push(lsp_diagnostic);

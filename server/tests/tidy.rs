@@ -34,6 +34,9 @@ const MODULE_CYCLES: &str = "No two top-level modules of a crate import each oth
 
 const ONE_STDOUT_WRITER: &str = "Nothing writes to stdout but the CLI's report writer (`cli/output/mod.rs`) and the language server's protocol channel (`lsp/src/lib.rs`).";
 
+const LSP_DIAGNOSTICS_AT_THE_EDGE: &str = "The language server keeps findings and makes an `lsp::Diagnostic` only at the edge: one constructor, in `lsp/src/diagnostics.rs`.";
+const LSP_DATA_FROM_CLIENTS: &str = "A published diagnostic's `data` is read back only from what a client sends (`lsp/src/handlers/code_action.rs`), never from the server's own state.";
+
 const MAX_LINES: usize = 1500;
 
 /// The crates bottom up, by directory and package name: a crate may depend on those before it.
@@ -333,6 +336,7 @@ fn check_tree(root: &Path) -> BTreeSet<Violation> {
     }
     check_layers(root, &mut add);
     check_module_cycles(root, &mut add);
+    check_lsp_edge(root, &mut add);
     violations
 }
 
@@ -587,4 +591,91 @@ fn modules_that_import_each_other_are_a_cycle_and_tests_are_not() {
         invariant: MODULE_CYCLES,
     };
     assert_eq!(found, BTreeSet::from([cycle]));
+}
+
+/// The language server's diagnostics at the edge: an `lsp::Diagnostic` literal only in
+/// `lsp/src/diagnostics.rs`, and `DiagnosticData::from_lsp` only there and in the code action
+/// handler, which reads what the client sends.
+fn check_lsp_edge(root: &Path, add: &mut impl FnMut(&str, &'static str)) {
+    for path in source_files(&root.join("lsp/src")) {
+        let file = relative(root, &path);
+        if path.extension().is_none_or(|ext| ext != "rs") || file == "lsp/src/diagnostics.rs" {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let code: Vec<&str> = code_lines(&text).collect();
+        let joined = code.join("\n");
+        // `Diagnostic` names the protocol's type when a `use` of `ls_types` lists it.
+        let protocol_in_scope = joined.split(';').any(|statement| {
+            statement.trim_start().starts_with("use ")
+                && statement.contains("ls_types")
+                && statement
+                    .split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .any(|word| word == "Diagnostic")
+        });
+        let literal = code.iter().any(|line| {
+            [
+                "lsp::Diagnostic {",
+                "ls_types::Diagnostic {",
+                "lsp::Diagnostic::default",
+            ]
+            .iter()
+            .any(|needle| line.contains(needle))
+                || (protocol_in_scope
+                    && (line.contains(" Diagnostic {")
+                        || line.contains("(Diagnostic {")
+                        || line.contains("Diagnostic::default")))
+        });
+        if literal {
+            add(&file, LSP_DIAGNOSTICS_AT_THE_EDGE);
+        }
+        if file != "lsp/src/handlers/code_action.rs"
+            && code.iter().any(|line| line.contains("from_lsp("))
+        {
+            add(&file, LSP_DATA_FROM_CLIENTS);
+        }
+    }
+}
+
+#[test]
+fn the_lsp_edge_checks_fire_on_trees_that_break_them() {
+    let cases: [(&str, &str, Option<&str>); 5] = [
+        (
+            "lsp/src/session/a.rs",
+            "use tower_lsp_server::ls_types::{self as lsp, Uri};\nfn f() -> lsp::Diagnostic { lsp::Diagnostic { ..lsp::Diagnostic::default() } }\n",
+            Some(LSP_DIAGNOSTICS_AT_THE_EDGE),
+        ),
+        (
+            "lsp/src/handlers/b.rs",
+            "use tower_lsp_server::ls_types::{\n    Diagnostic, Range,\n};\nfn f(range: Range) -> Diagnostic {\n    Diagnostic { range, ..Default::default() }\n}\n",
+            Some(LSP_DIAGNOSTICS_AT_THE_EDGE),
+        ),
+        (
+            "lsp/src/session/c.rs",
+            "fn f(d: &lsp::Diagnostic) -> bool { DiagnosticData::from_lsp(d).is_some() }\n",
+            Some(LSP_DATA_FROM_CLIENTS),
+        ),
+        // The analyzer's own diagnostic is data the server builds freely.
+        (
+            "lsp/src/session/d.rs",
+            "use pt2lsp_analyzer::Diagnostic;\nuse tower_lsp_server::ls_types::Uri;\nfn f() { let d = Diagnostic { rule }; }\n",
+            None,
+        ),
+        (
+            "lsp/src/handlers/code_action.rs",
+            "fn f(d: &Diagnostic) { DiagnosticData::from_lsp(d); }\n",
+            None,
+        ),
+    ];
+    for (path, text, broken) in cases {
+        let dir = tree(&[(path, text)]);
+        let found: Vec<&str> = check_tree(dir.path())
+            .into_iter()
+            .filter(|violation| violation.file == path)
+            .map(|violation| violation.invariant)
+            .collect();
+        assert_eq!(found, broken.into_iter().collect::<Vec<_>>(), "{path}");
+    }
 }

@@ -7,15 +7,13 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use pt2lsp_analyzer::{Applicability, Rule, UNKNOWN_SHAPE};
+use pt2lsp_analyzer::{Applicability, UNKNOWN_SHAPE};
 use tower_lsp_server::ls_types::{
-    Hover, HoverContents, HoverParams, MarkupContent, MarkupKind, NumberOrString, Position, Range,
-    Uri,
+    Hover, HoverContents, HoverParams, MarkupContent, MarkupKind, Position, Range, Uri,
 };
 
+use crate::diagnostics::doc_url;
 use crate::document::TextPositions;
-
-use crate::diagnostics::{CONFIRMED_SOURCE, DiagnosticData, TRACE_SOURCE, doc_url};
 use crate::session::Session;
 
 pub async fn hover(session: Arc<Session>, params: HoverParams) -> Option<Hover> {
@@ -34,43 +32,46 @@ pub async fn hover(session: Arc<Session>, params: HoverParams) -> Option<Hover> 
             .flatten()
     };
     let uri = &uri;
-    let Some(current) = session.current_diagnostics(uri) else {
+    let Some(current) = session.current_findings(uri) else {
         crate::log_stderr(&format!(
             "hover on a document that is not open: {}",
             uri.as_str()
         ));
         return None;
     };
+    // The findings of the current version share one text: their ranges are converted on it.
+    let positions = current
+        .items
+        .first()
+        .map(|finding| TextPositions::new(finding.text.text()));
     let hits: Vec<_> = current
+        .items
         .iter()
-        .filter(|hit| hit.range.start <= position && position <= hit.range.end)
+        .zip(std::iter::repeat(positions.as_ref()))
+        .filter_map(|(hit, positions)| {
+            let range = positions?.range(hit.diagnostic().range);
+            (range.start <= position && position <= range.end).then_some((hit, range))
+        })
         .collect();
     let mut value = String::new();
-    let mut range = hits.first().map(|hit| hit.range);
+    let mut range = hits.first().map(|(_, range)| *range);
     if let Some((shape, shape_range)) = shape {
         value.push_str(&shape);
         range = range.or(Some(shape_range));
     }
-    for hit in &hits {
-        let code = match &hit.code {
-            Some(NumberOrString::String(code)) => code.clone(),
-            Some(NumberOrString::Number(number)) => number.to_string(),
-            None => continue,
-        };
-        let Some(rule) = Rule::from_code_or_name(&code) else {
-            continue;
-        };
-        let data = DiagnosticData::from_lsp(hit);
+    for (hit, _) in &hits {
+        let diagnostic = hit.diagnostic();
+        let rule = diagnostic.rule;
         if !value.is_empty() {
             value.push_str("\n\n---\n\n");
         }
-        let _ = write!(value, "**{code}** {}", hit.message);
-        match data.as_ref().and_then(|data| data.source.as_deref()) {
-            Some(CONFIRMED_SOURCE) => value.push_str("\n\nConfirmed by `torch.export`."),
-            Some(TRACE_SOURCE) => value.push_str("\n\nFound by running `torch.export`."),
-            _ => {}
+        let _ = write!(value, "**{}** {}", rule.code(), diagnostic.message);
+        if hit.is_confirmed() {
+            value.push_str("\n\nConfirmed by `torch.export`.");
+        } else if hit.is_traced() {
+            value.push_str("\n\nFound by running `torch.export`.");
         }
-        if let Some(fix) = data.as_ref().and_then(|data| data.fix.as_ref()) {
+        if let Some(fix) = &diagnostic.fix {
             let how = match fix.applicability {
                 Applicability::Safe => "a safe quick fix",
                 Applicability::Unsafe => "a quick fix that changes behaviour: read it first",

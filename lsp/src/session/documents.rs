@@ -24,8 +24,8 @@ use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
 
 use super::Session;
 use super::traced_shapes;
-use crate::diagnostics;
-use crate::document::{Document, TextPositions};
+use crate::diagnostics::{self, AnalysedText, Finding, Findings, TooLarge};
+use crate::document::Document;
 use crate::settings::Resolved;
 use crate::workspace;
 use pt2lsp_tracer::diagnostics::normalized;
@@ -50,14 +50,14 @@ pub struct OpenDocument {
     /// (kept per entrypoint in [`super::traces`]) of the same version are merged into every
     /// publication; those of another version are stale, so an edit publishes static
     /// diagnostics only until the next trace.
-    pub(super) statics: Option<(i32, Arc<Vec<lsp::Diagnostic>>)>,
+    pub(super) statics: Option<(i32, Arc<Findings>)>,
     /// The tensor shapes the same analysis inferred, for hover and inlay hints.
     pub(super) shapes: Option<(i32, Arc<Vec<ShapeHint>>)>,
 }
 
-/// One analysis of a text: its diagnostics for the protocol and the shapes it inferred.
+/// One analysis of a text: its findings and the shapes it inferred.
 struct Analysed {
-    diagnostics: Vec<lsp::Diagnostic>,
+    findings: Findings,
     shapes: Vec<ShapeHint>,
 }
 
@@ -218,7 +218,7 @@ impl Session {
                 tokio::task::spawn_blocking(move || session.diagnose(&analysed_uri, snapshot))
                     .await;
             let guard = self.publish_lock.lock().await;
-            let mut merged = Vec::new();
+            let mut merged = Findings::default();
             {
                 let Some(mut open) = self.documents.get_mut(&uri) else {
                     return;
@@ -233,7 +233,7 @@ impl Session {
                 open.runner = None;
                 match &outcome {
                     Ok(Some(analysed)) => {
-                        let statics = Arc::new(analysed.diagnostics.clone());
+                        let statics = Arc::new(analysed.findings.clone());
                         open.shapes = Some((version, Arc::new(analysed.shapes.clone())));
                         merged =
                             self.with_traces(open.normalized.as_deref(), Some(version), &statics);
@@ -245,7 +245,7 @@ impl Session {
             }
             match outcome {
                 Ok(Some(_)) => {
-                    self.publish(uri, merged, Some(version)).await;
+                    self.publish(uri, &merged, Some(version)).await;
                     drop(guard);
                     if self.summaries_changed.swap(false, Ordering::SeqCst) {
                         // An edit changed what the file imports or defines: every open
@@ -272,15 +272,15 @@ impl Session {
         }
         let text = snapshot.rope.to_string();
         drop(snapshot.rope);
-        Some(self.analyse_text(uri, &text, snapshot.path.as_deref(), snapshot.version, true))
+        Some(self.analyse_text(uri, text, snapshot.path.as_deref(), snapshot.version, true))
     }
 
-    /// The static diagnostics of one text, for the protocol, and its shapes. Blocking. With `track`, the
-    /// file's summary in the index follows the text (see [`Session::check_tracked`]).
+    /// The static findings of one text and its shapes. Blocking. With `track`, the file's
+    /// summary in the index follows the text (see [`Session::check_tracked`]).
     fn analyse_text(
         &self,
         uri: &Uri,
-        text: &str,
+        text: String,
         path: Option<&Path>,
         version: i32,
         track: bool,
@@ -295,28 +295,33 @@ impl Session {
                 ),
             );
             return Analysed {
-                diagnostics: Vec::new(),
+                findings: Findings::default(),
                 shapes: Vec::new(),
             };
         }
         let settings = self.resolve_settings(path);
         if text.len() > settings.max_file_bytes {
             // A huge (generated) file: its syntax only, and a line saying why.
-            let positions = TextPositions::new(text);
-            let mut diagnostics: Vec<lsp::Diagnostic> = pt2lsp_analyzer::check_syntax(text)
-                .diagnostics
-                .iter()
-                .map(|d| diagnostics::to_lsp(d, &positions, version))
-                .collect();
-            diagnostics.insert(0, too_large_to_analyse(text.len(), settings.max_file_bytes));
+            let syntax = pt2lsp_analyzer::check_syntax(&text).diagnostics;
+            let bytes = text.len();
+            let text = AnalysedText::new(text);
             return Analysed {
-                diagnostics,
+                findings: Findings {
+                    items: syntax
+                        .into_iter()
+                        .map(|found| Finding::found_statically(found, &text, version))
+                        .collect(),
+                    too_large: Some(TooLarge {
+                        bytes,
+                        limit: settings.max_file_bytes,
+                    }),
+                },
                 shapes: Vec::new(),
             };
         }
         let mut report = match path {
-            Some(path) if track => self.check_tracked(text, path, &settings),
-            _ => self.check(text, path, &settings),
+            Some(path) if track => self.check_tracked(&text, path, &settings),
+            _ => self.check(&text, path, &settings),
         };
         // Code no entrypoint of the project exports: as `pt2lsp check` reports it. The module
         // is the scan's (no disk look-up on a keystroke).
@@ -328,19 +333,19 @@ impl Session {
                 pt2lsp_analyzer::as_unexported(diagnostic, &why);
             }
         }
-        let positions = TextPositions::new(text);
+        let text = AnalysedText::new(text);
+        let unproven = report.unproven.into_iter().map(|found| Finding {
+            unproven: true,
+            ..Finding::found_statically(found, &text, version)
+        });
         Analysed {
-            diagnostics: report
+            findings: report
                 .diagnostics
-                .iter()
-                .map(|d| diagnostics::to_lsp(d, &positions, version))
-                .chain(
-                    report
-                        .unproven
-                        .iter()
-                        .map(|d| diagnostics::unproven_to_lsp(d, &positions, version)),
-                )
-                .collect(),
+                .into_iter()
+                .map(|found| Finding::found_statically(found, &text, version))
+                .chain(unproven)
+                .collect::<Vec<_>>()
+                .into(),
             shapes: report.shapes,
         }
     }
@@ -382,10 +387,20 @@ impl Session {
         report
     }
 
-    /// What is published for an open document now: its static diagnostics of the current
-    /// version merged with the trace diagnostics of that version. `None` when the document is
-    /// not open; empty before its first analysis ends.
+    /// What is published for an open document now, as the protocol's diagnostics (see
+    /// [`Session::current_findings`]).
     pub fn current_diagnostics(&self, uri: &Uri) -> Option<Vec<lsp::Diagnostic>> {
+        let findings = self.current_findings(uri)?;
+        Some(diagnostics::to_protocol(
+            &findings,
+            self.flags().related_information,
+        ))
+    }
+
+    /// What is published for an open document now: its static findings of the current version
+    /// merged with the trace findings of that version. `None` when the document is not open;
+    /// empty before its first analysis ends.
+    pub fn current_findings(&self, uri: &Uri) -> Option<Findings> {
         let (version, statics, file) = self.documents.get(uri).map(|open| {
             (
                 open.document.version(),
@@ -394,7 +409,7 @@ impl Session {
             )
         })?;
         let Some((static_version, statics)) = statics.filter(|(at, _)| *at == version) else {
-            return Some(Vec::new());
+            return Some(Findings::default());
         };
         Some(self.with_traces(file.as_deref(), Some(static_version), &statics))
     }
@@ -487,25 +502,24 @@ impl Session {
             )
         })?;
         let statics = if let Some((_, statics)) = statics.filter(|(at, _)| *at == version) {
-            statics.as_ref().clone()
+            statics
         } else {
             let session = Arc::clone(self);
             let uri = uri.clone();
-            tokio::task::spawn_blocking(move || {
+            let analysed = tokio::task::spawn_blocking(move || {
                 session
-                    .analyse_text(&uri, &rope.to_string(), path.as_deref(), version, false)
-                    .diagnostics
+                    .analyse_text(&uri, rope.to_string(), path.as_deref(), version, false)
+                    .findings
             })
             .await
-            .ok()?
+            .ok()?;
+            Arc::new(analysed)
         };
-        let mut merged = self.with_traces(file.as_deref(), Some(version), &statics);
-        if !self.flags().related_information {
-            for diagnostic in &mut merged {
-                diagnostic.related_information = None;
-            }
-        }
-        Some(merged)
+        let merged = self.with_traces(file.as_deref(), Some(version), &statics);
+        Some(diagnostics::to_protocol(
+            &merged,
+            self.flags().related_information,
+        ))
     }
 
     /// Tells a client that pulls diagnostics to pull them again (new trace results). Returns
@@ -536,8 +550,15 @@ impl Session {
         });
     }
 
-    /// Sends a file's diagnostics; related places only to a client that shows them.
-    pub async fn publish(
+    /// Sends a file's findings, as the protocol's diagnostics; related places only to a client
+    /// that shows them.
+    pub async fn publish(&self, uri: Uri, findings: &Findings, version: Option<i32>) {
+        let diagnostics = diagnostics::to_protocol(findings, self.flags().related_information);
+        self.publish_converted(uri, diagnostics, version).await;
+    }
+
+    /// Sends diagnostics already made for the protocol (a notebook's, placed in its cells).
+    pub async fn publish_converted(
         &self,
         uri: Uri,
         mut diagnostics: Vec<lsp::Diagnostic>,
@@ -562,22 +583,7 @@ impl Session {
                 .to_file_path()
                 .map(|path| self.traced_for(&normalized(&path), None))
                 .unwrap_or_default();
-            self.publish(uri, traced, None).await;
+            self.publish(uri, &traced.into(), None).await;
         }
-    }
-}
-
-/// The information a document over `max-file-size` shows on its first line.
-fn too_large_to_analyse(bytes: usize, limit: usize) -> lsp::Diagnostic {
-    #[allow(clippy::cast_precision_loss)]
-    let (size, limit) = (bytes as f64 / 1_048_576.0, limit / 1024);
-    lsp::Diagnostic {
-        range: lsp::Range::default(),
-        severity: Some(lsp::DiagnosticSeverity::INFORMATION),
-        source: Some("pt2lsp".to_owned()),
-        message: format!(
-            "pt2lsp checks only the syntax of this file as you type: it is {size:.1} MiB, over `max-file-size` ({limit} KiB). `pt2lsp check` analyses it in full; raise `max-file-size` in [tool.pt2lsp] to do so here"
-        ),
-        ..lsp::Diagnostic::default()
     }
 }

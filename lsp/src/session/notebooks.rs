@@ -37,7 +37,9 @@ impl Session {
                 return; // A newer change is being analysed.
             }
             for (cell, cell_version, diagnostics) in placed {
-                session.publish(cell, diagnostics, Some(cell_version)).await;
+                session
+                    .publish_converted(cell, diagnostics, Some(cell_version))
+                    .await;
             }
         });
     }
@@ -51,7 +53,7 @@ impl Session {
         tokio::spawn(async move {
             let _guard = session.publish_lock.lock().await;
             for cell in cells {
-                session.publish(cell, Vec::new(), None).await;
+                session.publish_converted(cell, Vec::new(), None).await;
             }
         });
     }

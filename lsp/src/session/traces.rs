@@ -21,11 +21,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use pt2lsp_analyzer::{Diagnostic, LineIndex, Rule, Severity, TextRange, TextSize};
-use tower_lsp_server::ls_types::{self as lsp, MessageType, NumberOrString, Uri};
+use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
 
 use super::{MAX_ANALYSED_BYTES, PlannedTrace, Session};
-use crate::diagnostics::{self, DiagnosticData};
-use crate::document::TextPositions;
+use crate::diagnostics::{self, AnalysedText, DISK_VERSION, Finding, Findings};
 use crate::workspace;
 use pt2lsp_project::config::{self, TraceMode};
 use pt2lsp_project::interpreter as python;
@@ -108,7 +107,7 @@ pub struct FileTrace {
     pub uri: Uri,
     /// The open document's version they were read against; `None` when read from disk.
     pub version: Option<i32>,
-    pub diagnostics: Vec<lsp::Diagnostic>,
+    pub diagnostics: Vec<Finding>,
     /// The exported program's tensor shapes by 1-based line (see [`TracedShapes`]).
     pub shapes: HashMap<u32, Vec<String>>,
     /// What the trace says against the file's static errors (`tracer::ground_truth`).
@@ -133,7 +132,7 @@ pub struct Evidence {
 struct Plan {
     traces: Vec<PlannedTrace>,
     /// `pyproject.toml` and its PT503 diagnostics (empty when every entrypoint is well formed).
-    config: Option<(PathBuf, Vec<lsp::Diagnostic>)>,
+    config: Option<(PathBuf, Vec<Finding>)>,
 }
 
 impl Session {
@@ -158,7 +157,7 @@ impl Session {
                 .unwrap_or_default();
             if let Some((pyproject, problems)) = plan.config {
                 if let Some(uri) = Uri::from_file_path(&pyproject) {
-                    session.publish(uri, problems, None).await;
+                    session.publish(uri, &problems.into(), None).await;
                 }
             }
             for planned in plan.traces {
@@ -333,30 +332,24 @@ impl Session {
                 }
             };
             let settings = self.resolve_settings(Some(&file));
-            let lines = LineIndex::new(&text);
-            let positions = TextPositions::new(&text);
+            let text = AnalysedText::new(text);
+            let lines = text.lines();
             let enabled = || {
                 found
                     .iter()
                     .filter(|found| settings.analyzer.is_enabled(found.rule))
             };
             let silenced: Vec<u32> = enabled()
-                .filter(|found| is_suppressed(&text, &lines, found.line, found.rule))
+                .filter(|found| is_suppressed(text.text(), lines, found.line, found.rule))
                 .map(|found| found.line)
                 .collect();
-            let diagnostics: Vec<lsp::Diagnostic> = enabled()
-                .filter(|found| !is_suppressed(&text, &lines, found.line, found.rule))
+            let diagnostics: Vec<Finding> = enabled()
+                .filter(|found| !is_suppressed(text.text(), lines, found.line, found.rule))
                 .map(|found| {
                     if found.declaration_of.is_none() {
                         places.push((shown(&file, root), found.line));
                     }
-                    diagnostics::traced_to_lsp(
-                        found,
-                        &text,
-                        &lines,
-                        &positions,
-                        version.unwrap_or(DISK_VERSION),
-                    )
+                    Finding::traced(found, &text, version.unwrap_or(DISK_VERSION))
                 })
                 .collect();
             let shapes = shapes_by_file.remove(&file).unwrap_or_default();
@@ -458,13 +451,13 @@ impl Session {
         match open {
             Some((uri, version, Some((static_version, statics)))) if static_version == version => {
                 let merged = self.with_traces(Some(file), Some(version), &statics);
-                self.publish(uri, merged, Some(version)).await;
+                self.publish(uri, &merged, Some(version)).await;
             }
             // The analysis of this version has not published yet; it merges them when it does.
             Some(_) => {}
             None => {
                 let traced = self.traced_for(file, None);
-                self.publish(uri, traced, None).await;
+                self.publish(uri, &traced.into(), None).await;
             }
         }
     }
@@ -476,12 +469,20 @@ impl Session {
         &self,
         file: Option<&Path>,
         version: Option<i32>,
-        statics: &[lsp::Diagnostic],
-    ) -> Vec<lsp::Diagnostic> {
-        let (unproven, statics): (Vec<lsp::Diagnostic>, Vec<lsp::Diagnostic>) =
-            statics.iter().cloned().partition(diagnostics::is_unproven);
+        statics: &Findings,
+    ) -> Findings {
+        let (unproven, statics_items): (Vec<Finding>, Vec<Finding>) = statics
+            .items
+            .iter()
+            .cloned()
+            .partition(|finding| finding.unproven);
+        let too_large = statics.too_large;
+        let (unproven, statics) = (unproven, statics_items);
         let Some(file) = file else {
-            return statics;
+            return Findings {
+                items: statics,
+                too_large,
+            };
         };
         let mut truth = pt2lsp_tracer::ground_truth::GroundTruth::default();
         let mut traced_any = false;
@@ -495,57 +496,49 @@ impl Session {
         let traced = self.traced_for(file, version);
         let mut merged = diagnostics::merge(&statics, &traced);
         // A static guess the target's own lowering states on the same line goes.
-        let code = |diagnostic: &lsp::Diagnostic| match &diagnostic.code {
-            Some(NumberOrString::String(code)) => code.clone(),
-            _ => String::new(),
-        };
         merged.retain(|found| {
-            diagnostics::is_traced(found)
+            found.is_traced()
                 || !traced.iter().any(|lowered| {
-                    lowered.range.start.line == found.range.start.line
+                    lowered.line() == found.line()
                         && pt2lsp_tracer::diagnostics::superseded_by_lowering(
-                            &code(found),
-                            &found.message,
-                            &code(lowered),
-                            &lowered.message,
+                            found.diagnostic().rule.code(),
+                            &found.diagnostic().message,
+                            lowered.diagnostic().rule.code(),
+                            &lowered.diagnostic().message,
                         )
                 })
         });
         // What holds where an export that succeeded ran the line, as `check --trace` adds it.
-        merged.extend(unproven.into_iter().filter(|diagnostic| {
-            let line = diagnostic.range.start.line + 1;
+        merged.extend(unproven.into_iter().filter(|finding| {
+            let line = finding.line() + 1;
             traced_any && truth.ran_and_succeeded(file, line) && !silenced.contains(&line)
         }));
         if traced_any {
-            merged.retain(|diagnostic| {
-                let contradicted = !diagnostics::is_traced(diagnostic)
-                    && !diagnostics::is_confirmed(diagnostic)
-                    && diagnostic.severity == Some(lsp::DiagnosticSeverity::ERROR)
-                    && diagnostics::rule_of(diagnostic).is_some_and(|rule| {
-                        truth
-                            .contradicts(file, diagnostic.range.start.line + 1, rule)
-                            .is_some()
-                    });
+            merged.retain(|finding| {
+                let contradicted = !finding.is_traced()
+                    && !finding.is_confirmed()
+                    && finding.diagnostic().severity == Severity::Error
+                    && truth
+                        .contradicts(file, finding.line() + 1, finding.diagnostic().rule)
+                        .is_some();
                 !contradicted
             });
         }
-        merged
+        Findings {
+            items: merged,
+            too_large,
+        }
     }
 
-    /// The trace diagnostics of a file for a version (`None`: the file as it is on disk), from
+    /// The trace findings of a file for a version (`None`: the file as it is on disk), from
     /// every entrypoint, one per (code, line).
-    pub(super) fn traced_for(&self, file: &Path, version: Option<i32>) -> Vec<lsp::Diagnostic> {
+    pub(super) fn traced_for(&self, file: &Path, version: Option<i32>) -> Vec<Finding> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         self.each_trace_of(file, version, |trace| {
-            for diagnostic in &trace.diagnostics {
-                let code = match &diagnostic.code {
-                    Some(NumberOrString::String(code)) => code.clone(),
-                    Some(NumberOrString::Number(number)) => number.to_string(),
-                    None => String::new(),
-                };
-                if seen.insert((code, diagnostic.range.start.line)) {
-                    out.push(diagnostic.clone());
+            for finding in &trace.diagnostics {
+                if seen.insert((finding.diagnostic().rule, finding.line())) {
+                    out.push(finding.clone());
                 }
             }
         });
@@ -851,17 +844,10 @@ impl Session {
     }
 }
 
-/// The version in `data` of a trace diagnostic read from a file on disk: no document has it, so
-/// no code action applies its edits until the file is opened (and the diagnostic adopted).
-const DISK_VERSION: i32 = -1;
-
-/// Sets the document version a trace diagnostic's edits refer to.
-fn restamp(found: &mut [lsp::Diagnostic], version: i32) {
-    for diagnostic in found {
-        if let Some(mut data) = DiagnosticData::from_lsp(diagnostic) {
-            data.version = version;
-            diagnostic.data = serde_json::to_value(data).ok();
-        }
+/// Sets the document version a trace finding's edits refer to.
+fn restamp(found: &mut [Finding], version: i32) {
+    for finding in found {
+        finding.version = version;
     }
 }
 
@@ -903,7 +889,7 @@ pub fn entrypoint_problems(
     pyproject: &Path,
     entries: &[config::Entrypoint],
     root: &Path,
-) -> Vec<lsp::Diagnostic> {
+) -> Vec<Finding> {
     if entries.is_empty() {
         return Vec::new();
     }
@@ -912,7 +898,7 @@ pub fn entrypoint_problems(
     };
     let tables = entrypoint_tables(&text);
     let lines = LineIndex::new(&text);
-    let positions = TextPositions::new(&text);
+    let analysed = AnalysedText::new(text.clone());
     let mut out = Vec::new();
     for (index, entry) in entries.iter().enumerate() {
         let Some(&(header, end)) = tables.get(index) else {
@@ -932,7 +918,11 @@ pub fn entrypoint_problems(
                 fix: None,
                 related: Vec::new(),
             };
-            out.push(diagnostics::to_lsp(&diagnostic, &positions, DISK_VERSION));
+            out.push(Finding::found_statically(
+                diagnostic,
+                &analysed,
+                DISK_VERSION,
+            ));
         };
         // A table with `script` gives a script's command line; it names no model.
         if entry.model.is_none() && entry.script.is_none() {
@@ -1066,13 +1056,16 @@ mod tests {
         std::fs::write(&pyproject, text).unwrap();
         let config = config::load(&pyproject).unwrap();
         let entries = config.entrypoints.unwrap();
-        let found = entrypoint_problems(&pyproject, &entries, dir.path());
+        let found = diagnostics::to_protocol(
+            &entrypoint_problems(&pyproject, &entries, dir.path()).into(),
+            true,
+        );
         let lines: Vec<(u32, bool)> = found
             .iter()
             .map(|d| {
                 (
                     d.range.start.line,
-                    d.code == Some(NumberOrString::String("PT503".to_owned())),
+                    d.code == Some(lsp::NumberOrString::String("PT503".to_owned())),
                 )
             })
             .collect();
