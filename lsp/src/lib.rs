@@ -27,12 +27,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::ls_types::{
-    CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CodeLensOptions,
-    DiagnosticOptions, DiagnosticServerCapabilities, ExecuteCommandOptions,
-    HoverProviderCapability, Notebook, NotebookCellSelector, NotebookDocumentSyncOptions,
-    NotebookSelector, OneOf, PositionEncodingKind, SaveOptions, ServerCapabilities,
-    TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
-    TextDocumentSyncSaveOptions, WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
+    CodeActionKind, Notebook, NotebookCellSelector, NotebookDocumentSyncOptions, NotebookSelector,
+    OneOf, PositionEncodingKind, SaveOptions, ServerCapabilities, TextDocumentSyncCapability,
+    TextDocumentSyncKind, TextDocumentSyncOptions, TextDocumentSyncSaveOptions,
+    WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
 };
 use tower_lsp_server::{LspService, Server};
 
@@ -94,8 +92,10 @@ where
     shutdown_requested.load(Ordering::SeqCst) && !broken.load(Ordering::SeqCst)
 }
 
+/// What `initialize` announces: document and notebook sync and workspace folders here, then
+/// what each routed request's handler advertises (`handlers::advertise`).
 pub fn capabilities() -> ServerCapabilities {
-    ServerCapabilities {
+    let mut capabilities = ServerCapabilities {
         position_encoding: Some(PositionEncodingKind::UTF16),
         text_document_sync: Some(TextDocumentSyncCapability::Options(
             TextDocumentSyncOptions {
@@ -108,24 +108,6 @@ pub fn capabilities() -> ServerCapabilities {
                 })),
             },
         )),
-        code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
-            code_action_kinds: Some(vec![CodeActionKind::QUICKFIX, FIX_ALL_KIND]),
-            ..CodeActionOptions::default()
-        })),
-        hover_provider: Some(HoverProviderCapability::Simple(true)),
-        inlay_hint_provider: Some(OneOf::Left(true)),
-        document_symbol_provider: Some(OneOf::Left(true)),
-        code_lens_provider: Some(CodeLensOptions {
-            resolve_provider: Some(false),
-        }),
-        // Trace results of one file come from the entrypoints that import it, so a document's
-        // diagnostics depend on other files.
-        diagnostic_provider: Some(DiagnosticServerCapabilities::Options(DiagnosticOptions {
-            identifier: Some("pt2lsp".to_owned()),
-            inter_file_dependencies: true,
-            workspace_diagnostics: false,
-            ..DiagnosticOptions::default()
-        })),
         // Jupyter notebooks: their Python cells, analysed as one module.
         notebook_document_sync: Some(OneOf::Left(NotebookDocumentSyncOptions {
             notebook_selector: vec![NotebookSelector::ByCells {
@@ -136,14 +118,6 @@ pub fn capabilities() -> ServerCapabilities {
             }],
             save: Some(false),
         })),
-        execute_command_provider: Some(ExecuteCommandOptions {
-            commands: vec![
-                REANALYZE_COMMAND.to_owned(),
-                RETRACE_COMMAND.to_owned(),
-                EXPORT_COMMAND.to_owned(),
-            ],
-            ..ExecuteCommandOptions::default()
-        }),
         workspace: Some(WorkspaceServerCapabilities {
             workspace_folders: Some(WorkspaceFoldersServerCapabilities {
                 supported: Some(true),
@@ -152,7 +126,9 @@ pub fn capabilities() -> ServerCapabilities {
             file_operations: None,
         }),
         ..ServerCapabilities::default()
-    }
+    };
+    handlers::advertise(&mut capabilities);
+    capabilities
 }
 
 /// One line on stderr, the only output channel besides the protocol.

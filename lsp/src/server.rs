@@ -1,4 +1,5 @@
-//! The `LanguageServer` implementation: routes each method to its handler.
+//! The `LanguageServer` implementation, generated from the routing table in `handlers/mod.rs`
+//! by [`routes`]: each method calls its handler.
 //!
 //! Notification handlers that touch documents are synchronous functions, called before any
 //! `.await`, which keeps edits in arrival order. Request handlers run in their own task, so a
@@ -9,31 +10,24 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
+use tower_lsp_server::Client;
 use tower_lsp_server::jsonrpc::{Error, Result};
-use tower_lsp_server::ls_types::{
-    CodeActionParams, CodeActionResponse, CodeLens, CodeLensParams, DidChangeConfigurationParams,
-    DidChangeNotebookDocumentParams, DidChangeTextDocumentParams, DidChangeWatchedFilesParams,
-    DidChangeWorkspaceFoldersParams, DidCloseNotebookDocumentParams, DidCloseTextDocumentParams,
-    DidOpenNotebookDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
-    DocumentDiagnosticParams, DocumentDiagnosticReportResult, DocumentSymbolParams,
-    DocumentSymbolResponse, ExecuteCommandParams, Hover, HoverParams, InitializeParams,
-    InitializeResult, InitializedParams, InlayHint, InlayHintParams, LSPAny,
-};
-use tower_lsp_server::{Client, LanguageServer};
 
-use super::handlers;
 use super::session::Session;
 
+/// The language server tower-lsp drives; its methods are generated from the routing table.
 pub struct Server {
-    session: Arc<Session>,
+    pub(crate) session: Arc<Session>,
+    pub(crate) shutdown_requested: Arc<AtomicBool>,
 }
 
 impl Server {
     pub fn new(client: Client, shutdown_requested: Arc<AtomicBool>) -> Self {
         Self {
-            session: Arc::new(Session::new(client, shutdown_requested)),
+            session: Arc::new(Session::new(client, Arc::clone(&shutdown_requested))),
+            shutdown_requested,
         }
     }
 }
@@ -45,7 +39,7 @@ pub fn invalid_message(_: &Server, params: serde_json::Value) -> std::future::Re
 }
 
 /// Runs a request handler in its own task; a panic becomes an internal error response.
-async fn guarded<T, F>(future: F) -> Result<T>
+pub(crate) async fn guarded<T, F>(future: F) -> Result<T>
 where
     T: Send + 'static,
     F: Future<Output = Result<T>> + Send + 'static,
@@ -59,7 +53,7 @@ where
 /// Runs a notification handler; a panic is logged and the notification dropped. The handlers
 /// keep no lock across a panic point that a later notification would wait on (`DashMap`
 /// shards are released by unwinding), so the next notification is served normally.
-fn guarded_notification(method: &str, handler: impl FnOnce()) {
+pub(crate) fn guarded_notification(method: &str, handler: impl FnOnce()) {
     if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(handler)) {
         let reason = panic
             .downcast_ref::<&str>()
@@ -70,142 +64,60 @@ fn guarded_notification(method: &str, handler: impl FnOnce()) {
     }
 }
 
-impl LanguageServer for Server {
-    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
-        Ok(handlers::initialize::initialize(&self.session, params))
-    }
+/// Expands the routing table of `handlers/mod.rs`: one `pub mod` per handler and the
+/// `LanguageServer` implementation, each method a call of its handler's `handle` (a request in
+/// its own task, through [`guarded`]; a notification under [`guarded_notification`]), plus
+/// [`advertise`], which collects what each request's handler announces.
+macro_rules! routes {
+    ($($kind:ident $name:ident($params:ty) $(-> $answer:ty)? $(, $method:literal)?;)*) => {
+        $(pub mod $name;)*
 
-    async fn initialized(&self, _: InitializedParams) {
-        guarded_notification("initialized", || {
-            handlers::initialize::initialized(&self.session);
-        });
-    }
+        #[allow(clippy::wildcard_imports)]
+        use tower_lsp_server::ls_types::*;
 
-    async fn shutdown(&self) -> Result<()> {
-        self.session
-            .shutdown_requested
-            .store(true, Ordering::SeqCst);
-        Ok(())
-    }
+        /// What the routed requests' handlers advertise.
+        pub fn advertise(capabilities: &mut ServerCapabilities) {
+            $($crate::server::route!(@advertise $kind $name, capabilities);)*
+        }
 
-    async fn did_open(&self, params: DidOpenTextDocumentParams) {
-        guarded_notification("textDocument/didOpen", || {
-            handlers::did_open::did_open(&self.session, params);
-        });
-    }
+        impl tower_lsp_server::LanguageServer for $crate::server::Server {
+            $($crate::server::route!($kind $name($params) $(-> $answer)? $(, $method)?);)*
 
-    async fn did_change(&self, params: DidChangeTextDocumentParams) {
-        guarded_notification("textDocument/didChange", || {
-            handlers::did_change::did_change(&self.session, params);
-        });
-    }
+            async fn shutdown(&self) -> tower_lsp_server::jsonrpc::Result<()> {
+                self.shutdown_requested
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            }
 
-    async fn did_save(&self, params: DidSaveTextDocumentParams) {
-        guarded_notification("textDocument/didSave", || {
-            handlers::did_save::did_save(&self.session, &params);
-        });
-    }
-
-    async fn did_close(&self, params: DidCloseTextDocumentParams) {
-        guarded_notification("textDocument/didClose", || {
-            handlers::did_close::did_close(&self.session, params);
-        });
-    }
-
-    async fn notebook_did_open(&self, params: DidOpenNotebookDocumentParams) {
-        guarded_notification("notebookDocument/didOpen", || {
-            handlers::notebook::did_open(&self.session, params);
-        });
-    }
-
-    async fn notebook_did_change(&self, params: DidChangeNotebookDocumentParams) {
-        guarded_notification("notebookDocument/didChange", || {
-            handlers::notebook::did_change(&self.session, params);
-        });
-    }
-
-    async fn notebook_did_save(
-        &self,
-        _: tower_lsp_server::ls_types::DidSaveNotebookDocumentParams,
-    ) {
-        // The cells are the editor's, already analysed as they changed.
-    }
-
-    async fn notebook_did_close(&self, params: DidCloseNotebookDocumentParams) {
-        guarded_notification("notebookDocument/didClose", || {
-            handlers::notebook::did_close(&self.session, &params);
-        });
-    }
-
-    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
-        let session = Arc::clone(&self.session);
-        guarded(async move { Ok(handlers::hover::hover(session, params).await) }).await
-    }
-
-    async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
-        let session = Arc::clone(&self.session);
-        guarded(async move { Ok(handlers::inlay_hint::inlay_hint(session, params).await) }).await
-    }
-
-    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-        guarded(handlers::code_action::code_action(
-            Arc::clone(&self.session),
-            params,
-        ))
-        .await
-    }
-
-    async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
-        let session = Arc::clone(&self.session);
-        guarded(async move { Ok(handlers::code_lens::code_lens(session, params).await) }).await
-    }
-
-    async fn document_symbol(
-        &self,
-        params: DocumentSymbolParams,
-    ) -> Result<Option<DocumentSymbolResponse>> {
-        let session = Arc::clone(&self.session);
-        guarded(
-            async move { Ok(handlers::document_symbol::document_symbol(session, params).await) },
-        )
-        .await
-    }
-
-    async fn diagnostic(
-        &self,
-        params: DocumentDiagnosticParams,
-    ) -> Result<DocumentDiagnosticReportResult> {
-        let session = Arc::clone(&self.session);
-        guarded(async move { Ok(handlers::diagnostic::diagnostic(session, params).await) }).await
-    }
-
-    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
-        guarded_notification("workspace/didChangeConfiguration", || {
-            handlers::did_change_configuration::did_change_configuration(&self.session, &params);
-        });
-    }
-
-    async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
-        guarded_notification("workspace/didChangeWorkspaceFolders", || {
-            handlers::did_change_workspace_folders::did_change_workspace_folders(
-                &self.session,
-                &params,
-            );
-        });
-    }
-
-    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
-        guarded_notification("workspace/didChangeWatchedFiles", || {
-            handlers::did_change_watched_files::did_change_watched_files(&self.session, params);
-        });
-    }
-
-    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
-        let session = Arc::clone(&self.session);
-        guarded(async move { handlers::execute_command::execute_command(&session, params).await })
-            .await
-    }
+            async fn notebook_did_save(&self, _: DidSaveNotebookDocumentParams) {
+                // The cells are the editor's, already analysed as they changed.
+            }
+        }
+    };
 }
+pub(crate) use routes;
+
+/// One line of the routing table (see [`routes`]).
+macro_rules! route {
+    (request $name:ident($params:ty) -> $answer:ty) => {
+        async fn $name(&self, params: $params) -> tower_lsp_server::jsonrpc::Result<$answer> {
+            $crate::server::guarded($name::handle(std::sync::Arc::clone(&self.session), params))
+                .await
+        }
+    };
+    (notification $name:ident($params:ty), $method:literal) => {
+        async fn $name(&self, params: $params) {
+            $crate::server::guarded_notification($method, || {
+                $name::handle(&self.session, params);
+            });
+        }
+    };
+    (@advertise request $name:ident, $capabilities:ident) => {
+        $name::advertise($capabilities)
+    };
+    (@advertise notification $name:ident, $capabilities:ident) => {};
+}
+pub(crate) use route;
 
 #[cfg(test)]
 mod tests {

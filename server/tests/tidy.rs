@@ -37,6 +37,8 @@ const ONE_STDOUT_WRITER: &str = "Nothing writes to stdout but the CLI's report w
 const LSP_DIAGNOSTICS_AT_THE_EDGE: &str = "The language server keeps findings and makes an `lsp::Diagnostic` only at the edge: one constructor, in `lsp/src/diagnostics.rs`.";
 const LSP_DATA_FROM_CLIENTS: &str = "A published diagnostic's `data` is read back only from what a client sends (`lsp/src/handlers/code_action.rs`), never from the server's own state.";
 
+const LSP_ROUTING: &str = "Adding an LSP request is its handler's file and one line in the routing table: every file of `lsp/src/handlers/` is routed in `handlers/mod.rs`, and only `lsp/src/server.rs` implements `LanguageServer`.";
+
 const MAX_LINES: usize = 1500;
 
 /// The crates bottom up, by directory and package name: a crate may depend on those before it.
@@ -636,12 +638,56 @@ fn check_lsp_edge(root: &Path, add: &mut impl FnMut(&str, &'static str)) {
         {
             add(&file, LSP_DATA_FROM_CLIENTS);
         }
+        if file != "lsp/src/server.rs" && joined.contains("LanguageServer for") {
+            add(&file, LSP_ROUTING);
+        }
+    }
+    check_lsp_routing(root, add);
+}
+
+/// Every handler file is a line of the routing table: `request <file>(` or
+/// `notification <file>(` in `lsp/src/handlers/mod.rs`.
+fn check_lsp_routing(root: &Path, add: &mut impl FnMut(&str, &'static str)) {
+    let handlers = root.join("lsp/src/handlers");
+    let table = std::fs::read_to_string(handlers.join("mod.rs")).unwrap_or_default();
+    let routed: BTreeSet<&str> = code_lines(&table)
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let rest = line
+                .strip_prefix("request ")
+                .or_else(|| line.strip_prefix("notification "))?;
+            rest.split_once('(').map(|(name, _)| name.trim())
+        })
+        .collect();
+    for path in source_files(&handlers) {
+        let file = relative(root, &path);
+        let Some(name) = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(|name| name.strip_suffix(".rs"))
+        else {
+            continue;
+        };
+        if name != "mod" && !routed.contains(name) {
+            add(&file, LSP_ROUTING);
+        }
     }
 }
 
 #[test]
 fn the_lsp_edge_checks_fire_on_trees_that_break_them() {
-    let cases: [(&str, &str, Option<&str>); 5] = [
+    let cases: [(&str, &str, Option<&str>); 7] = [
+        // A handler file the routing table does not name.
+        (
+            "lsp/src/handlers/rename.rs",
+            "pub async fn handle() {}\n",
+            Some(LSP_ROUTING),
+        ),
+        (
+            "lsp/src/lsp_server.rs",
+            "impl tower_lsp_server::LanguageServer for Other {}\n",
+            Some(LSP_ROUTING),
+        ),
         (
             "lsp/src/session/a.rs",
             "use tower_lsp_server::ls_types::{self as lsp, Uri};\nfn f() -> lsp::Diagnostic { lsp::Diagnostic { ..lsp::Diagnostic::default() } }\n",
@@ -669,13 +715,37 @@ fn the_lsp_edge_checks_fire_on_trees_that_break_them() {
             None,
         ),
     ];
+    let table = "routes! {\n    request hover(HoverParams) -> Option<Hover>;\n    notification did_open(DidOpenTextDocumentParams), \"textDocument/didOpen\";\n}\n";
     for (path, text, broken) in cases {
-        let dir = tree(&[(path, text)]);
+        // Each case's own handler file is routed, but for the one that tests routing.
+        let stem = path
+            .strip_prefix("lsp/src/handlers/")
+            .and_then(|name| name.strip_suffix(".rs"))
+            .filter(|name| *name != "rename");
+        let table = match stem {
+            Some(stem) => format!("{table}request {stem}(P) -> R;\n"),
+            None => table.to_owned(),
+        };
+        let dir = tree(&[
+            (path, text),
+            ("lsp/src/handlers/mod.rs", &table),
+            ("lsp/src/handlers/hover.rs", "pub async fn handle() {}\n"),
+            ("lsp/src/handlers/did_open.rs", "pub fn handle() {}\n"),
+        ]);
         let found: Vec<&str> = check_tree(dir.path())
             .into_iter()
             .filter(|violation| violation.file == path)
             .map(|violation| violation.invariant)
             .collect();
         assert_eq!(found, broken.into_iter().collect::<Vec<_>>(), "{path}");
+        // The routed handlers break nothing.
+        let routed = check_tree(dir.path())
+            .into_iter()
+            .filter(|violation| {
+                violation.file.starts_with("lsp/src/handlers/h")
+                    || violation.file.starts_with("lsp/src/handlers/did_open")
+            })
+            .count();
+        assert_eq!(routed, 0, "{path}");
     }
 }

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use pt2lsp_analyzer::{Applicability, FixMode};
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::{
-    CodeAction, CodeActionDisabled, CodeActionKind, CodeActionOrCommand, CodeActionParams,
+    CodeAction, CodeActionDisabled, CodeActionOptions, CodeActionProviderCapability, CodeActionKind, CodeActionOrCommand, CodeActionParams,
     CodeActionResponse, Diagnostic, DocumentChanges, OneOf,
     OptionalVersionedTextDocumentIdentifier, Position, Range, TextDocumentEdit, TextEdit, Uri,
-    WorkspaceEdit,
+    ServerCapabilities, WorkspaceEdit,
 };
 
 use crate::FIX_ALL_KIND;
@@ -29,7 +29,17 @@ const MARKER: &str = "pt2lsp: ignore";
 const DISPLAY_ONLY_REASON: &str = "pt2lsp cannot apply this fix for you: it needs a decision only you can make; the \
      diagnostic's message says what to write";
 
-pub async fn code_action(
+/// What the server advertises for this request.
+pub fn advertise(capabilities: &mut ServerCapabilities) {
+    capabilities.code_action_provider = Some(CodeActionProviderCapability::Options(
+        CodeActionOptions {
+            code_action_kinds: Some(vec![CodeActionKind::QUICKFIX, FIX_ALL_KIND]),
+            ..CodeActionOptions::default()
+        },
+    ));
+}
+
+pub async fn handle(
     session: Arc<Session>,
     params: CodeActionParams,
 ) -> Result<Option<CodeActionResponse>> {

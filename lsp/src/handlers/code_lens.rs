@@ -6,6 +6,9 @@
 
 use std::sync::Arc;
 
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::ServerCapabilities;
+
 use pt2lsp_analyzer::OutlineKind;
 use tower_lsp_server::ls_types::{CodeLens, CodeLensParams, Command};
 
@@ -14,7 +17,18 @@ use crate::session::Session;
 use crate::{EXPORT_COMMAND, RETRACE_COMMAND};
 use pt2lsp_project::config::TraceMode;
 
-pub async fn code_lens(session: Arc<Session>, params: CodeLensParams) -> Option<Vec<CodeLens>> {
+/// What the server advertises for this request.
+pub fn advertise(capabilities: &mut ServerCapabilities) {
+    capabilities.code_lens_provider = Some(tower_lsp_server::ls_types::CodeLensOptions {
+        resolve_provider: Some(false),
+    });
+}
+
+pub async fn handle(session: Arc<Session>, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+    Ok(code_lens(session, params).await)
+}
+
+async fn code_lens(session: Arc<Session>, params: CodeLensParams) -> Option<Vec<CodeLens>> {
     let uri = params.text_document.uri;
     let argument = serde_json::Value::String(uri.as_str().to_owned());
     let (text, symbols, settings) = tokio::task::spawn_blocking(move || session.outline(&uri))

@@ -5,6 +5,9 @@
 
 use std::sync::Arc;
 
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::ServerCapabilities;
+
 use tower_lsp_server::ls_types::{
     DocumentDiagnosticParams, DocumentDiagnosticReport, DocumentDiagnosticReportResult,
     FullDocumentDiagnosticReport, RelatedFullDocumentDiagnosticReport,
@@ -12,7 +15,27 @@ use tower_lsp_server::ls_types::{
 
 use crate::session::Session;
 
-pub async fn diagnostic(
+/// What the server advertises for this request.
+pub fn advertise(capabilities: &mut ServerCapabilities) {
+    // Trace results of one file come from the entrypoints that import it, so a document's
+    // diagnostics depend on other files.
+    capabilities.diagnostic_provider = Some(
+        tower_lsp_server::ls_types::DiagnosticServerCapabilities::Options(
+            tower_lsp_server::ls_types::DiagnosticOptions {
+                identifier: Some("pt2lsp".to_owned()),
+                inter_file_dependencies: true,
+                workspace_diagnostics: false,
+                ..tower_lsp_server::ls_types::DiagnosticOptions::default()
+            },
+        ),
+    );
+}
+
+pub async fn handle(session: Arc<Session>, params: DocumentDiagnosticParams) -> Result<DocumentDiagnosticReportResult> {
+    Ok(diagnostic(session, params).await)
+}
+
+async fn diagnostic(
     session: Arc<Session>,
     params: DocumentDiagnosticParams,
 ) -> DocumentDiagnosticReportResult {

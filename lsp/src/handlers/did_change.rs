@@ -10,7 +10,7 @@ use tower_lsp_server::ls_types::DidChangeTextDocumentParams;
 
 use crate::session::Session;
 
-pub fn did_change(session: &Arc<Session>, params: DidChangeTextDocumentParams) {
+pub fn handle(session: &Arc<Session>, params: DidChangeTextDocumentParams) {
     let uri = params.text_document.uri;
     let Some(mut open) = session.documents.get_mut(&uri) else {
         crate::log_stderr(&format!(

@@ -10,7 +10,9 @@ use tower_lsp_server::ls_types::{ConfigurationItem, DidChangeConfigurationParams
 
 use crate::session::Session;
 
-pub fn did_change_configuration(session: &Arc<Session>, params: &DidChangeConfigurationParams) {
+// The routing table (`handlers/mod.rs`) passes every notification's parameters by value.
+#[allow(clippy::needless_pass_by_value)]
+pub fn handle(session: &Arc<Session>, params: DidChangeConfigurationParams) {
     let pushed = match &params.settings {
         Value::Null => false,
         Value::Object(object) => !object.is_empty(),

@@ -12,7 +12,7 @@ use tower_lsp_server::ls_types::{DidChangeWatchedFilesParams, FileChangeType};
 use crate::session::Session;
 use crate::workspace;
 
-pub fn did_change_watched_files(session: &Arc<Session>, params: DidChangeWatchedFilesParams) {
+pub fn handle(session: &Arc<Session>, params: DidChangeWatchedFilesParams) {
     let mut pyproject_changed = false;
     let mut python = Vec::new();
     for change in params.changes {

@@ -7,10 +7,9 @@ use tower_lsp_server::ls_types::DidChangeWorkspaceFoldersParams;
 
 use crate::session::Session;
 
-pub fn did_change_workspace_folders(
-    session: &Arc<Session>,
-    params: &DidChangeWorkspaceFoldersParams,
-) {
+// The routing table (`handlers/mod.rs`) passes every notification's parameters by value.
+#[allow(clippy::needless_pass_by_value)]
+pub fn handle(session: &Arc<Session>, params: DidChangeWorkspaceFoldersParams) {
     let to_path = |folder: &tower_lsp_server::ls_types::WorkspaceFolder| {
         folder.uri.to_file_path().map(Cow::into_owned)
     };

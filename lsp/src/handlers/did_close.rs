@@ -10,7 +10,7 @@ use tower_lsp_server::ls_types::DidCloseTextDocumentParams;
 use crate::session::Session;
 use crate::workspace;
 
-pub fn did_close(session: &Arc<Session>, params: DidCloseTextDocumentParams) {
+pub fn handle(session: &Arc<Session>, params: DidCloseTextDocumentParams) {
     let uri = params.text_document.uri;
     if !session.close(&uri) {
         crate::log_stderr(&format!(

@@ -7,7 +7,7 @@ use tower_lsp_server::ls_types::DidOpenTextDocumentParams;
 
 use crate::session::{Session, TraceReason};
 
-pub fn did_open(session: &Arc<Session>, params: DidOpenTextDocumentParams) {
+pub fn handle(session: &Arc<Session>, params: DidOpenTextDocumentParams) {
     let document = params.text_document;
     session.open(document.uri.clone(), &document.text, document.version);
     session.schedule(document.uri.clone());

@@ -10,7 +10,9 @@ use tower_lsp_server::ls_types::DidSaveTextDocumentParams;
 use crate::session::{Session, TraceReason};
 use crate::workspace;
 
-pub fn did_save(session: &Arc<Session>, params: &DidSaveTextDocumentParams) {
+// The routing table (`handlers/mod.rs`) passes every notification's parameters by value.
+#[allow(clippy::needless_pass_by_value)]
+pub fn handle(session: &Arc<Session>, params: DidSaveTextDocumentParams) {
     session.trace(&params.text_document.uri, TraceReason::Save);
     let Some((rope, path)) = session
         .documents

@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::ServerCapabilities;
+
 use pt2lsp_analyzer::{OutlineKind, OutlineSymbol};
 use tower_lsp_server::ls_types::{
     DocumentSymbol, DocumentSymbolParams, DocumentSymbolResponse, SymbolKind,
@@ -12,7 +15,16 @@ use tower_lsp_server::ls_types::{
 use crate::document::TextPositions;
 use crate::session::Session;
 
-pub async fn document_symbol(
+/// What the server advertises for this request.
+pub fn advertise(capabilities: &mut ServerCapabilities) {
+    capabilities.document_symbol_provider = Some(tower_lsp_server::ls_types::OneOf::Left(true));
+}
+
+pub async fn handle(session: Arc<Session>, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+    Ok(document_symbol(session, params).await)
+}
+
+async fn document_symbol(
     session: Arc<Session>,
     params: DocumentSymbolParams,
 ) -> Option<DocumentSymbolResponse> {

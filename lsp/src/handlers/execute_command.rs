@@ -6,12 +6,30 @@
 use std::sync::Arc;
 
 use tower_lsp_server::jsonrpc::{Error, Result};
-use tower_lsp_server::ls_types::{ExecuteCommandParams, LSPAny};
+use tower_lsp_server::ls_types::{
+    ExecuteCommandOptions, ExecuteCommandParams, LSPAny, ServerCapabilities,
+};
 
 use crate::session::{ExportRequest, Session, TraceReason};
 use crate::{EXPORT_COMMAND, REANALYZE_COMMAND, RETRACE_COMMAND};
 
-pub async fn execute_command(
+/// What the server advertises for this request.
+pub fn advertise(capabilities: &mut ServerCapabilities) {
+    capabilities.execute_command_provider = Some(ExecuteCommandOptions {
+        commands: vec![
+            REANALYZE_COMMAND.to_owned(),
+            RETRACE_COMMAND.to_owned(),
+            EXPORT_COMMAND.to_owned(),
+        ],
+        ..ExecuteCommandOptions::default()
+    });
+}
+
+pub async fn handle(session: Arc<Session>, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+    execute_command(&session, params).await
+}
+
+async fn execute_command(
     session: &Arc<Session>,
     params: ExecuteCommandParams,
 ) -> Result<Option<LSPAny>> {

@@ -7,6 +7,9 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::ServerCapabilities;
+
 use pt2lsp_analyzer::{Applicability, UNKNOWN_SHAPE};
 use tower_lsp_server::ls_types::{
     Hover, HoverContents, HoverParams, MarkupContent, MarkupKind, Position, Range, Uri,
@@ -16,7 +19,16 @@ use crate::diagnostics::doc_url;
 use crate::document::TextPositions;
 use crate::session::Session;
 
-pub async fn hover(session: Arc<Session>, params: HoverParams) -> Option<Hover> {
+/// What the server advertises for this request.
+pub fn advertise(capabilities: &mut ServerCapabilities) {
+    capabilities.hover_provider = Some(tower_lsp_server::ls_types::HoverProviderCapability::Simple(true));
+}
+
+pub async fn handle(session: Arc<Session>, params: HoverParams) -> Result<Option<Hover>> {
+    Ok(hover(session, params).await)
+}
+
+async fn hover(session: Arc<Session>, params: HoverParams) -> Option<Hover> {
     let uri = params
         .text_document_position_params
         .text_document

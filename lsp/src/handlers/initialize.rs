@@ -1,17 +1,26 @@
-//! `initialize` and `initialized`: read the client's capabilities, roots and settings, then
-//! register file watchers and start the background workspace scan.
+//! `initialize`: read the client's capabilities, roots and settings, and answer with the
+//! server's capabilities.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::{
-    DidChangeWatchedFilesRegistrationOptions, FileSystemWatcher, GlobPattern, InitializeParams,
-    InitializeResult, MessageType, Registration, ServerInfo,
+    InitializeParams, InitializeResult, MessageType, ServerCapabilities, ServerInfo,
 };
 
 use crate::session::{ClientFlags, Session};
 
-pub fn initialize(session: &Arc<Session>, params: InitializeParams) -> InitializeResult {
+/// Nothing beyond what `crate::capabilities` lists: `initialize` is what answers with them.
+pub fn advertise(_: &mut ServerCapabilities) {}
+
+// Every request handler is async: the routing table awaits each the same way.
+#[allow(clippy::unused_async)]
+pub async fn handle(session: Arc<Session>, params: InitializeParams) -> Result<InitializeResult> {
+    Ok(initialize(&session, params))
+}
+
+fn initialize(session: &Arc<Session>, params: InitializeParams) -> InitializeResult {
     session.set_flags(ClientFlags::new(&params.capabilities));
     let mut roots: Vec<_> = params
         .workspace_folders
@@ -42,34 +51,4 @@ pub fn initialize(session: &Arc<Session>, params: InitializeParams) -> Initializ
         }),
         offset_encoding: None,
     }
-}
-
-pub fn initialized(session: &Arc<Session>) {
-    if session.flags().dynamic_watchers {
-        let session = Arc::clone(session);
-        tokio::spawn(async move {
-            let watchers = ["**/*.py", "**/*.pyi", "**/pyproject.toml"]
-                .into_iter()
-                .map(|glob| FileSystemWatcher {
-                    glob_pattern: GlobPattern::String(glob.to_owned()),
-                    kind: None,
-                })
-                .collect();
-            let registration = Registration {
-                id: "pt2lsp-watched-files".to_owned(),
-                method: "workspace/didChangeWatchedFiles".to_owned(),
-                register_options: serde_json::to_value(DidChangeWatchedFilesRegistrationOptions {
-                    watchers,
-                })
-                .ok(),
-            };
-            if let Err(error) = session.client.register_capability(vec![registration]).await {
-                session.log(
-                    MessageType::WARNING,
-                    format!("could not register file watchers: {error}"),
-                );
-            }
-        });
-    }
-    tokio::spawn(Arc::clone(session).scan(None));
 }

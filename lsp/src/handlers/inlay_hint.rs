@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::ServerCapabilities;
+
 use pt2lsp_analyzer::UNKNOWN_SHAPE;
 
 use tower_lsp_server::ls_types::{
@@ -13,7 +16,16 @@ use tower_lsp_server::ls_types::{
 use crate::document::TextPositions;
 use crate::session::Session;
 
-pub async fn inlay_hint(session: Arc<Session>, params: InlayHintParams) -> Option<Vec<InlayHint>> {
+/// What the server advertises for this request.
+pub fn advertise(capabilities: &mut ServerCapabilities) {
+    capabilities.inlay_hint_provider = Some(tower_lsp_server::ls_types::OneOf::Left(true));
+}
+
+pub async fn handle(session: Arc<Session>, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+    Ok(inlay_hint(session, params).await)
+}
+
+async fn inlay_hint(session: Arc<Session>, params: InlayHintParams) -> Option<Vec<InlayHint>> {
     let uri = params.text_document.uri;
     let range = params.range;
     let (text, shapes, settings) = tokio::task::spawn_blocking(move || session.shapes(&uri))
