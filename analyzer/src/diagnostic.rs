@@ -5,29 +5,9 @@ use std::path::PathBuf;
 use ruff_text_size::TextRange;
 use serde::{Deserialize, Serialize};
 
+// A rule declares its default severity, so the type lives with the rules' identity.
 use crate::registry::Rule;
-
-/// How bad a diagnostic is, in the mode it was found in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// The real exporter fails on this code.
-    Error,
-    /// The export succeeds but specialises, drops or bakes in something, or fails only in strict mode.
-    Warning,
-    /// A hint.
-    Info,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-        }
-    }
-}
+pub use crate::registry::Severity;
 
 /// Whether a fix may be applied without the user reading it (ruff's applicability levels).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

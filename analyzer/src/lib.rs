@@ -642,6 +642,10 @@ fn report(
     if !parsed.errors.is_empty() {
         unproven.clear();
     }
+    let unproven = unproven
+        .iter()
+        .map(|suppression| rules::unused_suppression::unproven(file.text, suppression))
+        .collect();
     diagnostics.sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));
     diagnostics.dedup_by(|a, b| a.rule == b.rule && a.range == b.range);
     Report {

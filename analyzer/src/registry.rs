@@ -1,44 +1,32 @@
-//! The codes table: every rule's stable code, name, default severity and documentation.
+//! Rule identity: every rule's stable code, name, default severity and documentation.
 //!
-//! The static pass and the tracer speak these codes. A rule's logic and documentation live in
-//! its own file under `rules/`; this table only names it.
+//! The bottom of the crate's rule layers: it names no other module, so diagnostics, settings
+//! and suppressions name a `Rule` without reaching the checks. `build.rs` generates `Rule`,
+//! `Rule::ALL` and the table of each rule's `RuleMeta` from the `declare_rule!` in each file of
+//! `rules/`, where a rule's logic and documentation live; nothing else lists the rules.
 
-use crate::diagnostic::Severity;
-use crate::rules;
+use serde::{Deserialize, Serialize};
 
-/// Every rule pt2lsp knows, static or tracer-only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rule {
-    SyntaxError,
-    UnusedSuppression,
-    DataDependentBranch,
-    DataDependentScalar,
-    DataDependentShape,
-    TensorToNumpy,
-    UntraceableCall,
-    CompiledModuleExport,
-    ExplicitGraphBreak,
-    MissingFakeKernel,
-    MismatchedFakeKernel,
-    DynamicDimGuard,
-    ShapeSpecialization,
-    InvalidDynamicShapes,
-    UnregisteredInputType,
-    SpecializingExampleSize,
-    DimensionMadeStatic,
-    ExportFailed,
-    WorkerCrash,
-    EntrypointError,
-    BakedInValue,
-    NonCoreAtenOp,
-    UnsaveableProgram,
-    OnnxUnsupportedOp,
-    AotiBuildFailure,
-    ExecutorchUnsupportedOp,
-    ExecutorchNotDelegated,
-    TensorDataAttribute,
-    GradientTransform,
-    TargetUnsupportedOp,
+/// How bad a diagnostic is, in the mode it was found in. A rule declares its default one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The real exporter fails on this code.
+    Error,
+    /// The export succeeds but specialises, drops or bakes in something, or fails only in strict mode.
+    Warning,
+    /// A hint.
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
 }
 
 /// What the table says of one rule.
@@ -48,6 +36,9 @@ pub struct RuleMeta {
     pub name: &'static str,
     /// One line, shown in `--help`-like listings and SARIF's `shortDescription`.
     pub summary: &'static str,
+    /// What the rule finds, in a few words: the README's rules table (`tests/rule_docs.rs`
+    /// generates it).
+    pub finds: &'static str,
     /// Severity in the default, non-strict mode. A check may pick another for one case
     /// (a strict-only construct is an error under `strict = true`).
     pub severity: Severity,
@@ -57,75 +48,19 @@ pub struct RuleMeta {
     pub is_static: bool,
 }
 
+/// Declares the rule of the file it is written in: its `RuleMeta` fields. `build.rs` reads
+/// the declaration from the file's text to generate the registry; here the compiler checks the
+/// fields where they are written.
+macro_rules! declare_rule {
+    ($($field:tt)*) => {
+        const _: $crate::registry::RuleMeta = $crate::registry::RuleMeta { $($field)* };
+    };
+}
+pub(crate) use declare_rule;
+
+include!(concat!(env!("OUT_DIR"), "/registry.rs"));
+
 impl Rule {
-    pub const ALL: &[Rule] = &[
-        Rule::SyntaxError,
-        Rule::UnusedSuppression,
-        Rule::DataDependentBranch,
-        Rule::DataDependentScalar,
-        Rule::DataDependentShape,
-        Rule::TensorToNumpy,
-        Rule::UntraceableCall,
-        Rule::CompiledModuleExport,
-        Rule::ExplicitGraphBreak,
-        Rule::MissingFakeKernel,
-        Rule::MismatchedFakeKernel,
-        Rule::DynamicDimGuard,
-        Rule::ShapeSpecialization,
-        Rule::InvalidDynamicShapes,
-        Rule::UnregisteredInputType,
-        Rule::SpecializingExampleSize,
-        Rule::DimensionMadeStatic,
-        Rule::ExportFailed,
-        Rule::WorkerCrash,
-        Rule::EntrypointError,
-        Rule::BakedInValue,
-        Rule::NonCoreAtenOp,
-        Rule::UnsaveableProgram,
-        Rule::OnnxUnsupportedOp,
-        Rule::AotiBuildFailure,
-        Rule::ExecutorchUnsupportedOp,
-        Rule::ExecutorchNotDelegated,
-        Rule::TensorDataAttribute,
-        Rule::GradientTransform,
-        Rule::TargetUnsupportedOp,
-    ];
-
-    pub fn meta(self) -> &'static RuleMeta {
-        match self {
-            Rule::SyntaxError => &rules::syntax_error::META,
-            Rule::UnusedSuppression => &rules::unused_suppression::META,
-            Rule::DataDependentBranch => &rules::data_dependent_branch::META,
-            Rule::DataDependentScalar => &rules::data_dependent_scalar::META,
-            Rule::DataDependentShape => &rules::data_dependent_shape::META,
-            Rule::TensorToNumpy => &rules::tensor_to_numpy::META,
-            Rule::UntraceableCall => &rules::untraceable_call::META,
-            Rule::CompiledModuleExport => &rules::compiled_module_export::META,
-            Rule::ExplicitGraphBreak => &rules::explicit_graph_break::META,
-            Rule::MissingFakeKernel => &rules::missing_fake_kernel::META,
-            Rule::MismatchedFakeKernel => &rules::mismatched_fake_kernel::META,
-            Rule::DynamicDimGuard => &rules::dynamic_dim_guard::META,
-            Rule::ShapeSpecialization => &rules::shape_specialization::META,
-            Rule::InvalidDynamicShapes => &rules::invalid_dynamic_shapes::META,
-            Rule::UnregisteredInputType => &rules::unregistered_input_type::META,
-            Rule::SpecializingExampleSize => &rules::specializing_example_size::META,
-            Rule::DimensionMadeStatic => &rules::dimension_made_static::META,
-            Rule::ExportFailed => &rules::export_failed::META,
-            Rule::WorkerCrash => &rules::worker_crash::META,
-            Rule::EntrypointError => &rules::entrypoint_error::META,
-            Rule::BakedInValue => &rules::baked_in_value::META,
-            Rule::NonCoreAtenOp => &rules::non_core_aten_op::META,
-            Rule::UnsaveableProgram => &rules::unsaveable_program::META,
-            Rule::OnnxUnsupportedOp => &rules::onnx_unsupported_op::META,
-            Rule::AotiBuildFailure => &rules::aoti_build_failure::META,
-            Rule::ExecutorchUnsupportedOp => &rules::executorch_unsupported_op::META,
-            Rule::ExecutorchNotDelegated => &rules::executorch_not_delegated::META,
-            Rule::TensorDataAttribute => &rules::tensor_data_attribute::META,
-            Rule::GradientTransform => &rules::gradient_transform::META,
-            Rule::TargetUnsupportedOp => &rules::target_unsupported_op::META,
-        }
-    }
-
     pub fn code(self) -> &'static str {
         self.meta().code
     }
@@ -136,6 +71,11 @@ impl Rule {
 
     pub fn summary(self) -> &'static str {
         self.meta().summary
+    }
+
+    /// What the rule finds, in a few words (the README's rules table).
+    pub fn finds(self) -> &'static str {
+        self.meta().finds
     }
 
     pub fn default_severity(self) -> Severity {

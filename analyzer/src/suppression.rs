@@ -66,6 +66,14 @@ pub fn silences(line: &str, rule: Rule) -> bool {
     parse(line, TextSize::default()).is_some_and(|suppression| suppression.silences(rule))
 }
 
+/// A suppression that silenced nothing though the rules it names ran (see [`unproven`]):
+/// code `at` of the comment's `codes`, or the whole comment of a bare `# pt2lsp: ignore`
+/// (`code` is `None`). PT002's file turns it into a diagnostic.
+pub(crate) struct Unproven {
+    pub(crate) comment: TextRange,
+    pub(crate) code: Option<(Vec<(String, TextRange)>, usize)>,
+}
+
 /// Removes every diagnostic whose first line carries a matching suppression comment, and
 /// returns what in the `comments` silenced none of them (see [`unproven`]).
 pub(crate) fn apply(
@@ -73,7 +81,7 @@ pub(crate) fn apply(
     comments: &[TextRange],
     diagnostics: &mut Vec<Diagnostic>,
     settings: &Settings,
-) -> Vec<Diagnostic> {
+) -> Vec<Unproven> {
     if !text.contains(MARKER) {
         return Vec::new();
     }
@@ -93,7 +101,7 @@ pub(crate) fn apply(
     unproven(text, comments, &index, &silenced, settings)
 }
 
-/// PT002 for each suppression in `comments` that silenced nothing (`silenced`: the rules
+/// Each suppression in `comments` that silenced nothing (`silenced`: the rules
 /// silenced on each line) though the rules it names ran: the analysis finds nothing there, but
 /// the exporter may, so each holds only where an export that succeeded ran its line. The codes
 /// that certainly silence nothing are the rule's own check.
@@ -103,7 +111,10 @@ fn unproven(
     index: &LineIndex,
     silenced: &[(u32, Rule)],
     settings: &Settings,
-) -> Vec<Diagnostic> {
+) -> Vec<Unproven> {
+    if !settings.is_enabled(Rule::UnusedSuppression) {
+        return Vec::new();
+    }
     let mut found = Vec::new();
     for comment in comments {
         let Some(suppression) = parse(&text[*comment], comment.start()) else {
@@ -118,9 +129,10 @@ fn unproven(
         match &suppression {
             Suppression::All => {
                 if !silenced_here(None) {
-                    found.push(crate::rules::unused_suppression::unproven(
-                        text, *comment, None,
-                    ));
+                    found.push(Unproven {
+                        comment: *comment,
+                        code: None,
+                    });
                 }
             }
             // `ignore[PT101, PT002]`: the comment silences its own PT002s.
@@ -141,17 +153,15 @@ fn unproven(
                             && (other_code.len() < code.len() || other < at)
                     });
                     if runs && !covered && !silenced_here(Some(code)) {
-                        found.push(crate::rules::unused_suppression::unproven(
-                            text,
-                            *comment,
-                            Some((codes, at)),
-                        ));
+                        found.push(Unproven {
+                            comment: *comment,
+                            code: Some((codes.clone(), at)),
+                        });
                     }
                 }
             }
         }
     }
-    found.retain(|diagnostic| settings.is_enabled(diagnostic.rule));
     found
 }
 

@@ -25,6 +25,8 @@ const NO_SOURCE_PATH_IN_TESTS: &str =
     "Tests use the crates' public API: no `#[path]` into a crate's `src/`.";
 const SMALL_FILES: &str = "No source file is over 1,500 lines: a file does one job.";
 const RULE_DOCS: &str = "Each rule file documents What it does / Why export fails / Example / Fix.";
+const RULE_DECLARED: &str = "Each file in `analyzer/src/rules/` declares one rule with `declare_rule!`, named as the file is: the registry is generated from those declarations.";
+const RULE_LISTS: &str = "What lists the rules outside their files is generated from them: `docs/rules/` holds a page for each rule and no other, and the README's generated rules table has a row for each.";
 const RULE_FIXTURES: &str =
     "Each rule the static pass reports has fixtures in `fixtures/rules/<CODE>/`.";
 const NO_SKIPPED_TESTS: &str = "No `#[ignore]`, no `#[should_panic]`.";
@@ -277,6 +279,7 @@ fn check_tree(root: &Path) -> BTreeSet<Violation> {
             invariant,
         });
     };
+    let mut rule_codes = BTreeSet::new();
     for path in source_files(root) {
         let file = relative(root, &path);
         // This file spells every forbidden pattern in its own test cases.
@@ -333,8 +336,11 @@ fn check_tree(root: &Path) -> BTreeSet<Violation> {
             add(&file, PORTABLE);
         }
         if file.starts_with("analyzer/src/rules/") && !file.ends_with("/mod.rs") {
-            check_rule_file(root, &file, &text, &mut add);
+            rule_codes.extend(check_rule_file(root, &file, &text, &mut add));
         }
+    }
+    if !rule_codes.is_empty() {
+        check_rule_lists(root, &rule_codes, &mut add);
     }
     check_layers(root, &mut add);
     check_module_cycles(root, &mut add);
@@ -369,23 +375,82 @@ fn unix_only_code_is_gated(code: &[&str]) -> bool {
     true
 }
 
-/// A rule file declares its code as `code: "PT101"` (or the like) and carries its page in its
-/// doc comment; a rule the static pass reports also has fixtures.
-fn check_rule_file(root: &Path, file: &str, text: &str, add: &mut impl FnMut(&str, &'static str)) {
+/// A rule file declares its rule with `declare_rule!` (its code as `code: "PT101"`, its name
+/// as the file's) and carries its page in the declaration's `doc`; a rule the static pass
+/// reports also has fixtures. Gives the rule's code.
+fn check_rule_file(
+    root: &Path,
+    file: &str,
+    text: &str,
+    add: &mut impl FnMut(&str, &'static str),
+) -> Option<String> {
+    let stem = file
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(".rs");
+    let declared_name = text
+        .split_once("\ndeclare_rule! {")
+        .and_then(|(_, body)| body.split_once("name: \""))
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(name, _)| name.replace('-', "_"));
+    if declared_name.as_deref() != Some(stem) {
+        add(file, RULE_DECLARED);
+    }
     for section in ["What it does", "Why export fails", "Example", "Fix"] {
         if !text.contains(&format!("## {section}")) {
             add(file, RULE_DOCS);
-            return;
+            return None;
         }
     }
     let Some(code) = rule_code(text) else {
         add(file, RULE_DOCS);
-        return;
+        return None;
     };
     // Rules only the tracer reports (the exporter's own failures) have no static fixture.
     let tracer_only = text.contains("is_static: false");
     if !tracer_only && !root.join("fixtures/rules").join(&code).is_dir() {
         add(file, RULE_FIXTURES);
+    }
+    Some(code)
+}
+
+/// The rule pages in `docs/rules/` and the rows of the README's generated rules table are the
+/// rules of `codes`, no more and no fewer (their text is `analyzer/tests/rule_docs.rs`'s to
+/// compare). A tree without the README or the pages has nothing to check.
+fn check_rule_lists(
+    root: &Path,
+    codes: &BTreeSet<String>,
+    add: &mut impl FnMut(&str, &'static str),
+) {
+    if let Ok(pages) = std::fs::read_dir(root.join("docs/rules")) {
+        let paged: BTreeSet<String> = pages
+            .flatten()
+            .filter_map(|page| {
+                let name = page.file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".md").map(str::to_owned)
+            })
+            .collect();
+        if &paged != codes {
+            add("docs/rules", RULE_LISTS);
+        }
+    }
+    let Ok(readme) = std::fs::read_to_string(root.join("README.md")) else {
+        return;
+    };
+    let table = readme
+        .split_once("<!-- The rules table is generated")
+        .and_then(|(_, rest)| rest.split_once("<!-- End of the generated rules table. -->"))
+        .map(|(table, _)| table);
+    let rows: Option<BTreeSet<String>> = table.map(|table| {
+        table
+            .lines()
+            .filter_map(|line| line.strip_prefix("| ["))
+            .filter_map(|row| row.split_once(']').map(|(code, _)| code.to_owned()))
+            .collect()
+    });
+    if rows.as_ref() != Some(codes) {
+        add("README.md", RULE_LISTS);
     }
 }
 
@@ -404,12 +469,6 @@ fn rule_code(text: &str) -> Option<String> {
 /// Known debt: breaches that predate the check. Each entry is removed when its file is fixed;
 /// the test fails if an entry no longer breaks anything, so the list only shrinks.
 const DEBT: &[(&str, &str)] = &[
-    // Each rule's file holds its `META` and reports through `Rule`, which the registry lists
-    // from those `META`s; diagnostics, settings and suppressions name rules.
-    (
-        "analyzer/src: diagnostic, fixes, registry, rules, settings, suppression",
-        MODULE_CYCLES,
-    ),
     // The workspace index keeps the programs semantic analysis loads and resolves names with
     // `semantic::names`; libraries are summarised with the workspace's summaries.
     ("analyzer/src: library, semantic, workspace", MODULE_CYCLES),
@@ -465,7 +524,7 @@ fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-const GOOD_RULE: &str = "//! PT101\n/// ## What it does\n/// ## Why export fails\n/// ## Example\n/// ## Fix\nconst CODE: &str = \"PT101\";\n";
+const GOOD_RULE: &str = "//! PT101 `branch`\n\ndeclare_rule! {\n    code: \"PT101\",\n    name: \"branch\",\n    doc: r#\"## What it does\n## Why export fails\n## Example\n## Fix\n\"#,\n}\n";
 
 #[test]
 fn a_clean_tree_has_no_violation() {
@@ -497,7 +556,7 @@ fn a_clean_tree_has_no_violation() {
 #[test]
 fn each_check_fires_on_a_tree_that_breaks_it() {
     let long = "x = 1\n".repeat(MAX_LINES + 1);
-    let cases: [(&str, &str, &str); 12] = [
+    let cases: [(&str, &str, &str); 13] = [
         (
             "analyzer/src/semantic/a.rs",
             "use ruff_python_ast::visitor;\n",
@@ -548,6 +607,7 @@ fn each_check_fires_on_a_tree_that_breaks_it() {
             &GOOD_RULE.replace("PT101", "PT999"),
             RULE_FIXTURES,
         ),
+        ("analyzer/src/rules/not_branch.rs", GOOD_RULE, RULE_DECLARED),
         (
             "analyzer/tests/a.rs",
             "#[test]\n#[ignore]\nfn t() {}\n",
@@ -748,4 +808,53 @@ fn the_lsp_edge_checks_fire_on_trees_that_break_them() {
             .count();
         assert_eq!(routed, 0, "{path}");
     }
+}
+
+#[test]
+fn the_rule_pages_and_the_readme_table_list_the_rule_files() {
+    let readme = |rows: &str| {
+        format!(
+            "# pt2lsp\n\n<!-- The rules table is generated from ... -->\n| code | name |\n|---|---|\n{rows}<!-- End of the generated rules table. -->\n"
+        )
+    };
+    let row = "| [PT101](docs/rules/PT101.md) | branch |\n";
+    let listed = readme(row);
+    let rule = ("analyzer/src/rules/branch.rs", GOOD_RULE);
+    let fixture = ("fixtures/rules/PT101/a.py", "x = 1\n");
+    let page = ("docs/rules/PT101.md", "# PT101\n");
+    let good = tree(&[rule, fixture, page, ("README.md", &listed)]);
+    assert_eq!(check_tree(good.path()), BTreeSet::new());
+
+    let breaks = |files: &[(&str, &str)], file: &str| {
+        let dir = tree(files);
+        let expected = Violation {
+            file: file.to_owned(),
+            invariant: RULE_LISTS,
+        };
+        assert_eq!(
+            check_tree(dir.path()),
+            BTreeSet::from([expected]),
+            "{files:?}"
+        );
+    };
+    let unlisted = readme("");
+    breaks(
+        &[rule, fixture, page, ("README.md", &unlisted)],
+        "README.md",
+    );
+    let stale = readme(&format!("{row}| [PT999](docs/rules/PT999.md) | gone |\n"));
+    breaks(&[rule, fixture, page, ("README.md", &stale)], "README.md");
+    breaks(
+        &[rule, fixture, page, ("README.md", "# pt2lsp\n")],
+        "README.md",
+    );
+    breaks(
+        &[
+            rule,
+            fixture,
+            ("README.md", &listed),
+            ("docs/rules/a.md", ""),
+        ],
+        "docs/rules",
+    );
 }

@@ -2,12 +2,14 @@
 //! (deployment target `aoti`).
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT704",
     name: "aoti-build-failure",
     summary: "AOTInductor cannot compile the exported program",
+    finds: "(target `aoti`) an AOTInductor build that fails (a `forward` returning a Python \
+        number)",
     severity: Severity::Error,
     is_static: false,
     doc: r#"## What it does
@@ -34,4 +36,4 @@ def forward(self, x):
 Return tensors only (`torch.tensor(self.temperature)`, or leave the constant to the caller);
 keep constants dense.
 "#,
-};
+}

@@ -3,12 +3,15 @@
 //! tracer confirms any frozen value by running the exported program against eager.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT601",
     name: "baked-in-value",
     summary: "A value read at trace time is frozen into the exported program",
+    finds: "a Python value frozen into the exported program (a counter on the module, a module \
+        hook that changes a module-level container, sets an attribute of its module, prints, \
+        logs or writes a file; the tracer confirms by running)",
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
@@ -71,7 +74,7 @@ A number set in `__init__` (`self.steps = 0`, after `super().__init__()`) and ch
 (`self.register_buffer("steps", torch.tensor(0), persistent=False)`): the exported program
 updates it on every call, and checkpoints are unchanged.
 "#,
-};
+}
 
 use crate::fixes::module_buffer::buffer_fix;
 use crate::fixes::torch_random::torch_draw_fix;

@@ -2,12 +2,14 @@
 //! `forward` is `(*args, **kwargs)` and whose parameters are renamed `_orig_mod.*`.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT204",
     name: "compiled-module-export",
     summary: "The module exported is a `torch.compile` wrapper",
+    finds: "a `torch.compile(...)` wrapper given to `torch.export.export` (error when \
+        `dynamic_shapes` is keyed by `forward`'s names, which fails naming only `args`)",
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
@@ -45,7 +47,7 @@ the module exported is the module itself (measured: the program exports with `dy
 keyed by `x`, and agrees with eager). Unsafe because the name that held the compiled module now
 holds the module: code that runs it eagerly runs it uncompiled, with the same values.
 "#,
-};
+}
 
 use ruff_text_size::{Ranged, TextRange};
 use rustc_hash::FxHashMap;

@@ -1,12 +1,14 @@
 //! PT101 `data-dependent-branch`: python control flow depends on a tensor's value.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT101",
     name: "data-dependent-branch",
     summary: "Python control flow depends on a tensor's value",
+    finds: "`if`/`while`/ternary/`assert`/`bool()`/`and`/`or` on a tensor's value; a transformer \
+        given a mask without `is_causal`",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -61,7 +63,7 @@ output that is not known to be a tensor, a condition that is not one boolean ten
 `torch.equal`), an `elif` chain. An `assert` on values becomes `torch._check(...)` on a scalar,
 or is removed.
 "#,
-};
+}
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 

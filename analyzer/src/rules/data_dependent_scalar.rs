@@ -1,12 +1,14 @@
 //! PT102 `data-dependent-scalar`: a Python number read from a tensor drives control flow, a loop, indexing or a shape.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT102",
     name: "data-dependent-scalar",
     summary: "A Python number read from a tensor drives control flow, a loop, indexing or a shape",
+    finds: "`.item()`/`.tolist()` values deciding a branch, a loop or an index; `int(t)`, \
+        `float(t)`",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -57,7 +59,7 @@ two-sided branch (deciding it would drop the side other inputs take), a loop, a 
 index gets no fix at all: it needs the number's value however it is cast, and the rewrite
 that avoids it (`torch.where`, `torch.cond`, a tensor index) depends on what the code means.
 "#,
-};
+}
 
 use crate::fixes::{scalar_conversion, torch_check};
 use crate::registry::Rule;

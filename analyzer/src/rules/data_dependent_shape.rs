@@ -1,12 +1,15 @@
 //! PT103 `data-dependent-shape`: the size of a data-dependent result is used as a Python value.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT103",
     name: "data-dependent-shape",
     summary: "The size of a data-dependent result is used as a Python value",
+    finds: "sizes of `nonzero`/`unique`/boolean-mask results used as Python values; an RNN over a \
+        `PackedSequence`; a branch, loop or `int()` on a `ShapeVar` of `@dynamic_spec` (an \
+        unbacked size)",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -53,7 +56,7 @@ For input validation, `if idx.shape[0] == 0: raise ...`, the unsafe fix inserts
 of the result is taken in non-strict export (`len` fails whatever is checked: use
 `t.shape[0]`), nor for two-sided branches and loops.
 "#,
-};
+}
 
 use ruff_text_size::{Ranged, TextRange};
 

@@ -2,12 +2,15 @@
 //! `@dynamic_spec` to one size, and export succeeds with a program that accepts only that size.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT406",
     name: "dimension-made-static",
     summary: "A dimension declared `Dim.AUTO` or by `@dynamic_spec` is fixed to one size by the code",
+    finds: "code that needs a dimension declared `Dim.AUTO` or by `@dynamic_spec` to be one size \
+        (a reshape to literals, a broadcast against a literal size, a Python loop): export \
+        succeeds with the dimension static",
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
@@ -49,7 +52,7 @@ and use tensor operations instead of Python loops, so the dimension stays dynami
 really takes one size there, declare the dimension static (`None`) so the program says so. No
 automatic fix: either changes what the code means or what the user declared.
 "#,
-};
+}
 
 use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::registry::Rule;

@@ -1,12 +1,14 @@
 //! PT401 `dynamic-dim-guard`: code guards on a dimension declared dynamic.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT401",
     name: "dynamic-dim-guard",
     summary: "Code guards on a dimension declared dynamic",
+    finds: "branches, asserts, loops on a dimension declared dynamic; convolution or pooling \
+        windows that may shrink it to 1; `max_pool1d` over it",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -102,7 +104,7 @@ that says the dimension would become static. The static pass's fix is unsafe: it
 bound from the code and the example inputs, and it changes which sizes the exported program
 accepts; one that makes a dimension static says so in its title.
 "#,
-};
+}
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -1,12 +1,13 @@
 //! PT503 `entrypoint-error`: the exportable entrypoint cannot be built.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT503",
     name: "entrypoint-error",
     summary: "The exportable entrypoint cannot be built",
+    finds: "(tracer) the entrypoint cannot be built",
     severity: Severity::Error,
     is_static: false,
     doc: r#"## What it does
@@ -26,4 +27,4 @@ model = MyModel()
 ## Fix
 Define `example_args = (torch.randn(2, 3),)` beside `model`, or fix the exception at the line shown.
 "#,
-};
+}

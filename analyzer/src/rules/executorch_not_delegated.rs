@@ -2,12 +2,14 @@
 //! kernels, which run them slower (deployment target `executorch`).
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT706",
     name: "executorch-not-delegated",
     summary: "XNNPACK does not take these ops: they run on ExecuTorch's slower portable kernels",
+    finds: "(target `executorch`) ops XNNPACK leaves to the slower portable kernels, with their \
+        share of the graph",
     severity: Severity::Warning,
     is_static: false,
     doc: r#"## What it does
@@ -32,4 +34,4 @@ def forward(self, x):
 Where an op XNNPACK takes computes the same thing, use it; otherwise accept the cost, or lower
 with a partitioner of a backend that takes the op.
 "#,
-};
+}

@@ -2,12 +2,14 @@
 //! (deployment target `executorch`).
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT705",
     name: "executorch-unsupported-op",
     summary: "ExecuTorch cannot lower or run an op of the exported program",
+    finds: "(target `executorch`) an op outside core ATen, or with no kernel in ExecuTorch's \
+        portable library",
     severity: Severity::Error,
     is_static: false,
     doc: r#"## What it does
@@ -37,4 +39,4 @@ def forward(self, volume):
 Use ops the portable library has (a 3-d pooling as 2-d poolings over reshaped slices), or build
 the runtime with a kernel for the op (a custom kernel library or selective build).
 "#,
-};
+}

@@ -1,12 +1,13 @@
 //! PT203 `explicit-graph-break`: a graph break or side effect that strict export rejects or drops.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT203",
     name: "explicit-graph-break",
     summary: "A graph break or side effect that strict export rejects or drops",
+    finds: "`torch._dynamo.graph_break()`; `print`/logging under strict",
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
@@ -32,7 +33,7 @@ def forward(self, x):
 Remove the graph break. Move logging out of `forward`, or guard it with
 `if not torch.compiler.is_compiling():`.
 "#,
-};
+}
 
 use crate::registry::Rule;
 use crate::rules::Checker;

@@ -1,12 +1,13 @@
 //! PT501 `export-failed`: the real exporter failed with an error no other rule names.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT501",
     name: "export-failed",
     summary: "The real exporter failed with an error no other rule names",
+    finds: "(tracer) any other exporter error",
     severity: Severity::Error,
     is_static: false,
     doc: r#"## What it does
@@ -25,4 +26,4 @@ def forward(self, x):
 ## Fix
 Read the message at the reported line; run `pt2lsp check --trace` again after the change.
 "#,
-};
+}

@@ -2,12 +2,15 @@
 //! code; the exported program holds the input it differentiates as a constant of the trace.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT603",
     name: "gradient-transform",
     summary: "A differentiating `torch.func` transform in traced code",
+    finds: "`torch.func.grad` / `jacrev` / `jacfwd` / `hessian` / `vjp` / `jvp` in traced code: \
+        export succeeds and the program returns fake tensors; `torch.autograd.grad` under \
+        `enable_grad` exports",
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
@@ -55,7 +58,7 @@ rejects it. `argnums`, `has_aux`, `jacrev`, `jacfwd`, `hessian`, `vjp`, `jvp`, `
 `grad_and_value` return more than one derivative, or derivatives of another shape, than one
 `torch.autograd.grad` call written in place of the expression: no edit is offered for them.
 "#,
-};
+}
 
 use crate::fixes::autograd_grad;
 use crate::registry::Rule;

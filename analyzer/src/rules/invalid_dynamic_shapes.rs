@@ -1,12 +1,13 @@
 //! PT403 `invalid-dynamic-shapes`: `dynamic_shapes` does not match `forward`'s parameters.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT403",
     name: "invalid-dynamic-shapes",
     summary: "`dynamic_shapes` does not match `forward`'s parameters",
+    finds: "`dynamic_shapes` that does not match `forward`",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -32,7 +33,7 @@ dynamic_shapes = {"inp": {0: Dim("batch")}}
 Rename the key to the parameter's name, or give the tuple one entry per argument (`None` for a
 fully static one).
 "#,
-};
+}
 
 use crate::registry::Rule;
 use crate::rules::Checker;

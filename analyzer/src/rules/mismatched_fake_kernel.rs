@@ -1,12 +1,13 @@
 //! PT302 `mismatched-fake-kernel`: a fake kernel disagrees with the real kernel's output.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT302",
     name: "mismatched-fake-kernel",
     summary: "A fake kernel disagrees with the real kernel's output",
+    finds: "(tracer) fake kernel disagrees with the real one",
     severity: Severity::Error,
     is_static: false,
     doc: r#"## What it does
@@ -27,4 +28,4 @@ def _(x):
 ## Fix
 Make the fake kernel return the real kernel's shape and dtype.
 "#,
-};
+}

@@ -1,12 +1,13 @@
 //! PT301 `missing-fake-kernel`: a custom operator has no fake (meta) kernel.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT301",
     name: "missing-fake-kernel",
     summary: "A custom operator has no fake (meta) kernel",
+    finds: "custom ops without `register_fake` / meta kernel",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -45,7 +46,7 @@ returns nothing. Where the implementation does not say (NumPy, a C extension), t
 returns the first tensor input's shape and says it is a guess. A wrong fake kernel exports
 silently, so the kernel carries a comment asking to confirm its shape and dtype.
 "#,
-};
+}
 
 use crate::fixes::register_fake;
 use crate::registry::Rule;

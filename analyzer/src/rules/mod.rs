@@ -1,39 +1,10 @@
-//! The rules: one file each, with its metadata, documentation and check.
+//! The rules: one file each, with its declaration (code, name, severity, documentation) and,
+//! for a rule the static pass reports, its `check`. `build.rs` generates the module list and
+//! `check_each` from the files here, so a new rule is a new file and nothing else.
 //!
 //! Every check reads the facts the semantic model gathered (`SemanticModel::events` and the
 //! declarations beside them) and pushes diagnostics; no check walks the tree on its own, so a
 //! file is parsed and interpreted once however many rules run.
-
-pub(crate) mod aoti_build_failure;
-pub(crate) mod baked_in_value;
-pub(crate) mod compiled_module_export;
-pub(crate) mod data_dependent_branch;
-pub(crate) mod data_dependent_scalar;
-pub(crate) mod data_dependent_shape;
-pub(crate) mod dimension_made_static;
-pub(crate) mod dynamic_dim_guard;
-pub(crate) mod entrypoint_error;
-pub(crate) mod executorch_not_delegated;
-pub(crate) mod executorch_unsupported_op;
-pub(crate) mod explicit_graph_break;
-pub(crate) mod export_failed;
-pub(crate) mod gradient_transform;
-pub(crate) mod invalid_dynamic_shapes;
-pub(crate) mod mismatched_fake_kernel;
-pub(crate) mod missing_fake_kernel;
-pub(crate) mod non_core_aten_op;
-pub(crate) mod onnx_unsupported_op;
-pub(crate) mod shape_specialization;
-pub(crate) mod specializing_example_size;
-pub(crate) mod syntax_error;
-pub(crate) mod target_unsupported_op;
-pub(crate) mod tensor_data_attribute;
-pub(crate) mod tensor_to_numpy;
-pub(crate) mod unregistered_input_type;
-pub(crate) mod unsaveable_program;
-pub(crate) mod untraceable_call;
-pub(crate) mod unused_suppression;
-pub(crate) mod worker_crash;
 
 use ruff_text_size::TextRange;
 
@@ -43,6 +14,8 @@ use crate::registry::Rule;
 use crate::semantic::{Event, SemanticModel};
 use crate::settings::Settings;
 use crate::syntax::Parsed;
+
+include!(concat!(env!("OUT_DIR"), "/rule_modules.rs"));
 
 /// What a rule's check gets: the file's facts, the settings, and a place to report.
 pub(crate) struct Checker<'a> {
@@ -165,25 +138,6 @@ pub(crate) fn run_all<'a>(
         diagnostics: Vec::new(),
         imports: std::cell::OnceCell::new(),
     };
-    syntax_error::check(&mut checker);
-    unused_suppression::check(&mut checker);
-    data_dependent_branch::check(&mut checker);
-    data_dependent_scalar::check(&mut checker);
-    data_dependent_shape::check(&mut checker);
-    tensor_to_numpy::check(&mut checker);
-    untraceable_call::check(&mut checker);
-    compiled_module_export::check(&mut checker);
-    explicit_graph_break::check(&mut checker);
-    missing_fake_kernel::check(&mut checker);
-    dynamic_dim_guard::check(&mut checker);
-    shape_specialization::check(&mut checker);
-    invalid_dynamic_shapes::check(&mut checker);
-    specializing_example_size::check(&mut checker);
-    dimension_made_static::check(&mut checker);
-    unregistered_input_type::check(&mut checker);
-    baked_in_value::check(&mut checker);
-    tensor_data_attribute::check(&mut checker);
-    gradient_transform::check(&mut checker);
-    target_unsupported_op::check(&mut checker);
+    check_each(&mut checker);
     checker.diagnostics
 }

@@ -2,12 +2,13 @@
 //! the core ATen opset (deployment target `core-aten`).
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT701",
     name: "non-core-aten-op",
     summary: "An op of the exported program has no decomposition to core ATen",
+    finds: "(target `core-aten`) an op with no decomposition to core ATen",
     severity: Severity::Error,
     is_static: false,
     doc: r#"## What it does
@@ -34,4 +35,4 @@ def forward(self, x):
 Write the computation with core ops (`(x.unsqueeze(-1) > self.edges).sum(-1)` for a
 `searchsorted` over sorted edges), or give the backend a kernel for the op.
 "#,
-};
+}

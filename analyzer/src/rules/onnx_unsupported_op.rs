@@ -2,12 +2,13 @@
 //! op (deployment target `onnx`).
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT703",
     name: "onnx-unsupported-op",
     summary: "The ONNX exporter cannot translate an op of the exported program",
+    finds: "(target `onnx`) an op `torch.onnx.export` cannot translate",
     severity: Severity::Error,
     is_static: false,
     doc: r#"## What it does
@@ -36,4 +37,4 @@ def forward(self, x):
 Use ops ONNX has (`torch.topk(x, 2, largest=False).values[..., -1]` for the second smallest),
 or register a translation with `torch.onnx.export(..., custom_translation_table={...})`.
 "#,
-};
+}

@@ -1,12 +1,13 @@
 //! PT402 `shape-specialization`: a branch on a static dimension: the exported graph keeps one side only.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT402",
     name: "shape-specialization",
     summary: "A branch on a static dimension: the exported graph keeps one side only",
+    finds: "branches on a static dimension: one side is kept",
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
@@ -30,7 +31,7 @@ def forward(self, x):
 If the dimension should stay dynamic, declare it in `dynamic_shapes` (then PT401 tells whether
 the branch needs a constraint). If the shape is fixed, suppress with `# pt2lsp: ignore[PT402]`.
 "#,
-};
+}
 
 use crate::registry::Rule;
 use crate::rules::Checker;

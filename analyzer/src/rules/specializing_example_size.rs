@@ -2,12 +2,13 @@
 //! dynamic (0 or 1, or outside the `Dim`'s range) on a dimension declared dynamic.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT405",
     name: "specializing-example-size",
     summary: "An example input's size makes a dimension declared dynamic static",
+    finds: "an example size 0 or 1 (or outside the `Dim`'s range) on a dimension declared dynamic",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -53,7 +54,7 @@ accepts every size the `Dim` declares; but code that reads the example elsewhere
 compares outputs, a batch-1-only code path in the model) sees another input, which the
 analysis cannot check.
 "#,
-};
+}
 
 use std::collections::BTreeMap;
 

@@ -1,12 +1,13 @@
 //! PT001 `syntax-error`: the file does not parse as Python.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT001",
     name: "syntax-error",
     summary: "The file does not parse as Python",
+    finds: "the file does not parse (the rest is still analysed)",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -26,7 +27,7 @@ class M(torch.nn.Module):
 ## Fix
 Correct the syntax at the reported position.
 "#,
-};
+}
 
 use crate::registry::Rule;
 use crate::rules::Checker;

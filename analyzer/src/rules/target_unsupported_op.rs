@@ -2,12 +2,16 @@
 //! it cannot run in any configuration, known from the targets' own op lists as you type.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT707",
     name: "target-unsupported-op",
     summary: "A torch call that a configured deployment target cannot run",
+    finds: "as you type, where an entrypoint reaching the call (in its file or a model file it \
+        imports) names a target: a torch call that target cannot run in any configuration \
+        (`torch.searchsorted` for `core-aten`/`executorch`, `x.kthvalue()` for `onnx`), from a \
+        measured table of the targets' op lists",
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
@@ -74,7 +78,7 @@ a `searchsorted` over sorted edges, `torch.sort(x).values[..., k - 1]` for `kthv
 ExecuTorch, link a kernel of your own for the op and list it in
 `EdgeCompileConfig(_core_aten_ops_exception_list=[...])`.
 "#,
-};
+}
 
 use crate::registry::Rule;
 use crate::rules::Checker;

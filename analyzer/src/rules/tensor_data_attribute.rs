@@ -2,12 +2,15 @@
 //! tensor of the trace that it keeps as a constant of the program.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT602",
     name: "tensor-data-attribute",
     summary: "`.data` of a tensor in traced code",
+    finds: "`.data` of a tensor in traced code (read, updated in place, assigned): non-strict \
+        export fails naming only a constant, strict export keeps a fake tensor as a constant; \
+        the tracer finds the line",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -65,7 +68,7 @@ with eager, call after call):
 No edit is offered for a store through `.data` (`x.data[0] = 1`, `x.data += 1`), an in-place
 call inside a larger statement, or a statement that shares its line.
 "#,
-};
+}
 
 use ruff_text_size::TextRange;
 

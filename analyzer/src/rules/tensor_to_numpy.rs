@@ -1,12 +1,13 @@
 //! PT201 `tensor-to-numpy`: a tensor is converted to a NumPy array inside traced code.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT201",
     name: "tensor-to-numpy",
     summary: "A tensor is converted to a NumPy array inside traced code",
+    finds: "`.numpy()`, `np.*` on tensors",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -45,7 +46,7 @@ Where the array is used only where the tensor does the same, the fix keeps the t
 NumPy functions, and methods with arguments, get no fix: their names (`axis`/`dim`), defaults
 and dtype promotion differ from torch's, so no rewrite is mechanical.
 "#,
-};
+}
 
 use std::collections::HashSet;
 

@@ -2,12 +2,13 @@
 //! export boundary (an example input, or a value `forward` returns).
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT404",
     name: "unregistered-input-type",
     summary: "A dataclass or custom class without a pytree registration is an input or output",
+    finds: "a dataclass or custom class without a pytree registration as an input or output",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -54,7 +55,7 @@ flatten_fn, unflatten_fn)`, which pt2lsp cannot write for you; or pass its tenso
 Fix safety: unsafe. Registering changes nothing in eager code, but a type can be registered only
 once: when another file of the program already registers it, the added line fails at import.
 "#,
-};
+}
 
 use ruff_text_size::{Ranged, TextRange};
 

@@ -2,12 +2,14 @@
 //! (`torch.export.save`, `torch.export.load`, a run against eager; deployment target `pt2`).
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT702",
     name: "unsaveable-program",
     summary: "The exported program cannot be saved as a .pt2, loaded back, or run like eager",
+    finds: "(target `pt2`) a program `torch.export.save` cannot write (a sparse buffer), `load` \
+        cannot read (a custom op in a new process), or that runs unlike eager once loaded",
     severity: Severity::Error,
     is_static: false,
     doc: r#"## What it does
@@ -42,4 +44,4 @@ Keep the tensor dense in the module (`torch.eye(8)`), converting where it is use
 computation needs sparsity, or store it in a dtype the format has. For a custom op, import the
 module that registers it before `torch.export.load` wherever the `.pt2` is loaded.
 "#,
-};
+}

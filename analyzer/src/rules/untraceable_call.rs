@@ -1,12 +1,14 @@
 //! PT202 `untraceable-call`: a call the exporter cannot trace: I/O, hashing, C extensions, raw data pointers.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT202",
     name: "untraceable-call",
     summary: "A call the exporter cannot trace: I/O, hashing, C extensions, raw data pointers",
+    finds: "calls the exporter cannot trace or bakes in (`zlib`, `os`, `subprocess`, `data_ptr`, a \
+        DTensor built in `forward`, `open` in a hook under strict)",
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
@@ -44,7 +46,7 @@ def forward(self, x):
 Compute the value outside the model and pass it in (an input or a buffer), or replace the call
 with torch operations.
 "#,
-};
+}
 
 use crate::registry::Rule;
 use crate::rules::Checker;

@@ -1,12 +1,15 @@
 //! PT002 `unused-suppression`: a suppression comment names a code that silences nothing.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT002",
     name: "unused-suppression",
     summary: "A suppression comment names a code that silences nothing",
+    finds: "a `# pt2lsp: ignore[...]` code that certainly silences nothing: no such rule, written \
+        twice, a rule the settings do not run, or (with a trace) nothing on a line an export \
+        that succeeded ran",
     severity: Severity::Warning,
     is_static: true,
     doc: r#"## What it does
@@ -36,14 +39,14 @@ the comment when nothing else is left in it. Without a trace, pt2lsp does not re
 a rule it runs when nothing on its line is silenced: the exporter may find there a problem the
 static pass does not, and the comment that silences it is not unused.
 "#,
-};
+}
 
 use ruff_text_size::{TextRange, TextSize};
 
 use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::registry::Rule;
 use crate::rules::Checker;
-use crate::suppression::{self, Suppression};
+use crate::suppression::{self, Suppression, Unproven};
 
 pub(crate) fn check(checker: &mut Checker) {
     let text = checker.model.file.text;
@@ -116,16 +119,14 @@ fn silences_nothing(
     None
 }
 
-/// PT002 for a suppression that silenced nothing the analysis found, though its rules ran:
-/// code `at` of `codes`, or the whole comment of a bare `# pt2lsp: ignore` (`None`). It holds
+/// PT002 for a suppression that silenced nothing the analysis found, though its rules ran
+/// (one code of a comment, or a whole bare `# pt2lsp: ignore`). It holds
 /// only where an export that succeeded ran the line ([`crate::Report::unproven`]); where none
 /// did, the exporter may find there what the comment is for.
-pub(crate) fn unproven(
-    text: &str,
-    comment: TextRange,
-    code: Option<(&[(String, TextRange)], usize)>,
-) -> crate::diagnostic::Diagnostic {
-    let (range, message, fix) = if let Some((codes, at)) = code {
+pub(crate) fn unproven(text: &str, suppression: &Unproven) -> crate::diagnostic::Diagnostic {
+    let comment = suppression.comment;
+    let (range, message, fix) = if let Some((codes, at)) = &suppression.code {
+        let at = *at;
         let written = &text[codes[at].1];
         (
             codes[at].1,

@@ -1,12 +1,13 @@
 //! PT502 `worker-crash`: the tracer timed out or its worker process died.
 
 use crate::diagnostic::Severity;
-use crate::registry::RuleMeta;
+use crate::registry::declare_rule;
 
-pub(crate) const META: RuleMeta = RuleMeta {
+declare_rule! {
     code: "PT502",
     name: "worker-crash",
     summary: "The tracer timed out or its worker process died",
+    finds: "(tracer) timeout or crash",
     severity: Severity::Error,
     is_static: false,
     doc: r#"## What it does
@@ -27,4 +28,4 @@ def forward(self, x):
 Look for endless loops or huge allocations in the traced code, or raise `timeout` in
 `[tool.pt2lsp]`.
 "#,
-};
+}
