@@ -168,12 +168,13 @@ pub(crate) fn judged<'e>(
         })
         .collect();
     let windows = window_requirements(events, strict);
+    let crops = crop_requirements(events);
     events
         .iter()
         // `@dynamic_spec`'s dimensions: PT103 says what fails on them.
         .filter(|event| !event.kind.on_unbacked_dim())
         .filter_map(|event| {
-            let (message, constraints) = judge(checker, event, strict, &strided, &windows)?;
+            let (message, constraints) = judge(checker, event, strict, &strided, &windows, &crops)?;
             Some((*event, message, constraints))
         })
         .collect()
@@ -186,6 +187,7 @@ fn judge(
     strict: bool,
     strided: &[&SymSize],
     windows: &[WindowRequirement],
+    crops: &[CropRequirement],
 ) -> Option<(String, Option<Vec<DimConstraint>>)> {
     let text = checker.model.text_in(event.file, event.range);
     let (message, constraints) = match &event.kind {
@@ -321,32 +323,41 @@ fn judge(
                 value: *size,
             }]),
         ),
-        EventKind::DimSpecialized { dim, size } => (
-            format!(
-                "`{text}` broadcasts dynamic dimension `{}` against a fixed size {size}{}, which specialises it: export fails with \"Constraints violated ({})\"; make the other operand follow the input's shape, or declare the dimension static",
+        EventKind::DimSpecialized { dim, size } => {
+            let requirement = format!(
+                "broadcasts dynamic dimension `{}` against a fixed size {size}{}",
                 dim.name,
                 if event.file == 0 {
                     state_origin(checker, event.range, &text)
                 } else {
                     String::new()
-                },
-                dim.name
-            ),
-            Some(vec![DimConstraint::Constant {
-                name: dim.name.clone(),
-                value: *size,
-            }]),
-        ),
+                }
+            );
+            specialized(
+                checker,
+                &text,
+                &requirement,
+                dim,
+                *size,
+                &Forcing::Broadcast,
+            )
+        }
         EventKind::ReshapeGuard { dim, multiple } => (
             format!(
                 "`{text}` needs the element count to divide into the new shape, which guards dynamic dimension `{}`: export fails with \"Constraints violated ({})\"; declare it a multiple of {multiple} (`_{} = Dim(\"_{}\"); {} = {multiple} * _{}`) or use sizes taken from the input",
                 dim.name, dim.name, dim.name, dim.name, dim.name, dim.name
             ),
-            multiple_of(checker, dim, *multiple),
+            multiple_of(checker, dim, *multiple, dim.low()),
         ),
         EventKind::SizeEquality { left, right, by } => {
             if let Some(relation) = relation(left, right) {
-                size_equality(&text, left, right, by, &relation)
+                match &relation {
+                    Relation::Constant { dim, value } => {
+                        let requirement = requirement(left, right, by);
+                        specialized(checker, &text, &requirement, dim, *value, by)
+                    }
+                    relation => size_equality(&text, left, right, by, relation),
+                }
             } else {
                 periodic_equality(checker, &text, left, right, by)?
             }
@@ -377,17 +388,82 @@ fn judge(
                 1 => String::new(),
                 n => format!(", the minimum all {n} windows over `{}` need", dim.name),
             };
-            (
-                format!(
-                    "`{text}` ({layer}) makes a size `{size}` of dynamic dimension `{}`, which its range allows below {least} (at {} = {declared_low}), so the exporter guards `{size} {guard}`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={})`{all}",
-                    dim.name, dim.name, dim.name, dim.name, requirement.min
+            let found = format!(
+                "`{text}` ({layer}) makes a size `{size}` of dynamic dimension `{}`, which its range allows below {least} (at {} = {declared_low}), so the exporter guards `{size} {guard}`: export fails with \"Constraints violated ({})\"",
+                dim.name, dim.name, dim.name
+            );
+            // Crops over the same `Dim` need more than a minimum: one declaration for both.
+            match crops.iter().find(|crop| crop.dim.name == dim.name) {
+                Some(CropRequirement {
+                    multiple: Some(multiple),
+                    ..
+                }) => (
+                    format!(
+                        "{found}; with the crops over `{}`, declare it a multiple of {multiple} of at least {}{all} (`_{} = Dim(\"_{}\", min={}); {} = {multiple}*_{}`)",
+                        dim.name,
+                        requirement.min,
+                        dim.name,
+                        dim.name,
+                        ceil_div(requirement.min, *multiple).max(2),
+                        dim.name,
+                        dim.name
+                    ),
+                    multiple_of(checker, dim, *multiple, requirement.min),
                 ),
-                Some(vec![DimConstraint::Range {
-                    name: dim.name.clone(),
-                    min: Some(requirement.min),
-                    max: None,
-                }]),
-            )
+                Some(CropRequirement { multiple: None, .. }) => (
+                    format!(
+                        "{found}; it needs `min={}`{all}, and the crops over `{}` more than the analysis can state",
+                        requirement.min, dim.name
+                    ),
+                    None,
+                ),
+                None => (
+                    format!(
+                        "{found}; declare `Dim(\"{}\", min={})`{all}",
+                        dim.name, requirement.min
+                    ),
+                    Some(vec![DimConstraint::Range {
+                        name: dim.name.clone(),
+                        min: Some(requirement.min),
+                        max: None,
+                    }]),
+                ),
+            }
+        }
+        EventKind::SliceWithin { size, length } => {
+            let (dim, _) = crop_multiple(size, length)?;
+            let crop = crops.iter().find(|crop| crop.dim.name == dim.name)?;
+            let found = format!(
+                "`{text}` takes `{length}` of a dimension of size `{size}` from an offset computed from sizes; the exporter guards that the slice stays within the dimension, which it cannot prove for every `{}` through the floor divisions: export fails with \"Constraints violated ({})\"",
+                dim.name, dim.name
+            );
+            match crop.multiple {
+                Some(multiple) => {
+                    let least = windows
+                        .iter()
+                        .find(|window| window.dim.name == dim.name)
+                        .map_or(dim.low(), |window| window.min);
+                    (
+                        format!(
+                            "{found}; declare it a multiple of {multiple}, which makes every crop over `{}` exact (`_{} = Dim(\"_{}\", min={}); {} = {multiple}*_{}`)",
+                            dim.name,
+                            dim.name,
+                            dim.name,
+                            ceil_div(least, multiple).max(2),
+                            dim.name,
+                            dim.name
+                        ),
+                        multiple_of(checker, &dim, multiple, least),
+                    )
+                }
+                None => (
+                    format!(
+                        "{found}; no multiple of `{}` makes every crop exact: crop with sizes that do not depend on floor divisions, or declare the dimension static",
+                        dim.name
+                    ),
+                    None,
+                ),
+            }
         }
         EventKind::MaybeOne { size, other } => {
             if strided.contains(&size) {
@@ -460,7 +536,7 @@ fn periodic_equality(
     // A multiple of the period is one declaration that always holds.
     let fix = remainders
         .contains(&0)
-        .then(|| multiple_of(checker, &dim, period))
+        .then(|| multiple_of(checker, &dim, period, dim.low()))
         .flatten();
     let advice = if remainders.contains(&0) {
         format!(
@@ -494,6 +570,67 @@ fn requirement(left: &SymSize, right: &SymSize, by: &Forcing) -> String {
         Forcing::Contraction => {
             format!("multiplies matrices whose inner sizes must agree: `{left}` and `{right}`")
         }
+    }
+}
+
+/// An operation that fixes dynamic dimension `dim` to `value`. What torch says depends on the
+/// example (measured, torch 2.15, a cache of batch 4 concatenated with or added to an input of
+/// dynamic batch, strict and not): when the example's size is `value`, the exporter specialises
+/// the dimension ("You marked batch as dynamic but your code specialized it to be a constant
+/// (4)"); when it is not, the sizes disagree on the example itself and the trace stops at the
+/// operation with a raw mismatch ("Sizes of tensors must match except in dimension 1. Expected
+/// 4 in dimension 0 but got s77", "The size of tensor a (s77) must match the size of tensor b
+/// (4)"; strict wraps it in `TorchRuntimeError`). Making the dimension static then exports
+/// nothing either (the example still disagrees), so that case has no fix.
+fn specialized(
+    checker: &Checker,
+    text: &str,
+    requirement: &str,
+    dim: &DimDecl,
+    value: i64,
+    by: &Forcing,
+) -> (String, Option<Vec<DimConstraint>>) {
+    let example = checker
+        .model
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.example_size(&dim.name));
+    match example {
+        Some(example) if example != value => {
+            let raw = match by {
+                Forcing::Concatenation => format!(
+                    "Sizes of tensors must match except in dimension … Expected {value} in dimension … but got s…"
+                ),
+                Forcing::Broadcast => format!(
+                    "The size of tensor a (…) must match the size of tensor b ({value}) at non-singleton dimension …"
+                ),
+                Forcing::Layer { .. } | Forcing::Contraction => {
+                    "a size mismatch between the operands".to_owned()
+                }
+            };
+            let wrapped = if checker.strict() {
+                "`TorchRuntimeError` (\"RuntimeError when making fake tensor call\")"
+            } else {
+                "`RuntimeError`"
+            };
+            (
+                format!(
+                    "`{text}` {requirement}: that needs dynamic dimension `{}` to be {value}, but the example's is {example}, so the operation fails on the example itself (eager too): export fails with {wrapped}: \"{raw}\"; give the example a `{}` of {value} and make the code follow the input's size, or declare the dimension static with that example",
+                    dim.name, dim.name
+                ),
+                None,
+            )
+        }
+        _ => (
+            format!(
+                "`{text}` {requirement}: that fixes dynamic dimension `{}` to {value}, and export fails with \"You marked {} as dynamic but your code specialized it to be a constant ({value})\"; make the code follow the input's size, or declare the dimension static",
+                dim.name, dim.name
+            ),
+            Some(vec![DimConstraint::Constant {
+                name: dim.name.clone(),
+                value,
+            }]),
+        ),
     }
 }
 
@@ -663,11 +800,11 @@ struct WindowRequirement {
 fn window_requirements(events: &[&Event], strict: bool) -> Vec<WindowRequirement> {
     let least = if strict { 1 } else { 2 };
     let mut requirements: Vec<WindowRequirement> = Vec::new();
+    // A window in a loop makes one event per level on the same line: each needs its minimum,
+    // and the line counts once.
     let mut seen = std::collections::HashSet::new();
     for event in events {
-        if !seen.insert((event.file, event.range)) {
-            continue;
-        }
+        let first_on_its_line = seen.insert((event.file, event.range));
         let EventKind::WindowOutput { size, .. } = &event.kind else {
             continue;
         };
@@ -686,7 +823,7 @@ fn window_requirements(events: &[&Event], strict: bool) -> Vec<WindowRequirement
         {
             Some(found) => {
                 found.min = found.min.max(min);
-                found.layers += 1;
+                found.layers += usize::from(first_on_its_line);
             }
             None => requirements.push(WindowRequirement {
                 dim,
@@ -696,6 +833,100 @@ fn window_requirements(events: &[&Event], strict: bool) -> Vec<WindowRequirement
         }
     }
     requirements
+}
+
+/// What the crops over one dynamic dimension need: the multiple that makes every one of them
+/// exact, or `None` when one of them has none.
+struct CropRequirement {
+    dim: std::rc::Rc<DimDecl>,
+    multiple: Option<i64>,
+}
+
+/// A window taken at an offset from a dimension of `size` (a centre crop) is guarded to stay
+/// within it; where `size` or `length` floor-divides a `Dim`, the exporter's range analysis
+/// cannot prove that (`2*(H//16) <= H//8` holds for every `H`, yet torch 2.15 reports it
+/// violated) and its solver asks for the `Dim` to be a multiple of every divisor it met
+/// (`H = 16*_H`, measured on U-Nets two to five levels deep). The `Dim`, and that multiple when
+/// it makes both sizes exact and the window fit for every size it allows; `None` when the sizes
+/// are linear (the exporter proves those) or over other than one `Dim`.
+fn crop_multiple(size: &SymSize, length: &SymSize) -> Option<(std::rc::Rc<DimDecl>, Option<i64>)> {
+    let dim = size.dims().chain(length.dims()).next()?.clone();
+    if size
+        .dims()
+        .chain(length.dims())
+        .any(|other| other.name != dim.name)
+    {
+        return None;
+    }
+    let (divisor, other_divisor) = (size.linear().2, length.linear().2);
+    if divisor == 1 && other_divisor == 1 {
+        return None;
+    }
+    let multiple = divisor / gcd(divisor, other_divisor) * other_divisor;
+    let first = ceil_div(dim.low(), multiple).max(2);
+    let roots: Vec<i64> = (first..first + 32)
+        .take_while(|root| dim.max.is_none_or(|max| root * multiple <= max))
+        .collect();
+    let at = |sym: &SymSize, root: i64| sym.evaluate(|_| Some(root * multiple));
+    let values: Option<Vec<(i64, i64)>> = roots
+        .iter()
+        .map(|root| Some((at(size, *root)?, at(length, *root)?)))
+        .collect();
+    // Exact: each size is linear in the root, so the exporter proves the bounds.
+    let exact = values.as_ref().is_some_and(|values| {
+        let steps = |pick: fn(&(i64, i64)) -> i64| {
+            values
+                .windows(2)
+                .map(|pair| pick(&pair[1]) - pick(&pair[0]))
+                .collect::<std::collections::HashSet<_>>()
+                .len()
+                <= 1
+        };
+        values.len() >= 2
+            && steps(|(size, _)| *size)
+            && steps(|(_, length)| *length)
+            && values.iter().all(|(size, length)| length <= size)
+    });
+    Some((dim, exact.then_some(multiple)))
+}
+
+/// The crops' requirements, one per dimension: the least common multiple of each crop's.
+fn crop_requirements(events: &[&Event]) -> Vec<CropRequirement> {
+    let mut requirements: Vec<CropRequirement> = Vec::new();
+    for event in events {
+        let EventKind::SliceWithin { size, length } = &event.kind else {
+            continue;
+        };
+        if event.kind.on_unbacked_dim() {
+            continue;
+        }
+        let Some((dim, multiple)) = crop_multiple(size, length) else {
+            continue;
+        };
+        match requirements
+            .iter_mut()
+            .find(|found| found.dim.name == dim.name)
+        {
+            Some(found) => {
+                found.multiple = found.multiple.zip(multiple).map(|(a, b)| a / gcd(a, b) * b);
+            }
+            None => requirements.push(CropRequirement { dim, multiple }),
+        }
+    }
+    requirements
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// `⌈a / b⌉` for positive `b`.
+fn ceil_div(a: i64, b: i64) -> i64 {
+    -((-a).div_euclid(b))
 }
 
 /// The `Dim` ranges under which `dim <op> constant` is decided, for the message: both sides
@@ -812,16 +1043,23 @@ fn static_dim(checker: &Checker, dim: &DimDecl) -> Option<Vec<DimConstraint>> {
 /// reshape that needs the dimension to divide. Torch suggests `min=1` for the root, but the
 /// program it then exports rejects a root of 1 (measured: "Guard failed: x.size()[0] // 2 !=
 /// 1"), so the root's declared range starts at 2, the range the program really accepts.
-fn multiple_of(checker: &Checker, dim: &DimDecl, multiple: i64) -> Option<Vec<DimConstraint>> {
+/// `least` is the smallest size the dimension must have (its declared minimum, or what its
+/// windows need).
+fn multiple_of(
+    checker: &Checker,
+    dim: &DimDecl,
+    multiple: i64,
+    least: i64,
+) -> Option<Vec<DimConstraint>> {
     if multiple < 2 {
         return None;
     }
     let example = checker.model.spec.as_ref()?.example_size(&dim.name);
-    if example.is_some_and(|example| example % multiple != 0) {
+    if example.is_some_and(|example| example % multiple != 0 || example < least) {
         return None;
     }
     let root = format!("_{}", dim.name);
-    let low = dim.low();
+    let low = least;
     Some(vec![
         DimConstraint::Range {
             name: root.clone(),
@@ -858,6 +1096,57 @@ mod tests {
         assert!(
             matches!(messages.as_slice(), [message] if message.contains("a fixed size 4 (of `self.cache`, built at line 8)")),
             "{messages:?}"
+        );
+    }
+
+    /// Measured with torch 2.15: a cache of batch 4 met by a dynamic batch specialises it when
+    /// the example's batch is 4 (and the fix makes it static), and fails with a raw size
+    /// mismatch when it is 2, where no declaration exports (no fix).
+    #[test]
+    fn a_fixed_size_quotes_what_torch_says_for_the_examples_size() {
+        let source = |batch: i64| {
+            format!(
+                "import torch\nfrom torch.export import Dim\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.register_buffer(\"k\", torch.zeros(4, 16, 8))\n\n    def forward(self, x):\n        return torch.cat([self.k, x], dim=1)\n\n\nmodel = M()\nexample_args = (torch.randn({batch}, 4, 8),)\ndynamic_shapes = {{\"x\": {{0: Dim(\"batch\")}}}}\n"
+            )
+        };
+        let found = |batch| {
+            let report = crate::check(&source(batch), &crate::Settings::default());
+            report
+                .diagnostics
+                .iter()
+                .map(|diagnostic| (diagnostic.message.clone(), diagnostic.fix.is_some()))
+                .collect::<Vec<_>>()
+        };
+        let equal = found(4);
+        assert!(
+            matches!(equal.as_slice(), [(message, true)] if message.contains("specialized it to be a constant (4)")),
+            "{equal:?}"
+        );
+        let differs = found(2);
+        assert!(
+            matches!(differs.as_slice(), [(message, false)] if message.contains("the example's is 2") && message.contains("Sizes of tensors must match") && !message.contains("specialized")),
+            "{differs:?}"
+        );
+    }
+
+    /// A script that runs the model before exporting it only under a condition the analysis
+    /// cannot decide may or may not have filled the scale: the branch that fills it from
+    /// `int()` of the batch is a warning, not an error (with the warm-up always run, nothing:
+    /// fixture `cache_filled_by_eager_run_ok`).
+    #[test]
+    fn a_branch_on_state_a_warm_up_may_have_filled_is_a_warning() {
+        let source = "import sys\nimport torch\nfrom torch.export import Dim\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.scale = None\n\n    def forward(self, x):\n        if self.scale is None:\n            self.scale = int(x.shape[0])\n        return x / self.scale\n\n\nmodel = M()\nexample_args = (torch.randn(4, 8),)\ndynamic_shapes = {\"x\": {0: Dim(\"batch\")}}\nif len(sys.argv) > 1:\n    model(*example_args)\n";
+        let report = crate::check(source, &crate::Settings::default());
+        let severities: Vec<Severity> = report
+            .diagnostics
+            .iter()
+            .map(|diagnostic| diagnostic.severity)
+            .collect();
+        assert_eq!(
+            severities,
+            vec![Severity::Warning],
+            "{:?}",
+            report.diagnostics
         );
     }
 

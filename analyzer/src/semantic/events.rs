@@ -160,6 +160,11 @@ pub(crate) enum EventKind {
     /// A slice with a step of a dynamic dimension (`x[:, ::2]`) whose size the declared
     /// ranges allow to be 1: non-strict export guards the size `!= 1`.
     StridedSlice { size: SymSize },
+    /// A window of `length` taken from a dynamic dimension of `size` at an offset computed
+    /// from sizes (`skip[:, :, dy:dy + t]`, a U-Net's centre crop): the exporter guards that
+    /// it stays within the dimension (`0 <= dy`, `dy + t <= size`), which its range analysis
+    /// cannot prove where the sizes are floor divisions of a `Dim` (measured, torch 2.15).
+    SliceWithin { size: SymSize, length: SymSize },
     /// A convolution's or pooling's window (`nn.Conv2d(3, 64, 7, stride=2)`, `F.max_pool2d(x,
     /// 2)`) makes a spatial size of a dynamic dimension that the declared range allows to be 1
     /// or less: the exporter guards it (`!= 1` non-strict, `>= 1` strict), narrowing the `Dim`.
@@ -261,6 +266,7 @@ impl EventKind {
             EventKind::SizeEquality { left, right, .. } => sym(left) || sym(right),
             EventKind::MaybeOne { size, other } => sym(size) || sym(other),
             EventKind::StridedSlice { size } | EventKind::WindowOutput { size, .. } => sym(size),
+            EventKind::SliceWithin { size, length } => sym(size) || sym(length),
             EventKind::DimMismatch { left, right } => left.unbacked || right.unbacked,
             EventKind::PoolFixesLength { dim, .. }
             | EventKind::CutsUnbackedDim { dim, .. }

@@ -10,6 +10,7 @@ use crate::semantic::catalogue;
 use crate::semantic::names;
 use crate::semantic::symbolic::SymSize;
 use crate::semantic::value::{DimSize, TensorDims, Value};
+use crate::syntax::ast::comparable::ComparableExpr;
 use crate::syntax::ast::{self, Expr};
 
 /// The result of broadcasting two shapes, and the pairs of sizes it requires to be equal.
@@ -529,14 +530,24 @@ pub(super) fn matmul(
     Some(TensorDims::from_sizes(sizes))
 }
 
+/// What slicing asks of the sizes it slices, beside the view's shape.
+#[derive(Default)]
+pub(super) struct SliceGuards {
+    /// The dynamic sizes a slice with a step makes (non-strict export guards each `!= 1`).
+    pub(super) strided: Vec<SymSize>,
+    /// `(size, length)` of each window taken at an offset computed from sizes
+    /// (`skip[:, :, dy:dy + t]`): the exporter guards that it stays within `size`.
+    pub(super) within: Vec<(SymSize, SymSize)>,
+}
+
 /// `x[...]` with integers, slices, `None` and `...`: the shape of the view. `None` for an index
-/// by a tensor (a gather or a mask), which the caller handles.
-/// The shape of `input[slice]`; the dynamic sizes a slice with a step makes go to `strided`.
+/// by a tensor (a gather or a mask), which the caller handles. What the slices guard goes to
+/// `guards`.
 pub(super) fn index_shape(
     input: &TensorDims,
     slice: &Expr,
     bound: &mut dyn FnMut(&Expr) -> Option<SymSize>,
-    strided: &mut Vec<SymSize>,
+    guards: &mut SliceGuards,
 ) -> Option<TensorDims> {
     let sizes = input.all_sizes()?;
     let items: Vec<&Expr> = match slice {
@@ -562,10 +573,10 @@ pub(super) fn index_shape(
             }
             Expr::Slice(range) => {
                 let size = sizes.get(position)?.clone();
-                let sliced = slice_size(size, range, bound)?.0;
+                let sliced = slice_size(size, range, bound, &mut guards.within)?.0;
                 if let (Some(DimSize::Sym(sym)), Some(_)) = (&sliced, &range.step) {
                     if sym.is_dynamic() && sym.linear().2 > 1 {
-                        strided.push(sym.clone());
+                        guards.strided.push(sym.clone());
                     }
                 }
                 result.push(sliced);
@@ -589,6 +600,7 @@ fn slice_size(
     size: Option<DimSize>,
     range: &ast::ExprSlice,
     bound: &mut dyn FnMut(&Expr) -> Option<SymSize>,
+    within: &mut Vec<(SymSize, SymSize)>,
 ) -> Option<Sliced> {
     let stride = match &range.step {
         None => 1,
@@ -602,7 +614,18 @@ fn slice_size(
     let start = match range.lower.as_deref().map(names::int_literal) {
         None => 0,
         Some(Some(start)) => start,
-        Some(None) => return Some(Sliced(unknown_like(&sym))),
+        Some(None) => {
+            let window = (stride == 1).then(|| offset_window(range, bound)).flatten();
+            return Some(Sliced(match window {
+                Some(length) => {
+                    if sym.is_dynamic() {
+                        within.push((sym, length.clone()));
+                    }
+                    Some(DimSize::Sym(length))
+                }
+                None => unknown_like(&sym),
+            }));
+        }
     };
     let end = match &range.upper {
         None => None,
@@ -647,6 +670,35 @@ fn slice_size(
             .floor_div(&SymSize::constant(stride))?
     };
     Some(Sliced(Some(DimSize::Sym(length))))
+}
+
+/// The length of `start:start + length`, a window at an offset the analysis need not know
+/// (`dy:dy + t`, a centre crop): `length`, as long as the window stays within the dimension,
+/// which the exporter guards.
+fn offset_window(
+    range: &ast::ExprSlice,
+    bound: &mut dyn FnMut(&Expr) -> Option<SymSize>,
+) -> Option<SymSize> {
+    let start = ComparableExpr::from(range.lower.as_deref()?);
+    let Expr::BinOp(ast::ExprBinOp {
+        left,
+        op: ast::Operator::Add,
+        right,
+        ..
+    }) = range.upper.as_deref()?
+    else {
+        return None;
+    };
+    let length = if ComparableExpr::from(left.as_ref()) == start {
+        right
+    } else if ComparableExpr::from(right.as_ref()) == start {
+        left
+    } else {
+        return None;
+    };
+    names::int_literal(length)
+        .map(SymSize::constant)
+        .or_else(|| bound(length))
 }
 
 /// The positional argument at `position` or the keyword `keyword` of a call (arguments after
@@ -977,17 +1029,22 @@ impl super::Interpreter<'_, '_> {
     ) -> Option<TensorDims> {
         // The bounds were evaluated already, with their events: read them again silently.
         let emit = std::mem::replace(&mut self.emit, false);
-        let mut strided = Vec::new();
+        let mut guards = SliceGuards::default();
         let dims = index_shape(
             dims,
             slice,
             &mut |bound| self.eval(bound, env).as_sym(),
-            &mut strided,
+            &mut guards,
         );
         self.emit = emit;
-        for size in strided {
+        for size in guards.strided {
             if size.range().0.is_some_and(|low| low <= 1) && !size.is_automatic() {
                 self.record(EventKind::StridedSlice { size }, range);
+            }
+        }
+        for (size, length) in guards.within {
+            if size != length && !size.is_automatic() && !length.is_automatic() {
+                self.record(EventKind::SliceWithin { size, length }, range);
             }
         }
         dims
