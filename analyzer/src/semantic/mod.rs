@@ -947,6 +947,25 @@ impl<'a> SemanticModel<'a> {
         order
     }
 
+    /// The `torch.nn` layer that class `class` extends through its local bases
+    /// (`class MyLinear(nn.Linear)`): what the catalogue knows of its shapes applies to it.
+    pub(crate) fn layer_base(&self, class: usize) -> Option<&str> {
+        self.lineage(class).into_iter().find_map(|current| {
+            self.classes[current]
+                .bases
+                .iter()
+                .find_map(|base| match base {
+                    Value::Qualified(qualified)
+                        if catalogue::keeps_batch_dim(qualified)
+                            || catalogue::is_recurrent(qualified) =>
+                    {
+                        Some(qualified.as_ref())
+                    }
+                    _ => None,
+                })
+        })
+    }
+
     /// The method `name` of class `class` or of its local bases.
     pub(crate) fn find_method(&self, class: usize, name: &str) -> Option<usize> {
         self.lineage(class)

@@ -15,10 +15,10 @@ use super::{
     MAX_DEPTH, MethodResult, OpDefinition, ScalarUse, SizeOrigin, TensorInfo, TorchResult, Value,
     all_parameters, annotation_kind, default_value, narrow, reshape_guard,
 };
-use super::{layers, sequences, shape_ops};
+use super::{construction, layers, sequences, shape_ops, statements};
 use crate::semantic::events::Forcing;
 use crate::semantic::symbolic::SymSize;
-use crate::semantic::value::{BakedRead, DimSize, LayerInfo, TensorDims};
+use crate::semantic::value::{BakedRead, DimSize, TensorDims};
 
 impl Interpreter<'_, '_> {
     // ---------------------------------------------------------------------------------------
@@ -157,7 +157,7 @@ impl Interpreter<'_, '_> {
             }
             if let Expr::Call(inner) = &*attribute.value {
                 if matches!(&*inner.func, Expr::Name(callee) if callee.id.as_str() == "super") {
-                    return self.super_call(name, &args, &kwargs, any_tensor, env);
+                    return self.super_call(call, name, &args, &kwargs, any_tensor, env);
                 }
             }
             let receiver = self.eval(&attribute.value, env);
@@ -231,7 +231,7 @@ impl Interpreter<'_, '_> {
                 }
                 None => Value::Unknown,
             },
-            Value::Class(class) => match self.construct(*class, args, kwargs) {
+            Value::Class(class) => match self.construct(*class, call, args, kwargs) {
                 Some(value) => value,
                 None if self.model.classes[*class].is_module => Value::Module(Some(*class)),
                 None => Value::Unknown,
@@ -288,7 +288,17 @@ impl Interpreter<'_, '_> {
                 Value::Unknown | Value::Bottom => Value::opaque_tensor(),
                 value => value,
             },
-            None => Value::opaque_tensor(),
+            // A `torch.nn` layer's subclass that keeps the layer's `forward`.
+            None => match class
+                .and_then(|class| self.constructed_attribute(class, construction::LAYER_FIELD))
+            {
+                Some(Value::Layer(layer)) => {
+                    let range = self.call_range();
+                    self.transformer_masks(&layer, args, kwargs, range);
+                    self.layer_call(&layer, args, range)
+                }
+                _ => Value::opaque_tensor(),
+            },
         }
     }
 
@@ -311,57 +321,6 @@ impl Interpreter<'_, '_> {
                 .map(|(name, value)| (name.clone(), value.clone())),
         );
         Some(Rc::new(captured))
-    }
-
-    pub(super) fn super_call(
-        &mut self,
-        name: &str,
-        args: &[Value],
-        kwargs: &[(String, Value)],
-        any_tensor: bool,
-        env: &Env,
-    ) -> Value {
-        let Some(class) = env.class else {
-            return Value::Unknown;
-        };
-        // In a construction, `super().__init__(...)` builds the same instance.
-        let receiver = match env.locals.get("self") {
-            Some(building @ (Value::Building(_) | Value::Object(_))) => building.clone(),
-            _ => Value::Module(Some(class)),
-        };
-        for base in &self.model.classes[class].bases {
-            if let Value::Class(base) = base {
-                if let Some(method) = self.model.find_method(*base, name) {
-                    return self.inline(method, Some(receiver), args, kwargs, None);
-                }
-            }
-        }
-        // `super().__init__(d_model=...)` of a `torch.nn` base: the submodules torch builds.
-        if let (Value::Building(index), "__init__") = (&receiver, name) {
-            let built: Vec<(&str, &str)> = self.model.classes[class]
-                .bases
-                .iter()
-                .filter_map(|base| match base {
-                    Value::Qualified(qualified) => Some(catalogue::base_submodules(qualified)),
-                    _ => None,
-                })
-                .flatten()
-                .copied()
-                .collect();
-            for (attribute, layer) in built {
-                let layer = Value::Layer(Rc::new(LayerInfo {
-                    qualified: Rc::from(layer),
-                    sizes: Vec::new(),
-                    same_padding: false,
-                }));
-                self.write_field(*index, attribute, layer);
-            }
-        }
-        if any_tensor && name == "forward" {
-            Value::opaque_tensor()
-        } else {
-            Value::Unknown
-        }
     }
 
     /// Whether `info`'s sizes are the same on every call: tracked and free of declared `Dim`s,
@@ -1055,6 +1014,18 @@ impl Interpreter<'_, '_> {
             env.locals.insert(vararg.name.to_string(), Value::Unknown);
         }
         self.seed_module_attributes(def, &parameters, &mut env);
+        // A call the script makes before exporting (outside any `__init__`): what it leaves in
+        // the attributes it assigns is the state the export starts from.
+        let warm_up = match (
+            self.constructing && self.building.is_empty(),
+            parameters.first(),
+        ) {
+            (true, Some(first)) => match env.locals.get(first.parameter.name.as_str()) {
+                Some(Value::Module(Some(class))) => Some((*class, first.parameter.name.as_str())),
+                _ => None,
+            },
+            _ => None,
+        };
         // Entering another file's code: its globals answer names, its events go to it.
         let caller_file = std::mem::replace(&mut self.file, file);
         let frame = if self.model.foreign.is_empty() {
@@ -1075,6 +1046,30 @@ impl Interpreter<'_, '_> {
         self.stack.push(function);
         self.returns.push(Value::Bottom);
         let falls_through = self.exec_block(&def.body, &mut env);
+        if let Some((class, receiver)) = warm_up {
+            let mut assigned = Vec::new();
+            statements::assigned_attributes(&def.body, receiver, &mut assigned);
+            for name in assigned {
+                let Some(value) = env.locals.get(&statements::attribute_key(receiver, &name))
+                else {
+                    continue;
+                };
+                // A call under a condition the analysis cannot decide may not have run.
+                let value = if self.undecided > 0 {
+                    let earlier = self
+                        .warmed
+                        .get(&class)
+                        .and_then(|fields| fields.get(&name))
+                        .or_else(|| self.constructed.get(&class)?.get(&name))
+                        .cloned()
+                        .unwrap_or(Value::Unknown);
+                    value.join(&earlier)
+                } else {
+                    value.clone()
+                };
+                self.warmed.entry(class).or_default().insert(name, value);
+            }
+        }
         let mut result = self.returns.pop().unwrap_or(Value::Unknown);
         self.stack.pop();
         self.conditional -= usize::from(replaced);

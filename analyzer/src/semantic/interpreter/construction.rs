@@ -12,15 +12,23 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use crate::semantic::names;
+use ruff_text_size::Ranged;
+
 use crate::semantic::value::Instance;
+use crate::semantic::value::LayerInfo;
+use crate::semantic::{catalogue, names};
 use crate::syntax::ast::{self, Expr, Stmt};
 
-use super::{Env, Interpreter, Value};
+use super::{Env, Interpreter, Value, layers};
 
 /// Inline calls the construction pass may follow: building a model runs every submodule's
 /// `__init__`, many more calls than one `forward` makes.
 pub(super) const CONSTRUCTION_BUDGET: usize = 4000;
+
+/// The field holding the layer a subclass of a `torch.nn` layer is (`class MyLinear(nn.Linear)`,
+/// built from the arguments torch's own `__init__` received): not a Python name, so no
+/// attribute of the user's can be it.
+pub(super) const LAYER_FIELD: &str = "<torch.nn layer>";
 
 /// An instance whose `__init__` is running.
 pub(super) struct Building {
@@ -64,6 +72,7 @@ impl Interpreter<'_, '_> {
     pub(super) fn construct(
         &mut self,
         class: usize,
+        call: &ast::ExprCall,
         args: &[Value],
         kwargs: &[(String, Value)],
     ) -> Option<Value> {
@@ -112,6 +121,14 @@ impl Interpreter<'_, '_> {
                 self.inline(init, receiver.clone(), args, kwargs, None);
             }
             _ => {}
+        }
+        // A `torch.nn` layer's subclass without an `__init__` of its own: torch's builds the
+        // layer from the call's arguments.
+        if let (None, Some(base)) = (init, self.model.layer_base(class)) {
+            let layer = super::layers::layer_info(base, call, args, kwargs);
+            self.building[index]
+                .fields
+                .insert(LAYER_FIELD.to_owned(), Value::Layer(Rc::new(layer)));
         }
         if let Some(post_init) = self.model.find_method(class, "__post_init__") {
             self.inline(post_init, receiver, &[], &[], None);
@@ -555,4 +572,87 @@ fn join_fields(
                 .map(|(name, _)| (name.clone(), Value::Unknown)),
         )
         .collect()
+}
+
+impl Interpreter<'_, '_> {
+    /// `super().<name>(...)`: the method of a local base, or what a `torch.nn` base does.
+    pub(super) fn super_call(
+        &mut self,
+        call: &ast::ExprCall,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        any_tensor: bool,
+        env: &Env,
+    ) -> Value {
+        let Some(class) = env.class else {
+            return Value::Unknown;
+        };
+        // In a construction, `super().__init__(...)` builds the same instance.
+        let receiver = match env.locals.get("self") {
+            Some(building @ (Value::Building(_) | Value::Object(_))) => building.clone(),
+            _ => Value::Module(Some(class)),
+        };
+        for base in &self.model.classes[class].bases {
+            if let Value::Class(base) = base {
+                if let Some(method) = self.model.find_method(*base, name) {
+                    return self.inline(method, Some(receiver), args, kwargs, None);
+                }
+            }
+        }
+        // `super().forward(x)` of a `torch.nn` layer's subclass: the layer's own.
+        if let (Value::Module(Some(_)), "forward") = (&receiver, name) {
+            let instance = match env.locals.get("self") {
+                Some(Value::Module(Some(instance))) => *instance,
+                _ => class,
+            };
+            if let Some(Value::Layer(layer)) = self.constructed_attribute(instance, LAYER_FIELD) {
+                self.transformer_masks(&layer, args, kwargs, call.range());
+                return self.layer_call(&layer, args, call.range());
+            }
+        }
+        // `super().__init__(d_model=...)` of a `torch.nn` base: the submodules torch builds,
+        // and, for a layer, the layer itself from the arguments torch's `__init__` receives.
+        if let (Value::Building(index), "__init__") = (&receiver, name) {
+            if let Some(base) = self.model.classes[class]
+                .bases
+                .iter()
+                .find_map(|base| match base {
+                    Value::Qualified(qualified)
+                        if catalogue::keeps_batch_dim(qualified)
+                            || catalogue::is_recurrent(qualified) =>
+                    {
+                        Some(qualified.clone())
+                    }
+                    _ => None,
+                })
+            {
+                let layer = layers::layer_info(&base, call, args, kwargs);
+                self.write_field(*index, LAYER_FIELD, Value::Layer(Rc::new(layer)));
+            }
+            let built: Vec<(&str, &str)> = self.model.classes[class]
+                .bases
+                .iter()
+                .filter_map(|base| match base {
+                    Value::Qualified(qualified) => Some(catalogue::base_submodules(qualified)),
+                    _ => None,
+                })
+                .flatten()
+                .copied()
+                .collect();
+            for (attribute, layer) in built {
+                let layer = Value::Layer(Rc::new(LayerInfo {
+                    qualified: Rc::from(layer),
+                    sizes: Vec::new(),
+                    same_padding: false,
+                }));
+                self.write_field(*index, attribute, layer);
+            }
+        }
+        if any_tensor && name == "forward" {
+            Value::opaque_tensor()
+        } else {
+            Value::Unknown
+        }
+    }
 }

@@ -50,6 +50,10 @@ struct Env {
     class: Option<usize>,
     /// Comparisons known to hold here (`torch._check(idx.shape[0] != 0)`, `assert a <= b`).
     checked: Vec<CheckedComparison>,
+    /// The attributes (`self.cache`, as `statements::attribute_key` names them) that started
+    /// this call with what the script's own calls before the export left: a branch on them the
+    /// analysis cannot decide may not run at export, so what it finds there is a warning.
+    warmed: Vec<String>,
 }
 
 /// A comparison stated by `torch._check` or `assert`, which decides the same comparison (or
@@ -236,6 +240,10 @@ pub(crate) struct Interpreter<'m, 'a> {
     /// Module classes the construction pass saw called outside any `__init__` (the script runs
     /// the model itself), whose state may differ from what `__init__` left.
     run_before_export: FxHashSet<usize>,
+    /// What the calls the construction pass followed outside any `__init__` left in the
+    /// attributes their methods assign, by class (`self.scale = int(x.shape[0])` on a first
+    /// call): the state the export starts from.
+    warmed: FxHashMap<usize, std::collections::BTreeMap<String, Value>>,
     /// The analysed file's module-level statements, where its `add_argument` calls are found.
     module_body: &'a [Stmt],
     /// The module class the construction pass saw passed to an export call: the entrypoint's
@@ -270,6 +278,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             building: Vec::new(),
             constructed: FxHashMap::default(),
             run_before_export: FxHashSet::default(),
+            warmed: FxHashMap::default(),
             module_body: &[],
             exported: None,
             expression_depth: 0,
@@ -291,6 +300,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             builder.run_construction(body, entry.model_class, entry.scope);
             interpreter.constructed = builder.constructed;
             interpreter.run_before_export = builder.run_before_export;
+            interpreter.warmed = builder.warmed;
             entry_class = entry_class.or(builder.exported);
         }
         let declares_dynamic = model

@@ -35,26 +35,39 @@ impl Interpreter<'_, '_> {
         let mut assigned = Vec::new();
         assigned_attributes(&def.body, receiver, &mut assigned);
         let emit = std::mem::replace(&mut self.emit, false);
+        let class = match &module {
+            Value::Module(Some(class)) => Some(*class),
+            _ => None,
+        };
+        // The script ran the model before exporting it (a warm-up, a check of its outputs):
+        // the export starts from the state those calls left.
+        let ran_before = !self.constructing
+            && class.is_some_and(|class| self.run_before_export.contains(&class));
         for name in assigned {
+            let warmed = class
+                .and_then(|class| self.warmed.get(&class))
+                .and_then(|fields| fields.get(&name))
+                .cloned();
             // A cache `__init__` leaves `None` (`self.src_mask = None`) is `None` on the model
-            // an export script builds and exports: the call that fills it is the one traced
-            // (unless the script ran the model before).
-            let lazily_filled = match &module {
-                Value::Module(Some(class)) => {
-                    !self.run_before_export.contains(class)
-                        && self
-                            .constructed
-                            .get(class)
-                            .is_some_and(|fields| fields.get(&name) == Some(&Value::None))
-                }
-                _ => false,
+            // an export script builds and exports: the call that fills it is the one traced.
+            let lazily_filled = class.is_some_and(|class| {
+                self.constructed
+                    .get(&class)
+                    .is_some_and(|fields| fields.get(&name) == Some(&Value::None))
+            });
+            let key = attribute_key(receiver, &name);
+            let before = match warmed {
+                // What the calls before left, as the construction pass followed them.
+                Some(value) => value,
+                // Calls the analysis did not follow: filled or not, it cannot tell.
+                None if ran_before => Value::Unknown,
+                None if lazily_filled => Value::None,
+                None => self.attribute(&module, &name),
             };
-            let before = if lazily_filled {
-                Value::None
-            } else {
-                self.attribute(&module, &name)
-            };
-            env.locals.insert(attribute_key(receiver, &name), before);
+            if ran_before {
+                env.warmed.push(key.clone());
+            }
+            env.locals.insert(key, before);
         }
         self.emit = emit;
     }
@@ -292,6 +305,8 @@ impl Interpreter<'_, '_> {
         let mut tensor_if: Option<(TensorNames, Vec<Option<TensorNames>>)> = None;
         // Whether a clause runs depends on a condition the analysis cannot decide.
         let mut undecided = false;
+        // ... on the state the script's calls before the export left (see `Env::warmed`).
+        let mut on_warmed_state = false;
         for (test, body) in clauses {
             let taken = match test {
                 None => Some(true),
@@ -326,9 +341,12 @@ impl Interpreter<'_, '_> {
                 continue;
             }
             undecided |= taken.is_none();
+            on_warmed_state |= taken.is_none() && test.is_some_and(|test| reads_warmed(test, env));
             let mut branch_env = env.clone();
             self.undecided += usize::from(undecided);
+            self.conditional += usize::from(on_warmed_state);
             let falls_through = self.exec_block(body, &mut branch_env);
+            self.conditional -= usize::from(on_warmed_state);
             self.undecided -= usize::from(undecided);
             if let Some((_, after)) = &mut tensor_if {
                 after.push(falls_through.then(|| tensor_locals(&branch_env)));
@@ -850,6 +868,21 @@ fn leaves_iteration(body: &[Stmt]) -> bool {
     })
 }
 
+/// Whether `test` reads an attribute whose state the script's calls before the export left.
+fn reads_warmed(test: &Expr, env: &Env) -> bool {
+    !env.warmed.is_empty()
+        && crate::syntax::ast::helpers::any_over_expr(test, &|expr: &Expr| match expr {
+            Expr::Attribute(attribute) => match &*attribute.value {
+                Expr::Name(receiver) => env.warmed.contains(&attribute_key(
+                    receiver.id.as_str(),
+                    attribute.attr.as_str(),
+                )),
+                _ => false,
+            },
+            _ => false,
+        })
+}
+
 /// The local that holds `receiver.name` while a method assigns it; not a Python name, so it
 /// never meets one.
 pub(super) fn attribute_key(receiver: &str, name: &str) -> String {
@@ -858,7 +891,7 @@ pub(super) fn attribute_key(receiver: &str, name: &str) -> String {
 
 /// The attributes of `receiver` that a body assigns (`self.x = ...`, `self.x += ...`), outside
 /// nested functions and classes.
-fn assigned_attributes(body: &[Stmt], receiver: &str, out: &mut Vec<String>) {
+pub(super) fn assigned_attributes(body: &[Stmt], receiver: &str, out: &mut Vec<String>) {
     let target = |target: &Expr, out: &mut Vec<String>| {
         let mut targets = vec![target];
         while let Some(target) = targets.pop() {
