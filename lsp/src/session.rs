@@ -13,6 +13,7 @@ use pt2lsp_analyzer::{ParseCache, WorkspaceIndex};
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{ClientCapabilities, MessageType, Uri};
 
+mod analysis;
 mod documents;
 mod export;
 mod index;
@@ -87,6 +88,38 @@ impl ClientFlags {
     }
 }
 
+/// The settings' inputs: the editor's layer and the projects found so far (see
+/// [`Session::settings_source`]).
+#[derive(Debug, Clone, Default)]
+pub struct SettingsSource {
+    editor: Config,
+    projects: Arc<settings::ProjectCache>,
+}
+
+impl SettingsSource {
+    /// The settings for a file, the editor's over its project's, and the warnings reading its
+    /// project gave. Blocking: the first look-up in a directory reads files.
+    pub fn resolve(&self, path: Option<&Path>) -> (Resolved, Vec<String>) {
+        let mut warnings = Vec::new();
+        let project: Option<Arc<Project>> = path
+            .and_then(Path::parent)
+            .and_then(|dir| self.projects.find(dir, &mut |w| warnings.push(w)));
+        let options = match &project {
+            Some(project) => self.editor.or(&project.options),
+            None => self.editor.clone(),
+        };
+        let mut resolved = Resolved {
+            project: project.map(|project| project.pyproject.clone()),
+            ..Resolved::new(&options)
+        };
+        resolved.analyzer.entrypoint_targets = pt2lsp_project::config::entrypoint_targets(
+            &resolved.entrypoints,
+            resolved.project_dir().as_deref(),
+        );
+        (resolved, warnings)
+    }
+}
+
 /// An entrypoint's trace, planned: the job and what its results are read against.
 #[derive(Clone)]
 pub struct PlannedTrace {
@@ -109,7 +142,7 @@ pub struct Session {
     pub documents: DashMap<Uri, OpenDocument>,
     flags: OnceLock<ClientFlags>,
     editor: RwLock<Config>,
-    projects: settings::ProjectCache,
+    projects: Arc<settings::ProjectCache>,
     roots: RwLock<Vec<PathBuf>>,
     /// What each root's project excludes, as of the last scan of that root.
     scopes: RwLock<Vec<Scope>>,
@@ -155,7 +188,7 @@ impl Session {
             documents: DashMap::new(),
             flags: OnceLock::new(),
             editor: RwLock::new(Config::default()),
-            projects: settings::ProjectCache::default(),
+            projects: Arc::default(),
             roots: RwLock::new(Vec::new()),
             scopes: RwLock::new(Vec::new()),
             summaries: RwLock::new(Summaries::default()),
@@ -213,6 +246,19 @@ impl Session {
         self.projects.forget();
     }
 
+    /// What settings are resolved from now: the editor's layer as it is and the projects'
+    /// cache. Owned, so a blocking task resolves a file's settings without the session.
+    pub fn settings_source(&self) -> SettingsSource {
+        SettingsSource {
+            editor: self
+                .editor
+                .read()
+                .map(|editor| editor.clone())
+                .unwrap_or_default(),
+            projects: Arc::clone(&self.projects),
+        }
+    }
+
     fn project(&self, dir: &Path) -> Option<Arc<Project>> {
         let mut warnings = Vec::new();
         let project = self.projects.find(dir, &mut |w| warnings.push(w));
@@ -225,28 +271,13 @@ impl Session {
     /// The settings for a file: the editor's over its project's. Must run off the reactor: the
     /// first look-up in a directory reads files.
     pub fn resolve_settings(&self, path: Option<&Path>) -> Resolved {
-        let project = path
-            .and_then(Path::parent)
-            .and_then(|dir| self.project(dir));
-        let editor = self
-            .editor
-            .read()
-            .map(|editor| editor.clone())
-            .unwrap_or_default();
-        let options = match &project {
-            Some(project) => editor.or(&project.options),
-            None => editor,
-        };
-        let mut resolved = Resolved {
-            project: project.map(|project| project.pyproject.clone()),
-            ..Resolved::new(&options)
-        };
-        resolved.analyzer.entrypoint_targets = pt2lsp_project::config::entrypoint_targets(
-            &resolved.entrypoints,
-            resolved.project_dir().as_deref(),
-        );
+        let (resolved, warnings) = self.settings_source().resolve(path);
+        for warning in warnings {
+            self.log(MessageType::WARNING, warning);
+        }
         resolved
     }
+
     /// A line in the client's log, from any thread; warnings and errors also go to stderr,
     /// which some clients (Neovim) log as errors whatever it says.
     pub fn log(&self, kind: MessageType, message: String) {

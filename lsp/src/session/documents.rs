@@ -16,15 +16,15 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use pt2lsp_analyzer::{Report, ShapeHint, SourceFile, check_file, check_file_summarized};
-use ropey::Rope;
+use pt2lsp_analyzer::{Report, ShapeHint, SourceFile};
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
 
 use super::Session;
+use super::analysis::{self, Analysed, AnalysisSnapshot};
 use super::traced_shapes;
-use crate::diagnostics::{self, AnalysedText, Finding, Findings, TooLarge};
+use crate::diagnostics::{self, Findings};
 use crate::document::Document;
 use crate::settings::Resolved;
 use crate::workspace;
@@ -43,6 +43,9 @@ pub struct OpenDocument {
     pub(super) normalized: Option<PathBuf>,
     /// The ticket of the newest reason to analyse this document.
     pub(super) ticket: u64,
+    /// The same, shared with the snapshots of its analyses, which it outdates when it moves
+    /// (see [`AnalysisSnapshot::is_outdated`]).
+    pub(super) latest: Arc<AtomicU64>,
     /// The ticket that started the analysis task now running for this document, if any. A task
     /// whose ticket is no longer here (the document was closed and reopened) stops.
     pub(super) runner: Option<u64>,
@@ -55,19 +58,6 @@ pub struct OpenDocument {
     pub(super) shapes: Option<(i32, Arc<Vec<ShapeHint>>)>,
 }
 
-/// One analysis of a text: its findings and the shapes it inferred.
-struct Analysed {
-    findings: Findings,
-    shapes: Vec<ShapeHint>,
-}
-
-/// What one analysis works on: a copy of the document as it was when the analysis started.
-struct Snapshot {
-    rope: Rope,
-    version: i32,
-    path: Option<PathBuf>,
-    pub(super) ticket: u64,
-}
 impl Session {
     /// Opens (or reopens) a document. Synchronous: see the module docs. Trace diagnostics
     /// found in the file while it was closed become this version's.
@@ -89,6 +79,7 @@ impl Session {
                 path,
                 normalized,
                 ticket: 0,
+                latest: Arc::default(),
                 runner: None,
                 statics: None,
                 shapes: None,
@@ -170,6 +161,7 @@ impl Session {
                 return;
             };
             open.ticket = ticket;
+            open.latest.store(ticket, Ordering::SeqCst);
             if open.runner.is_some() {
                 return;
             }
@@ -191,32 +183,19 @@ impl Session {
         }
     }
 
-    fn is_current(&self, uri: &Uri, ticket: u64) -> bool {
-        self.documents
-            .get(uri)
-            .is_some_and(|open| open.ticket == ticket)
-    }
-
     /// The analysis task of one document: analyses its newest text until a result is still
     /// current when it is ready, publishes that one and ends.
     async fn analyse(self: Arc<Self>, uri: Uri, runner: u64) {
         loop {
-            let Some(snapshot) = self.documents.get(&uri).and_then(|open| {
-                (open.runner == Some(runner)).then(|| Snapshot {
-                    rope: open.document.rope().clone(),
-                    version: open.document.version(),
-                    path: open.path.clone(),
-                    ticket: open.ticket,
-                })
-            }) else {
+            let Some(snapshot) = self.snapshot(&uri, Some(runner), true) else {
                 return;
             };
-            let (version, ticket) = (snapshot.version, snapshot.ticket);
-            let session = Arc::clone(&self);
-            let analysed_uri = uri.clone();
-            let outcome =
-                tokio::task::spawn_blocking(move || session.diagnose(&analysed_uri, snapshot))
-                    .await;
+            let version = snapshot.version;
+            let ticket = snapshot.ticket.as_ref().map_or(0, |(ticket, _)| *ticket);
+            let outcome = tokio::task::spawn_blocking(move || snapshot.analyse()).await;
+            if let Ok(Some(analysed)) = &outcome {
+                self.apply(analysed);
+            }
             let guard = self.publish_lock.lock().await;
             let mut merged = Findings::default();
             {
@@ -264,127 +243,50 @@ impl Session {
         }
     }
 
-    /// Analyses one snapshot and converts the result for the protocol. Blocking. `None` when
-    /// the snapshot is already stale, which spares the work.
-    fn diagnose(&self, uri: &Uri, snapshot: Snapshot) -> Option<Analysed> {
-        if !self.is_current(uri, snapshot.ticket) {
-            return None;
-        }
-        let text = snapshot.rope.to_string();
-        drop(snapshot.rope);
-        Some(self.analyse_text(uri, text, snapshot.path.as_deref(), snapshot.version, true))
+    /// The snapshot an analysis of `uri` reads, taken now; `None` when the document is not
+    /// open, or, with `runner`, when that task no longer runs its analyses. With `track`, the
+    /// snapshot's ticket is the document's, so the next edit outdates it.
+    fn snapshot(&self, uri: &Uri, runner: Option<u64>, track: bool) -> Option<AnalysisSnapshot> {
+        let (rope, version, path, ticket) = self.documents.get(uri).and_then(|open| {
+            (runner.is_none() || open.runner == runner).then(|| {
+                (
+                    open.document.rope().clone(),
+                    open.document.version(),
+                    open.path.clone(),
+                    (open.ticket, Arc::clone(&open.latest)),
+                )
+            })
+        })?;
+        let module = path.as_deref().and_then(|path| self.module_of(path));
+        Some(AnalysisSnapshot {
+            name: uri.as_str().to_owned(),
+            rope,
+            version,
+            path,
+            ticket: track.then_some(ticket),
+            settings: self.settings_source(),
+            index: self.index(),
+            module,
+            track,
+        })
     }
 
-    /// The static findings of one text and its shapes. Blocking. With `track`, the file's
-    /// summary in the index follows the text (see [`Session::check_tracked`]).
-    fn analyse_text(
-        &self,
-        uri: &Uri,
-        text: String,
-        path: Option<&Path>,
-        version: i32,
-        track: bool,
-    ) -> Analysed {
-        if text.len() > MAX_ANALYSED_BYTES {
-            self.log(
-                MessageType::WARNING,
-                format!(
-                    "{}: {} bytes, too large to analyse",
-                    uri.as_str(),
-                    text.len()
-                ),
-            );
-            return Analysed {
-                findings: Findings::default(),
-                shapes: Vec::new(),
-            };
-        }
-        let settings = self.resolve_settings(path);
-        if text.len() > settings.max_file_bytes {
-            // A huge (generated) file: its syntax only, and a line saying why.
-            let syntax = pt2lsp_analyzer::check_syntax(&text).diagnostics;
-            let bytes = text.len();
-            let text = AnalysedText::new(text);
-            return Analysed {
-                findings: Findings {
-                    items: syntax
-                        .into_iter()
-                        .map(|found| Finding::found_statically(found, &text, version))
-                        .collect(),
-                    too_large: Some(TooLarge {
-                        bytes,
-                        limit: settings.max_file_bytes,
-                    }),
-                },
-                shapes: Vec::new(),
-            };
-        }
-        let mut report = match path {
-            Some(path) if track => self.check_tracked(&text, path, &settings),
-            _ => self.check(&text, path, &settings),
-        };
-        // Code no entrypoint of the project exports: as `pt2lsp check` reports it. The module
-        // is the scan's (no disk look-up on a keystroke).
-        let unexported = path
-            .and_then(|path| self.module_of(path))
-            .and_then(|module| self.index().unexported(&module));
-        if let Some(why) = unexported {
-            for diagnostic in &mut report.diagnostics {
-                pt2lsp_analyzer::as_unexported(diagnostic, &why);
+    /// Applies to the session what an analysis returned for it: the file's summary (the index
+    /// is rebuilt once the analysis has published, see `analyse`) and the user's warnings.
+    fn apply(&self, analysed: &Analysed) {
+        if let Some((path, summary)) = &analysed.summary {
+            if self.update_summary(path, Some(summary.clone())) {
+                self.summaries_changed.store(true, Ordering::SeqCst);
             }
         }
-        let text = AnalysedText::new(text);
-        let unproven = report.unproven.into_iter().map(|found| Finding {
-            unproven: true,
-            ..Finding::found_statically(found, &text, version)
-        });
-        Analysed {
-            findings: report
-                .diagnostics
-                .into_iter()
-                .map(|found| Finding::found_statically(found, &text, version))
-                .chain(unproven)
-                .collect::<Vec<_>>()
-                .into(),
-            shapes: report.shapes,
+        for warning in &analysed.warnings {
+            self.log(MessageType::WARNING, warning.clone());
         }
     }
 
-    /// Runs the analyzer on one text. Blocking.
+    /// Runs the analyzer on one text against the current index. Blocking.
     pub fn check(&self, text: &str, path: Option<&Path>, settings: &Resolved) -> Report {
-        let place = path
-            .filter(|path| workspace::is_python(path))
-            .and_then(workspace::module_place);
-        let file = SourceFile {
-            text,
-            module: place.as_ref().map(|place| place.module.as_str()),
-            is_package: place.as_ref().is_some_and(|place| place.is_package),
-        };
-        check_file(file, &settings.analyzer, &self.index())
-    }
-
-    /// [`Session::check`] on an open document's text, which also keeps the file's summary in
-    /// the index in step with that text: an unsaved import changes the programs the index
-    /// knows, as a save did before. The summary comes from the analysis's own parse; when it
-    /// changed, the index is rebuilt once this analysis has published (see `analyse`).
-    /// Packages' `__init__.py` files are left to saves and the file watcher.
-    fn check_tracked(&self, text: &str, path: &Path, settings: &Resolved) -> Report {
-        let Some(module) = self
-            .module_of(path)
-            .filter(|_| path.file_stem().is_some_and(|stem| stem != "__init__"))
-        else {
-            return self.check(text, Some(path), settings);
-        };
-        let file = SourceFile {
-            text,
-            module: Some(&module),
-            is_package: false,
-        };
-        let (report, summary) = check_file_summarized(file, &settings.analyzer, &self.index());
-        if self.update_summary(path, Some(summary)) {
-            self.summaries_changed.store(true, Ordering::SeqCst);
-        }
-        report
+        analysis::check(text, path, settings, &self.index())
     }
 
     /// What is published for an open document now, as the protocol's diagnostics (see
@@ -492,28 +394,25 @@ impl Session {
     /// the diagnostics kept for the version are stale then. `None` when the document is not
     /// open.
     pub async fn pulled_diagnostics(self: &Arc<Self>, uri: &Uri) -> Option<Vec<lsp::Diagnostic>> {
-        let (version, statics, file, rope, path) = self.documents.get(uri).map(|open| {
+        let (version, statics, file) = self.documents.get(uri).map(|open| {
             (
                 open.document.version(),
                 open.statics.clone().filter(|_| open.runner.is_none()),
                 open.normalized.clone(),
-                open.document.rope().clone(),
-                open.path.clone(),
             )
         })?;
         let statics = if let Some((_, statics)) = statics.filter(|(at, _)| *at == version) {
             statics
         } else {
-            let session = Arc::clone(self);
-            let uri = uri.clone();
-            let analysed = tokio::task::spawn_blocking(move || {
-                session
-                    .analyse_text(&uri, rope.to_string(), path.as_deref(), version, false)
-                    .findings
-            })
-            .await
-            .ok()?;
-            Arc::new(analysed)
+            // The same text, analysed here without touching the index's inputs.
+            let snapshot = self.snapshot(uri, None, false)?;
+            let analysed = tokio::task::spawn_blocking(move || snapshot.analyse())
+                .await
+                .ok()??;
+            for warning in &analysed.warnings {
+                self.log(MessageType::WARNING, warning.clone());
+            }
+            Arc::new(analysed.findings)
         };
         let merged = self.with_traces(file.as_deref(), Some(version), &statics);
         Some(diagnostics::to_protocol(
