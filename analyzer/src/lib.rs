@@ -207,6 +207,10 @@ fn check_parsed(
             }
         }
         from_libraries = library_diagnostics(&model, 0, &program, settings, &own_path);
+        // A guard in another file of the program on a `Dim` this file writes: the fix is here.
+        from_libraries.extend(dim_companions::of_own_entry(
+            parsed, &model, settings, &own_path,
+        ));
     }
     if let Some(module) = file.module {
         import_events(

@@ -251,3 +251,169 @@ fn the_static_fix_edits_the_dim_where_another_module_declares_it() {
         }
     }
 }
+
+/// A guard in the package on a `Dim` the export script writes itself (`batch = Dim(...)` in
+/// its `main()`, `SEQ = Dim(...)` at its module level): the script's own report carries the
+/// fix, on the `Dim(...)` call, so `check --diff` shows and `check --fix --unsafe-fixes` makes
+/// the edit in the scripts and in no package file, whether the project has a `pyproject.toml`
+/// at its root or is a loose directory, and whether the check is given the project or one
+/// script; the check after is clean, and real torch, which refused both scripts, exports them.
+#[test]
+fn the_static_fix_edits_the_dim_the_export_script_writes() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let fixed_lines = [
+        (
+            "scripts/export.py",
+            "    batch = Dim(\"batch\", max=16)  # info[PT401]\n",
+        ),
+        (
+            "scripts/export_encoder.py",
+            "SEQ = Dim(\"seq\", max=128)  # info[PT401]\n",
+        ),
+    ];
+    let package = [
+        "mymodels/head.py",
+        "mymodels/encoder.py",
+        "mymodels/model.py",
+    ];
+    for (layout, asked) in [
+        ("pyproject.toml", &["."][..]),
+        ("pyproject.toml", &fixed_lines.map(|(script, _)| script)[..]),
+        ("loose", &["."][..]),
+        (
+            "loose",
+            &["scripts/export.py", "scripts/export_encoder.py"][..],
+        ),
+    ] {
+        let how = format!("{layout}, check {asked:?}");
+        let project = tempfile::tempdir().unwrap();
+        tree::copy_tree(
+            &repository().join("fixtures/projects/dim_in_script"),
+            project.path(),
+        );
+        if layout == "pyproject.toml" {
+            fs::write(
+                project.path().join("pyproject.toml"),
+                "[project]\nname = \"classifier\"\n",
+            )
+            .unwrap();
+        }
+        let read = |path: &str| fs::read_to_string(project.path().join(path)).unwrap();
+        let before: Vec<String> = package.iter().map(|path| read(path)).collect();
+        for (script, _) in fixed_lines {
+            assert!(
+                exports(python, project.path(), script).is_err(),
+                "{how}: torch exports {script} before the fix"
+            );
+        }
+
+        let mut args = vec!["check", "--diff", "--unsafe-fixes"];
+        args.extend(asked);
+        let diff = pt2lsp(project.path(), python, &args);
+        for (script, fixed_line) in fixed_lines {
+            assert!(
+                diff.stdout.contains(&format!("--- {script}"))
+                    && diff.stdout.contains(&format!("+{}", fixed_line.trim_end())),
+                "{how}: {diff:?}"
+            );
+        }
+        assert!(!diff.stdout.contains("--- mymodels"), "{how}: {diff:?}");
+
+        let mut args = vec!["check", "--fix", "--unsafe-fixes"];
+        args.extend(asked);
+        let fixed = pt2lsp(project.path(), python, &args);
+        assert_eq!(fixed.code, 0, "{how}: {fixed:?}");
+        for (script, fixed_line) in fixed_lines {
+            let text = read(script);
+            assert!(text.contains(fixed_line), "{how}: {script}:\n{text}");
+        }
+        let after: Vec<String> = package.iter().map(|path| read(path)).collect();
+        assert_eq!(after, before, "{how}: a package file was edited");
+
+        let again = pt2lsp(project.path(), python, &["check", "."]);
+        assert_eq!(again.code, 0, "{how}: {again:?}");
+        for (script, _) in fixed_lines {
+            if let Err(error) = exports(python, project.path(), script) {
+                panic!("{how}: the fixed {script} does not export:\n{error}");
+            }
+        }
+    }
+}
+
+/// The same project traced: torch's fix for each guard in the package lands on the `Dim` the
+/// script writes, where the static companion stands, and the two are one diagnostic
+/// (`static+trace`) with torch's safe fix; `check --trace --fix` edits the scripts only, and
+/// real torch exports both.
+#[test]
+fn torchs_fix_meets_the_static_one_on_the_dim_the_export_script_writes() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let project = tempfile::tempdir().unwrap();
+    tree::copy_tree(
+        &repository().join("fixtures/projects/dim_in_script"),
+        project.path(),
+    );
+    let read = |path: &str| fs::read_to_string(project.path().join(path)).unwrap();
+    let head = read("mymodels/head.py");
+    let run = pt2lsp(
+        project.path(),
+        python,
+        &["check", "--trace", "--format", "json", "--exit-zero", "."],
+    );
+    let items: Vec<Value> = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("{error}\n{}\n{}", run.stdout, run.stderr));
+    let mut companions: Vec<(String, u64, String, String)> = items
+        .iter()
+        .filter(|item| item["severity"] == "info")
+        .map(|item| {
+            (
+                item["file"].as_str().unwrap().to_owned(),
+                item["line"].as_u64().unwrap(),
+                item["source"].as_str().unwrap().to_owned(),
+                item["fix"]["applicability"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned(),
+            )
+        })
+        .collect();
+    companions.sort();
+    let expected = |file: &str, line| {
+        (
+            file.to_owned(),
+            line,
+            "static+trace".to_owned(),
+            "safe".to_owned(),
+        )
+    };
+    assert_eq!(
+        companions,
+        [
+            expected("scripts/export.py", 17),
+            expected("scripts/export_encoder.py", 9)
+        ],
+        "{items:#?}"
+    );
+
+    let fixed = pt2lsp(project.path(), python, &["check", "--trace", "--fix", "."]);
+    assert_eq!(fixed.code, 0, "{fixed:?}");
+    assert!(
+        read("scripts/export.py").contains("batch = Dim(\"batch\", max=16)"),
+        "{fixed:?}"
+    );
+    assert!(
+        read("scripts/export_encoder.py").contains("SEQ = Dim(\"seq\", max=128)"),
+        "{fixed:?}"
+    );
+    assert_eq!(
+        read("mymodels/head.py"),
+        head,
+        "the guard's file was edited"
+    );
+    for script in ["scripts/export.py", "scripts/export_encoder.py"] {
+        if let Err(error) = exports(python, project.path(), script) {
+            panic!("the fixed {script} does not export:\n{error}");
+        }
+    }
+}

@@ -93,7 +93,9 @@ The fix edits `dynamic_shapes` and the `Dim`s it uses, wherever they are written
 
 A `Dim` your spec imports from another module of the project (`from pkg.dims import BATCH`), or
 a whole `dynamic_shapes` imported from one, is edited in that module: the fix stands on an info
-diagnostic on its `Dim(...)` call there, and the error stays on the guard.
+diagnostic on its `Dim(...)` call there, and the error stays on the guard. So is a `Dim` your
+export script writes itself (in `main()` or at its module level) when the guard is in a module
+of your package: the fix stands on the script's `Dim(...)` call.
 
 Fix safety: with `--trace`, a range, an equality or a derived dim from torch's own `Suggested
 fixes:` is safe: it is the exporter's statement of what its trace needs, and every dimension
