@@ -116,10 +116,23 @@ pub fn dim_constraint_fix(
     constraints: &[DimConstraint],
     applicability: Applicability,
 ) -> Option<Fix> {
+    dim_constraint_fix_of(source, None, constraints, applicability)
+}
+
+/// [`dim_constraint_fix`] of the spec bound to the module-level name `spec` (`DYNAMIC_SHAPES`,
+/// which an entrypoint table or another file's export call names), or of the file's own spec
+/// when `spec` is `None`.
+pub fn dim_constraint_fix_of(
+    source: &str,
+    spec: Option<&str>,
+    constraints: &[DimConstraint],
+    applicability: Applicability,
+) -> Option<Fix> {
     let parsed = syntax::parse(source);
-    fixes::dims::constraint_fix(
+    fixes::dims::constraint_fix_of(
         &parsed.module.body,
         SourceFile::detached(source),
+        spec,
         constraints,
         applicability,
     )

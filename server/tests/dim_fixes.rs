@@ -417,3 +417,87 @@ fn torchs_fix_meets_the_static_one_on_the_dim_the_export_script_writes() {
         }
     }
 }
+
+/// An entrypoint table names its spec by reference (`dynamic-shapes =
+/// "mymodels.export_spec:DYNAMIC_SHAPES"`), and the `Dim` is written inside that dict, bound by
+/// no name of its own: torch's fix for the guard in the package lands on the `Dim(...)` there
+/// (the worker names the spec's binding, `declared_spec`), `check --trace --diff` shows it,
+/// `check --trace --fix` edits that module only, and real torch exports the fixed entrypoint.
+#[test]
+fn torchs_fix_edits_the_dim_inside_the_spec_an_entrypoint_table_names() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let project = tempfile::tempdir().unwrap();
+    tree::copy_tree(
+        &repository().join("fixtures/projects/dim_in_script/mymodels"),
+        &project.path().join("mymodels"),
+    );
+    let spec_module = "mymodels/export_spec.py";
+    fs::write(
+        project.path().join(spec_module),
+        "import torch\nfrom torch.export import Dim\n\nfrom .model import build_classifier\n\n\
+         MODEL = build_classifier().eval()\nEXAMPLE_ARGS = (torch.randn(8, 16),)\n\
+         DYNAMIC_SHAPES = {\"x\": {0: Dim(\"batch\", max=64)}}\n",
+    )
+    .unwrap();
+    fs::write(
+        project.path().join("pyproject.toml"),
+        "[project]\nname = \"classifier\"\n\n[[tool.pt2lsp.entrypoints]]\nname = \"classifier\"\n\
+         model = \"mymodels.export_spec:MODEL\"\nexample-args = \"mymodels.export_spec:EXAMPLE_ARGS\"\n\
+         dynamic-shapes = \"mymodels.export_spec:DYNAMIC_SHAPES\"\n",
+    )
+    .unwrap();
+    let read = |path: &str| fs::read_to_string(project.path().join(path)).unwrap();
+    let head = read("mymodels/head.py");
+    let exported = || {
+        let run = Command::new(python)
+            .args([
+                "-c",
+                "import torch\nfrom mymodels.export_spec import *\n\
+                 torch.export.export(MODEL, EXAMPLE_ARGS, dynamic_shapes=DYNAMIC_SHAPES)",
+            ])
+            .current_dir(project.path())
+            .output()
+            .unwrap();
+        (
+            run.status.success(),
+            String::from_utf8_lossy(&run.stderr).into_owned(),
+        )
+    };
+    assert!(!exported().0, "torch exports the entrypoint before the fix");
+
+    let run = pt2lsp(
+        project.path(),
+        python,
+        &["check", "--trace", "--format", "json", "--exit-zero", "."],
+    );
+    let items: Vec<Value> = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("{error}\n{}\n{}", run.stdout, run.stderr));
+    let companion = items
+        .iter()
+        .find(|item| item["severity"] == "info" && item["file"] == spec_module)
+        .unwrap_or_else(|| panic!("no companion in {spec_module}: {items:#?}"));
+    assert_eq!(companion["line"], 8, "{companion:#}");
+    assert_eq!(companion["fix"]["applicability"], "safe", "{companion:#}");
+
+    let diff = pt2lsp(project.path(), python, &["check", "--trace", "--diff", "."]);
+    assert!(
+        diff.stdout.contains(&format!("--- {spec_module}"))
+            && diff
+                .stdout
+                .contains("+DYNAMIC_SHAPES = {\"x\": {0: Dim(\"batch\", max=16)}}"),
+        "{diff:?}"
+    );
+    let fixed = pt2lsp(project.path(), python, &["check", "--trace", "--fix", "."]);
+    assert!(
+        read(spec_module).contains("DYNAMIC_SHAPES = {\"x\": {0: Dim(\"batch\", max=16)}}"),
+        "{fixed:?}"
+    );
+    assert_eq!(
+        read("mymodels/head.py"),
+        head,
+        "the guard's file was edited"
+    );
+    let (ok, stderr) = exported();
+    assert!(ok, "the fixed entrypoint does not export:\n{stderr}");
+}

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use pt2lsp_analyzer::{
     Applicability, Diagnostic, DimConstraint, Edit, Fix, LineIndex, Related, Rule, Severity,
-    TextRange, TextSize, dim_constraint_fix, example_size_fix,
+    TextRange, TextSize, dim_constraint_fix_of, example_size_fix,
 };
 use serde_json::{Value, json};
 
@@ -114,6 +114,17 @@ impl TraceDiagnostic {
         let constraints: Option<Vec<DimConstraint>> =
             self.fixes.iter().map(dim_constraint).collect();
         let constraints = constraints.filter(|constraints| !constraints.is_empty())?;
+        // The spec the `Dim`s are written in, when a module-level name other than the file's
+        // `dynamic_shapes` binds it (the worker names it, `SuggestedFix::declared_spec`).
+        let spec = self
+            .fixes
+            .iter()
+            .map(|fix| fix.declared_spec.as_deref())
+            .reduce(|one, other| if one == other { one } else { None })
+            .flatten();
+        let dim_constraint_fix = |text: &str, constraints: &[DimConstraint], applicability| {
+            dim_constraint_fix_of(text, spec, constraints, applicability)
+        };
         let (constants, others): (Vec<&DimConstraint>, Vec<&DimConstraint>) = constraints
             .iter()
             .partition(|constraint| matches!(constraint, DimConstraint::Constant { .. }));
@@ -640,6 +651,7 @@ mod tests {
             value: None,
             declared_file: None,
             declared_line: None,
+            declared_spec: None,
         }];
         let fix = diagnostic
             .to_diagnostic(text, &LineIndex::new(text))
@@ -651,6 +663,18 @@ mod tests {
         // A suggestion missing the field its kind needs gives no fix rather than half of one.
         diagnostic.fixes[0].kind = FixKind::Equal;
         assert!(diagnostic.dim_fix(text).is_none());
+
+        // A `Dim` written inside a spec bound to another name (an entrypoint table's
+        // `dynamic-shapes = "pkg.export_spec:DYNAMIC_SHAPES"`) is edited there once the worker
+        // names the spec.
+        let text = "from torch.export import Dim\n\nDYNAMIC_SHAPES = {\"x\": {0: Dim(\"batch\", max=64)}}\n";
+        diagnostic.fixes[0].kind = FixKind::Range;
+        assert!(diagnostic.dim_fix(text).is_none());
+        diagnostic.fixes[0].declared_spec = Some("DYNAMIC_SHAPES".to_owned());
+        let fix = diagnostic.dim_fix(text).expect("a fix of the named spec");
+        assert_eq!(fix.applicability, Applicability::Safe);
+        assert_eq!(fix.edits.len(), 1);
+        assert_eq!(fix.edits[0].content, "Dim(\"batch\", max=16)");
     }
 
     #[test]

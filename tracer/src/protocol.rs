@@ -396,6 +396,10 @@ pub struct SuggestedFix {
     pub declared_file: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declared_line: Option<u32>,
+    /// The module-level name of the whole spec the `Dim` is written in, when no name binds the
+    /// `Dim` itself (`DYNAMIC_SHAPES = {"x": {0: Dim("batch")}}`, named by an entrypoint table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared_spec: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

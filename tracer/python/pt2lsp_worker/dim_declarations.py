@@ -48,13 +48,33 @@ def declared_dims(dynamic_shapes, workspace: Workspace) -> dict[str, tuple[str, 
     return declared
 
 
-def mark_declarations(findings: list[Finding], dynamic_shapes, workspace: Workspace) -> None:
-    """Sets on each suggested fix the file and line that declare its dimension."""
+def _spec_declaration(spec_binding, workspace: Workspace) -> tuple[str, int, str] | None:
+    """(file, line, name) of the module-level name that binds the whole `dynamic_shapes`
+    (`DYNAMIC_SHAPES` in `pkg/export_spec.py`, named by an entrypoint table), in the user's
+    files: a `Dim(...)` written inside it is declared there. `None` for a spec written at an
+    export call, or read through an attribute or a call."""
+    if not isinstance(spec_binding, tuple) or len(spec_binding) != 2:
+        return None
+    file, name = spec_binding
+    if not isinstance(file, str) or not isinstance(name, str) or not name.isidentifier():
+        return None
+    if not workspace.contains(file):
+        return None
+    line = binding_line(file, name)
+    return None if line is None else (file, line, name)
+
+
+def mark_declarations(findings: list[Finding], dynamic_shapes, workspace: Workspace, spec_binding=None) -> None:
+    """Sets on each suggested fix the file and line that declare its dimension: the binding of
+    the `Dim` itself, else the module-level binding of the whole spec that writes it."""
     if not any(finding.fixes for finding in findings):
         return
     declared = declared_dims(dynamic_shapes, workspace)
+    in_spec = _spec_declaration(spec_binding, workspace)
     for finding in findings:
         for fix in finding.fixes:
             place = declared.get(fix.dim)
             if place is not None:
                 fix.declared_file, fix.declared_line = place
+            elif in_spec is not None:
+                fix.declared_file, fix.declared_line, fix.declared_spec = in_spec

@@ -58,6 +58,9 @@ class SuggestedFix:
     # user's files hold one.
     declared_file: str | None = None
     declared_line: int | None = None
+    # The module-level name of the whole spec the dimension is written in, when the `Dim` is
+    # bound by no name of its own (`DYNAMIC_SHAPES = {"x": {0: Dim("batch")}}`).
+    declared_spec: str | None = None
 
     def to_json(self) -> dict:
         return {key: value for key, value in dataclasses.asdict(self).items() if value is not None}

@@ -64,3 +64,24 @@ def test_a_module_outside_the_workspace_declares_nothing(tmp_path):
         assert declared_dims({"x": {0: batch}}, workspace) == {}
     finally:
         del sys.modules["lib_dims_under_test"]
+
+
+def test_a_dim_written_inside_a_module_level_spec_is_declared_at_the_spec(tmp_path):
+    batch = _Dim("batch")
+    spec = {"x": {0: batch}}
+    source = "from torch.export import Dim\n\nMODEL = None\nDYNAMIC_SHAPES = {'x': {0: Dim('batch', max=64)}}\n"
+    _module("pkg_spec_under_test", tmp_path / "export_spec.py", source, DYNAMIC_SHAPES=spec)
+    workspace = Workspace(str(tmp_path / "export_spec.py"), [str(tmp_path)])
+    try:
+        assert declared_dims(spec, workspace) == {}
+        finding = Finding("PT401", "guard", fixes=[SuggestedFix("batch", "batch = Dim('batch', max=16)", "range", max=16)])
+        mark_declarations([finding], spec, workspace, (str(tmp_path / "export_spec.py"), "DYNAMIC_SHAPES"))
+        assert finding.fixes[0].to_json()["declared_file"] == str(tmp_path / "export_spec.py")
+        assert finding.fixes[0].to_json()["declared_line"] == 4
+        assert finding.fixes[0].to_json()["declared_spec"] == "DYNAMIC_SHAPES"
+        # A spec read through a call, or written at an export call, names no binding.
+        other = Finding("PT401", "guard", fixes=[SuggestedFix("batch", "batch = Dim('batch', max=16)", "range", max=16)])
+        mark_declarations([other], spec, workspace, (str(tmp_path / "export_spec.py"), "make_spec.x"))
+        assert "declared_spec" not in other.fixes[0].to_json()
+    finally:
+        del sys.modules["pkg_spec_under_test"]
