@@ -42,6 +42,9 @@ pub use workspace::{
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use workspace::EntryProgram;
 
 /// One Python file as the analyzer sees it.
 #[derive(Debug, Clone, Copy)]
@@ -185,13 +188,12 @@ fn check_parsed(
     settings: &Settings,
     workspace: &WorkspaceIndex,
 ) -> Report {
-    let program = match file.module {
-        Some(module) if workspace.is_entrypoint(module) => {
-            workspace.program(module, || load_program(workspace, module))
-        }
-        _ => std::sync::Arc::default(),
-    };
-    let mut model = semantic::SemanticModel::build_program(parsed, file, workspace, &program);
+    let entry_program = file
+        .module
+        .filter(|module| workspace.is_entrypoint(module))
+        .map(|module| program_of(workspace, module));
+    let program: &[semantic::LoadedFile] = entry_program.as_ref().map_or(&[], |p| &p.files);
+    let mut model = semantic::SemanticModel::build_program(parsed, file, workspace, program);
     // What this file's own entrypoint is lowered for goes with the calls its analysis found,
     // here and in installed libraries.
     let lowered_for = semantic::target_ops::of_entrypoint(
@@ -204,10 +206,14 @@ fn check_parsed(
         model.events.iter_mut().chain(&mut model.foreign_events),
         &lowered_for,
     );
-    let mut related: HashMap<TextRange, Vec<Related>> = HashMap::new();
-    if let (Some(module), false) = (file.module, program.is_empty()) {
-        workspace.note_entered(module, model.entered_modules());
+    // This analysis is the entrypoint's own over the program's text, so what it entered is
+    // what any other would enter: noted, it spares the files it reaches one analysis.
+    if let Some(program) = &entry_program {
+        if program.entry_text.as_deref() == Some(file.text) {
+            program.note_entered(model.entered_modules());
+        }
     }
+    let mut related: HashMap<TextRange, Vec<Related>> = HashMap::new();
     let mut from_libraries = Vec::new();
     if !program.is_empty() {
         let own_path = own_path(workspace, file);
@@ -219,7 +225,7 @@ fn check_parsed(
                     .or_insert_with(|| places.chain(&event.chain));
             }
         }
-        from_libraries = library_diagnostics(&model, 0, &program, settings, &own_path);
+        from_libraries = library_diagnostics(&model, 0, program, settings, &own_path);
         // A guard in another file of the program on a `Dim` this file writes: the fix is here.
         from_libraries.extend(dim_companions::of_own_entry(
             parsed, &model, settings, &own_path,
@@ -382,6 +388,49 @@ fn library_diagnostics(
     found
 }
 
+/// Entrypoint `entry`'s program, as the workspace keeps it while its texts are unchanged.
+fn program_of(workspace: &WorkspaceIndex, entry: &str) -> Arc<EntryProgram> {
+    workspace.program(entry, || {
+        let text = workspace.source(entry).map(|source| source.text);
+        EntryProgram::new(entry, text, load_program(workspace, entry))
+    })
+}
+
+/// Whether `module`'s report may change with whole-program analysis: it is an entrypoint that
+/// imports workspace files, or the analysis of an entrypoint that may reach it enters it.
+/// Runs, once per entrypoint and program, the analyses that say what they enter.
+pub fn takes_part_in_program(workspace: &WorkspaceIndex, module: &str) -> bool {
+    if workspace.is_entrypoint(module) && workspace.may_take_part_in_program(module) {
+        return true;
+    }
+    workspace.entrypoints_reaching(module).iter().any(|entry| {
+        entered_by(workspace, entry)
+            .is_none_or(|program| program.entered().is_none_or(|e| e.contains(module)))
+    })
+}
+
+/// The modules `entry`'s analysis enters, analysing it when no check has yet; `None` when the
+/// sources have no text for it.
+fn entered_by(workspace: &WorkspaceIndex, entry: &str) -> Option<Arc<EntryProgram>> {
+    let program = program_of(workspace, entry);
+    if program.entered().is_none() {
+        let text = program.entry_text.as_ref()?;
+        let parsed = workspace.parse(entry, text);
+        let is_package = workspace
+            .source(entry)
+            .is_some_and(|source| source.is_package);
+        let file = SourceFile {
+            text,
+            module: Some(entry),
+            is_package,
+        };
+        let model =
+            semantic::SemanticModel::build_program(&parsed, file, workspace, &program.files);
+        program.note_entered(model.entered_modules());
+    }
+    Some(program)
+}
+
 /// The other files of `module`'s program, read through the workspace sources and parsed:
 /// the workspace files it imports, then the installed libraries' files they use.
 fn load_program(workspace: &WorkspaceIndex, module: &str) -> Vec<semantic::LoadedFile> {
@@ -431,8 +480,9 @@ fn import_events(
     let mut reached: Vec<TextRange> = Vec::new();
     let mut imported: Vec<semantic::Event> = Vec::new();
     for entry in workspace.entrypoints_reaching(module) {
-        if workspace
-            .entered_by(entry)
+        let program = program_of(workspace, entry);
+        if program
+            .entered()
             .is_some_and(|entered| !entered.contains(module))
         {
             continue;
@@ -440,7 +490,6 @@ fn import_events(
         let Some(source) = workspace.source(entry) else {
             continue;
         };
-        let program = workspace.program(entry, || load_program(workspace, entry));
         let parsed = workspace.parse(entry, &source.text);
         let entry_file = SourceFile {
             text: &source.text,
@@ -448,8 +497,15 @@ fn import_events(
             is_package: source.is_package,
         };
         let mut entry_model =
-            semantic::SemanticModel::build_program(&parsed, entry_file, workspace, &program);
-        workspace.note_entered(entry, entry_model.entered_modules());
+            semantic::SemanticModel::build_program(&parsed, entry_file, workspace, &program.files);
+        // Whether this analysis or an earlier one noted what the entrypoint enters, the answer
+        // is the same: a module it does not enter gets nothing from it.
+        if !program
+            .note_entered(entry_model.entered_modules())
+            .contains(module)
+        {
+            continue;
+        }
         // A call the entrypoint reaches here is lowered for the targets it names, wherever
         // they are written (its configuration, its table, its own `targets = [...]`).
         let lowered_for = semantic::target_ops::of_entrypoint(
@@ -484,7 +540,7 @@ fn import_events(
         extra.extend(library_diagnostics(
             &entry_model,
             target,
-            &program,
+            &program.files,
             settings,
             &source.path,
         ));

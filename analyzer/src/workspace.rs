@@ -140,6 +140,50 @@ pub const SUMMARY_FORMAT: u32 = 2;
 /// How many files one entrypoint's analysis may load: past it, calls are not followed.
 pub(crate) const MAX_PROGRAM_FILES: usize = 96;
 
+/// An entrypoint's program, a derived fact of the workspace: the texts of the entrypoint and of
+/// the files its analysis may follow, parsed, and, once an analysis of the entrypoint has run,
+/// the modules it entered. Both are functions of those texts and the index alone, so whichever
+/// check computes them first, every check reads the same.
+pub(crate) struct EntryProgram {
+    pub(crate) entry: String,
+    /// The entrypoint's text as read, `None` when the sources had none.
+    pub(crate) entry_text: Option<Arc<str>>,
+    /// The other files, nearest first, workspace files before libraries'.
+    pub(crate) files: Vec<crate::semantic::LoadedFile>,
+    /// The modules the entrypoint's analysis entered: a module the import graph says it may
+    /// reach but that it did not enter gets nothing from it.
+    entered: std::sync::OnceLock<FxHashSet<String>>,
+}
+
+impl EntryProgram {
+    pub(crate) fn new(
+        entry: &str,
+        entry_text: Option<Arc<str>>,
+        files: Vec<crate::semantic::LoadedFile>,
+    ) -> Self {
+        Self {
+            entry: entry.to_owned(),
+            entry_text,
+            files,
+            entered: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// What an analysis of the entrypoint over this program entered, once one has run.
+    pub(crate) fn entered(&self) -> Option<&FxHashSet<String>> {
+        self.entered.get()
+    }
+
+    /// Records what an analysis of the entrypoint over this program entered. Every analysis
+    /// of it enters the same modules, so the first record stands.
+    pub(crate) fn note_entered(&self, modules: FxHashSet<String>) -> &FxHashSet<String> {
+        self.entered.get_or_init(|| modules)
+    }
+}
+
+/// Where one entrypoint's program is kept; its lock is held while the program loads.
+type ProgramSlot = Arc<Mutex<Option<Arc<EntryProgram>>>>;
+
 /// The workspace's cross-file facts, built once from every file's summary.
 #[derive(Clone, Default)]
 pub struct WorkspaceIndex {
@@ -153,15 +197,10 @@ pub struct WorkspaceIndex {
     /// For each module an entrypoint's analysis may reach, those entrypoints.
     reached_by: FxHashMap<String, Vec<String>>,
     sources: Option<Arc<dyn WorkspaceSources>>,
-    /// For each entrypoint analysed during this check, the modules its analysis entered:
-    /// a file the import graph says it may reach but that it did not enter is not analysed
-    /// again for it.
-    entered: Arc<Mutex<FxHashMap<String, Arc<FxHashSet<String>>>>>,
-    /// Each entrypoint's program, parsed once per check.
-    programs: Arc<Mutex<FxHashMap<String, Arc<Vec<crate::semantic::LoadedFile>>>>>,
-    /// Whether the two caches above are kept: only while the texts cannot change (one CLI
-    /// check), not in an editor, where a helper's text changes without a new index.
-    caching: bool,
+    /// Each entrypoint's program and what its analysis entered: derived facts, computed on
+    /// first demand and kept while every text they were computed from is unchanged, so an
+    /// answer never depends on which file asked first (see [`EntryProgram`]).
+    programs: Arc<Mutex<FxHashMap<String, ProgramSlot>>>,
     /// Other files' syntax trees, by content; shared with the caller, so it can outlive the
     /// index (see [`ParseCache`]).
     parse_cache: Option<Arc<ParseCache>>,
@@ -231,9 +270,7 @@ impl WorkspaceIndex {
             entrypoints,
             reached_by,
             sources: None,
-            entered: Arc::default(),
             programs: Arc::default(),
-            caching: false,
             parse_cache: None,
             libraries,
         }
@@ -247,19 +284,10 @@ impl WorkspaceIndex {
     }
 
     /// The index parses other files through `cache`, which keeps each file's tree until its
-    /// text changes: safe where texts change under the index, unlike
-    /// [`WorkspaceIndex::with_program_cache`].
+    /// text changes, across indexes: an editor keeps one for its session.
     #[must_use]
     pub fn with_parse_cache(mut self, cache: Arc<ParseCache>) -> Self {
         self.parse_cache = Some(cache);
-        self
-    }
-
-    /// The index keeps what entrypoints' analyses enter and their parsed programs for its
-    /// lifetime: right for one check of fixed texts, wrong where texts change under it.
-    #[must_use]
-    pub fn with_program_cache(mut self) -> Self {
-        self.caching = true;
         self
     }
 
@@ -302,63 +330,62 @@ impl WorkspaceIndex {
         self.reached_by.get(module).map_or(&[], Vec::as_slice)
     }
 
-    /// Whether `module`'s report may change with whole-program analysis: it is an
-    /// entrypoint that imports workspace files, or an entrypoint may reach it (once the
-    /// entrypoints have been checked with this index, only those that did).
-    pub fn takes_part_in_program(&self, module: &str) -> bool {
+    /// Whether `module`'s report may change with whole-program analysis, as far as the import
+    /// graph tells: it is an entrypoint that imports workspace files, or an entrypoint may
+    /// reach it. `pt2lsp_analyzer::takes_part_in_program` answers exactly, from what the
+    /// entrypoints' analyses enter.
+    pub fn may_take_part_in_program(&self, module: &str) -> bool {
         (self.is_entrypoint(module) && self.imports.get(module).is_some_and(|i| !i.is_empty()))
-            || self.entrypoints_reaching(module).iter().any(|entry| {
-                self.entered_by(entry)
-                    .is_none_or(|entered| entered.contains(module))
-            })
+            || !self.entrypoints_reaching(module).is_empty()
     }
 
-    /// The parsed program of `entry`, loaded once per index.
+    /// `entry`'s program: the one computed before while none of the texts it read has
+    /// changed, else `load`'s, kept for the next caller. Callers asking for one entrypoint at
+    /// once wait for one load.
     pub(crate) fn program(
         &self,
         entry: &str,
-        load: impl FnOnce() -> Vec<crate::semantic::LoadedFile>,
-    ) -> Arc<Vec<crate::semantic::LoadedFile>> {
-        if !self.caching {
-            return Arc::new(load());
-        }
-        if let Some(program) = self
+        load: impl FnOnce() -> EntryProgram,
+    ) -> Arc<EntryProgram> {
+        let slot = self
             .programs
             .lock()
-            .ok()
-            .and_then(|p| p.get(entry).cloned())
-        {
-            return program;
+            .map(|mut programs| Arc::clone(programs.entry(entry.to_owned()).or_default()));
+        let Ok(slot) = slot else {
+            return Arc::new(load());
+        };
+        let Ok(mut held) = slot.lock() else {
+            return Arc::new(load());
+        };
+        if let Some(program) = held.as_ref().filter(|program| self.unchanged(program)) {
+            return Arc::clone(program);
         }
         let program = Arc::new(load());
-        if let Ok(mut programs) = self.programs.lock() {
-            programs.insert(entry.to_owned(), Arc::clone(&program));
-        }
+        *held = Some(Arc::clone(&program));
         program
+    }
+
+    /// Whether every text `program` was computed from is still the text the sources give.
+    fn unchanged(&self, program: &EntryProgram) -> bool {
+        let same = |module: &str, text: Option<&Arc<str>>| {
+            let now = self.source(module).map(|source| source.text);
+            match (now.as_ref(), text) {
+                (Some(now), Some(then)) => Arc::ptr_eq(now, then) || **now == **then,
+                (None, None) => true,
+                _ => false,
+            }
+        };
+        same(&program.entry, program.entry_text.as_ref())
+            && program
+                .files
+                .iter()
+                .all(|file| same(&file.module, Some(&file.source.text)))
     }
 
     /// The workspace modules an analysis starting at `module` may enter, `module` first,
     /// nearest first, bounded.
     pub(crate) fn program_of(&self, module: &str) -> Vec<String> {
         closure(&self.imports, module)
-    }
-
-    /// The modules entrypoint `entry`'s analysis entered, once some check has run it.
-    pub(crate) fn entered_by(&self, entry: &str) -> Option<Arc<FxHashSet<String>>> {
-        if !self.caching {
-            return None;
-        }
-        let entered = self.entered.lock().ok()?;
-        entered.get(entry).cloned()
-    }
-
-    pub(crate) fn note_entered(&self, entry: &str, modules: FxHashSet<String>) {
-        if !self.caching {
-            return;
-        }
-        if let Ok(mut entered) = self.entered.lock() {
-            entered.insert(entry.to_owned(), Arc::new(modules));
-        }
     }
 
     pub(crate) fn source(&self, module: &str) -> Option<ModuleSource> {
@@ -992,5 +1019,81 @@ mod tests {
         // The same text again: nothing to parse.
         assert_eq!(check_heads(&edited), ["PT401"]);
         assert_eq!(cache.parses(), first + 1);
+    }
+
+    /// Two entrypoints may reach `pkg.layers`; only `export_a`'s analysis enters it. Whether
+    /// the entrypoints were checked before it or not, it gets the same diagnostics and the same
+    /// related places.
+    #[test]
+    fn a_files_report_does_not_depend_on_which_files_were_checked_before_it() {
+        let files = [
+            (
+                "export_a",
+                "import torch\nfrom torch.export import Dim\nfrom pkg.net import Net\nmodel = Net().eval()\nexample_args = (torch.randn(8, 16),)\ndynamic_shapes = {\"x\": {0: Dim(\"batch\")}}\n",
+            ),
+            (
+                "export_b",
+                "import torch\nfrom torch.export import Dim\nfrom pkg.other import Small\nmodel = Small().eval()\nexample_args = (torch.randn(8, 16),)\ndynamic_shapes = {\"x\": {0: Dim(\"n\")}}\n",
+            ),
+            ("pkg", ""),
+            (
+                "pkg.net",
+                "from torch import nn\nfrom .layers import Head\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.head = Head()\n    def forward(self, x):\n        return self.head(x)\n",
+            ),
+            (
+                "pkg.other",
+                "from torch import nn\nfrom .layers import count\nclass Small(nn.Module):\n    def forward(self, x):\n        return x * 2\ndef unused(x):\n    return count(x)\n",
+            ),
+            (
+                "pkg.layers",
+                "from torch import nn\nclass Head(nn.Module):\n    def forward(self, h):\n        if h.shape[0] > 4:\n            return h\n        return h.relu()\ndef count(x):\n    return int(x.shape[0])\n",
+            ),
+        ];
+        let summaries: Vec<ModuleSummary> = files
+            .iter()
+            .map(|(module, text)| {
+                let parsed = syntax::parse(text);
+                let file = SourceFile {
+                    text,
+                    module: Some(module),
+                    is_package: *module == "pkg",
+                };
+                summarize_parsed(&parsed.module.body, file)
+            })
+            .collect();
+        let index = || {
+            let texts = Texts(Mutex::new(
+                files
+                    .iter()
+                    .map(|(module, text)| ((*module).to_owned(), Arc::from(*text)))
+                    .collect(),
+            ));
+            WorkspaceIndex::new(&summaries).with_sources(Arc::new(texts))
+        };
+        let check = |index: &WorkspaceIndex, at: usize| {
+            let (module, text) = files[at];
+            let file = SourceFile {
+                text,
+                module: Some(module),
+                is_package: module == "pkg",
+            };
+            let report = crate::check_file(file, &crate::Settings::default(), index);
+            format!("{:?}", report.diagnostics)
+        };
+        let layers = files.len() - 1;
+        let alone = index();
+        let first = check(&alone, layers);
+        assert!(first.contains("DynamicDimGuard"), "{first}");
+        assert!(crate::takes_part_in_program(&alone, "pkg.layers"));
+        let entered_by_b = crate::entered_by(&alone, "export_b").expect("a program");
+        let entered_by_b = entered_by_b.entered().expect("analysed");
+        assert!(entered_by_b.contains("pkg.other") && !entered_by_b.contains("pkg.layers"));
+        for order in [[0, 1], [1, 0]] {
+            let after = index();
+            for at in order {
+                check(&after, at);
+            }
+            assert_eq!(check(&after, layers), first, "after checking {order:?}");
+        }
     }
 }

@@ -300,9 +300,8 @@ fn check_project(root: &Path) -> Vec<CheckedFile> {
             .collect(),
     );
     let libraries = (!libraries.is_empty()).then(|| Arc::new(LibraryIndex::new(&libraries)));
-    let workspace = WorkspaceIndex::with_libraries(&summaries, libraries)
-        .with_sources(Arc::new(sources))
-        .with_program_cache();
+    let workspace =
+        WorkspaceIndex::with_libraries(&summaries, libraries).with_sources(Arc::new(sources));
     // Code no entrypoint of the project exports is a warning that says so, as `pt2lsp check`
     // and the editor report it (`WorkspaceIndex::unexported`).
     let reports: Vec<Report> = files

@@ -83,10 +83,8 @@ fn analyse(input: &str) {
             strict,
             ..Settings::default()
         };
-        // A fresh index per mode: the program cache keeps what one mode's analyses loaded.
         let index = WorkspaceIndex::new(&summaries)
-            .with_sources(Arc::new(Texts(sources.0.clone())))
-            .with_program_cache();
+            .with_sources(Arc::new(Texts(sources.0.clone())));
         for (module, _, is_package, text) in &files {
             let file = SourceFile {
                 text,

@@ -241,7 +241,7 @@ fn project_context(
         .or_else(|| {
             start
                 .ancestors()
-                .find(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").is_file())
+                .find(|dir| walk::is_project_root(dir))
                 .map(Path::to_path_buf)
         })
         .or_else(|| {
@@ -649,16 +649,49 @@ impl<'a> Project<'a> {
         self.check_against_workspace();
     }
 
-    /// Phase 2: one index from every summary, then every file that needs it checked against
-    /// it: those whose facts may come from other files, and those that take part in an
+    /// Phase 2: one index per module namespace (each Python project under the checked tree,
+    /// [`walk::NamespaceRoots`]), then every file that needs it checked against its own:
+    /// those whose facts may come from other files, and those that take part in an
     /// entrypoint's whole-program analysis.
     pub fn check_against_workspace(&mut self) {
+        let mut namespaces = walk::NamespaceRoots::default();
+        let file_space: Vec<Option<PathBuf>> = self
+            .files
+            .iter()
+            .map(|file| namespaces.of(&file.path))
+            .collect();
+        let context_space: Vec<Option<PathBuf>> = self
+            .context
+            .iter()
+            .map(|file| namespaces.of(&file.path))
+            .collect();
+        let mut spaces = file_space.clone();
+        spaces.sort();
+        spaces.dedup();
+        self.entrypoints_elsewhere.clear();
+        for space in &spaces {
+            let files: Vec<bool> = file_space.iter().map(|of| of == space).collect();
+            let context: Vec<bool> = context_space.iter().map(|of| of == space).collect();
+            self.check_namespace(&files, &context);
+        }
+    }
+
+    /// Phase 2 for the checked files and context files marked in `files` and `context`, one
+    /// namespace: `models.net` names one file in it.
+    fn check_namespace(&mut self, files: &[bool], context: &[bool]) {
         let summaries = self
             .files
             .iter()
-            .filter(|file| file.module.is_some())
-            .filter_map(|file| file.summary.as_ref())
-            .chain(self.context.iter().map(|file| &file.summary));
+            .zip(files)
+            .filter(|(file, inside)| **inside && file.module.is_some())
+            .filter_map(|(file, _)| file.summary.as_ref())
+            .chain(
+                self.context
+                    .iter()
+                    .zip(context)
+                    .filter(|(_, inside)| **inside)
+                    .map(|(file, _)| &file.summary),
+            );
         let mut workspace = WorkspaceIndex::with_libraries(
             summaries,
             self.libraries
@@ -667,14 +700,21 @@ impl<'a> Project<'a> {
         );
         // Texts are handed to the analysis only when some entrypoint may follow calls into
         // other files: most projects have none, and copying every text would cost time.
-        let program = self.files.iter().any(|file| {
-            file.module
-                .as_ref()
-                .is_some_and(|(module, _)| workspace.takes_part_in_program(module))
+        let program = self.files.iter().zip(files).any(|(file, &inside)| {
+            inside
+                && file
+                    .module
+                    .as_ref()
+                    .is_some_and(|(module, _)| workspace.may_take_part_in_program(module))
         });
         if program {
             let mut texts: HashMap<String, ModuleSource> = HashMap::new();
-            for file in self.files.iter().filter(|file| file.decodable) {
+            for (file, _) in self
+                .files
+                .iter()
+                .zip(files)
+                .filter(|(file, inside)| **inside && file.decodable)
+            {
                 if let Some((module, is_package)) = &file.module {
                     texts.insert(
                         module.clone(),
@@ -686,7 +726,12 @@ impl<'a> Project<'a> {
                     );
                 }
             }
-            for file in &self.context {
+            for (file, _) in self
+                .context
+                .iter()
+                .zip(context)
+                .filter(|(_, inside)| **inside)
+            {
                 texts
                     .entry(file.module.0.clone())
                     .or_insert_with(|| ModuleSource {
@@ -696,41 +741,40 @@ impl<'a> Project<'a> {
                     });
             }
             let libraries = self.libraries.as_ref().map(Libraries::sources);
-            let following = libraries.is_some();
+            // Entrypoints share files (a package's helpers, transformers' `modeling_utils`):
+            // each is parsed once, not once per entrypoint.
             workspace = workspace
                 .with_sources(Arc::new(Texts(texts, libraries)))
-                .with_program_cache();
-            if following {
-                // Entrypoints share the library files their programs load (transformers'
-                // `modeling_utils`, torchvision's `ops`): each is parsed once, not once per
-                // entrypoint.
-                workspace = workspace.with_parse_cache(Arc::default());
-            }
+                .with_parse_cache(Arc::default());
         }
         let settings = self.settings;
         let workspace = &workspace;
-        // Entrypoints first: their analyses say which files they actually enter, and only
-        // those are analysed again for them.
+        // Entrypoints first, to save work only: their own analyses record which files they
+        // enter, which the files they reach would otherwise analyse them again to learn. The
+        // answers do not depend on the order (what an entrypoint enters is a function of the
+        // texts, kept with its program).
         let is_entry = |file: &Checked| {
             file.module
                 .as_ref()
                 .is_some_and(|(module, _)| workspace.is_entrypoint(module))
         };
+        let members = &mut self.files;
         self.pool.install(|| {
-            self.files
+            members
                 .par_iter_mut()
-                .filter(|file| is_entry(file))
-                .for_each(|file| file.check_against(settings, workspace));
+                .zip(files)
+                .filter(|(file, inside)| **inside && is_entry(file))
+                .for_each(|(file, _)| file.check_against(settings, workspace));
         });
         self.pool.install(|| {
-            self.files
+            members
                 .par_iter_mut()
-                .filter(|file| !is_entry(file))
-                .for_each(|file| {
-                    let in_program = file
-                        .module
-                        .as_ref()
-                        .is_some_and(|(module, _)| workspace.takes_part_in_program(module));
+                .zip(files)
+                .filter(|(file, inside)| **inside && !is_entry(file))
+                .for_each(|(file, _)| {
+                    let in_program = file.module.as_ref().is_some_and(|(module, _)| {
+                        pt2lsp_analyzer::takes_part_in_program(workspace, module)
+                    });
                     if in_program
                         || file
                             .summary
@@ -741,21 +785,24 @@ impl<'a> Project<'a> {
                     }
                 });
         });
-        let reaching: HashSet<&str> = self
-            .files
+        let reaching: HashSet<&str> = members
             .iter()
-            .filter_map(|file| file.module.as_ref())
+            .zip(files)
+            .filter(|(_, inside)| **inside)
+            .filter_map(|(file, _)| file.module.as_ref())
             .flat_map(|(module, _)| workspace.entrypoints_reaching(module))
             .map(String::as_str)
             .collect();
-        self.entrypoints_elsewhere = self
-            .context
-            .iter()
-            .enumerate()
-            .filter(|(_, file)| reaching.contains(file.module.0.as_str()))
-            .map(|(index, _)| index)
-            .collect();
-        for file in &mut self.files {
+        self.entrypoints_elsewhere.extend(
+            self.context
+                .iter()
+                .enumerate()
+                .filter(|&(index, file)| {
+                    context[index] && reaching.contains(file.module.0.as_str())
+                })
+                .map(|(index, _)| index),
+        );
+        for (file, _) in members.iter_mut().zip(files).filter(|(_, inside)| **inside) {
             let Some(why) = file
                 .module
                 .as_ref()

@@ -215,6 +215,46 @@ pub fn module_name(path: &Path) -> Option<(String, bool)> {
     Some((parts.join("."), is_package))
 }
 
+/// Which Python project each file belongs to, for module names: two projects under one
+/// checked tree (a monorepo's `alpha/` and `beta/`, each with its own `pyproject.toml`) may
+/// both have a `models/net.py`, and `from models.net import Net` in one never means the
+/// other's. A file belongs to the nearest directory above it holding a `pyproject.toml` or a
+/// `.git`, the boundary [`crate::check::prepare`] takes a project's root at; `None` for a
+/// file under neither. Answers are kept per directory, so a tree costs one look per directory.
+#[derive(Debug, Default)]
+pub struct NamespaceRoots {
+    known: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl NamespaceRoots {
+    /// The project `path` belongs to.
+    pub fn of(&mut self, path: &Path) -> Option<PathBuf> {
+        let directory = path.parent()?;
+        self.of_directory(directory)
+    }
+
+    fn of_directory(&mut self, directory: &Path) -> Option<PathBuf> {
+        if let Some(known) = self.known.get(directory) {
+            return known.clone();
+        }
+        let found = if is_project_root(directory) {
+            Some(directory.to_path_buf())
+        } else {
+            directory
+                .parent()
+                .and_then(|parent| self.of_directory(parent))
+        };
+        self.known.insert(directory.to_path_buf(), found.clone());
+        found
+    }
+}
+
+/// Whether `directory` is where a Python project starts: it holds a `pyproject.toml` or a
+/// `.git`.
+pub fn is_project_root(directory: &Path) -> bool {
+    directory.join("pyproject.toml").is_file() || directory.join(".git").exists()
+}
+
 /// A file's text, or as much of it as could be decoded and why the rest could not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceText {

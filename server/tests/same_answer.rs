@@ -7,6 +7,8 @@
 //! the projects whose entrypoints the tracer runs (the CLI's `--trace` every way, and the
 //! editor after a save): what the exporter found merges into the same answer, and a file the
 //! trace found a problem in beside the asked ones is reported with all `check --trace .` says.
+//! The Python API's `check_paths` answers as the command line does, for the root, each file
+//! alone and every file in reverse.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,6 +63,29 @@ fn answer(cwd: &Path, root: &Path, args: &[&str], traced_with: Option<&Path>) ->
         done.stderr
     );
     let diagnostics: Vec<Value> = serde_json::from_str(&done.stdout).expect("JSON output");
+    said_of(cwd, root, diagnostics)
+}
+
+/// The Python API's `check_paths` (the function its binding calls) for `paths` of `root`.
+fn check_api(root: &Path, paths: &[&Path]) -> Answer {
+    let options = pt2lsp::api::PathsOptions {
+        paths: paths.iter().map(|path| root.join(path)).collect(),
+        // As the command runs here: without `$VIRTUAL_ENV`, no interpreter is chosen.
+        follow_libraries: Some(false),
+        no_cache: true,
+        ..Default::default()
+    };
+    let found = pt2lsp::api::check_paths(&options)
+        .unwrap_or_else(|error| panic!("check_paths({paths:?}): {error}"));
+    let diagnostics = found
+        .iter()
+        .map(|diagnostic| serde_json::to_value(diagnostic).expect("serialisable"))
+        .collect();
+    said_of(root, root, diagnostics)
+}
+
+/// The diagnostics of a JSON report (paths relative to `cwd`), as each file's answer.
+fn said_of(cwd: &Path, root: &Path, diagnostics: Vec<Value>) -> Answer {
     let mut answer = Answer::new();
     for diagnostic in diagnostics {
         // Paths as the project sees them, whatever the directory the check ran in.
@@ -222,6 +247,80 @@ fn every_project_file_gets_the_same_diagnostics_however_the_check_is_asked() {
                     ));
                 }
             },
+        );
+    }
+    assert!(compared >= 10, "only {compared} diagnostics compared");
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+}
+
+#[test]
+fn projects_under_one_tree_keep_their_own_module_names() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/monorepo");
+    let (_tmp, root) = copied(&data);
+    let whole = check(&root, &root, &["."]);
+    // Both projects have `models/net.py` with the same guard; only alpha's script leaves it
+    // unbounded (beta's declares `min=5`), so only alpha's file has the error.
+    let codes: Vec<(&Path, usize)> = whole
+        .iter()
+        .map(|(file, said)| (file.as_path(), said.len()))
+        .collect();
+    assert_eq!(codes, [(Path::new("alpha/models/net.py"), 1)], "{whole:#?}");
+    assert!(whole.values().flatten().all(|said| said.contains("PT401")));
+    let mut files = Vec::new();
+    python_files(&root, &root, &mut files);
+    files.sort();
+    let mut differences = Vec::new();
+    ask_every_way(
+        &root,
+        &files,
+        |cwd, paths| check(cwd, &root, paths),
+        |how, got, asked| {
+            let want = under(&whole, asked);
+            if got != want {
+                differences.push(format!("check {how}\n  got:  {got:#?}\n  want: {want:#?}"));
+            }
+        },
+    );
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+}
+
+#[test]
+fn the_python_api_gives_what_the_command_line_reports() {
+    let mut differences = Vec::new();
+    let mut compared = 0;
+    for project in projects() {
+        let name = project.file_name().unwrap().to_string_lossy().into_owned();
+        let (_tmp, root) = copied(&project);
+        let whole = check(&root, &root, &["."]);
+        compared += whole.values().map(Vec::len).sum::<usize>();
+        let mut files = Vec::new();
+        python_files(&root, &root, &mut files);
+        files.sort();
+        let mut compare = |how: String, got: Answer, asked: &Path| {
+            let want = under(&whole, asked);
+            if got != want {
+                differences.push(format!(
+                    "{name}: check_paths {how}\n  got:  {got:#?}\n  want: {want:#?}"
+                ));
+            }
+        };
+        compare(
+            "of the project's root".to_owned(),
+            check_api(&root, &[Path::new("")]),
+            Path::new(""),
+        );
+        for file in &files {
+            compare(
+                format!("of {} alone", file.display()),
+                check_api(&root, &[file]),
+                file,
+            );
+        }
+        let reversed: Vec<&Path> = files.iter().rev().map(PathBuf::as_path).collect();
+        compare(
+            "of every file, last first".to_owned(),
+            check_api(&root, &reversed),
+            Path::new(""),
         );
     }
     assert!(compared >= 10, "only {compared} diagnostics compared");
