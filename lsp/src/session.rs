@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use dashmap::DashMap;
-use pt2lsp_analyzer::{ParseCache, WorkspaceIndex};
+use pt2lsp_analyzer::ParseCache;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{ClientCapabilities, MessageType, Uri};
 
@@ -149,7 +149,7 @@ pub struct Session {
     summaries: RwLock<Summaries>,
     /// The index and the number of the rebuild that made it; a slower, older rebuild never
     /// replaces a newer index.
-    index: RwLock<(u64, Arc<WorkspaceIndex>)>,
+    index: RwLock<(u64, Arc<index::Namespaces>)>,
     index_builds: AtomicU64,
     next_ticket: AtomicU64,
     /// Held while checking a ticket and sending its diagnostics, so two publications for one
@@ -192,7 +192,7 @@ impl Session {
             roots: RwLock::new(Vec::new()),
             scopes: RwLock::new(Vec::new()),
             summaries: RwLock::new(Summaries::default()),
-            index: RwLock::new((0, Arc::new(WorkspaceIndex::default()))),
+            index: RwLock::new((0, Arc::default())),
             index_builds: AtomicU64::new(0),
             next_ticket: AtomicU64::new(1),
             publish_lock: tokio::sync::Mutex::new(()),

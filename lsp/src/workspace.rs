@@ -1,15 +1,16 @@
 //! The workspace's Python files: discovery, dotted module names and summaries for the index.
 //!
-//! Which files count is decided as `pt2lsp check` decides it: `.gitignore` and hidden files are
-//! skipped, and so are the CLI's default excludes and the `exclude` patterns of the root's
-//! project, matched by the CLI's own matcher ([`Exclude`]). Module names are computed here, so
-//! the server can name the module of an unsaved or excluded file it has open.
+//! Which files count, and what a file's module is, is decided by `pt2lsp check`'s own
+//! functions (`pt2lsp_project::walk`): `.gitignore` and hidden files are skipped, and so are the
+//! CLI's default excludes and the `exclude` patterns of the root's project, while its
+//! `extend-include` adds files. The server can so name the module of an unsaved or excluded
+//! file it has open exactly as the command line would.
 
 use std::path::{Path, PathBuf};
 
 use pt2lsp_analyzer::{ModuleSummary, summarize};
 
-use pt2lsp_project::walk::{DEFAULT_EXCLUDE, Exclude};
+use pt2lsp_project::walk::{self, DEFAULT_EXCLUDE, Exclude, Include};
 
 use super::settings::Project;
 
@@ -24,42 +25,16 @@ pub struct ModulePlace {
     pub is_package: bool,
 }
 
-/// The dotted module name of a Python file: its stem, prefixed by every enclosing directory
-/// that is a regular package (holds an `__init__.py`). `None` for names Python cannot import.
+/// The dotted module name of a Python file, as `pt2lsp check` names it
+/// ([`walk::module_name`]: the one function for it).
 pub fn module_place(path: &Path) -> Option<ModulePlace> {
-    let stem = path.file_stem()?.to_str()?;
-    let is_package = stem == "__init__";
-    let mut parts = Vec::new();
-    if !is_package {
-        parts.push(stem);
-    }
-    let mut dir = path.parent();
-    while let Some(current) = dir {
-        if !current.join("__init__.py").is_file() {
-            break;
-        }
-        parts.push(current.file_name()?.to_str()?);
-        dir = current.parent();
-    }
-    if parts.is_empty() || !parts.iter().all(|part| is_identifier(part)) {
-        return None;
-    }
-    parts.reverse();
-    Some(ModulePlace {
-        module: parts.join("."),
-        is_package,
-    })
+    let (module, is_package) = walk::module_name(path)?;
+    Some(ModulePlace { module, is_package })
 }
 
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
-        && chars.all(|c| c == '_' || c.is_alphanumeric())
-}
-
+/// Whether the index takes the file: a Python module or stub ([`walk::is_python_source`]).
 pub fn is_python(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|ext| ext == "py" || ext == "pyi")
+    walk::is_python_source(path)
 }
 
 /// One workspace root and what its project excludes from the index.
@@ -70,6 +45,8 @@ pub struct Scope {
     /// `pyproject.toml` changed the scope.
     patterns: (Vec<String>, PathBuf),
     exclude: Exclude,
+    /// The project's `extend-include`: files the walk takes besides Python sources.
+    include: Include,
 }
 
 impl Scope {
@@ -92,10 +69,21 @@ impl Scope {
             patterns.clone_from(&defaults);
             Exclude::new(&defaults, &anchor).expect("the default excludes are valid globs")
         });
+        let extra: &[String] = project.map_or(&[], |project| &project.options.extend_include);
+        let include = Include::new(extra, &anchor).unwrap_or_else(|error| {
+            warn(format!(
+                "{error:#}; indexing without the project's extend-include"
+            ));
+            Include::new(&[], &anchor).expect("no pattern is a valid set")
+        });
+        // A change to either list changes the scope.
+        patterns.push("--extend-include".to_owned());
+        patterns.extend(extra.iter().cloned());
         Self {
             root: root.to_path_buf(),
             patterns: (patterns, anchor),
             exclude,
+            include,
         }
     }
 
@@ -112,24 +100,22 @@ impl Scope {
                 .any(|ancestor| self.exclude.is_excluded(ancestor))
     }
 
-    /// Every Python file under the root that is not excluded.
+    /// Every Python file under the root that is not excluded, found by the walk `pt2lsp
+    /// check` makes (`walk::discover`: `.gitignore`, hidden files, `exclude` and
+    /// `extend-include`); notebooks are not modules, so the index leaves them out.
     pub fn python_files(&self) -> Vec<PathBuf> {
-        let exclude = self.exclude.clone();
-        ignore::WalkBuilder::new(&self.root)
-            // As in the CLI: a checkout without `.git` still says what is not source.
-            .require_git(false)
-            .filter_entry(move |entry| !exclude.is_excluded(entry.path()))
-            .build()
-            .filter_map(|entry| match entry {
-                Ok(entry) => Some(entry),
-                Err(error) => {
-                    super::log_stderr(&format!("workspace scan: {error}"));
-                    None
-                }
-            })
-            .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
-            .map(ignore::DirEntry::into_path)
-            .filter(|path| is_python(path))
+        let found = walk::discover(
+            std::slice::from_ref(&self.root),
+            &self.exclude,
+            &self.include,
+        );
+        for error in found.errors.iter().chain(&found.warnings) {
+            super::log_stderr(&format!("workspace scan: {error}"));
+        }
+        found
+            .files
+            .into_iter()
+            .filter(|path| !walk::is_notebook(path))
             .collect()
     }
 }
@@ -179,7 +165,12 @@ mod tests {
             place(&dir.path().join("train.py")),
             Some(("train".to_owned(), false))
         );
-        assert_eq!(place(&dir.path().join("my-script.py")), None);
+        // A script no import can name is still named, as `pt2lsp check` names it: its export
+        // call makes it an entrypoint of the index.
+        assert_eq!(
+            place(&dir.path().join("my-script.py")),
+            Some(("my-script".to_owned(), false))
+        );
     }
 
     #[test]

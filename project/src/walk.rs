@@ -176,8 +176,14 @@ pub fn discover(roots: &[PathBuf], exclude: &Exclude, include: &Include) -> Disc
 
 /// Python sources and Jupyter notebooks (their code cells are checked as one module).
 fn is_python(path: &Path) -> bool {
+    is_python_source(path) || is_notebook(path)
+}
+
+/// Python source files: modules and stubs (`.py`, `.pyi`), the files the workspace index
+/// names. The CLI and the editor both decide it here.
+pub fn is_python_source(path: &Path) -> bool {
     path.extension()
-        .is_some_and(|extension| extension == "py" || extension == "pyi" || extension == "ipynb")
+        .is_some_and(|extension| extension == "py" || extension == "pyi")
 }
 
 /// Whether `path` is a Jupyter notebook.

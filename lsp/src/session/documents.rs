@@ -115,15 +115,19 @@ impl Session {
             Some(path)
         });
         self.schedule(uri.clone());
-        if let Some(module) = path.and_then(|path| self.module_of(&path)) {
-            self.schedule_dependents(&module, Some(uri));
+        if let Some(path) = path {
+            self.schedule_dependents(&path, Some(uri));
         }
     }
 
     /// Re-analyses the open documents (but `except`) whose diagnostics may depend on the text
-    /// of `module`.
-    pub(super) fn schedule_dependents(self: &Arc<Self>, module: &str, except: Option<&Uri>) {
-        let dependents = self.index().dependents(module);
+    /// of the file at `path`.
+    pub(super) fn schedule_dependents(self: &Arc<Self>, path: &Path, except: Option<&Uri>) {
+        let Some(module) = self.module_of(path) else {
+            return;
+        };
+        let index = self.index_of(Some(path));
+        let dependents = index.dependents(&module);
         if dependents.is_empty() {
             return;
         }
@@ -135,6 +139,8 @@ impl Session {
                 entry
                     .path
                     .as_deref()
+                    // Another project's module of the same name is not a dependent.
+                    .filter(|path| Arc::ptr_eq(&self.index_of(Some(path)), &index))
                     .and_then(|path| self.module_of(path))
                     .is_some_and(|module| dependents.binary_search(&module).is_ok())
             })
@@ -258,6 +264,7 @@ impl Session {
             })
         })?;
         let module = path.as_deref().and_then(|path| self.module_of(path));
+        let index = self.index_of(path.as_deref());
         Some(AnalysisSnapshot {
             name: uri.as_str().to_owned(),
             rope,
@@ -265,7 +272,7 @@ impl Session {
             path,
             ticket: track.then_some(ticket),
             settings: self.settings_source(),
-            index: self.index(),
+            index,
             module,
             track,
         })
@@ -286,7 +293,7 @@ impl Session {
 
     /// Runs the analyzer on one text against the current index. Blocking.
     pub fn check(&self, text: &str, path: Option<&Path>, settings: &Resolved) -> Report {
-        analysis::check(text, path, settings, &self.index())
+        analysis::check(text, path, settings, &self.index_of(path))
     }
 
     /// What is published for an open document now, as the protocol's diagnostics (see
@@ -341,7 +348,7 @@ impl Session {
             module: place.as_ref().map(|place| place.module.as_str()),
             is_package: place.as_ref().is_some_and(|place| place.is_package),
         };
-        let symbols = pt2lsp_analyzer::outline(file, &self.index());
+        let symbols = pt2lsp_analyzer::outline(file, &self.index_of(path.as_deref()));
         let settings = self.resolve_settings(path.as_deref());
         Some((text, symbols, settings))
     }

@@ -1,7 +1,7 @@
 //! The workspace index: the scan of the roots, each file's summary, the index built from
 //! them, and the sources it reads other files' text from (open buffers first, then disk).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
@@ -14,6 +14,7 @@ use tower_lsp_server::ls_types::{self as lsp, MessageType};
 use super::Session;
 use crate::workspace::{self, Scope};
 use pt2lsp_project::libraries::{self, Libraries, LibrarySources};
+use pt2lsp_project::walk::NamespaceRoots;
 
 /// Files summarised per step of a workspace scan: small enough for steady progress reports and
 /// for a newer scan to stop an older one soon, large enough to keep the scan threads busy.
@@ -224,14 +225,16 @@ impl Session {
                 // Deleted: its tree is no use to any program any more.
                 self.parses.forget(&module);
             }
-            self.schedule_dependents(&module, None);
         }
+        self.schedule_dependents(path, None);
     }
 
-    pub fn index(&self) -> Arc<WorkspaceIndex> {
+    /// The index of the Python project `path` belongs to (the empty index for a buffer with
+    /// no path, or before the first scan).
+    pub fn index_of(&self, path: Option<&Path>) -> Arc<WorkspaceIndex> {
         self.index
             .read()
-            .map(|index| Arc::clone(&index.1))
+            .map(|index| index.1.of(path))
             .unwrap_or_default()
     }
     /// The scope of each root: what its project excludes. Blocking: reads `pyproject.toml`s.
@@ -495,19 +498,37 @@ impl Session {
                 .read()
                 .ok()
                 .and_then(|libraries| libraries.clone());
-            let sources = BufferSources::new(
-                &all.paths,
-                &all.summaries,
-                Arc::clone(&session.buffers),
-                libraries.as_ref().map(Libraries::sources),
-            );
-            let index = WorkspaceIndex::with_libraries(
-                &all.summaries,
-                libraries.map(|libraries| Arc::clone(&libraries.index)),
-            )
-            .with_sources(Arc::new(sources))
-            .with_parse_cache(Arc::clone(&session.parses));
-            Some((build, index))
+            // One index per Python project under the folders, as `pt2lsp check` builds them:
+            // `models.net` names one file in each.
+            let mut namespaces = NamespaceRoots::default();
+            let mut members: BTreeMap<Option<PathBuf>, (Vec<PathBuf>, Vec<ModuleSummary>)> =
+                BTreeMap::new();
+            for (path, summary) in all.paths.iter().zip(&all.summaries) {
+                let (paths, summaries) = members.entry(namespaces.of(path)).or_default();
+                paths.push(path.clone());
+                summaries.push(summary.clone());
+            }
+            let spaces = members
+                .into_iter()
+                .map(|(root, (paths, summaries))| {
+                    let sources = BufferSources::new(
+                        &paths,
+                        &summaries,
+                        Arc::clone(&session.buffers),
+                        libraries.as_ref().map(Libraries::sources),
+                    );
+                    let index = WorkspaceIndex::with_libraries(
+                        &summaries,
+                        libraries
+                            .as_ref()
+                            .map(|libraries| Arc::clone(&libraries.index)),
+                    )
+                    .with_sources(Arc::new(sources))
+                    .with_parse_cache(Arc::clone(&session.parses));
+                    (root, Arc::new(index))
+                })
+                .collect();
+            Some((build, Namespaces { spaces }))
         })
         .await;
         if let Ok(Some((build, index))) = built {
@@ -517,5 +538,27 @@ impl Session {
                 }
             }
         }
+    }
+}
+
+/// The workspace's indexes, one per Python project (`walk::NamespaceRoots`), by its root.
+#[derive(Debug, Default)]
+pub struct Namespaces {
+    spaces: Vec<(Option<PathBuf>, Arc<WorkspaceIndex>)>,
+}
+
+impl Namespaces {
+    /// The index of the deepest project holding `path`; files outside every project share the
+    /// rootless one.
+    pub fn of(&self, path: Option<&Path>) -> Arc<WorkspaceIndex> {
+        let Some(path) = path else {
+            return Arc::default();
+        };
+        self.spaces
+            .iter()
+            .filter(|(root, _)| root.as_ref().is_none_or(|root| path.starts_with(root)))
+            .max_by_key(|(root, _)| root.as_ref().map_or(0, |root| root.components().count()))
+            .map(|(_, index)| Arc::clone(index))
+            .unwrap_or_default()
     }
 }
