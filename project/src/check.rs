@@ -212,11 +212,12 @@ fn libraries_to_follow(
 /// (`check .`, `check pkg/`, `check pkg/a.py` as a pre-commit hook passes it, from any
 /// directory). The root is the configuration's directory, else the nearest directory above the
 /// first path (itself included, for a directory) with a `pyproject.toml` or a `.git`, else the
-/// directory that holds the top-level package around it, else the working directory (or the
-/// path's own directory when it is not under it). Context files are summarised and read
-/// for cross-file facts, never reported on; one whose module name a given file also has is left
-/// out (the given file is the one meant). Returns the root, and the root again when it was
-/// walked.
+/// directory that holds the top-level package around it, else the directory above a directory
+/// of scripts that holds a package they import ([`importing_root`]), else the working
+/// directory (or the path's own directory when it is not under it). Context files are
+/// summarised and read for cross-file facts, never reported on; one whose module name a given
+/// file also has is left out (the given file is the one meant). Returns the root, and the root
+/// again when it was walked.
 fn project_context(
     roots: &[PathBuf],
     cwd: &Path,
@@ -256,6 +257,7 @@ fn project_context(
             }
             top
         })
+        .or_else(|| importing_root(start))
         // A bare tree: the directory the check runs from when the path is under it (Python
         // imports a script's siblings from there), else the path's own directory.
         .unwrap_or_else(|| if start.starts_with(cwd) { cwd } else { start }.to_path_buf());
@@ -279,6 +281,63 @@ fn project_context(
         })
         .collect();
     (root.clone(), Some(root), context)
+}
+
+/// How far above a bare directory of scripts [`importing_root`] looks for what they import.
+const SCRIPT_DEPTH: usize = 3;
+
+/// A bare tree (no `pyproject.toml`, no `.git`) asked from a directory of scripts that import a
+/// package of the tree above them (`scripts/export.py` with `from cfgpkg.model import GPT`,
+/// `cfgpkg/` one level up): the nearest directory above that holds one of those packages or
+/// modules, which is where the scripts are run from (`python scripts/export.py` from there).
+/// So the check asked inside `scripts/` reads the same project as one asked at the top.
+/// `None` when the scripts import nothing the directory itself lacks and an ancestor has.
+fn importing_root(start: &Path) -> Option<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(start) else {
+        return None;
+    };
+    let mut imported: HashSet<String> = HashSet::new();
+    for path in entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| walk::is_python_source(path))
+        .take(64)
+    {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        imported.extend(top_level_imports(&text));
+    }
+    let holds = |dir: &Path, name: &str| {
+        dir.join(name).join("__init__.py").is_file() || dir.join(format!("{name}.py")).is_file()
+    };
+    imported.retain(|name| !holds(start, name));
+    start
+        .ancestors()
+        .skip(1)
+        .take(SCRIPT_DEPTH)
+        .find(|dir| imported.iter().any(|name| holds(dir, name)))
+        .map(Path::to_path_buf)
+}
+
+/// The first component of every absolute import in `text` (`import a.b, c` gives `a` and `c`,
+/// `from a.b import x` gives `a`), read line by line: enough to find a package on disk.
+fn top_level_imports(text: &str) -> Vec<String> {
+    let first = |dotted: &str| {
+        let name = dotted.trim().split(['.', ' ']).next().unwrap_or_default();
+        (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            .then(|| name.to_owned())
+    };
+    let mut names = Vec::new();
+    for line in text.lines().map(str::trim_start) {
+        if let Some(rest) = line.strip_prefix("from ") {
+            if !rest.starts_with('.') {
+                names.extend(first(rest));
+            }
+        } else if let Some(rest) = line.strip_prefix("import ") {
+            names.extend(rest.split(',').filter_map(first));
+        }
+    }
+    names
 }
 
 /// Other workspace files' texts for whole-program analysis, by dotted module name, then the

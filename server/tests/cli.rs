@@ -742,6 +742,8 @@ fn an_entrypoint_is_followed_into_the_files_of_its_model() {
     assert_eq!(
         found(&whole),
         vec![
+            // The companion on the `Dim` the script writes, with the guard's fix.
+            ("export_net.py".to_owned(), 10, "PT401".to_owned()),
             ("mymodels/heads.py".to_owned(), 11, "PT401".to_owned()),
             ("mymodels/helpers.py".to_owned(), 5, "PT101".to_owned()),
         ],
