@@ -939,6 +939,33 @@ mod tests {
     /// Texts in memory, as an editor's open buffers would give them.
     struct Texts(Mutex<FxHashMap<String, Arc<str>>>);
 
+    impl Texts {
+        fn of(files: &[(&str, &str)]) -> Self {
+            Texts(Mutex::new(
+                files
+                    .iter()
+                    .map(|(module, text)| ((*module).to_owned(), Arc::from(*text)))
+                    .collect(),
+            ))
+        }
+    }
+
+    /// The summaries of `files` (module and text), `package` the one that is a package.
+    fn summaries_of(files: &[(&str, &str)], package: &str) -> Vec<ModuleSummary> {
+        files
+            .iter()
+            .map(|(module, text)| {
+                let parsed = syntax::parse(text);
+                let file = SourceFile {
+                    text,
+                    module: Some(module),
+                    is_package: *module == package,
+                };
+                summarize_parsed(&parsed.module.body, file)
+            })
+            .collect()
+    }
+
     impl WorkspaceSources for Texts {
         fn source(&self, module: &str) -> Option<ModuleSource> {
             let text = self.0.lock().ok()?.get(module).cloned()?;
@@ -968,24 +995,8 @@ mod tests {
                 "from torch import nn\nclass Head(nn.Module):\n    def forward(self, h):\n        if h.shape[0] > 4:\n            return h\n        return h.relu()\n",
             ),
         ];
-        let summaries: Vec<ModuleSummary> = files
-            .iter()
-            .map(|(module, text)| {
-                let parsed = syntax::parse(text);
-                let file = SourceFile {
-                    text,
-                    module: Some(module),
-                    is_package: *module == "mymodels",
-                };
-                summarize_parsed(&parsed.module.body, file)
-            })
-            .collect();
-        let texts = Arc::new(Texts(Mutex::new(
-            files
-                .iter()
-                .map(|(module, text)| ((*module).to_owned(), Arc::from(*text)))
-                .collect(),
-        )));
+        let summaries = summaries_of(&files, "mymodels");
+        let texts = Arc::new(Texts::of(&files));
         let cache = Arc::new(ParseCache::default());
         let index = WorkspaceIndex::new(&summaries)
             .with_sources(Arc::clone(&texts) as Arc<dyn WorkspaceSources>)
@@ -1049,27 +1060,8 @@ mod tests {
                 "from torch import nn\nclass Head(nn.Module):\n    def forward(self, h):\n        if h.shape[0] > 4:\n            return h\n        return h.relu()\ndef count(x):\n    return int(x.shape[0])\n",
             ),
         ];
-        let summaries: Vec<ModuleSummary> = files
-            .iter()
-            .map(|(module, text)| {
-                let parsed = syntax::parse(text);
-                let file = SourceFile {
-                    text,
-                    module: Some(module),
-                    is_package: *module == "pkg",
-                };
-                summarize_parsed(&parsed.module.body, file)
-            })
-            .collect();
-        let index = || {
-            let texts = Texts(Mutex::new(
-                files
-                    .iter()
-                    .map(|(module, text)| ((*module).to_owned(), Arc::from(*text)))
-                    .collect(),
-            ));
-            WorkspaceIndex::new(&summaries).with_sources(Arc::new(texts))
-        };
+        let summaries = summaries_of(&files, "pkg");
+        let index = || WorkspaceIndex::new(&summaries).with_sources(Arc::new(Texts::of(&files)));
         let check = |index: &WorkspaceIndex, at: usize| {
             let (module, text) = files[at];
             let file = SourceFile {

@@ -709,21 +709,18 @@ impl<'a> Project<'a> {
     }
 
     /// Phase 2: one index per module namespace (each Python project under the checked tree,
-    /// [`walk::NamespaceRoots`]), then every file that needs it checked against its own:
+    /// [`walk::namespaces`]), then every file that needs it checked against its own:
     /// those whose facts may come from other files, and those that take part in an
     /// entrypoint's whole-program analysis.
     pub fn check_against_workspace(&mut self) {
-        let mut namespaces = walk::NamespaceRoots::default();
-        let file_space: Vec<Option<PathBuf>> = self
+        let paths: Vec<&Path> = self
             .files
             .iter()
-            .map(|file| namespaces.of(&file.path))
+            .map(|file| file.path.as_path())
+            .chain(self.context.iter().map(|file| file.path.as_path()))
             .collect();
-        let context_space: Vec<Option<PathBuf>> = self
-            .context
-            .iter()
-            .map(|file| namespaces.of(&file.path))
-            .collect();
+        let mut file_space = walk::namespaces(&paths);
+        let context_space = file_space.split_off(self.files.len());
         let mut spaces = file_space.clone();
         spaces.sort();
         spaces.dedup();

@@ -5,6 +5,7 @@
 //! also outside a git repository. Paths named on the command line are never filtered: asking
 //! for a file checks it.
 
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -255,6 +256,56 @@ impl NamespaceRoots {
     }
 }
 
+/// The module namespace of each of `paths`, as a directory: files with the same one share an
+/// index, in which `models.net` names one file. It is the file's project
+/// ([`NamespaceRoots`]), unless the directory the file's module is named from (its import root:
+/// `implementations/munit/` for `implementations/munit/models.py`, named `models`) defines a
+/// top-level name that another import root of the project defines too (`implementations/cgan/
+/// models.py`): Python resolves each script's `import models` from its own directory, so such an
+/// import root is a namespace of its own. The answer depends on the set of paths only, never
+/// on their order.
+pub fn namespaces(paths: &[&Path]) -> Vec<Option<PathBuf>> {
+    let mut projects = NamespaceRoots::default();
+    let placed: Vec<(Option<PathBuf>, Option<ImportRoot>)> = paths
+        .iter()
+        .map(|path| (projects.of(path), import_root(path)))
+        .collect();
+    // For each project and top-level name, the import roots that define it.
+    let mut definers: HashMap<(&Option<PathBuf>, &str), BTreeSet<&Path>> = HashMap::new();
+    for (project, named) in &placed {
+        if let Some((root, name)) = named {
+            definers
+                .entry((project, name.as_str()))
+                .or_default()
+                .insert(root.as_path());
+        }
+    }
+    let split: HashSet<(&Option<PathBuf>, &Path)> = definers
+        .iter()
+        .filter(|(_, roots)| roots.len() > 1)
+        .flat_map(|((project, _), roots)| roots.iter().map(move |root| (*project, *root)))
+        .collect();
+    placed
+        .iter()
+        .map(|(project, named)| match named {
+            Some((root, _)) if split.contains(&(project, root.as_path())) => Some(root.clone()),
+            _ => project.clone(),
+        })
+        .collect()
+}
+
+/// The directory a module is named from, and the module's top-level name.
+type ImportRoot = (PathBuf, String);
+
+/// `path`'s [`ImportRoot`].
+fn import_root(path: &Path) -> Option<ImportRoot> {
+    let (module, is_package) = module_name(path)?;
+    let parts = module.split('.').count();
+    let root = path.ancestors().nth(parts + usize::from(is_package))?;
+    let top = module.split('.').next()?.to_owned();
+    Some((root.to_path_buf(), top))
+}
+
 /// Whether `directory` is where a Python project starts: it holds a `pyproject.toml` or a
 /// `.git`.
 pub fn is_project_root(directory: &Path) -> bool {
@@ -395,6 +446,47 @@ mod tests {
         assert_eq!(name("pkg/__init__.py"), Some(("pkg".to_owned(), true)));
         assert_eq!(name("a.py"), Some(("a".to_owned(), false)));
         assert_eq!(name("loose/b.py"), Some(("b".to_owned(), false)));
+    }
+
+    #[test]
+    fn sibling_directories_that_name_the_same_module_are_namespaces_of_their_own() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let files = [
+            "export.py",
+            "pkg/__init__.py",
+            "pkg/net.py",
+            "gan/a/models.py",
+            "gan/a/train.py",
+            "gan/b/models.py",
+            "tools/convert.py",
+        ]
+        .map(|file| root.join(file));
+        fs::write(root.join("pyproject.toml"), "").unwrap();
+        for path in &files {
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "").unwrap();
+        }
+        let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        let found = namespaces(&paths);
+        let project = Some(root.clone());
+        assert_eq!(
+            found,
+            [
+                project.clone(),
+                project.clone(),
+                project.clone(),
+                Some(root.join("gan/a")),
+                Some(root.join("gan/a")),
+                Some(root.join("gan/b")),
+                project,
+            ]
+        );
+        // The order of the paths changes nothing.
+        let reversed: Vec<&Path> = paths.iter().rev().copied().collect();
+        let mut again = namespaces(&reversed);
+        again.reverse();
+        assert_eq!(again, found);
     }
 
     #[test]

@@ -157,10 +157,12 @@ async fn an_unsaved_edit_to_a_head_changes_its_diagnostics_and_republishes_the_e
         .await;
     client.open(&heads_uri, 1, &guarded).await;
     settles(&mut client, &heads_uri, 1, &[("PT401", 11)]).await;
-    settles(&mut client, &entry_uri, 1, &[]).await;
+    // The entry file's `Dim` carries the guard's fix (an info companion).
+    settles(&mut client, &entry_uri, 1, &[("PT401", 10)]).await;
     quiet(&mut client, &entry_uri).await;
 
-    // The guard goes, unsaved: the disk still has it, the analysis must not.
+    // The guard goes, unsaved: the disk still has it, the analysis must not (nor the
+    // companion on the entry file's `Dim`).
     let unguarded = guarded.replace(GUARD, "");
     change(&client, &heads_uri, 2, &unguarded).await;
     settles(&mut client, &heads_uri, 2, &[]).await;

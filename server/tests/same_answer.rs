@@ -154,7 +154,7 @@ fn under(answer: &Answer, prefix: &Path) -> Answer {
         .collect()
 }
 
-/// The multi-file fixture projects, and a tree of two projects.
+/// The multi-file fixture projects, and two trees whose parts name the same modules.
 fn projects() -> Vec<PathBuf> {
     let projects = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects");
     let mut names: Vec<PathBuf> = std::fs::read_dir(&projects)
@@ -164,8 +164,11 @@ fn projects() -> Vec<PathBuf> {
         .collect();
     names.sort();
     assert!(names.len() >= 10, "{names:?}");
-    // Two projects under one tree, each with its own `models/net.py`.
-    names.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/monorepo"));
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    // Two projects under one tree, each with its own `models/net.py`; and one project whose
+    // two script directories each have their own `models.py`.
+    names.push(data.join("monorepo"));
+    names.push(data.join("sibling_scripts"));
     names
 }
 
@@ -255,32 +258,47 @@ fn every_project_file_gets_the_same_diagnostics_however_the_check_is_asked() {
     assert!(differences.is_empty(), "{}", differences.join("\n\n"));
 }
 
-#[test]
-fn projects_under_one_tree_keep_their_own_module_names() {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/monorepo");
+/// Whether each diagnostic of each file of `tree` (under `tests/data`, checked whole) is an
+/// error.
+fn errors_in(tree: &str) -> Vec<(PathBuf, Vec<bool>)> {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(tree);
     let (_tmp, root) = copied(&data);
     let whole = check(&root, &root, &["."]);
-    // Both projects have `models/net.py` with the same guard; only alpha's script leaves it
-    // unbounded (beta's declares `min=5`), so only alpha's model has the error, and alpha's
-    // script the companion that carries its fix to the `Dim`.
-    let severities: Vec<(&Path, Vec<bool>)> = whole
+    assert!(
+        whole.values().flatten().all(|said| said.contains("PT401")),
+        "{whole:#?}"
+    );
+    whole
         .iter()
         .map(|(file, said)| {
             let errors = said.iter().map(|s| s.contains("\"error\"")).collect();
-            (file.as_path(), errors)
+            (file.clone(), errors)
         })
-        .collect();
+        .collect()
+}
+
+/// Both trees hold two `models` with the same guard; only one script (alpha's, a's) leaves it
+/// unbounded (the other declares `min=5`), so only that model has the error, and that script the
+/// companion that carries its fix to the `Dim`. Each tree is also asked every way, by the
+/// command line, the API and the editor: see the tests over `projects()`, which include them.
+#[test]
+fn projects_and_script_directories_keep_their_own_module_names() {
     assert_eq!(
-        severities,
+        errors_in("monorepo"),
         [
-            (Path::new("alpha/models/net.py"), vec![true]),
-            (Path::new("alpha/scripts/export.py"), vec![false]),
-        ],
-        "{whole:#?}"
+            (PathBuf::from("alpha/models/net.py"), vec![true]),
+            (PathBuf::from("alpha/scripts/export.py"), vec![false]),
+        ]
     );
-    assert!(whole.values().flatten().all(|said| said.contains("PT401")));
-    // Asked every way, by the command line, the API and the editor: see the tests over
-    // `projects()`, which include this tree.
+    assert_eq!(
+        errors_in("sibling_scripts"),
+        [
+            (PathBuf::from("a/export.py"), vec![false]),
+            (PathBuf::from("a/models.py"), vec![true]),
+        ]
+    );
 }
 
 #[test]

@@ -14,7 +14,7 @@ use tower_lsp_server::ls_types::{self as lsp, MessageType};
 use super::Session;
 use crate::workspace::{self, Scope};
 use pt2lsp_project::libraries::{self, Libraries, LibrarySources};
-use pt2lsp_project::walk::NamespaceRoots;
+use pt2lsp_project::walk;
 
 /// Files summarised per step of a workspace scan: small enough for steady progress reports and
 /// for a newer scan to stop an older one soon, large enough to keep the scan threads busy.
@@ -500,11 +500,12 @@ impl Session {
                 .and_then(|libraries| libraries.clone());
             // One index per Python project under the folders, as `pt2lsp check` builds them:
             // `models.net` names one file in each.
-            let mut namespaces = NamespaceRoots::default();
+            let paths: Vec<&Path> = all.paths.iter().map(PathBuf::as_path).collect();
+            let keys = walk::namespaces(&paths);
             let mut members: BTreeMap<Option<PathBuf>, (Vec<PathBuf>, Vec<ModuleSummary>)> =
                 BTreeMap::new();
-            for (path, summary) in all.paths.iter().zip(&all.summaries) {
-                let (paths, summaries) = members.entry(namespaces.of(path)).or_default();
+            for ((path, summary), key) in all.paths.iter().zip(&all.summaries).zip(&keys) {
+                let (paths, summaries) = members.entry(key.clone()).or_default();
                 paths.push(path.clone());
                 summaries.push(summary.clone());
             }
@@ -525,10 +526,10 @@ impl Session {
                     )
                     .with_sources(Arc::new(sources))
                     .with_parse_cache(Arc::clone(&session.parses));
-                    (root, Arc::new(index))
+                    (root, paths, Arc::new(index))
                 })
                 .collect();
-            Some((build, Namespaces { spaces }))
+            Some((build, Namespaces::new(spaces)))
         })
         .await;
         if let Ok(Some((build, index))) = built {
@@ -541,19 +542,37 @@ impl Session {
     }
 }
 
-/// The workspace's indexes, one per Python project (`walk::NamespaceRoots`), by its root.
+/// The workspace's indexes, one per module namespace (`walk::namespaces`: each Python
+/// project, and each directory of scripts that names a module another one names too).
 #[derive(Debug, Default)]
 pub struct Namespaces {
     spaces: Vec<(Option<PathBuf>, Arc<WorkspaceIndex>)>,
+    /// Each indexed file's namespace, by index into `spaces`.
+    of_path: HashMap<PathBuf, usize>,
 }
 
 impl Namespaces {
-    /// The index of the deepest project holding `path`; files outside every project share the
+    fn new(built: Vec<(Option<PathBuf>, Vec<PathBuf>, Arc<WorkspaceIndex>)>) -> Self {
+        let mut namespaces = Self::default();
+        for (at, (root, paths, index)) in built.into_iter().enumerate() {
+            namespaces
+                .of_path
+                .extend(paths.into_iter().map(|path| (path, at)));
+            namespaces.spaces.push((root, index));
+        }
+        namespaces
+    }
+
+    /// The index of `path`'s namespace: the one it was indexed in, else (a file the scan has
+    /// not indexed yet) the deepest namespace holding it; files outside every project share the
     /// rootless one.
     pub fn of(&self, path: Option<&Path>) -> Arc<WorkspaceIndex> {
         let Some(path) = path else {
             return Arc::default();
         };
+        if let Some(&at) = self.of_path.get(path) {
+            return Arc::clone(&self.spaces[at].1);
+        }
         self.spaces
             .iter()
             .filter(|(root, _)| root.as_ref().is_none_or(|root| path.starts_with(root)))
