@@ -570,21 +570,50 @@ fn troubles_are_diagnostics(start_method: &str) {
                 .is_some_and(|source| source.ends_with("trace")),
             "{at_line:#?}"
         );
-        at_line[0]["data"]["suggested_fixes"].clone()
+        // Each fix names where its `Dim` is declared: here, inside the module-level
+        // `dynamic_shapes` of the file itself (the file's name is kept, not the temporary path).
+        let mut suggested = at_line[0]["data"]["suggested_fixes"].clone();
+        for fix in suggested.as_array_mut().into_iter().flatten() {
+            if let Some(declared) = fix["declared_file"].as_str() {
+                let name = Path::new(declared).file_name().unwrap().to_string_lossy();
+                fix["declared_file"] = Value::from(name.into_owned());
+            }
+        }
+        suggested
+    };
+    let in_spec = |file: &str, line: u64| serde_json::json!({"declared_file": file, "declared_line": line, "declared_spec": "dynamic_shapes"});
+    let with = |fix: Value, declared: Value| {
+        let mut fix = fix;
+        for (key, value) in declared.as_object().unwrap() {
+            fix[key] = value.clone();
+        }
+        fix
     };
     assert_eq!(
         fixes("guard.py", 7),
-        serde_json::json!([{"dim": "b", "kind": "range", "min": 6, "text": "b = Dim('b', min=6)"}])
+        serde_json::json!([with(
+            serde_json::json!({"dim": "b", "kind": "range", "min": 6, "text": "b = Dim('b', min=6)"}),
+            in_spec("guard.py", 14)
+        )])
     );
     assert_eq!(
         fixes("pairs.py", 7),
-        serde_json::json!([{"dim": "b", "kind": "equal", "to": "a", "text": "b = a"}])
+        serde_json::json!([with(
+            serde_json::json!({"dim": "b", "kind": "equal", "to": "a", "text": "b = a"}),
+            in_spec("pairs.py", 12)
+        )])
     );
     assert_eq!(
         fixes("halves.py", 7),
         serde_json::json!([
-            {"dim": "n", "kind": "derived", "expr": "2*_n", "root": "_n", "text": "n = 2*_n"},
-            {"dim": "_n", "kind": "range", "min": 1, "text": "_n = Dim('_n', min=1, max=oo)"},
+            with(
+                serde_json::json!({"dim": "n", "kind": "derived", "expr": "2*_n", "root": "_n", "text": "n = 2*_n"}),
+                in_spec("halves.py", 12)
+            ),
+            with(
+                serde_json::json!({"dim": "_n", "kind": "range", "min": 1, "text": "_n = Dim('_n', min=1, max=oo)"}),
+                in_spec("halves.py", 12)
+            ),
         ])
     );
     for clean in ["quiet.py", "fine.py", "chatty.py"] {
