@@ -230,7 +230,8 @@ fn scripts_that_never_reach_their_export_call_say_where_they_stopped() {
 /// override into its attributes through `vars()` (which the static pass does not follow) and
 /// declares `Dim("seq", max=64)`, so the assert holds and torch exports. The static pass, still
 /// reading 32, calls the assert a PT401 error; the trace contradicts it, so it leaves the report
-/// (and stays, as info with the reason, under `--show-contradicted`).
+/// (and stays, as info with the reason, under `--show-contradicted`), and so does the companion
+/// that carried its fix to the script's `Dim`.
 #[test]
 fn a_static_error_the_export_contradicts_is_not_an_error() {
     let Some(python) = torch_python() else { return };
@@ -258,9 +259,13 @@ fn a_static_error_the_export_contradicts_is_not_an_error() {
         tmp.path(),
         &["check", "--format", "json", "--exit-zero"],
     );
+    // The error, and its companion on the script's `Dim` carrying the (wrong) range fix.
     assert_eq!(
         codes(&statically),
-        [("gpt/model.py".to_owned(), 15, "error".to_owned())],
+        [
+            ("export.py".to_owned(), 13, "info".to_owned()),
+            ("gpt/model.py".to_owned(), 15, "error".to_owned())
+        ],
         "the static pass no longer errs here: this test needs another false error"
     );
     let traced_run = pt2lsp(
@@ -290,15 +295,22 @@ fn a_static_error_the_export_contradicts_is_not_an_error() {
             "json",
         ],
     );
+    // The companion goes with its guard: a contradicted guard needs no fix.
     assert_eq!(
         codes(&shown),
-        [("gpt/model.py".to_owned(), 15, "info".to_owned())]
+        [
+            ("export.py".to_owned(), 13, "info".to_owned()),
+            ("gpt/model.py".to_owned(), 15, "info".to_owned())
+        ]
+    );
+    let message = |at: usize| shown.json()[at]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message(1).contains("contradicted: the export of export.py:14 (main)"),
+        "{}",
+        shown.stdout
     );
     assert!(
-        shown.json()[0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("contradicted: the export of export.py:14 (main)"),
+        message(0).contains("contradicted: its guard is contradicted: the export of export.py:14"),
         "{}",
         shown.stdout
     );

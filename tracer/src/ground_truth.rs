@@ -91,6 +91,32 @@ impl GroundTruth {
                 .is_some_and(|(lines, _)| lines.contains(&line))
     }
 
+    /// Why the exporter contradicts static `diagnostic` at `line` (1-based) of `file`, or `None`:
+    /// an error by its own line ([`GroundTruth::contradicts`]); a companion (an info PT401 on a
+    /// `Dim` that carries the fix of a guard in another file) by that guard's place, its related
+    /// location, since a contradicted guard needs no fix. Relative related paths are under
+    /// `base`. `check --trace` and the editor both ask this.
+    pub fn contradicts_static(
+        &self,
+        file: &Path,
+        line: u32,
+        diagnostic: &pt2lsp_analyzer::Diagnostic,
+        base: &Path,
+    ) -> Option<String> {
+        use pt2lsp_analyzer::Severity;
+        match diagnostic.severity {
+            Severity::Error => self.contradicts(file, line, diagnostic.rule),
+            Severity::Info if diagnostic.rule == Rule::DynamicDimGuard => {
+                diagnostic.related.iter().find_map(|guard| {
+                    let guard_file = base.join(&guard.file);
+                    self.contradicts(&guard_file, guard.line, diagnostic.rule)
+                        .map(|why| format!("its guard is contradicted: {why}"))
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Why the exporter contradicts a static error of `rule` at `line` (1-based) of `file`, or
     /// `None` when nothing it did says so.
     pub fn contradicts(&self, file: &Path, line: u32, rule: Rule) -> Option<String> {

@@ -515,11 +515,11 @@ impl Session {
         }));
         if traced_any {
             merged.retain(|finding| {
+                let base = file.parent().unwrap_or(file);
                 let contradicted = !finding.is_traced()
                     && !finding.is_confirmed()
-                    && finding.diagnostic().severity == Severity::Error
                     && truth
-                        .contradicts(file, finding.line() + 1, finding.diagnostic().rule)
+                        .contradicts_static(file, finding.line() + 1, finding.diagnostic(), base)
                         .is_some();
                 !contradicted
             });

@@ -586,13 +586,11 @@ fn settle_contradicted(
     let path = walk::absolute(cwd, &report.path);
     let (_, lines, diagnostics) = report.diagnostics_by_line();
     diagnostics.retain_mut(|reported| {
-        if reported.source != output::Source::Static
-            || reported.diagnostic.severity != Severity::Error
-        {
+        if reported.source != output::Source::Static {
             return true;
         }
         let line = lines.line_column(reported.diagnostic.range.start()).line + 1;
-        let Some(why) = truth.contradicts(&path, line, reported.diagnostic.rule) else {
+        let Some(why) = truth.contradicts_static(&path, line, &reported.diagnostic, cwd) else {
             return true;
         };
         if show {
