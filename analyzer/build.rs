@@ -26,12 +26,11 @@ fn main() {
     let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     let rules_dir = Path::new(&manifest_dir).join("src").join("rules");
     // A directory makes cargo rerun the script when any file in it changes, is added or goes.
-    println!("cargo:rerun-if-changed=src/rules");
-    // The generated modules name their files by absolute path, and cargo gives a copy of the
-    // workspace the same build directory (`pip wheel ./python` builds from a temporary copy
-    // into this `target/`): the script runs again wherever the crate moves, or a later build
-    // here would include the deleted copy's files.
-    println!("cargo:rerun-if-env-changed=CARGO_MANIFEST_DIR");
+    // It is named by its absolute path: the generated modules name their files that way, and
+    // cargo gives a copy of the workspace the same build directory (`pip wheel ./python` builds
+    // from a temporary copy into this `target/`). A build here after one in a copy finds the
+    // copy's directory gone and runs the script again, instead of including deleted files.
+    println!("cargo:rerun-if-changed={}", rules_dir.display());
 
     let mut declarations = Vec::new();
     let entries = std::fs::read_dir(&rules_dir).expect("src/rules is readable");
