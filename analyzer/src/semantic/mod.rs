@@ -954,15 +954,8 @@ impl<'a> SemanticModel<'a> {
             self.classes[current]
                 .bases
                 .iter()
-                .find_map(|base| match base {
-                    Value::Qualified(qualified)
-                        if catalogue::keeps_batch_dim(qualified)
-                            || catalogue::is_recurrent(qualified) =>
-                    {
-                        Some(qualified.as_ref())
-                    }
-                    _ => None,
-                })
+                .find_map(catalogue_layer)
+                .map(AsRef::as_ref)
         })
     }
 
@@ -1052,4 +1045,16 @@ fn entry_site(body: &[Stmt]) -> Option<TextRange> {
             }
             _ => None,
         })
+}
+
+/// The `torch.nn` layer base `base` names, when the catalogue knows its shapes.
+pub(crate) fn catalogue_layer(base: &Value) -> Option<&std::rc::Rc<str>> {
+    match base {
+        Value::Qualified(qualified)
+            if catalogue::keeps_batch_dim(qualified) || catalogue::is_recurrent(qualified) =>
+        {
+            Some(qualified)
+        }
+        _ => None,
+    }
 }

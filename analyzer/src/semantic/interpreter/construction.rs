@@ -617,15 +617,8 @@ impl Interpreter<'_, '_> {
             if let Some(base) = self.model.classes[class]
                 .bases
                 .iter()
-                .find_map(|base| match base {
-                    Value::Qualified(qualified)
-                        if catalogue::keeps_batch_dim(qualified)
-                            || catalogue::is_recurrent(qualified) =>
-                    {
-                        Some(qualified.clone())
-                    }
-                    _ => None,
-                })
+                .find_map(crate::semantic::catalogue_layer)
+                .cloned()
             {
                 let layer = layers::layer_info(&base, call, args, kwargs);
                 self.write_field(*index, LAYER_FIELD, Value::Layer(Rc::new(layer)));
