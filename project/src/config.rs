@@ -25,6 +25,10 @@ use toml::{Table, Value};
 use crate::tracing::DeploymentTarget;
 use crate::tracing::StartMethod;
 
+mod places;
+
+pub use places::TablePlace;
+
 /// Every documented key of `[tool.pt2lsp]`.
 pub const KEYS: [&str; 19] = [
     "python",
@@ -101,6 +105,9 @@ pub struct Entrypoint {
     /// command line it is run with (`args`) when the tracer runs it to its export calls.
     pub script: Option<String>,
     pub args: Option<Vec<String>>,
+    /// Where the table is written, when it came from a file: a string the tracer cannot
+    /// resolve is reported on its key's line there.
+    pub place: Option<TablePlace>,
 }
 
 /// The settings of one source: a configuration file or the editor. `None` (or empty) leaves a
@@ -158,6 +165,18 @@ impl Config {
     /// The directory relative `exclude` patterns are anchored to.
     pub fn root(&self) -> Option<&Path> {
         self.path.as_deref().and_then(Path::parent)
+    }
+
+    /// The configuration with each entrypoint table's place in `text`, the text of the file
+    /// it was read from.
+    fn placed(mut self, text: &str) -> Self {
+        if let (Some(path), Some(entrypoints)) = (&self.path, &mut self.entrypoints) {
+            let places = places::entrypoint_places(text, path);
+            for (entrypoint, place) in entrypoints.iter_mut().zip(places) {
+                entrypoint.place = Some(place);
+            }
+        }
+        self
     }
 
     /// The configuration, or an error listing every bad value in it: the CLI's policy, since a
@@ -274,17 +293,18 @@ pub fn in_directory(directory: &Path) -> Result<Option<Config>> {
     if !candidate.is_file() {
         return Ok(None);
     }
-    let document = read_toml(&candidate)?;
-    Ok(pt2lsp_table(&document, &candidate)?.map(|table| from_table(table, Some(&candidate))))
+    let (text, document) = read_toml(&candidate)?;
+    Ok(pt2lsp_table(&document, &candidate)?
+        .map(|table| from_table(table, Some(&candidate)).placed(&text)))
 }
 
 /// Reads the file given with `--config`: a `pyproject.toml` (its `[tool.pt2lsp]` table), or
 /// any other TOML file whose top level is the table itself (a `pt2lsp.toml`).
 pub fn load(path: &Path) -> Result<Config> {
-    let document = read_toml(path)?;
+    let (text, document) = read_toml(path)?;
     if is_pyproject(path) {
         match pt2lsp_table(&document, path)? {
-            Some(table) => from_table(table, Some(path)).validated(),
+            Some(table) => from_table(table, Some(path)).placed(&text).validated(),
             None => Ok(Config {
                 path: Some(path.to_path_buf()),
                 warnings: vec![format!("{}: no [tool.pt2lsp] table", path.display())],
@@ -292,7 +312,7 @@ pub fn load(path: &Path) -> Result<Config> {
             }),
         }
     } else {
-        from_table(&document, Some(path)).validated()
+        from_table(&document, Some(path)).placed(&text).validated()
     }
 }
 
@@ -301,11 +321,14 @@ fn is_pyproject(path: &Path) -> bool {
         .is_some_and(|name| name == "pyproject.toml")
 }
 
-fn read_toml(path: &Path) -> Result<Table> {
+/// The file's text and its TOML.
+fn read_toml(path: &Path) -> Result<(String, Table)> {
     let text =
         fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    text.parse::<Table>()
-        .with_context(|| format!("{} is not valid TOML", path.display()))
+    let table = text
+        .parse::<Table>()
+        .with_context(|| format!("{} is not valid TOML", path.display()))?;
+    Ok((text, table))
 }
 
 fn pt2lsp_table<'a>(document: &'a Table, path: &Path) -> Result<Option<&'a Table>> {

@@ -446,6 +446,7 @@ mod tests {
                     dynamic_shapes: None,
                     strict: None,
                     fake_weights: None,
+                    declared: None,
                 },
                 EntrypointSpec {
                     targets: Vec::new(),
@@ -456,6 +457,7 @@ mod tests {
                     dynamic_shapes: None,
                     strict: None,
                     fake_weights: None,
+                    declared: None,
                 },
             ],
             scripts: Vec::new(),

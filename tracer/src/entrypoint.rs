@@ -189,11 +189,20 @@ pub fn module_file(reference: &str, root: &Path) -> Option<PathBuf> {
     None
 }
 
-/// The attribute a `module:attribute.sub` or `module:function()` reference starts with.
+/// The name a `module:EXPRESSION` reference's expression starts from: `build_model` in
+/// `pkg:build_model(ModelConfig()).eval()`, `CONFIG` in `pkg:CONFIG.shapes`; `None` when it
+/// starts with anything else (a literal, a parenthesis).
 pub fn reference_attribute(reference: &str) -> Option<&str> {
-    let (_, attribute) = reference.split_once(':')?;
-    let attribute = attribute.trim().trim_end_matches("()");
-    attribute.split('.').next().filter(|name| !name.is_empty())
+    let (_, expression) = reference.split_once(':')?;
+    let expression = expression.trim_start();
+    let end = expression
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(expression.len());
+    let name = &expression[..end];
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        .then_some(name)
 }
 
 #[cfg(test)]
@@ -240,5 +249,10 @@ mod tests {
         assert_eq!(module_file("models.missing:x", root.path()), None);
         assert_eq!(reference_attribute("m:build_model()"), Some("build_model"));
         assert_eq!(reference_attribute("m:CONFIG.shapes"), Some("CONFIG"));
+        assert_eq!(
+            reference_attribute("m: build_model(ModelConfig(hidden=8)).eval()"),
+            Some("build_model")
+        );
+        assert_eq!(reference_attribute("m:(torch.randn(2),)"), None);
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::batch::{self, BatchOptions, Candidate, PlannedJob};
-use super::protocol::{CallSite, EntrypointSpec};
+use super::protocol::{CallSite, DeclaredTable, EntrypointSpec};
 use pt2lsp_project::config::{Config, Entrypoint};
 
 /// The name of a file's own entrypoint (module-level `model` and `example_args`, the ExportDB
@@ -146,6 +146,7 @@ pub fn spec_of(entry: &Entrypoint) -> Option<EntrypointSpec> {
         strict: entry.strict,
         fake_weights: entry.fake_weights,
         targets: entry.targets.clone().unwrap_or_default(),
+        declared: entry.place.as_ref().map(DeclaredTable::of),
     })
 }
 

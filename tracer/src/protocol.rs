@@ -75,7 +75,8 @@ pub enum CallReachKind {
     Call,
 }
 
-/// One configured entrypoint: `module:attribute` or `module:function()` references.
+/// One configured entrypoint: `module:EXPRESSION` strings, each evaluated by the worker with
+/// the module's namespace as its globals (`pkg:build_model(ModelConfig(hidden=8)).eval()`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EntrypointSpec {
     pub name: Option<String>,
@@ -91,6 +92,39 @@ pub struct EntrypointSpec {
     /// The entrypoint table's own `targets`, lowered for besides the run's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<DeploymentTarget>,
+    /// Where the table is written, so that the worker reports a string it cannot resolve on
+    /// that string's line; `None` for settings that came from no file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared: Option<DeclaredTable>,
+}
+
+/// The file of an entrypoint table and the 1-based lines of its strings, by the worker's
+/// names for them (`model`, `example_args`, `example_kwargs`, `dynamic_shapes`) and `table`
+/// for its header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeclaredTable {
+    pub file: PathBuf,
+    pub lines: std::collections::BTreeMap<&'static str, u32>,
+}
+
+impl DeclaredTable {
+    /// The place of a table read from a file, in the worker's terms.
+    pub fn of(place: &pt2lsp_project::config::TablePlace) -> Self {
+        let mut lines = std::collections::BTreeMap::new();
+        lines.insert("table", place.header);
+        for (role, key) in [
+            ("model", "model"),
+            ("example_args", "example-args"),
+            ("example_kwargs", "example-kwargs"),
+            ("dynamic_shapes", "dynamic-shapes"),
+        ] {
+            lines.insert(role, place.line_of(key));
+        }
+        Self {
+            file: place.file.clone(),
+            lines,
+        }
+    }
 }
 
 /// What turns a job into an export: after `torch.export.export` succeeds, the worker saves the

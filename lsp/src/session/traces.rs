@@ -455,11 +455,33 @@ impl Session {
             }
             // The analysis of this version has not published yet; it merges them when it does.
             Some(_) => {}
+            None if file
+                .file_name()
+                .is_some_and(|name| name == "pyproject.toml") =>
+            {
+                let shown = self.pyproject_findings(file);
+                self.publish(uri, &shown.into(), None).await;
+            }
             None => {
                 let traced = self.traced_for(file, None);
                 self.publish(uri, &traced.into(), None).await;
             }
         }
+    }
+
+    /// What a `pyproject.toml` shows: the problems of its entrypoint tables' strings
+    /// ([`entrypoint_problems`]) and what the traces found on its lines (a string the worker
+    /// could not evaluate, on its key's line). Blocking: reads the file.
+    fn pyproject_findings(&self, pyproject: &Path) -> Vec<Finding> {
+        let settings = self.resolve_settings(Some(pyproject));
+        let mut shown = match (&settings.project, pyproject.parent()) {
+            (Some(project), Some(root)) if normalized(project) == normalized(pyproject) => {
+                entrypoint_problems(pyproject, &settings.entrypoints, root)
+            }
+            _ => Vec::new(),
+        };
+        shown.extend(self.traced_for(&normalized(pyproject), None));
+        shown
     }
 
     /// The static diagnostics of `file` at `version` with its trace diagnostics merged in
@@ -629,10 +651,7 @@ impl Session {
             return plan;
         };
         if let Some(pyproject) = &settings.project {
-            plan.config = Some((
-                pyproject.clone(),
-                entrypoint_problems(pyproject, &settings.entrypoints, &root),
-            ));
+            plan.config = Some((pyproject.clone(), self.pyproject_findings(pyproject)));
         }
         let reached = self.reached_by(path);
         let texts: Vec<(PathBuf, String)> = reached
@@ -896,14 +915,15 @@ pub fn entrypoint_problems(
     let Ok(text) = std::fs::read_to_string(pyproject) else {
         return Vec::new();
     };
-    let tables = entrypoint_tables(&text);
     let lines = LineIndex::new(&text);
     let analysed = AnalysedText::new(text.clone());
     let mut out = Vec::new();
     for (index, entry) in entries.iter().enumerate() {
-        let Some(&(header, end)) = tables.get(index) else {
+        // Where each string is written (`config::TablePlace`, 1-based); 0-based here.
+        let Some(place) = &entry.place else {
             continue;
         };
+        let header = place.header.saturating_sub(1) as usize;
         let name = entry
             .name
             .clone()
@@ -935,13 +955,13 @@ pub fn entrypoint_problems(
         }
         let references = [
             ("model", &entry.model),
-            ("example_args", &entry.example_args),
-            ("example_kwargs", &entry.example_kwargs),
-            ("dynamic_shapes", &entry.dynamic_shapes),
+            ("example-args", &entry.example_args),
+            ("example-kwargs", &entry.example_kwargs),
+            ("dynamic-shapes", &entry.dynamic_shapes),
         ];
         for (key, value) in references {
             let Some(value) = value else { continue };
-            let line = key_line(&text, header, end, key).unwrap_or(header);
+            let line = place.line_of(key).saturating_sub(1) as usize;
             let module = value.split_once(':').map(|(module, _)| module.trim());
             let attribute = value.split_once(':').map(|(_, rest)| rest.trim());
             match (module, attribute) {
@@ -971,41 +991,6 @@ pub fn entrypoint_problems(
         }
     }
     out
-}
-
-/// The 0-based lines of each `[[tool.pt2lsp.entrypoints]]` header, with the line where its
-/// table ends (the next header, or the end of the text).
-fn entrypoint_tables(text: &str) -> Vec<(usize, usize)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let headers: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, line)| line.trim_start().starts_with('['))
-        .map(|(at, _)| at)
-        .collect();
-    headers
-        .iter()
-        .enumerate()
-        .filter(|(_, at)| {
-            let compact: String = lines[**at].chars().filter(|c| !c.is_whitespace()).collect();
-            compact.starts_with("[[tool.pt2lsp.entrypoints]]")
-        })
-        .map(|(index, at)| (*at, headers.get(index + 1).copied().unwrap_or(lines.len())))
-        .collect()
-}
-
-/// The 0-based line of `key = ...` in the table from `start` to `end`.
-fn key_line(text: &str, start: usize, end: usize, key: &str) -> Option<usize> {
-    text.lines()
-        .enumerate()
-        .skip(start)
-        .take(end.saturating_sub(start))
-        .find(|(_, line)| {
-            line.trim_start()
-                .strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
-        })
-        .map(|(at, _)| at)
 }
 
 /// The code of a 0-based line, from its first non-blank character to its end.

@@ -148,6 +148,7 @@ mod tests {
                 dynamic_shapes: None,
                 strict: None,
                 fake_weights: None,
+                declared: None,
             })
             .collect();
         let options = BatchOptions {

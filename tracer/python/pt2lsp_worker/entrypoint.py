@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 
-from .findings import Finding, Location, binding_finding, frame_location, located
+from .findings import Finding, Location, Related, binding_finding, frame_location, located
 from .locations import deepest_user_frame
 from .lowering import requested_targets
 from .script import CallArgument, EntrypointStopped, reach_export_call
@@ -153,22 +153,20 @@ def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
         target.strict = bool(getattr(module, "strict", False)) or bool(job.get("strict"))
         target.targets = requested_targets(job, getattr(module, "targets", None))
     else:
-        target.model, where = _resolve(entry["model"], "model", workspace)
+        target.model, where = _resolve(entry, "model", workspace)
         target.model_binding = where
-        args_spec = entry.get("example_args")
-        if not args_spec:
+        if not entry.get("example_args"):
+            name = entry.get("name") or entry["model"]
             raise EntrypointError(
-                binding_finding(
-                    where[0], where[1], "PT503", f"the entrypoint {entry.get('name') or entry['model']!r} has no `example_args`"
-                )
+                _table_finding(TableKey(entry, "table"), workspace, None, f"the entrypoint {name!r} has no `example-args`")
             )
-        args, args_where = _resolve(args_spec, "example_args", workspace)
-        target.args = _as_args(args, args_where[0], args_where[1])
+        args, args_where = _resolve(entry, "example_args", workspace)
+        target.args = _as_args(args, args_where[0], args_where[1], TableKey(entry, "example_args"))
         target.args_binding = args_where
         if entry.get("example_kwargs"):
-            target.kwargs, target.kwargs_binding = _resolve(entry["example_kwargs"], "example_kwargs", workspace)
+            target.kwargs, target.kwargs_binding = _resolve(entry, "example_kwargs", workspace)
         if entry.get("dynamic_shapes"):
-            target.dynamic_shapes, target.spec_binding = _resolve(entry["dynamic_shapes"], "dynamic_shapes", workspace)
+            target.dynamic_shapes, target.spec_binding = _resolve(entry, "dynamic_shapes", workspace)
         strict = entry.get("strict")
         target.strict = bool(job.get("strict")) if strict is None else bool(strict)
         target.targets = requested_targets(job, entry.get("targets"))
@@ -176,11 +174,11 @@ def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
 
     if not isinstance(target.model, torch.nn.Module):
         file, name = target.model_binding or (workspace.entry_file, "model")
-        raise EntrypointError(
-            binding_finding(
-                file, name, "PT503", f"`{name}` must be a torch.nn.Module to export, not {type(target.model).__name__}"
-            )
-        )
+        kind = type(target.model).__name__
+        if entry is not None and job.get("call") is None and TableKey(entry, "model").location() is not None:
+            message = f'`model = "{entry["model"]}"` must be a torch.nn.Module to export, not {kind}'
+            raise EntrypointError(_table_finding(TableKey(entry, "model"), workspace, None, message))
+        raise EntrypointError(binding_finding(file, name, "PT503", f"`{name}` must be a torch.nn.Module to export, not {kind}"))
     if target.kwargs is not None and not isinstance(target.kwargs, dict):
         raise EntrypointError(binding_finding(workspace.entry_file, "example_kwargs", "PT503", "`example_kwargs` must be a dict"))
     return target
@@ -210,12 +208,13 @@ def _load_call(job: dict, workspace: Workspace, target: Target) -> None:
         target.spec_binding = (path, CallArgument(line, end_line, None, "dynamic_shapes", "dynamic_shapes"))
 
 
-def _as_args(value, file: str, name: str) -> tuple:
+def _as_args(value, file: str, name: str | None, table: TableKey | None = None) -> tuple:
     if isinstance(value, (tuple, list)):
         return tuple(value)
-    raise EntrypointError(
-        binding_finding(file, name, "PT503", f"`{name}` must be a tuple of example inputs, not {type(value).__name__}")
-    )
+    kind = type(value).__name__
+    if table is not None and table.location() is not None:
+        raise EntrypointError(_table_finding(table, None, None, f"`{table.key}` must be a tuple of example inputs, not {kind}"))
+    raise EntrypointError(binding_finding(file, name, "PT503", f"`{name}` must be a tuple of example inputs, not {kind}"))
 
 
 def _module_name(path: str) -> tuple[str | None, str]:
@@ -265,52 +264,114 @@ def _out_of_memory_error(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or "can't allocate memory" in str(exc)
 
 
-def _resolve(spec: str, role: str, workspace: Workspace):
-    """`module:attr`, `module:attr.sub` or `module:function()`; returns (value, (file, name))."""
-    text = (spec or "").strip()
-    module_name, _, attribute = text.partition(":")
-    call = attribute.endswith("()")
-    if call:
-        attribute = attribute[:-2]
-    if not module_name or not attribute:
+class TableKey:
+    """Where one string of a `[[tool.pt2lsp.entrypoints]]` table is written: the file
+    (`pyproject.toml`) and the 1-based line of its key, from the job's `entrypoint.declared`;
+    None when the settings came from no file (the editor's own)."""
+
+    def __init__(self, entry: dict, role: str) -> None:
+        declared = entry.get("declared") or {}
+        self.file = declared.get("file")
+        self.line = (declared.get("lines") or {}).get(role)
+        self.key = role.replace("_", "-")
+
+    def location(self) -> Location | None:
+        if not self.file or not self.line:
+            return None
+        return Location(os.path.abspath(self.file), int(self.line))
+
+
+def _resolve(entry: dict, role: str, workspace: Workspace):
+    """`module:EXPRESSION`: the module imported, then EXPRESSION (any Python expression:
+    `build_model(ModelConfig(hidden=8)).eval()`, `CONFIG.shapes`, `example_inputs()`) evaluated
+    with the module's namespace as its globals. Returns (value, (file, name)): the module's
+    file and the name the expression starts from, where the value is declared. What cannot be
+    resolved is PT503 on the table's line (`_table_finding`)."""
+    spec = entry.get(role) or ""
+    text = spec.strip()
+    module_name, _, expression = text.partition(":")
+    module_name, expression = module_name.strip(), expression.strip()
+    table = TableKey(entry, role)
+    if not expression or not all(part.isidentifier() for part in module_name.split(".")):
         raise EntrypointError(
-            binding_finding(
-                workspace.entry_file,
+            _table_finding(
+                table,
+                workspace,
                 None,
-                "PT503",
-                f"{role} = {spec!r} in [[tool.pt2lsp.entrypoints]] must read `module:attribute` or `module:function()`",
+                f"`{table.key} = {spec!r}` must read `module:expression` (`models.encoder:build_model()`)",
             )
         )
+    quoted = f'`{table.key} = "{text}"`'
+    try:
+        code = compile(expression, f"<{table.key} of [[tool.pt2lsp.entrypoints]]>", "eval")
+    except SyntaxError as exc:
+        column = f" (column {exc.offset})" if exc.offset else ""
+        raise EntrypointError(
+            _table_finding(table, workspace, None, f"{quoted}: `{expression}` is not a Python expression: {exc.msg}{column}")
+        ) from None
     try:
         module = importlib.import_module(module_name)
+    except MemoryError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, even SystemExit
+        if _out_of_memory_error(exc):
+            raise MemoryError(str(exc)) from None
+        raise EntrypointError(_table_exception(exc, table, workspace, quoted, f"importing {module_name}")) from None
+    file = os.path.abspath(getattr(module, "__file__", "") or workspace.entry_file)
+    try:
+        value = eval(code, vars(module))  # noqa: S307 - the user's own expression over the user's module
     except MemoryError:
         raise
     except BaseException as exc:  # noqa: BLE001
         if _out_of_memory_error(exc):
             raise MemoryError(str(exc)) from None
-        raise EntrypointError(
-            _exception_finding(exc, workspace, workspace.entry_file, None, f"importing {module_name}")
-        ) from None
-    file = os.path.abspath(getattr(module, "__file__", "") or workspace.entry_file)
-    head = attribute.split(".")[0]
-    value = module
-    try:
-        for part in attribute.split("."):
-            value = getattr(value, part)
-    except AttributeError:
-        raise EntrypointError(
-            binding_finding(file, None, "PT503", f"{module_name} has no attribute `{attribute}` ({role} of the entrypoint)")
-        ) from None
-    if call:
-        try:
-            value = value()
-        except MemoryError:
-            raise
-        except BaseException as exc:  # noqa: BLE001
-            if _out_of_memory_error(exc):
-                raise MemoryError(str(exc)) from None
-            raise EntrypointError(_exception_finding(exc, workspace, file, head, f"calling {attribute}()")) from None
-    return value, (file, head)
+        raise EntrypointError(_table_exception(exc, table, workspace, quoted, "evaluating it")) from None
+    return value, (file, _root_name(expression))
+
+
+def _root_name(expression: str) -> str | None:
+    """The name an expression starts from (`build_model` in `build_model(cfg).eval()`), through
+    calls, attributes and subscripts; None for a literal or anything else."""
+    node = ast.parse(expression, mode="eval").body
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        else:
+            return None
+
+
+def _table_exception(exc: BaseException, table: TableKey, workspace: Workspace, quoted: str, doing: str) -> Finding:
+    """PT503 for an exception raised while importing a table string's module or evaluating its
+    expression: on the table's line, with the user's line that raised it as a related place."""
+    summary = first_lines(str(exc), 3)
+    message = f"{quoted}: {type(exc).__name__} while {doing}" + (f": {summary}" if summary else "")
+    raised = None
+    if isinstance(exc, SyntaxError) and exc.filename and workspace.contains(exc.filename):
+        raised = Location(os.path.abspath(exc.filename), exc.lineno or 1)
+    else:
+        frame = deepest_user_frame(traceback.extract_tb(exc.__traceback__), workspace)
+        if frame is not None:
+            raised = frame_location(frame)
+    return _table_finding(table, workspace, raised, message, type(exc).__name__)
+
+
+def _table_finding(
+    table: TableKey, workspace: Workspace | None, raised: Location | None, message: str, what: str = ""
+) -> Finding:
+    """PT503 on the table's line; where the table's place is not known (settings from the
+    editor), on the user's line that raised, else on the entry module's first line."""
+    where = table.location()
+    if where is None:
+        where = raised or Location(os.path.abspath(workspace.entry_file if workspace else ""), 1)
+        raised = None
+    finding = located("PT503", where, message, origin="entrypoint")
+    if raised is not None:
+        finding.related.append(Related(raised.file, raised.line, None, f"{what or 'the exception'} raised here"))
+    return finding
 
 
 def _exception_finding(exc: BaseException, workspace: Workspace, file: str, name: str | None, doing: str) -> Finding:

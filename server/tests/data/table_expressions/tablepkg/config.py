@@ -1,0 +1,7 @@
+from dataclasses import dataclass
+
+
+@dataclass
+class ModelConfig:
+    hidden: int = 16
+    max_batch: int = 64

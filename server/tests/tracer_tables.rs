@@ -1,0 +1,182 @@
+//! `[[tool.pt2lsp.entrypoints]]` strings are Python expressions over their module, with real
+//! torch: `check --trace` traces `"tablepkg:build_model(ModelConfig(hidden=8)).eval()"` and finds
+//! the model's own failure on the model's line; a string that cannot be evaluated is PT503 on
+//! its line in `pyproject.toml`, quoting it, related to the user's line that raised; `pt2lsp
+//! export` writes the program of a table's expression.
+//!
+//! The interpreter is `PT2LSP_PYTHON` (scripts/test.sh sets it), else `../.venv/bin/python`.
+//! Without torch the tests fail when `CI` is set and are skipped, with a note, otherwise.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+#[path = "support/torch.rs"]
+mod torch_support;
+
+use torch_support::{repository, turn};
+
+fn torch_python() -> Option<&'static Path> {
+    torch_support::torch_python("tracer_tables")
+}
+
+#[path = "support/run.rs"]
+mod support;
+
+#[path = "support/trace_run.rs"]
+mod trace_run;
+
+use trace_run::{pt2lsp, traced};
+
+#[path = "support/tree.rs"]
+mod tree;
+
+/// A copy of `server/tests/data/table_expressions`: a package whose model is built from a
+/// config dataclass, and four entrypoint tables (see its `pyproject.toml`).
+fn project() -> tempfile::TempDir {
+    let project = tempfile::tempdir().unwrap();
+    tree::copy_tree(
+        &repository().join("server/tests/data/table_expressions"),
+        project.path(),
+    );
+    project
+}
+
+#[test]
+fn table_strings_are_expressions_and_a_bad_one_is_pt503_on_its_pyproject_line() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = project();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "check",
+            "--trace",
+            "--python",
+            python.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
+    let report = run.json();
+    let found = traced(&report);
+    let at = |file: &str, line: u32, code: &str| {
+        found
+            .iter()
+            .find(|(f, l, c, _)| f == file && *l == line && c == code)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {code} traced at {file}:{line}: {found:#?}\nstderr:\n{}",
+                    run.stderr
+                )
+            })
+            .3
+            .clone()
+    };
+    // `capped` is built by its expression and traced: the guard on the batch in the model.
+    at("tablepkg/model.py", 14, "PT401");
+    // `typo`: the expression, quoted, on its `model` line.
+    let typo = at("pyproject.toml", 25, "PT503");
+    assert!(
+        typo.contains("tablepkg:build_model(ModelConfg(hidden=8))")
+            && typo.contains("NameError")
+            && typo.contains("ModelConfg"),
+        "{typo}"
+    );
+    // `negative`: the user's build_model raised; its `raise` is the related place.
+    let negative = at("pyproject.toml", 31, "PT503");
+    assert!(
+        negative.contains("build_model(ModelConfig(hidden=-1))")
+            && negative.contains("ValueError")
+            && negative.contains("hidden must be positive, not -1"),
+        "{negative}"
+    );
+    let related: Vec<(String, u64)> = report
+        .iter()
+        .filter(|item| item["file"] == "pyproject.toml" && item["line"] == 31)
+        .flat_map(|item| item["related"].as_array().cloned().unwrap_or_default())
+        .map(|place: Value| {
+            (
+                place["file"].as_str().unwrap_or_default().to_owned(),
+                place["line"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        related,
+        [("tablepkg/model.py".to_owned(), 21)],
+        "{report:#?}"
+    );
+    // `small` exports, and nothing is reported anywhere else on its account.
+    let entrypoint_errors: Vec<_> = found
+        .iter()
+        .filter(|(_, _, code, _)| code == "PT503")
+        .map(|(file, line, _, _)| (file.as_str(), *line))
+        .collect();
+    assert_eq!(
+        entrypoint_errors,
+        [("pyproject.toml", 25), ("pyproject.toml", 31)],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn export_writes_the_program_of_a_table_expression() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = project();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "export",
+            "tablepkg/__init__.py",
+            "--entry",
+            "small",
+            "--python",
+            python.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        run.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    let written = project.path().join("tablepkg/small.pt2");
+    assert!(
+        written.is_file(),
+        "no {}:\n{}\n{}",
+        written.display(),
+        run.stdout,
+        run.stderr
+    );
+    assert!(run.stdout.contains("batch"), "{}", run.stdout);
+    // A table whose expression cannot be evaluated is its diagnostic, not a program.
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &[
+            "export",
+            "tablepkg/__init__.py",
+            "--entry",
+            "typo",
+            "--python",
+            python.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        run.code, 1,
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("pyproject.toml:25") && said.contains("ModelConfg"),
+        "{said}"
+    );
+    assert!(!project.path().join("tablepkg/typo.pt2").exists());
+}
