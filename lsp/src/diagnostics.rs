@@ -9,6 +9,7 @@
 //! ranges, with the document version they apply to. A quick fix is then a pure function of the
 //! request, and `data` is read back only from what a client sends.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use pt2lsp_analyzer::{
@@ -21,7 +22,7 @@ use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticSeverity, NumberOrString, Range, TextEdit, Uri,
 };
 
-use super::document::TextPositions;
+use super::document::{TextPositions, position_of_line_column};
 
 /// The `source` of every diagnostic the server publishes.
 pub const SOURCE: &str = "pt2lsp";
@@ -198,9 +199,29 @@ impl From<Vec<Finding>> for Findings {
     }
 }
 
+/// Where the edge reads the text of a file a related place is in, to count its column in
+/// UTF-16 units (the analyzer and the tracer count characters): the session's sources, so the
+/// text is the one the analysis read.
+pub trait RelatedTexts {
+    fn text(&self, file: &Path) -> Option<Arc<str>>;
+}
+
+/// No text at hand: related columns are sent as the characters they are counted in.
+pub struct NoTexts;
+
+impl RelatedTexts for NoTexts {
+    fn text(&self, _: &Path) -> Option<Arc<str>> {
+        None
+    }
+}
+
 /// The edge: a file's findings as LSP diagnostics, positions in UTF-16 of the text each was
-/// read in; related places only for a client that shows them.
-pub fn to_protocol(findings: &Findings, related_information: bool) -> Vec<lsp::Diagnostic> {
+/// read in; related places only for a client that shows them (`related`), in UTF-16 of the
+/// text `related` gives for their file.
+pub fn to_protocol(
+    findings: &Findings,
+    related: Option<&dyn RelatedTexts>,
+) -> Vec<lsp::Diagnostic> {
     let mut out = Vec::with_capacity(findings.items.len() + 1);
     if let Some(too_large) = findings.too_large {
         out.push(too_large_to_analyse(too_large));
@@ -215,17 +236,17 @@ pub fn to_protocol(findings: &Findings, related_information: bool) -> Vec<lsp::D
             positions.push((key, TextPositions::new(finding.text.text())));
             positions.len() - 1
         };
-        let mut diagnostic = to_lsp(finding, &positions[at].1);
-        if !related_information {
-            diagnostic.related_information = None;
-        }
-        out.push(diagnostic);
+        out.push(to_lsp(finding, &positions[at].1, related));
     }
     out
 }
 
 /// One finding as an LSP diagnostic, `positions` being those of its text.
-pub fn to_lsp(finding: &Finding, positions: &TextPositions<'_>) -> lsp::Diagnostic {
+pub fn to_lsp(
+    finding: &Finding,
+    positions: &TextPositions<'_>,
+    related: Option<&dyn RelatedTexts>,
+) -> lsp::Diagnostic {
     let diagnostic = finding.diagnostic();
     let edits = diagnostic
         .fix
@@ -237,13 +258,19 @@ pub fn to_lsp(finding: &Finding, positions: &TextPositions<'_>) -> lsp::Diagnost
         positions.range(diagnostic.range),
         edits,
         Vec::new(),
+        related,
     )
 }
 
 /// A finding of a notebook's joined module as an LSP diagnostic of the cell it is placed in:
 /// `range` in the cell, the fix's edits each in the cell it falls in (see `lsp::notebooks`).
-pub fn in_cell(finding: &Finding, range: Range, cell_edits: Vec<CellEdit>) -> lsp::Diagnostic {
-    build(finding, range, Vec::new(), cell_edits)
+pub fn in_cell(
+    finding: &Finding,
+    range: Range,
+    cell_edits: Vec<CellEdit>,
+    related: Option<&dyn RelatedTexts>,
+) -> lsp::Diagnostic {
+    build(finding, range, Vec::new(), cell_edits, related)
 }
 
 /// The one constructor of a published diagnostic.
@@ -252,6 +279,7 @@ fn build(
     range: Range,
     edits: Vec<TextEdit>,
     cell_edits: Vec<CellEdit>,
+    related: Option<&dyn RelatedTexts>,
 ) -> lsp::Diagnostic {
     let diagnostic = finding.diagnostic();
     let source = match finding.reported.source {
@@ -275,7 +303,7 @@ fn build(
         severity(diagnostic.severity),
         Some(diagnostic.rule),
         diagnostic.message.clone(),
-        related_information(&diagnostic.related),
+        related.and_then(|texts| related_information(&diagnostic.related, texts)),
         serde_json::to_value(data).ok(),
     )
 }
@@ -318,20 +346,25 @@ fn protocol_diagnostic(
     }
 }
 
-/// A diagnostic's related places as LSP related information: each a point at its 1-based line
-/// and character column (the file's text is not at hand to count UTF-16 units, and columns past
-/// the Basic Multilingual Plane are rare in code). Places whose file is not an absolute path
-/// have no URI and are left out. `None` when nothing is left.
+/// A diagnostic's related places as LSP related information: each a point at its line and
+/// column, counted in UTF-16 units of its file's text as `texts` gives it (in characters when
+/// it gives none). Places whose file is not an absolute path have no URI and are left out.
+/// `None` when nothing is left.
 pub fn related_information(
     related: &[pt2lsp_analyzer::Related],
+    texts: &dyn RelatedTexts,
 ) -> Option<Vec<lsp::DiagnosticRelatedInformation>> {
     let information: Vec<lsp::DiagnosticRelatedInformation> = related
         .iter()
         .filter_map(|related| {
             let uri = Uri::from_file_path(&related.file)?;
-            let position = lsp::Position {
-                line: related.line.saturating_sub(1),
-                character: related.column.saturating_sub(1),
+            // The first column is the first unit in any encoding: no text needed.
+            let position = match texts.text(&related.file).filter(|_| related.column > 1) {
+                Some(text) => position_of_line_column(&text, related.line, related.column),
+                None => lsp::Position {
+                    line: related.line.saturating_sub(1),
+                    character: related.column.saturating_sub(1),
+                },
             };
             Some(lsp::DiagnosticRelatedInformation {
                 location: lsp::Location {
@@ -404,7 +437,9 @@ fn confirm(found: &mut Finding, traced: &Finding) {
     if traced.suggested_fixes().is_some() {
         found.reported.data.clone_from(&traced.reported.data);
     }
-    if related_information(&found.reported.diagnostic.related).is_none() {
+    // The tracer's places when the static finding has none a client could open.
+    let own_places = &found.reported.diagnostic.related;
+    if !own_places.iter().any(|place| place.file.is_absolute()) {
         found
             .reported
             .diagnostic
@@ -533,7 +568,7 @@ mod tests {
     }
 
     fn published(findings: &[Finding]) -> Vec<lsp::Diagnostic> {
-        to_protocol(&findings.to_vec().into(), true)
+        to_protocol(&findings.to_vec().into(), Some(&NoTexts))
     }
 
     #[test]
@@ -666,13 +701,70 @@ mod tests {
         );
         assert_eq!(information[0].message, "`model` is exported here");
         // A client that does not show related places is sent none.
-        let hidden = to_protocol(&vec![finding].into(), false);
+        let hidden = to_protocol(&vec![finding].into(), None);
         assert!(hidden[0].related_information.is_none());
         found.related.clear();
         assert!(
             published(&[statically(found, text, 1)])[0]
                 .related_information
                 .is_none()
+        );
+    }
+
+    /// The texts of the files related places are in, as a session's sources give them.
+    struct Texts(Vec<(&'static str, &'static str)>);
+
+    impl RelatedTexts for Texts {
+        fn text(&self, file: &Path) -> Option<Arc<str>> {
+            let (_, text) = self.0.iter().find(|(name, _)| Path::new(name) == file)?;
+            Some(Arc::from(*text))
+        }
+    }
+
+    #[test]
+    fn related_columns_are_counted_in_utf16_units_of_their_files_text() {
+        let text = "if x.sum() > 0:\n    pass\n";
+        let mut found = fix(0, 14, Applicability::Unsafe);
+        // Characters 1-based: `𝑥` is one character, two UTF-16 units; `é` one of each.
+        let place = |line: u32, column: u32| pt2lsp_analyzer::Related {
+            file: "/w/helpers.py".into(),
+            line,
+            column,
+            message: "here".to_owned(),
+        };
+        found.related = vec![place(2, 10), place(3, 5), place(9, 5)];
+        let texts = Texts(vec![(
+            "/w/helpers.py",
+            "import torch\r\n𝑥 = 'é'; y = x.sum()\r\ndéf = 1\n",
+        )]);
+        let finding = statically(found, text, 1);
+        let sent = to_protocol(&vec![finding.clone()].into(), Some(&texts));
+        let points: Vec<(u32, u32)> = sent[0]
+            .related_information
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|info| {
+                (
+                    info.location.range.start.line,
+                    info.location.range.start.character,
+                )
+            })
+            .collect();
+        // `y` is the 10th character and the 11th unit; `=` after `déf ` is the 5th character
+        // and unit; a line past the text's end keeps its characters.
+        assert_eq!(points, [(1, 10), (2, 4), (8, 4)]);
+        // Without the file's text, the characters as counted.
+        let sent = to_protocol(&vec![finding].into(), Some(&NoTexts));
+        assert_eq!(
+            sent[0].related_information.as_ref().unwrap()[0]
+                .location
+                .range
+                .start,
+            lsp::Position {
+                line: 1,
+                character: 9
+            }
         );
     }
 
@@ -685,7 +777,7 @@ mod tests {
                 limit: 2 * 1_048_576,
             }),
         };
-        let [notice] = to_protocol(&findings, true).try_into().unwrap();
+        let [notice] = to_protocol(&findings, Some(&NoTexts)).try_into().unwrap();
         assert_eq!(notice.severity, Some(DiagnosticSeverity::INFORMATION));
         assert_eq!((notice.code, notice.data), (None, None));
         assert!(notice.message.contains("3.0 MiB"), "{}", notice.message);

@@ -146,6 +146,30 @@ pub fn utf16_column(line: &str, byte: usize) -> u32 {
     line[..byte].encode_utf16().count() as u32
 }
 
+/// The LSP position of a place named by its 1-based line and 1-based column in characters (how
+/// the analyzer and the tracer name related places in other files), counted in UTF-16 units of
+/// that line of `text`. Characters past the line's end are kept as they are.
+pub fn position_of_line_column(text: &str, line: u32, column: u32) -> Position {
+    let line = line.saturating_sub(1);
+    let chars = column.saturating_sub(1) as usize;
+    let index = LineIndex::new(text);
+    if line as usize >= index.line_count() {
+        return Position {
+            line,
+            character: chars as u32,
+        };
+    }
+    let start = index.line_start(line, text).to_usize();
+    let end = index.line_start(line + 1, text).to_usize();
+    let content = strip_terminator(&text[start..end]);
+    let within: usize = content.chars().take(chars).map(char::len_utf16).sum();
+    let beyond = chars.saturating_sub(content.chars().count());
+    Position {
+        line,
+        character: (within + beyond) as u32,
+    }
+}
+
 /// Converts between byte offsets and LSP positions on one snapshot of a text.
 #[derive(Debug)]
 pub struct TextPositions<'a> {

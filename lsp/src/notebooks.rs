@@ -215,6 +215,7 @@ pub fn place(
     joined: &JoinedCells,
     texts: &[String],
     found: &[Diagnostic],
+    related: Option<&dyn diagnostics::RelatedTexts>,
 ) -> CellDiagnostics {
     let module_lines = LineIndex::new(&joined.python);
     let positions: Vec<TextPositions<'_>> =
@@ -277,6 +278,7 @@ pub fn place(
             &Finding::found_statically(diagnostic.clone(), &module, notebook.version),
             positions[cell].range(TextRange::new(start, end.max(start))),
             cell_edits,
+            related,
         );
         let uri = &notebook.cells[cell].uri;
         if let Some(entry) = cells.iter_mut().find(|(cell_uri, ..)| cell_uri == uri) {

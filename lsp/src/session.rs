@@ -278,6 +278,19 @@ impl Session {
         resolved
     }
 
+    /// Where related places' columns are counted, for a client that shows them; `None` for
+    /// one that does not (it is sent none).
+    pub fn related_texts(&self) -> Option<&dyn crate::diagnostics::RelatedTexts> {
+        self.flags()
+            .related_information
+            .then_some(self.buffers.as_ref() as &dyn crate::diagnostics::RelatedTexts)
+    }
+
+    /// The texts analyses read (open documents first), shared with blocking tasks that need them.
+    fn buffers(&self) -> Arc<index::Buffers> {
+        Arc::clone(&self.buffers)
+    }
+
     /// A line in the client's log, from any thread; warnings and errors also go to stderr,
     /// which some clients (Neovim) log as errors whatever it says.
     pub fn log(&self, kind: MessageType, message: String) {

@@ -169,6 +169,8 @@ fn projects() -> Vec<PathBuf> {
     // two script directories each have their own `models.py`.
     names.push(data.join("monorepo"));
     names.push(data.join("sibling_scripts"));
+    // A name of two UTF-16 units before a related place.
+    names.push(data.join("wide_characters"));
     names
 }
 
@@ -382,11 +384,14 @@ fn as_cli(diagnostics: &[Value], root: &Path) -> Vec<String> {
                 .flatten()
                 .map(|place| {
                     let start = &place["location"]["range"]["start"];
+                    let uri = place["location"]["uri"].as_str().unwrap();
+                    let line = start["line"].as_u64().unwrap();
+                    let path = PathBuf::from(uri.strip_prefix("file://").unwrap_or(uri));
                     format!(
                         "{}:{}:{} {}",
-                        relative(place["location"]["uri"].as_str().unwrap()).display(),
-                        start["line"].as_u64().unwrap() + 1,
-                        start["character"].as_u64().unwrap() + 1,
+                        relative(uri).display(),
+                        line + 1,
+                        characters(&path, line, start["character"].as_u64().unwrap()) + 1,
                         place["message"]
                     )
                 })
@@ -404,6 +409,25 @@ fn as_cli(diagnostics: &[Value], root: &Path) -> Vec<String> {
         .collect();
     said.sort();
     said
+}
+
+/// The column in characters, as the CLI counts, of `units` UTF-16 units into zero-based `line`
+/// of `path`, as LSP counts.
+fn characters(path: &Path, line: u64, units: u64) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let Some(line) = text.lines().nth(line as usize) else {
+        return units;
+    };
+    let mut counted = 0;
+    let mut chars = 0;
+    for c in line.chars() {
+        if counted >= units {
+            break;
+        }
+        counted += c.len_utf16() as u64;
+        chars += 1;
+    }
+    chars + units.saturating_sub(counted)
 }
 
 /// What [`check`] says, fixes left out, as [`as_cli`] puts a publication.

@@ -40,7 +40,14 @@ on a dimension declared dynamic fixes it to 32; broadcasting `z[:, ::2]`, of siz
 guards it `!= 1`, which `Dim("dz")` allows at dz = 2 (non-strict export guards every slice with a
 step that way, where it slices); a U-Net's skip concatenation of `2*(h//4)` with `h//2`, after
 two stride-2 poolings and one stride-2 upsampling, holds only when `h` is a multiple of 4 (the
-fix declares `h = 4*_h`, as torch suggests). A convolution or pooling window
+fix declares `h = 4*_h`, as torch suggests). A skip connection cropped to the upsampled map's
+size before the concatenation (`layer[:, :, dy:dy + h, dx:dx + w]` with `dy = (H - h) // 2`, as
+classic U-Nets do) always fits, but torch cannot prove it through the floor divisions of the
+poolings and guards the crop to stay inside the map: the image size must be a multiple of every
+divisor involved (`H = 8*_H` after three poolings), and the fix is offered only when that
+multiple makes every crop exact. Your subclasses of torch layers (`class Projection(nn.Linear)`,
+a `forward` that calls `super().forward(x)`) are followed as the layers they extend. A
+convolution or pooling window
 (`nn.Conv2d(3, 64, 7, stride=2, padding=3)`, `F.max_pool2d(x, 2)`) whose output the range
 allows to be 1 or less is guarded too (`!= 1` non-strict, `>= 1` strict), on each window's
 line as torch reports it, each with the one minimum under which all of them hold (`min=33`

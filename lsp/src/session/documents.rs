@@ -300,10 +300,7 @@ impl Session {
     /// [`Session::current_findings`]).
     pub fn current_diagnostics(&self, uri: &Uri) -> Option<Vec<lsp::Diagnostic>> {
         let findings = self.current_findings(uri)?;
-        Some(diagnostics::to_protocol(
-            &findings,
-            self.flags().related_information,
-        ))
+        Some(diagnostics::to_protocol(&findings, self.related_texts()))
     }
 
     /// What is published for an open document now: its static findings of the current version
@@ -422,10 +419,7 @@ impl Session {
             Arc::new(analysed.findings)
         };
         let merged = self.with_traces(file.as_deref(), Some(version), &statics);
-        Some(diagnostics::to_protocol(
-            &merged,
-            self.flags().related_information,
-        ))
+        Some(diagnostics::to_protocol(&merged, self.related_texts()))
     }
 
     /// Tells a client that pulls diagnostics to pull them again (new trace results). Returns
@@ -459,7 +453,7 @@ impl Session {
     /// Sends a file's findings, as the protocol's diagnostics; related places only to a client
     /// that shows them.
     pub async fn publish(&self, uri: Uri, findings: &Findings, version: Option<i32>) {
-        let diagnostics = diagnostics::to_protocol(findings, self.flags().related_information);
+        let diagnostics = diagnostics::to_protocol(findings, self.related_texts());
         self.publish_converted(uri, diagnostics, version).await;
     }
 

@@ -160,6 +160,14 @@ impl Buffers {
     }
 }
 
+/// Related places are counted against the texts analyses read: an open document's, else the
+/// file's on disk (a library's included).
+impl crate::diagnostics::RelatedTexts for Buffers {
+    fn text(&self, file: &Path) -> Option<Arc<str>> {
+        Buffers::text(self, file)
+    }
+}
+
 /// The workspace's modules, read through [`Buffers`], then the installed libraries' modules:
 /// what the index hands the analyzer.
 struct BufferSources {

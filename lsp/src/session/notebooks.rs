@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use tower_lsp_server::ls_types::Uri;
+use tower_lsp_server::ls_types::{MessageType, Uri};
 
-use super::Session;
+use super::{Session, analysis};
+use crate::diagnostics::RelatedTexts;
 use crate::notebooks;
 
 impl Session {
@@ -17,21 +18,27 @@ impl Session {
             let Some(notebook) = session.notebooks.get(&uri) else {
                 return;
             };
-            let analysis = Arc::clone(&session);
+            // The blocking task holds what it reads, not the session.
+            let settings = session.settings_source();
+            let index = session.index_of(notebook.path.as_deref());
+            let related = session.related_texts().is_some().then(|| session.buffers());
             let placed = tokio::task::spawn_blocking(move || {
-                let settings = analysis.resolve_settings(notebook.path.as_deref());
+                let (resolved, warnings) = settings.resolve(notebook.path.as_deref());
                 let (joined, texts) = notebooks::join(&notebook);
                 // The notebook's path names no importable module: analysed as a script.
-                let report = analysis.check(&joined.python, None, &settings);
-                (
-                    notebook.version,
-                    notebooks::place(&notebook, &joined, &texts, &report.diagnostics),
-                )
+                let report = analysis::check(&joined.python, None, &resolved, &index);
+                let related = related.as_deref().map(|texts| texts as &dyn RelatedTexts);
+                let placed =
+                    notebooks::place(&notebook, &joined, &texts, &report.diagnostics, related);
+                (notebook.version, placed, warnings)
             })
             .await;
-            let Ok((version, placed)) = placed else {
+            let Ok((version, placed, warnings)) = placed else {
                 return;
             };
+            for warning in warnings {
+                session.log(MessageType::WARNING, warning);
+            }
             let _guard = session.publish_lock.lock().await;
             if session.notebooks.version(&uri) != Some(version) {
                 return; // A newer change is being analysed.

@@ -1043,7 +1043,7 @@ mod tests {
         let entries = config.entrypoints.unwrap();
         let found = diagnostics::to_protocol(
             &entrypoint_problems(&pyproject, &entries, dir.path()).into(),
-            true,
+            Some(&diagnostics::NoTexts),
         );
         let lines: Vec<(u32, bool)> = found
             .iter()

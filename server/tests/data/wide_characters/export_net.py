@@ -1,0 +1,10 @@
+"""Characters outside ASCII before the places a finding relates to."""
+
+import torch
+from torch.export import Dim
+
+from mymodels.net import Net
+
+model = Net().eval()
+example_args = (torch.randn(8, 16),)
+dynamic_shapes = {"x": {0: Dim("batch")}}
