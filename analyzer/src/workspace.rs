@@ -437,6 +437,52 @@ impl WorkspaceIndex {
         found
     }
 
+    /// `module` and the workspace modules whose import closure (the one entrypoints' programs
+    /// follow, [`closure`]) reaches it: those that import it, directly or through others, and,
+    /// for a package, those that import any of its submodules (Python runs the package's
+    /// `__init__` first). Sorted, at most `limit` (`module` first among them). A save traces
+    /// the entrypoints among them.
+    pub fn importing(&self, module: &str, limit: usize) -> Vec<String> {
+        if !self.imports.contains_key(module) {
+            return vec![module.to_owned()];
+        }
+        // The closure's edges, reversed: each import target, and each package of a module,
+        // back to the module that brings it in.
+        let mut importers: FxHashMap<&str, Vec<&str>> = FxHashMap::default();
+        for (from, targets) in &self.imports {
+            for target in targets {
+                if self.imports.contains_key(target.as_str()) {
+                    importers.entry(target).or_default().push(from);
+                }
+            }
+            if let Some((package, _)) = from.rsplit_once('.') {
+                if self.imports.contains_key(package) {
+                    importers.entry(package).or_default().push(from);
+                }
+            }
+        }
+        let mut seen: FxHashSet<&str> = FxHashSet::from_iter([module]);
+        let mut queue = vec![module];
+        while let Some(at) = queue.pop() {
+            for importer in importers.get(at).into_iter().flatten() {
+                if seen.len() >= limit {
+                    break;
+                }
+                if seen.insert(importer) {
+                    queue.push(importer);
+                }
+            }
+        }
+        let mut found: Vec<String> = seen
+            .into_iter()
+            .filter(|found| *found != module)
+            .map(str::to_owned)
+            .collect();
+        found.sort();
+        found.insert(0, module.to_owned());
+        found
+    }
+
     pub fn is_module_class(&self, qualified_name: &str) -> bool {
         self.module_classes.contains(qualified_name)
             || self
@@ -934,6 +980,48 @@ mod tests {
             ["pkg.heads", "pkg.helpers", "pkg.net"]
         );
         assert!(index.dependents("loose").is_empty());
+    }
+
+    #[test]
+    fn the_modules_importing_a_module_are_those_whose_closure_reaches_it() {
+        let files = [
+            (
+                "export_net",
+                "import torch\nfrom pkg.net import Net\nmodel = Net()\n",
+            ),
+            ("other", "from pkg.solo import S\nmodel = S()\n"),
+            ("pkg", ""),
+            ("pkg.net", "from .heads import Head\n"),
+            ("pkg.heads", "import torch\n"),
+            ("pkg.solo", "import torch\n"),
+            ("loose", "import torch\n"),
+        ];
+        let summaries: Vec<ModuleSummary> = files
+            .iter()
+            .map(|(module, text)| summarize(text, module, *module == "pkg"))
+            .collect();
+        let index = WorkspaceIndex::new(&summaries);
+        // Relative imports resolved; the saved module first.
+        assert_eq!(
+            index.importing("pkg.heads", 100),
+            ["pkg.heads", "export_net", "pkg.net"]
+        );
+        // A package's `__init__` runs before any of its submodules: whoever reaches one
+        // reaches it.
+        assert_eq!(
+            index.importing("pkg", 100),
+            [
+                "pkg",
+                "export_net",
+                "other",
+                "pkg.heads",
+                "pkg.net",
+                "pkg.solo"
+            ]
+        );
+        assert_eq!(index.importing("loose", 100), ["loose"]);
+        assert_eq!(index.importing("pkg.heads", 2).len(), 2);
+        assert_eq!(index.importing("not.indexed", 100), ["not.indexed"]);
     }
 
     /// Texts in memory, as an editor's open buffers would give them.

@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use dashmap::DashMap;
-use pt2lsp_analyzer::ParseCache;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{ClientCapabilities, MessageType, Uri};
 
@@ -21,14 +20,13 @@ mod notebooks;
 mod traced_shapes;
 mod traces;
 
+pub use analysis::RequestSnapshot;
 pub use documents::{MAX_ANALYSED_BYTES, OpenDocument};
 pub use export::ExportRequest;
 pub use traces::TraceReason;
 
 use super::settings::{self, Project, Resolved};
 use super::trace::TraceThread;
-use super::workspace::Scope;
-use index::{Buffers, Summaries};
 use pt2lsp_project::config::Config;
 use pt2lsp_tracer::diagnostics::Anchor;
 
@@ -144,19 +142,13 @@ pub struct Session {
     editor: RwLock<Config>,
     projects: Arc<settings::ProjectCache>,
     roots: RwLock<Vec<PathBuf>>,
-    /// What each root's project excludes, as of the last scan of that root.
-    scopes: RwLock<Vec<Scope>>,
-    summaries: RwLock<Summaries>,
-    /// The index and the number of the rebuild that made it; a slower, older rebuild never
-    /// replaces a newer index.
-    index: RwLock<(u64, Arc<index::Namespaces>)>,
-    index_builds: AtomicU64,
+    /// The scan, the summaries, the indexes and the texts analyses read (see
+    /// [`index::WorkspaceState`]); blocking tasks over the workspace hold this part alone.
+    pub workspace: Arc<index::WorkspaceState>,
     next_ticket: AtomicU64,
     /// Held while checking a ticket and sending its diagnostics, so two publications for one
     /// document can never overtake each other on the way out.
     publish_lock: tokio::sync::Mutex<()>,
-    /// Bumped by every workspace scan, so an older scan that finishes late is dropped.
-    scan_generation: AtomicU64,
     /// True once a workspace scan has ended (or could not start): a trace planned before that
     /// would not see the export scripts that reach the saved file, so it waits for it.
     pub(super) scanned: tokio::sync::watch::Sender<bool>,
@@ -167,14 +159,6 @@ pub struct Session {
     trace_warned: AtomicBool,
     /// The deployment targets' "not checked" notes the user was shown (once each per session).
     targets_warned: Mutex<std::collections::HashSet<String>>,
-    /// The open documents' texts, which whole-program analysis reads before the disk.
-    buffers: Arc<Buffers>,
-    /// Set when an edit changed a file's summary; the analysis that sees it rebuilds the index.
-    summaries_changed: AtomicBool,
-    /// Other files' syntax trees, kept across index rebuilds until their text changes.
-    parses: Arc<ParseCache>,
-    /// The installed libraries entrypoints' analyses follow calls into, loaded by each scan.
-    libraries: RwLock<Option<Arc<pt2lsp_project::libraries::Libraries>>>,
     /// Each entrypoint's last trace, by file. Never held while waiting for `documents`.
     traces: Mutex<HashMap<traces::EntryKey, traces::EntryTrace>>,
     /// Open notebooks and their cells (`notebookDocument/*`).
@@ -190,22 +174,14 @@ impl Session {
             editor: RwLock::new(Config::default()),
             projects: Arc::default(),
             roots: RwLock::new(Vec::new()),
-            scopes: RwLock::new(Vec::new()),
-            summaries: RwLock::new(Summaries::default()),
-            index: RwLock::new((0, Arc::default())),
-            index_builds: AtomicU64::new(0),
+            workspace: Arc::default(),
             next_ticket: AtomicU64::new(1),
             publish_lock: tokio::sync::Mutex::new(()),
-            scan_generation: AtomicU64::new(0),
             scanned: tokio::sync::watch::Sender::new(false),
             shutdown_requested,
             tracing: TraceThread::default(),
             trace_warned: AtomicBool::new(false),
             targets_warned: Mutex::default(),
-            buffers: Arc::default(),
-            summaries_changed: AtomicBool::new(false),
-            parses: Arc::default(),
-            libraries: RwLock::new(None),
             traces: Mutex::new(HashMap::new()),
             notebooks: super::notebooks::Notebooks::default(),
         }
@@ -259,15 +235,6 @@ impl Session {
         }
     }
 
-    fn project(&self, dir: &Path) -> Option<Arc<Project>> {
-        let mut warnings = Vec::new();
-        let project = self.projects.find(dir, &mut |w| warnings.push(w));
-        for warning in warnings {
-            self.log(MessageType::WARNING, warning);
-        }
-        project
-    }
-
     /// The settings for a file: the editor's over its project's. Must run off the reactor: the
     /// first look-up in a directory reads files.
     pub fn resolve_settings(&self, path: Option<&Path>) -> Resolved {
@@ -283,23 +250,28 @@ impl Session {
     pub fn related_texts(&self) -> Option<&dyn crate::diagnostics::RelatedTexts> {
         self.flags()
             .related_information
-            .then_some(self.buffers.as_ref() as &dyn crate::diagnostics::RelatedTexts)
+            .then_some(self.workspace.buffers.as_ref() as &dyn crate::diagnostics::RelatedTexts)
     }
 
     /// The texts analyses read (open documents first), shared with blocking tasks that need them.
     fn buffers(&self) -> Arc<index::Buffers> {
-        Arc::clone(&self.buffers)
+        Arc::clone(&self.workspace.buffers)
     }
 
-    /// A line in the client's log, from any thread; warnings and errors also go to stderr,
-    /// which some clients (Neovim) log as errors whatever it says.
+    /// A line in the client's log, from any thread (see [`log_to`]).
     pub fn log(&self, kind: MessageType, message: String) {
-        if kind == MessageType::WARNING || kind == MessageType::ERROR {
-            crate::log_stderr(&message);
-        }
-        let client = self.client.clone();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { client.log_message(kind, message).await });
-        }
+        log_to(&self.client, kind, message);
+    }
+}
+
+/// A line in `client`'s log, from any thread of the runtime; warnings and errors also go to
+/// stderr, which some clients (Neovim) log as errors whatever it says.
+pub fn log_to(client: &Client, kind: MessageType, message: String) {
+    if kind == MessageType::WARNING || kind == MessageType::ERROR {
+        crate::log_stderr(&message);
+    }
+    let client = client.clone();
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move { client.log_message(kind, message).await });
     }
 }

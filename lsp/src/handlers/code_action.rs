@@ -49,10 +49,10 @@ pub async fn handle(
             return Ok(Some(cell_actions(&session, &uri, &cell, &params)));
         }
     }
-    let Some((document, path)) = session
+    let Some(document) = session
         .documents
         .get(&uri)
-        .map(|open| (open.document.clone(), open.path.clone()))
+        .map(|open| open.document.clone())
     else {
         crate::log_stderr(&format!(
             "codeAction on a document that is not open: {}",
@@ -130,22 +130,25 @@ pub async fn handle(
         }
     }
     if wants(only, &FIX_ALL_KIND) {
-        let version = document.version();
-        let analysis = Arc::clone(&session);
-        let edits = tokio::task::spawn_blocking(move || {
-            let text = document.text();
-            let settings = analysis.resolve_settings(path.as_deref());
+        // The blocking task holds a snapshot of the document, not the session; the edits are
+        // of the snapshot's version.
+        let snapshot = session.request_snapshot(&uri);
+        let (version, edits) = tokio::task::spawn_blocking(move || {
+            let Some(snapshot) = snapshot else {
+                return (0, Vec::new());
+            };
+            let settings = snapshot.settings();
             let mode = if settings.unsafe_fixes {
                 FixMode::Unsafe
             } else {
                 FixMode::Safe
             };
-            let report = analysis.check(&text, path.as_deref(), &settings);
-            diagnostics::fix_all_edits(&text, &report.diagnostics, mode, |fixed| {
-                analysis
-                    .check(fixed, path.as_deref(), &settings)
-                    .diagnostics
-            })
+            let report = snapshot.check(&snapshot.text, &settings);
+            let edits =
+                diagnostics::fix_all_edits(&snapshot.text, &report.diagnostics, mode, |fixed| {
+                    snapshot.check(fixed, &settings).diagnostics
+                });
+            (snapshot.version, edits)
         })
         .await
         .unwrap_or_default();

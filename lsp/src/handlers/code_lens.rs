@@ -31,9 +31,15 @@ pub async fn handle(session: Arc<Session>, params: CodeLensParams) -> Result<Opt
 async fn code_lens(session: Arc<Session>, params: CodeLensParams) -> Option<Vec<CodeLens>> {
     let uri = params.text_document.uri;
     let argument = serde_json::Value::String(uri.as_str().to_owned());
-    let (text, symbols, settings) = tokio::task::spawn_blocking(move || session.outline(&uri))
-        .await
-        .ok()??;
+    let snapshot = session.request_snapshot(&uri)?;
+    let (snapshot, symbols, settings) = tokio::task::spawn_blocking(move || {
+        let symbols = snapshot.outline();
+        let settings = snapshot.settings();
+        (snapshot, symbols, settings)
+    })
+    .await
+    .ok()?;
+    let text = snapshot.text;
     if settings.trace == TraceMode::Off {
         return Some(Vec::new());
     }

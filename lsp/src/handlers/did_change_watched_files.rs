@@ -35,29 +35,14 @@ pub fn handle(session: &Arc<Session>, params: DidChangeWatchedFilesParams) {
     }
     let session = Arc::clone(session);
     tokio::spawn(async move {
-        let summary_session = Arc::clone(&session);
-        let index_changed = tokio::task::spawn_blocking(move || {
-            let mut changed = false;
-            for (path, deleted) in python {
-                if summary_session.is_excluded(&path) {
-                    continue;
-                }
-                let summary = if deleted {
-                    None
-                } else {
-                    workspace::summarize_file(&path)
-                };
-                changed |= summary_session.update_summary(&path, summary);
-            }
-            changed
-        })
-        .await
-        .unwrap_or(false);
-        if pyproject_changed {
-            let scopes_session = Arc::clone(&session);
-            let rescan = tokio::task::spawn_blocking(move || scopes_session.scopes_changed())
+        // The blocking task holds the workspace part, not the session.
+        let workspace = Arc::clone(&session.workspace);
+        let index_changed =
+            tokio::task::spawn_blocking(move || workspace.summarise_from_disk(&python))
                 .await
                 .unwrap_or(false);
+        if pyproject_changed {
+            let rescan = session.scopes_changed().await;
             if rescan {
                 // The scan rebuilds the index and re-analyses every open document at its end.
                 session.schedule_all();
@@ -66,7 +51,7 @@ pub fn handle(session: &Arc<Session>, params: DidChangeWatchedFilesParams) {
             }
         }
         if index_changed {
-            Arc::clone(&session).rebuild_index().await;
+            session.rebuild_index().await;
         }
         if index_changed || pyproject_changed {
             session.schedule_all();

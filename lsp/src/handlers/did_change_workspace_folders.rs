@@ -18,7 +18,7 @@ pub fn handle(session: &Arc<Session>, params: DidChangeWorkspaceFoldersParams) {
     let mut roots = session.roots();
     roots.retain(|root| !removed.contains(root));
     for root in &removed {
-        session.forget_root(root);
+        session.workspace.forget_root(root);
     }
     roots.extend(
         added
@@ -31,7 +31,7 @@ pub fn handle(session: &Arc<Session>, params: DidChangeWorkspaceFoldersParams) {
     let session = Arc::clone(session);
     tokio::spawn(async move {
         if added.is_empty() {
-            Arc::clone(&session).rebuild_index().await;
+            session.rebuild_index().await;
             session.schedule_all();
         } else {
             session.scan(Some(added)).await;

@@ -32,18 +32,15 @@ pub fn handle(session: &Arc<Session>, params: DidCloseTextDocumentParams) {
         let Some(path) = path else {
             return;
         };
-        let summary_session = Arc::clone(&session);
+        // The blocking task holds the workspace part, not the session.
+        let workspace = Arc::clone(&session.workspace);
         let changed = tokio::task::spawn_blocking(move || {
-            if summary_session.is_excluded(&path) {
-                return false;
-            }
-            let summary = workspace::summarize_file(&path);
-            summary_session.update_summary(&path, summary)
+            workspace.summarise_from_disk(&[(path, false)])
         })
         .await
         .unwrap_or(false);
         if changed {
-            Arc::clone(&session).rebuild_index().await;
+            session.rebuild_index().await;
             session.schedule_all();
         }
     });

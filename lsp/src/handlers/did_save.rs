@@ -24,20 +24,20 @@ pub fn handle(session: &Arc<Session>, params: DidSaveTextDocumentParams) {
     let Some(place) = workspace::module_place(&path).filter(|_| workspace::is_python(&path)) else {
         return;
     };
-    if session.is_excluded(&path) {
+    if session.workspace.is_excluded(&path) {
         return;
     }
     let session = Arc::clone(session);
     tokio::spawn(async move {
-        let summary_session = Arc::clone(&session);
+        let workspace = Arc::clone(&session.workspace);
         let changed = tokio::task::spawn_blocking(move || {
             let summary = summarize(&rope.to_string(), &place.module, place.is_package);
-            summary_session.update_summary(&path, Some(summary))
+            workspace.update_summary(&path, Some(summary))
         })
         .await
         .unwrap_or(false);
         if changed {
-            Arc::clone(&session).rebuild_index().await;
+            session.rebuild_index().await;
             session.schedule_all();
         }
     });

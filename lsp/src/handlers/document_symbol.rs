@@ -29,9 +29,14 @@ async fn document_symbol(
     params: DocumentSymbolParams,
 ) -> Option<DocumentSymbolResponse> {
     let uri = params.text_document.uri;
-    let (text, symbols, _) = tokio::task::spawn_blocking(move || session.outline(&uri))
-        .await
-        .ok()??;
+    let snapshot = session.request_snapshot(&uri)?;
+    let (snapshot, symbols) = tokio::task::spawn_blocking(move || {
+        let symbols = snapshot.outline();
+        (snapshot, symbols)
+    })
+    .await
+    .ok()?;
+    let text = snapshot.text;
     let positions = TextPositions::new(&text);
     Some(DocumentSymbolResponse::Nested(
         symbols

@@ -12,12 +12,12 @@ use tower_lsp_server::ls_types::ServerCapabilities;
 
 use pt2lsp_analyzer::{Applicability, UNKNOWN_SHAPE};
 use tower_lsp_server::ls_types::{
-    Hover, HoverContents, HoverParams, MarkupContent, MarkupKind, Position, Range, Uri,
+    Hover, HoverContents, HoverParams, MarkupContent, MarkupKind, Position, Range,
 };
 
 use crate::diagnostics::doc_url;
 use crate::document::TextPositions;
-use crate::session::Session;
+use crate::session::{RequestSnapshot, Session};
 
 /// What the server advertises for this request.
 pub fn advertise(capabilities: &mut ServerCapabilities) {
@@ -36,12 +36,12 @@ async fn hover(session: Arc<Session>, params: HoverParams) -> Option<Hover> {
         .clone();
     let position = params.text_document_position_params.position;
     // The shapes may need an analysis of the text: off the async threads.
-    let shape = {
-        let (session, uri) = (Arc::clone(&session), uri.clone());
-        tokio::task::spawn_blocking(move || shape_at(&session, &uri, position))
+    let shape = match session.request_snapshot(&uri) {
+        Some(snapshot) => tokio::task::spawn_blocking(move || shape_at(&snapshot, position))
             .await
             .ok()
-            .flatten()
+            .flatten(),
+        None => None,
     };
     let uri = &uri;
     let Some(current) = session.current_findings(uri) else {
@@ -115,9 +115,10 @@ async fn hover(session: Arc<Session>, params: HoverParams) -> Option<Hover> {
 }
 
 /// The shape of the tensor named at `position`, as hover text, and the name's range.
-fn shape_at(session: &Session, uri: &Uri, position: Position) -> Option<(String, Range)> {
-    let (text, shapes, _) = session.shapes(uri)?;
-    let positions = TextPositions::new(&text);
+fn shape_at(snapshot: &RequestSnapshot, position: Position) -> Option<(String, Range)> {
+    let shapes = snapshot.shapes(&snapshot.settings());
+    let text = &snapshot.text;
+    let positions = TextPositions::new(text);
     let hint = shapes.iter().find(|hint| {
         let range = positions.range(hint.range);
         range.start <= position && position <= range.end && hint.shape != UNKNOWN_SHAPE

@@ -28,9 +28,15 @@ pub async fn handle(session: Arc<Session>, params: InlayHintParams) -> Result<Op
 async fn inlay_hint(session: Arc<Session>, params: InlayHintParams) -> Option<Vec<InlayHint>> {
     let uri = params.text_document.uri;
     let range = params.range;
-    let (text, shapes, settings) = tokio::task::spawn_blocking(move || session.shapes(&uri))
-        .await
-        .ok()??;
+    let snapshot = session.request_snapshot(&uri)?;
+    let (snapshot, shapes, settings) = tokio::task::spawn_blocking(move || {
+        let settings = snapshot.settings();
+        let shapes = snapshot.shapes(&settings);
+        (snapshot, shapes, settings)
+    })
+    .await
+    .ok()?;
+    let text = snapshot.text;
     if !settings.inlay_hints {
         return Some(Vec::new());
     }

@@ -6,6 +6,7 @@
 //! snapshot taken before it: an outdated snapshot is not analysed, and a result of one is
 //! dropped by the caller (biome's and rust-analyzer's way with stale analyses).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,6 +15,7 @@ use pt2lsp_analyzer::{
     ModuleSummary, Report, ShapeHint, SourceFile, WorkspaceIndex, check_file, check_file_summarized,
 };
 use ropey::Rope;
+use tower_lsp_server::ls_types::MessageType;
 
 use super::{MAX_ANALYSED_BYTES, SettingsSource};
 use crate::diagnostics::{AnalysedText, Finding, Findings, TooLarge};
@@ -152,6 +154,77 @@ impl AnalysisSnapshot {
             summary,
             warnings,
         })
+    }
+}
+
+/// What a request about one open document reads (its outline, its shapes, its fixes), taken
+/// on the reactor when the request arrives: the text, what the document's analysis published
+/// for that version, the trace's shapes for it, the settings' inputs and the index. The
+/// blocking task that answers holds this alone, never the session.
+pub struct RequestSnapshot {
+    pub text: String,
+    pub version: i32,
+    pub path: Option<PathBuf>,
+    /// The shapes the document's analysis published for this version, once it has ended.
+    pub(super) published_shapes: Option<Arc<Vec<ShapeHint>>>,
+    /// The exported program's shapes at this version, by 1-based line, from the last traces.
+    pub(super) traced_shapes: HashMap<u32, Vec<String>>,
+    pub(super) settings: SettingsSource,
+    pub(super) index: Arc<WorkspaceIndex>,
+    /// For the settings' warnings.
+    pub(super) client: tower_lsp_server::Client,
+}
+
+impl RequestSnapshot {
+    /// The document's settings: the editor's over its project's. Blocking: the first look-up
+    /// in a directory reads files.
+    pub fn settings(&self) -> Resolved {
+        let (resolved, warnings) = self.settings.resolve(self.path.as_deref());
+        for warning in warnings {
+            crate::session::log_to(&self.client, MessageType::WARNING, warning);
+        }
+        resolved
+    }
+
+    /// Runs the analyzer on `text` (the document's, or a fixed version of it) as the
+    /// document's. Blocking.
+    pub fn check(&self, text: &str, settings: &Resolved) -> Report {
+        check(text, self.path.as_deref(), settings, &self.index)
+    }
+
+    /// The document's outline. Blocking: parses it.
+    pub fn outline(&self) -> Vec<pt2lsp_analyzer::OutlineSymbol> {
+        let place = self
+            .path
+            .as_deref()
+            .filter(|path| workspace::is_python(path))
+            .and_then(workspace::module_place);
+        let file = SourceFile {
+            text: &self.text,
+            module: place.as_ref().map(|place| place.module.as_str()),
+            is_package: place.as_ref().is_some_and(|place| place.is_package),
+        };
+        pt2lsp_analyzer::outline(file, &self.index)
+    }
+
+    /// The tensor shapes in the document's text: those its analysis published for this
+    /// version, or, before it ends, of an analysis run here (milliseconds), so an answer is
+    /// never of an older version; after a trace of this version, the exported program's
+    /// shapes in place of the inferred. Blocking.
+    pub fn shapes(&self, settings: &Resolved) -> Arc<Vec<ShapeHint>> {
+        let shapes = match &self.published_shapes {
+            Some(shapes) => Arc::clone(shapes),
+            None if self.text.len() > settings.max_file_bytes => Arc::new(Vec::new()),
+            None => Arc::new(self.check(&self.text, settings).shapes),
+        };
+        if self.traced_shapes.is_empty() {
+            return shapes;
+        }
+        Arc::new(super::traced_shapes::overlay(
+            &self.text,
+            &shapes,
+            &self.traced_shapes,
+        ))
     }
 }
 

@@ -18,16 +18,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pt2lsp_analyzer::{Report, ShapeHint, SourceFile};
+use pt2lsp_analyzer::ShapeHint;
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
 
 use super::Session;
-use super::analysis::{self, Analysed, AnalysisSnapshot};
-use super::traced_shapes;
+use super::analysis::{Analysed, AnalysisSnapshot, RequestSnapshot};
 use crate::diagnostics::{self, Findings};
 use crate::document::Document;
-use crate::settings::Resolved;
-use crate::workspace;
 use pt2lsp_tracer::diagnostics::normalized;
 
 /// Documents larger than this are not analysed; the client is told once, on stderr and in its
@@ -69,7 +66,8 @@ impl Session {
         }
         let document = Document::new(text, version);
         if let Some(path) = &path {
-            self.buffers
+            self.workspace
+                .buffers
                 .set_open(path, version, document.rope().clone());
         }
         self.documents.insert(
@@ -97,7 +95,7 @@ impl Session {
             self.release_traces(file, open.document.version());
         }
         if let Some(path) = &open.path {
-            self.buffers.close(path);
+            self.workspace.buffers.close(path);
         }
         true
     }
@@ -110,8 +108,11 @@ impl Session {
     pub fn edited(self: &Arc<Self>, uri: &Uri) {
         let path = self.documents.get(uri).and_then(|open| {
             let path = open.path.clone()?;
-            self.buffers
-                .set_open(&path, open.document.version(), open.document.rope().clone());
+            self.workspace.buffers.set_open(
+                &path,
+                open.document.version(),
+                open.document.rope().clone(),
+            );
             Some(path)
         });
         self.schedule(uri.clone());
@@ -123,10 +124,10 @@ impl Session {
     /// Re-analyses the open documents (but `except`) whose diagnostics may depend on the text
     /// of the file at `path`.
     pub(super) fn schedule_dependents(self: &Arc<Self>, path: &Path, except: Option<&Uri>) {
-        let Some(module) = self.module_of(path) else {
+        let Some(module) = self.workspace.module_of(path) else {
             return;
         };
-        let index = self.index_of(Some(path));
+        let index = self.workspace.index_of(Some(path));
         let dependents = index.dependents(&module);
         if dependents.is_empty() {
             return;
@@ -140,8 +141,8 @@ impl Session {
                     .path
                     .as_deref()
                     // Another project's module of the same name is not a dependent.
-                    .filter(|path| Arc::ptr_eq(&self.index_of(Some(path)), &index))
-                    .and_then(|path| self.module_of(path))
+                    .filter(|path| Arc::ptr_eq(&self.workspace.index_of(Some(path)), &index))
+                    .and_then(|path| self.workspace.module_of(path))
                     .is_some_and(|module| dependents.binary_search(&module).is_ok())
             })
             .map(|entry| entry.key().clone())
@@ -232,10 +233,14 @@ impl Session {
                 Ok(Some(_)) => {
                     self.publish(uri, &merged, Some(version)).await;
                     drop(guard);
-                    if self.summaries_changed.swap(false, Ordering::SeqCst) {
+                    if self
+                        .workspace
+                        .summaries_changed
+                        .swap(false, Ordering::SeqCst)
+                    {
                         // An edit changed what the file imports or defines: every open
                         // document is analysed again against the new index.
-                        Arc::clone(&self).rebuild_index().await;
+                        self.rebuild_index().await;
                         self.schedule_all();
                     }
                 }
@@ -263,8 +268,10 @@ impl Session {
                 )
             })
         })?;
-        let module = path.as_deref().and_then(|path| self.module_of(path));
-        let index = self.index_of(path.as_deref());
+        let module = path
+            .as_deref()
+            .and_then(|path| self.workspace.module_of(path));
+        let index = self.workspace.index_of(path.as_deref());
         Some(AnalysisSnapshot {
             name: uri.as_str().to_owned(),
             rope,
@@ -282,18 +289,15 @@ impl Session {
     /// is rebuilt once the analysis has published, see `analyse`) and the user's warnings.
     fn apply(&self, analysed: &Analysed) {
         if let Some((path, summary)) = &analysed.summary {
-            if self.update_summary(path, Some(summary.clone())) {
-                self.summaries_changed.store(true, Ordering::SeqCst);
+            if self.workspace.update_summary(path, Some(summary.clone())) {
+                self.workspace
+                    .summaries_changed
+                    .store(true, Ordering::SeqCst);
             }
         }
         for warning in &analysed.warnings {
             self.log(MessageType::WARNING, warning.clone());
         }
-    }
-
-    /// Runs the analyzer on one text against the current index. Blocking.
-    pub fn check(&self, text: &str, path: Option<&Path>, settings: &Resolved) -> Report {
-        analysis::check(text, path, settings, &self.index_of(path))
     }
 
     /// What is published for an open document now, as the protocol's diagnostics (see
@@ -320,49 +324,17 @@ impl Session {
         Some(self.with_traces(file.as_deref(), Some(static_version), &statics))
     }
 
-    /// An open document's text and path, unless it is too large to analyse.
-    fn analysable_text(&self, uri: &Uri) -> Option<(String, Option<std::path::PathBuf>)> {
-        let (text, path) = self
-            .documents
-            .get(uri)
-            .map(|open| (open.document.text(), open.path.clone()))?;
-        (text.len() <= MAX_ANALYSED_BYTES).then_some((text, path))
-    }
-
-    /// The outline of an open document, with its text (the outline's offsets are into it) and
-    /// its settings. Blocking: parses the document. `None` when it is not open.
-    pub fn outline(
-        &self,
-        uri: &Uri,
-    ) -> Option<(String, Vec<pt2lsp_analyzer::OutlineSymbol>, Resolved)> {
-        let (text, path) = self.analysable_text(uri)?;
-        let place = path
-            .as_deref()
-            .filter(|path| workspace::is_python(path))
-            .and_then(workspace::module_place);
-        let file = SourceFile {
-            text: &text,
-            module: place.as_ref().map(|place| place.module.as_str()),
-            is_package: place.as_ref().is_some_and(|place| place.is_package),
-        };
-        let symbols = pt2lsp_analyzer::outline(file, &self.index_of(path.as_deref()));
-        let settings = self.resolve_settings(path.as_deref());
-        Some((text, symbols, settings))
-    }
-
-    /// The tensor shapes the analysis infers in an open document's current text, with that
-    /// text (the hints' offsets are into it) and its settings: those of the analysis published
-    /// for the current version, or, before it ends, of an analysis of the text run here
-    /// (milliseconds), so an answer is never of an older version. Blocking. `None` when the
-    /// document is not open or too large.
-    pub fn shapes(&self, uri: &Uri) -> Option<(String, Arc<Vec<ShapeHint>>, Resolved)> {
+    /// What a request about an open document reads, taken now (see [`RequestSnapshot`]):
+    /// `None` when the document is not open or too large to analyse.
+    pub fn request_snapshot(&self, uri: &Uri) -> Option<RequestSnapshot> {
         // Text and shapes are read together: an edit between two reads would pair them wrongly.
         let (text, path, file, version, published) = self.documents.get(uri).map(|open| {
             let version = open.document.version();
             let published = open
                 .shapes
                 .clone()
-                .filter(|(published, _)| *published == version);
+                .filter(|(published, _)| *published == version)
+                .map(|(_, shapes)| shapes);
             (
                 open.document.text(),
                 open.path.clone(),
@@ -374,21 +346,19 @@ impl Session {
         if text.len() > MAX_ANALYSED_BYTES {
             return None;
         }
-        let settings = self.resolve_settings(path.as_deref());
-        let shapes = match published {
-            Some((_, shapes)) => shapes,
-            None if text.len() > settings.max_file_bytes => Arc::new(Vec::new()),
-            None => Arc::new(self.check(&text, path.as_deref(), &settings).shapes),
-        };
-        // After a trace of this version, the exported program's shapes replace the inferred.
-        let traced = file.map(|file| self.traced_shapes(&file, Some(version)));
-        let shapes = match traced {
-            Some(traced) if !traced.is_empty() => {
-                Arc::new(traced_shapes::overlay(&text, &shapes, &traced))
-            }
-            _ => shapes,
-        };
-        Some((text, shapes, settings))
+        let traced = file
+            .map(|file| self.traced_shapes(&file, Some(version)))
+            .unwrap_or_default();
+        Some(RequestSnapshot {
+            index: self.workspace.index_of(path.as_deref()),
+            text,
+            version,
+            path,
+            published_shapes: published,
+            traced_shapes: traced,
+            settings: self.settings_source(),
+            client: self.client.clone(),
+        })
     }
 
     /// What `textDocument/diagnostic` answers: what is pushed for the document's current

@@ -104,14 +104,14 @@ impl Session {
             .documents
             .get(&request.uri)
             .map(|open| (open.document.rope().clone(), open.document.version()));
-        let session = Arc::clone(self);
+        let inputs = self.trace_inputs();
         let (entry, output, target) = (
             request.entry.clone(),
             request.output.clone(),
             request.target,
         );
         let planned = tokio::task::spawn_blocking(move || {
-            session.plan_export(
+            inputs.plan_export(
                 path,
                 open.map(|(rope, _)| rope),
                 entry.as_deref(),
@@ -168,10 +168,10 @@ impl Session {
 
         let (end, answer) = match outcome {
             Ok(Ok(result)) => {
-                let session = Arc::clone(self);
+                let inputs = self.trace_inputs();
                 let (trace, traced) = (planned.trace.clone(), result.clone());
                 if let Ok((files, _)) = tokio::task::spawn_blocking(move || {
-                    session.traced_files(&trace, &traced, &submitted)
+                    inputs.traced_files(&trace, &traced, &submitted)
                 })
                 .await
                 {
@@ -259,6 +259,72 @@ impl Session {
         answer
     }
 
+    async fn begin_export_progress(
+        &self,
+        token: Option<lsp::ProgressToken>,
+        ticket: u64,
+        label: &str,
+    ) -> Option<
+        tower_lsp_server::OngoingProgress<
+            tower_lsp_server::Unbounded,
+            tower_lsp_server::NotCancellable,
+        >,
+    > {
+        // A token that came with the request needs no creating.
+        let token = if let Some(token) = token {
+            token
+        } else {
+            if !self.flags().work_done_progress {
+                return None;
+            }
+            let token = lsp::NumberOrString::String(format!("pt2lsp/export/{ticket}"));
+            self.client
+                .create_work_done_progress(token.clone())
+                .await
+                .ok()?;
+            token
+        };
+        Some(
+            self.client
+                .progress(token, format!("Exporting {label}"))
+                .begin()
+                .await,
+        )
+    }
+}
+
+/// The message shown once the file is written: where it is and what is in it, or why the
+/// program loaded back from it disagrees with eager.
+fn exported_message(label: &str, report: &ExportReport) -> (MessageType, String) {
+    let size = report.size;
+    let what = format!(
+        "pt2lsp: exported {label} to {} ({size} bytes, {} graph nodes",
+        report.path.display(),
+        report.nodes
+    );
+    let ranges = report
+        .range_constraints
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let what = if ranges.is_empty() {
+        format!("{what})")
+    } else {
+        format!("{what}; {ranges})")
+    };
+    if report.verification.matches {
+        (MessageType::INFO, what)
+    } else {
+        let detail = report.verification.detail.as_deref().unwrap_or("no detail");
+        (
+            MessageType::WARNING,
+            format!("{what}, but the program loaded back from it disagrees with eager: {detail}"),
+        )
+    }
+}
+
+impl super::traces::TraceInputs {
     /// The job, the entrypoint's name and the output, or why there is none. Blocking: reads
     /// settings and, for a document that is not open, the file.
     fn plan_export(
@@ -362,70 +428,6 @@ impl Session {
                 priority: pt2lsp_tracer::manager::Priority::Foreground,
             },
         })
-    }
-
-    async fn begin_export_progress(
-        &self,
-        token: Option<lsp::ProgressToken>,
-        ticket: u64,
-        label: &str,
-    ) -> Option<
-        tower_lsp_server::OngoingProgress<
-            tower_lsp_server::Unbounded,
-            tower_lsp_server::NotCancellable,
-        >,
-    > {
-        // A token that came with the request needs no creating.
-        let token = if let Some(token) = token {
-            token
-        } else {
-            if !self.flags().work_done_progress {
-                return None;
-            }
-            let token = lsp::NumberOrString::String(format!("pt2lsp/export/{ticket}"));
-            self.client
-                .create_work_done_progress(token.clone())
-                .await
-                .ok()?;
-            token
-        };
-        Some(
-            self.client
-                .progress(token, format!("Exporting {label}"))
-                .begin()
-                .await,
-        )
-    }
-}
-
-/// The message shown once the file is written: where it is and what is in it, or why the
-/// program loaded back from it disagrees with eager.
-fn exported_message(label: &str, report: &ExportReport) -> (MessageType, String) {
-    let size = report.size;
-    let what = format!(
-        "pt2lsp: exported {label} to {} ({size} bytes, {} graph nodes",
-        report.path.display(),
-        report.nodes
-    );
-    let ranges = report
-        .range_constraints
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
-    let what = if ranges.is_empty() {
-        format!("{what})")
-    } else {
-        format!("{what}; {ranges})")
-    };
-    if report.verification.matches {
-        (MessageType::INFO, what)
-    } else {
-        let detail = report.verification.detail.as_deref().unwrap_or("no detail");
-        (
-            MessageType::WARNING,
-            format!("{what}, but the program loaded back from it disagrees with eager: {detail}"),
-        )
     }
 }
 

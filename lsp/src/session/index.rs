@@ -3,15 +3,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
-use pt2lsp_analyzer::{ModuleSummary, WorkspaceIndex};
+use pt2lsp_analyzer::{ModuleSummary, ParseCache, WorkspaceIndex};
 use ropey::Rope;
 use tower_lsp_server::ls_types::{self as lsp, MessageType};
 
-use super::Session;
+use super::{Session, SettingsSource};
 use crate::workspace::{self, Scope};
 use pt2lsp_project::libraries::{self, Libraries, LibrarySources};
 use pt2lsp_project::walk;
@@ -68,6 +68,31 @@ impl Summaries {
         self.paths.shrink_to_fit();
         self.summaries.shrink_to_fit();
     }
+}
+
+/// The session's workspace part: what each root's project excludes, each file's summary, the
+/// indexes built from them, the texts analyses read and the installed libraries. Shared (an
+/// `Arc`) with the blocking tasks that summarise files and build the index: they hold this
+/// part, not the session.
+#[derive(Debug, Default)]
+pub struct WorkspaceState {
+    /// What each root's project excludes, as of the last scan of that root.
+    scopes: RwLock<Vec<Scope>>,
+    pub(super) summaries: RwLock<Summaries>,
+    /// The indexes and the number of the rebuild that made them; a slower, older rebuild
+    /// never replaces a newer one.
+    index: RwLock<(u64, Arc<Namespaces>)>,
+    index_builds: AtomicU64,
+    /// Bumped by every workspace scan, so an older scan that finishes late is dropped.
+    scan_generation: AtomicU64,
+    /// The open documents' texts, which whole-program analysis reads before the disk.
+    pub(super) buffers: Arc<Buffers>,
+    /// Set when an edit changed a file's summary; the analysis that sees it rebuilds the index.
+    pub(super) summaries_changed: AtomicBool,
+    /// Other files' syntax trees, kept across index rebuilds until their text changes.
+    parses: Arc<ParseCache>,
+    /// The installed libraries entrypoints' analyses follow calls into, loaded by each scan.
+    libraries: RwLock<Option<Arc<Libraries>>>,
 }
 
 /// Where whole-program analysis reads other workspace files: an open document's current
@@ -209,7 +234,7 @@ impl pt2lsp_analyzer::WorkspaceSources for BufferSources {
     }
 }
 
-impl Session {
+impl WorkspaceState {
     /// The dotted module name of a workspace file, from its summary; `None` for a file the
     /// scan did not index.
     pub(super) fn module_of(&self, path: &Path) -> Option<String> {
@@ -221,22 +246,6 @@ impl Session {
         Some(all.summaries[at].module.clone()).filter(|module| !module.is_empty())
     }
 
-    /// After a watched-file change: forgets what was read from disk for `path` and, unless an
-    /// open document stands for it, re-analyses the open documents that read it.
-    pub fn file_changed(self: &Arc<Self>, path: &Path) {
-        self.buffers.forget(path);
-        if self.buffers.is_open(path) {
-            return;
-        }
-        if let Some(module) = self.module_of(path) {
-            if !path.exists() {
-                // Deleted: its tree is no use to any program any more.
-                self.parses.forget(&module);
-            }
-        }
-        self.schedule_dependents(path, None);
-    }
-
     /// The index of the Python project `path` belongs to (the empty index for a buffer with
     /// no path, or before the first scan).
     pub fn index_of(&self, path: Option<&Path>) -> Arc<WorkspaceIndex> {
@@ -245,20 +254,22 @@ impl Session {
             .map(|index| index.1.of(path))
             .unwrap_or_default()
     }
-    /// The scope of each root: what its project excludes. Blocking: reads `pyproject.toml`s.
-    fn scopes_of(&self, roots: &[PathBuf]) -> Vec<Scope> {
-        roots
-            .iter()
-            .map(|root| {
-                let project = self.project(root);
-                let mut warnings = Vec::new();
-                let scope = Scope::new(root, project.as_deref(), &mut |w| warnings.push(w));
-                for warning in warnings {
-                    self.log(MessageType::WARNING, warning);
-                }
-                scope
-            })
-            .collect()
+
+    /// `path` and the workspace files that import it, directly or through others, by the
+    /// import graph of its namespace's index: the same edges the static analysis's programs
+    /// follow, so a save traces the entrypoints whose programs the edit changes. At most
+    /// `limit` files; `path` alone for a file the scan has not indexed.
+    pub(super) fn importing_files(&self, path: &Path, limit: usize) -> Vec<PathBuf> {
+        let Some(module) = self.module_of(path) else {
+            return vec![path.to_path_buf()];
+        };
+        let namespaces = match self.index.read() {
+            Ok(index) => Arc::clone(&index.1),
+            Err(_) => return vec![path.to_path_buf()],
+        };
+        let mut files = namespaces.importing(path, &module, limit);
+        files.sort();
+        files
     }
 
     /// Whether a file lies in an excluded part of a workspace root, so the index leaves it out.
@@ -268,17 +279,255 @@ impl Session {
             .is_ok_and(|scopes| scopes.iter().any(|scope| scope.excludes(path)))
     }
 
-    /// Whether a changed `pyproject.toml` changed what the scan excludes. Blocking.
-    pub fn scopes_changed(&self) -> bool {
-        let roots = self.roots();
-        let fresh = self.scopes_of(&roots);
+    /// Replaces one file's summary (drops it when `None`); true when it changed. The caller
+    /// rebuilds the index once after a batch of updates.
+    pub fn update_summary(&self, path: &Path, summary: Option<ModuleSummary>) -> bool {
+        let Ok(mut all) = self.summaries.write() else {
+            return false;
+        };
+        match summary {
+            Some(summary) => all.insert(path.to_owned(), summary),
+            None => all.remove(path),
+        }
+    }
+
+    /// Re-summarises files from disk (`None` for a deleted one), leaving out excluded ones;
+    /// true when a summary changed. Blocking: reads the files.
+    pub fn summarise_from_disk(&self, files: &[(PathBuf, bool)]) -> bool {
+        let mut changed = false;
+        for (path, deleted) in files {
+            if self.is_excluded(path) {
+                continue;
+            }
+            let summary = if *deleted {
+                None
+            } else {
+                workspace::summarize_file(path)
+            };
+            changed |= self.update_summary(path, summary);
+        }
+        changed
+    }
+
+    pub fn forget_root(&self, root: &Path) {
+        if let Ok(mut all) = self.summaries.write() {
+            all.retain(|path| !path.starts_with(root));
+        }
+        if let Ok(mut scopes) = self.scopes.write() {
+            scopes.retain(|scope| scope.root != root);
+        }
+    }
+
+    /// Whether `fresh` scopes exclude other files than the current ones.
+    fn scopes_differ(&self, fresh: &[Scope]) -> bool {
         self.scopes.read().map_or(true, |scopes| {
             scopes.len() != fresh.len()
                 || scopes
                     .iter()
-                    .zip(&fresh)
+                    .zip(fresh)
                     .any(|(old, new)| !old.same_patterns(new))
         })
+    }
+
+    /// Installs a scan's scopes and summaries: all of them (`full`), or those under `roots`,
+    /// keeping the other roots'.
+    fn install_scan(
+        &self,
+        full: bool,
+        roots: &[PathBuf],
+        scopes: Vec<Scope>,
+        summaries: Vec<(PathBuf, ModuleSummary)>,
+    ) {
+        if let (Ok(mut current), Ok(mut all)) = (self.scopes.write(), self.summaries.write()) {
+            if full {
+                *all = Summaries::default();
+                current.clear();
+            } else {
+                all.retain(|path| !roots.iter().any(|root| path.starts_with(root)));
+                current.retain(|scope| !roots.contains(&scope.root));
+            }
+            current.extend(scopes);
+            for (path, summary) in summaries {
+                all.insert(path, summary);
+            }
+        }
+    }
+
+    /// Builds the indexes from the current summaries and installs them unless a build that
+    /// started later got there first. Blocking: a tenth of a second for a workspace as large
+    /// as transformers.
+    fn rebuild(&self) {
+        let Ok(all) = self.summaries.read() else {
+            return;
+        };
+        // Numbered under the read lock: a later number always saw at least as new a set.
+        let build = self.index_builds.fetch_add(1, Ordering::SeqCst) + 1;
+        let libraries = self
+            .libraries
+            .read()
+            .ok()
+            .and_then(|libraries| libraries.clone());
+        // One index per Python project under the folders, as `pt2lsp check` builds them:
+        // `models.net` names one file in each.
+        let paths: Vec<&Path> = all.paths.iter().map(PathBuf::as_path).collect();
+        let keys = walk::namespaces(&paths);
+        let mut members: BTreeMap<Option<PathBuf>, (Vec<PathBuf>, Vec<ModuleSummary>)> =
+            BTreeMap::new();
+        for ((path, summary), key) in all.paths.iter().zip(&all.summaries).zip(&keys) {
+            let (paths, summaries) = members.entry(key.clone()).or_default();
+            paths.push(path.clone());
+            summaries.push(summary.clone());
+        }
+        drop(all);
+        let spaces = members
+            .into_iter()
+            .map(|(root, (paths, summaries))| {
+                let sources = BufferSources::new(
+                    &paths,
+                    &summaries,
+                    Arc::clone(&self.buffers),
+                    libraries.as_ref().map(Libraries::sources),
+                );
+                let index = WorkspaceIndex::with_libraries(
+                    &summaries,
+                    libraries
+                        .as_ref()
+                        .map(|libraries| Arc::clone(&libraries.index)),
+                )
+                .with_sources(Arc::new(sources))
+                .with_parse_cache(Arc::clone(&self.parses));
+                let modules = summaries
+                    .into_iter()
+                    .map(|summary| summary.module)
+                    .collect();
+                (root, paths, modules, Arc::new(index))
+            })
+            .collect();
+        let index = Namespaces::new(spaces);
+        if let Ok(mut current) = self.index.write() {
+            if build > current.0 {
+                *current = (build, Arc::new(index));
+            }
+        }
+    }
+}
+
+/// The scope of each root: what its project excludes, with the warnings reading the projects
+/// gave. Blocking: reads `pyproject.toml`s.
+fn scopes_of(settings: &SettingsSource, roots: &[PathBuf]) -> (Vec<Scope>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let scopes = roots
+        .iter()
+        .map(|root| {
+            let project = settings.projects.find(root, &mut |w| warnings.push(w));
+            Scope::new(root, project.as_deref(), &mut |w| warnings.push(w))
+        })
+        .collect();
+    (scopes, warnings)
+}
+
+/// The installed libraries the workspace imports, for the interpreter `root`'s settings name
+/// (see `project::libraries`), with what to tell the user; `None` when none is named, when
+/// `follow-libraries` is off, or when the workspace imports none. Blocking: may summarise a
+/// library not yet in the cache.
+fn load_libraries(
+    settings: &SettingsSource,
+    root: &Path,
+    workspace: &WorkspaceState,
+    pool: &rayon::ThreadPool,
+) -> (Option<Arc<Libraries>>, Vec<(MessageType, String)>) {
+    let (settings, warnings) = settings.resolve(Some(&root.join("pyproject.toml")));
+    let mut said: Vec<(MessageType, String)> = warnings
+        .into_iter()
+        .map(|warning| (MessageType::WARNING, warning))
+        .collect();
+    if !settings.follow_libraries {
+        return (None, said);
+    }
+    let project_dir = settings.project_dir();
+    let Some(python) = pt2lsp_project::interpreter::configured_interpreter(
+        None,
+        settings.python.as_deref(),
+        project_dir.as_deref(),
+        std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+    ) else {
+        return (None, said);
+    };
+    let sites = match libraries::site_packages(&python) {
+        Ok(sites) => sites,
+        Err(error) => {
+            said.push((
+                MessageType::WARNING,
+                format!("calls into installed libraries are not followed: {error:#}"),
+            ));
+            return (None, said);
+        }
+    };
+    let Some(imported) = workspace
+        .summaries
+        .read()
+        .ok()
+        .map(|all| libraries::imported_top_level(&all.summaries))
+    else {
+        return (None, said);
+    };
+    let cache = (!pt2lsp_tracer::cache::disabled_by_environment()).then(|| {
+        pt2lsp_tracer::cache::TraceCache::in_project(
+            project_dir.as_deref().unwrap_or(root),
+            settings.cache_dir.as_deref(),
+        )
+        .dir()
+        .to_path_buf()
+    });
+    let started = std::time::Instant::now();
+    let loaded = libraries::load(&sites, imported, cache.as_deref(), pool);
+    if loaded.index.is_empty() {
+        return (None, said);
+    }
+    said.push((
+        MessageType::INFO,
+        format!(
+            "following calls into installed {} ({} modules, {} summarised now, {:.2} s)",
+            loaded.describe(),
+            loaded.index.len(),
+            loaded.summarised,
+            started.elapsed().as_secs_f64()
+        ),
+    ));
+    (Some(Arc::new(loaded)), said)
+}
+
+impl Session {
+    /// After a watched-file change: forgets what was read from disk for `path` and, unless an
+    /// open document stands for it, re-analyses the open documents that read it.
+    pub fn file_changed(self: &Arc<Self>, path: &Path) {
+        let workspace = &self.workspace;
+        workspace.buffers.forget(path);
+        if workspace.buffers.is_open(path) {
+            return;
+        }
+        if let Some(module) = workspace.module_of(path) {
+            if !path.exists() {
+                // Deleted: its tree is no use to any program any more.
+                workspace.parses.forget(&module);
+            }
+        }
+        self.schedule_dependents(path, None);
+    }
+
+    /// Whether a changed `pyproject.toml` changed what the scan excludes.
+    pub async fn scopes_changed(&self) -> bool {
+        let settings = self.settings_source();
+        let roots = self.roots();
+        let Ok((fresh, warnings)) =
+            tokio::task::spawn_blocking(move || scopes_of(&settings, &roots)).await
+        else {
+            return true;
+        };
+        for warning in warnings {
+            self.log(MessageType::WARNING, warning);
+        }
+        self.workspace.scopes_differ(&fresh)
     }
 
     /// Scans `roots` (all workspace roots when `None`) and rebuilds the index, reporting
@@ -286,17 +535,23 @@ impl Session {
     ///
     /// Files are read and summarised one at a time per thread and only their summaries kept,
     /// on one thread fewer than the machine has cores, so an edit's analysis always finds a
-    /// core free while a large workspace is indexed.
+    /// core free while a large workspace is indexed. The blocking steps hold the settings'
+    /// inputs and the workspace part, not the session.
     pub async fn scan(self: Arc<Self>, roots: Option<Vec<PathBuf>>) {
-        let generation = self.scan_generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let workspace = Arc::clone(&self.workspace);
+        let generation = workspace.scan_generation.fetch_add(1, Ordering::SeqCst) + 1;
         let full = roots.is_none();
         let roots = roots.unwrap_or_else(|| self.roots());
         let progress = self.begin_progress(generation).await;
-        let session = Arc::clone(&self);
+        let settings = self.settings_source();
         let walk_roots = roots.clone();
-        let scopes = tokio::task::spawn_blocking(move || session.scopes_of(&walk_roots))
-            .await
-            .unwrap_or_default();
+        let (scopes, warnings) =
+            tokio::task::spawn_blocking(move || scopes_of(&settings, &walk_roots))
+                .await
+                .unwrap_or_default();
+        for warning in warnings {
+            self.log(MessageType::WARNING, warning);
+        }
         let walked = scopes.clone();
         let files = tokio::task::spawn_blocking(move || {
             walked
@@ -325,9 +580,12 @@ impl Session {
                 return;
             }
         };
+        let current = |workspace: &WorkspaceState| {
+            workspace.scan_generation.load(Ordering::SeqCst) == generation
+        };
         let mut summaries = Vec::with_capacity(files.len());
         for (done, chunk) in files.chunks(SCAN_CHUNK).enumerate() {
-            if self.scan_generation.load(Ordering::SeqCst) != generation {
+            if !current(&workspace) {
                 return;
             }
             let chunk = chunk.to_vec();
@@ -354,33 +612,32 @@ impl Session {
                     .await;
             }
         }
-        if self.scan_generation.load(Ordering::SeqCst) != generation {
+        if !current(&workspace) {
             return;
         }
         let count = summaries.len();
-        if let (Ok(mut current), Ok(mut all)) = (self.scopes.write(), self.summaries.write()) {
-            if full {
-                *all = Summaries::default();
-                current.clear();
-            } else {
-                all.retain(|path| !roots.iter().any(|root| path.starts_with(root)));
-                current.retain(|scope| !roots.contains(&scope.root));
-            }
-            current.extend(scopes);
-            for (path, summary) in summaries {
-                all.insert(path, summary);
-            }
-        }
+        workspace.install_scan(full, &roots, scopes, summaries);
         // The scan's threads summarise a library version not in the cache yet.
-        let session = Arc::clone(&self);
-        let libraries = tokio::task::spawn_blocking(move || session.load_libraries(&pool))
-            .await
-            .ok()
-            .flatten();
-        if let Ok(mut current) = self.libraries.write() {
+        let libraries = match self.roots().into_iter().next() {
+            Some(root) => {
+                let settings = self.settings_source();
+                let loading = Arc::clone(&workspace);
+                let (libraries, said) = tokio::task::spawn_blocking(move || {
+                    load_libraries(&settings, &root, &loading, &pool)
+                })
+                .await
+                .unwrap_or_default();
+                for (kind, message) in said {
+                    self.log(kind, message);
+                }
+                libraries
+            }
+            None => None,
+        };
+        if let Ok(mut current) = workspace.libraries.write() {
             *current = libraries;
         }
-        Arc::clone(&self).rebuild_index().await;
+        self.rebuild_index().await;
         if let Some(progress) = progress {
             progress
                 .finish_with_message(format!("{count} files indexed"))
@@ -389,60 +646,6 @@ impl Session {
         self.log(MessageType::INFO, format!("indexed {count} Python files"));
         self.scanned.send_replace(true);
         self.schedule_all();
-    }
-
-    /// The installed libraries the workspace imports, for the interpreter the first root's
-    /// settings name (see `project::libraries`); `None` when none is named, when
-    /// `follow-libraries` is off, or when the workspace imports none. Blocking: may summarise a
-    /// library not yet in the cache.
-    fn load_libraries(&self, pool: &rayon::ThreadPool) -> Option<Arc<Libraries>> {
-        let root = self.roots().into_iter().next()?;
-        let settings = self.resolve_settings(Some(&root.join("pyproject.toml")));
-        if !settings.follow_libraries {
-            return None;
-        }
-        let project_dir = settings.project_dir();
-        let python = pt2lsp_project::interpreter::configured_interpreter(
-            None,
-            settings.python.as_deref(),
-            project_dir.as_deref(),
-            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
-        )?;
-        let sites = match libraries::site_packages(&python) {
-            Ok(sites) => sites,
-            Err(error) => {
-                self.log(
-                    MessageType::WARNING,
-                    format!("calls into installed libraries are not followed: {error:#}"),
-                );
-                return None;
-            }
-        };
-        let imported = libraries::imported_top_level(&self.summaries.read().ok()?.summaries);
-        let cache = (!pt2lsp_tracer::cache::disabled_by_environment()).then(|| {
-            pt2lsp_tracer::cache::TraceCache::in_project(
-                project_dir.as_deref().unwrap_or(&root),
-                settings.cache_dir.as_deref(),
-            )
-            .dir()
-            .to_path_buf()
-        });
-        let started = std::time::Instant::now();
-        let loaded = libraries::load(&sites, imported, cache.as_deref(), pool);
-        if loaded.index.is_empty() {
-            return None;
-        }
-        self.log(
-            MessageType::INFO,
-            format!(
-                "following calls into installed {} ({} modules, {} summarised now, {:.2} s)",
-                loaded.describe(),
-                loaded.index.len(),
-                loaded.summarised,
-                started.elapsed().as_secs_f64()
-            ),
-        );
-        Some(Arc::new(loaded))
     }
 
     async fn begin_progress(
@@ -471,82 +674,11 @@ impl Session {
         )
     }
 
-    /// Replaces one file's summary (drops it when `None`); true when it changed. The caller
-    /// rebuilds the index once after a batch of updates.
-    pub fn update_summary(&self, path: &Path, summary: Option<ModuleSummary>) -> bool {
-        let Ok(mut all) = self.summaries.write() else {
-            return false;
-        };
-        match summary {
-            Some(summary) => all.insert(path.to_owned(), summary),
-            None => all.remove(path),
-        }
-    }
-
-    pub fn forget_root(&self, root: &Path) {
-        if let Ok(mut all) = self.summaries.write() {
-            all.retain(|path| !path.starts_with(root));
-        }
-        if let Ok(mut scopes) = self.scopes.write() {
-            scopes.retain(|scope| scope.root != root);
-        }
-    }
-
-    /// Builds the index from the current summaries, off the reactor (it takes a tenth of a
-    /// second for a workspace as large as transformers), and installs it unless a rebuild that
-    /// started later got there first.
-    pub async fn rebuild_index(self: Arc<Self>) {
-        let session = Arc::clone(&self);
-        let built = tokio::task::spawn_blocking(move || {
-            let all = session.summaries.read().ok()?;
-            // Numbered under the read lock: a later number always saw at least as new a set.
-            let build = session.index_builds.fetch_add(1, Ordering::SeqCst) + 1;
-            let libraries = session
-                .libraries
-                .read()
-                .ok()
-                .and_then(|libraries| libraries.clone());
-            // One index per Python project under the folders, as `pt2lsp check` builds them:
-            // `models.net` names one file in each.
-            let paths: Vec<&Path> = all.paths.iter().map(PathBuf::as_path).collect();
-            let keys = walk::namespaces(&paths);
-            let mut members: BTreeMap<Option<PathBuf>, (Vec<PathBuf>, Vec<ModuleSummary>)> =
-                BTreeMap::new();
-            for ((path, summary), key) in all.paths.iter().zip(&all.summaries).zip(&keys) {
-                let (paths, summaries) = members.entry(key.clone()).or_default();
-                paths.push(path.clone());
-                summaries.push(summary.clone());
-            }
-            let spaces = members
-                .into_iter()
-                .map(|(root, (paths, summaries))| {
-                    let sources = BufferSources::new(
-                        &paths,
-                        &summaries,
-                        Arc::clone(&session.buffers),
-                        libraries.as_ref().map(Libraries::sources),
-                    );
-                    let index = WorkspaceIndex::with_libraries(
-                        &summaries,
-                        libraries
-                            .as_ref()
-                            .map(|libraries| Arc::clone(&libraries.index)),
-                    )
-                    .with_sources(Arc::new(sources))
-                    .with_parse_cache(Arc::clone(&session.parses));
-                    (root, paths, Arc::new(index))
-                })
-                .collect();
-            Some((build, Namespaces::new(spaces)))
-        })
-        .await;
-        if let Ok(Some((build, index))) = built {
-            if let Ok(mut current) = self.index.write() {
-                if build > current.0 {
-                    *current = (build, Arc::new(index));
-                }
-            }
-        }
+    /// Builds the index from the current summaries, off the reactor, holding only the
+    /// workspace part.
+    pub async fn rebuild_index(&self) {
+        let workspace = Arc::clone(&self.workspace);
+        let _ = tokio::task::spawn_blocking(move || workspace.rebuild()).await;
     }
 }
 
@@ -554,21 +686,55 @@ impl Session {
 /// project, and each directory of scripts that names a module another one names too).
 #[derive(Debug, Default)]
 pub struct Namespaces {
-    spaces: Vec<(Option<PathBuf>, Arc<WorkspaceIndex>)>,
+    spaces: Vec<Namespace>,
     /// Each indexed file's namespace, by index into `spaces`.
     of_path: HashMap<PathBuf, usize>,
 }
 
+/// A namespace as a rebuild makes it: its root, its files, their modules and its index.
+type BuiltNamespace = (
+    Option<PathBuf>,
+    Vec<PathBuf>,
+    Vec<String>,
+    Arc<WorkspaceIndex>,
+);
+
+/// One module namespace: its root, its index, and the file of each of its modules.
+#[derive(Debug)]
+struct Namespace {
+    root: Option<PathBuf>,
+    index: Arc<WorkspaceIndex>,
+    files: HashMap<String, PathBuf>,
+}
+
 impl Namespaces {
-    fn new(built: Vec<(Option<PathBuf>, Vec<PathBuf>, Arc<WorkspaceIndex>)>) -> Self {
+    fn new(built: Vec<BuiltNamespace>) -> Self {
         let mut namespaces = Self::default();
-        for (at, (root, paths, index)) in built.into_iter().enumerate() {
+        for (at, (root, paths, modules, index)) in built.into_iter().enumerate() {
             namespaces
                 .of_path
-                .extend(paths.into_iter().map(|path| (path, at)));
-            namespaces.spaces.push((root, index));
+                .extend(paths.iter().map(|path| (path.clone(), at)));
+            namespaces.spaces.push(Namespace {
+                root,
+                index,
+                files: modules.into_iter().zip(paths).collect(),
+            });
         }
         namespaces
+    }
+
+    /// The files of `module` and of the modules of its namespace that import it (see
+    /// [`WorkspaceIndex::importing`]), `path` being `module`'s; at most `limit`.
+    fn importing(&self, path: &Path, module: &str, limit: usize) -> Vec<PathBuf> {
+        let Some(space) = self.of_path.get(path).map(|&at| &self.spaces[at]) else {
+            return vec![path.to_path_buf()];
+        };
+        space
+            .index
+            .importing(module, limit)
+            .iter()
+            .filter_map(|module| space.files.get(module).cloned())
+            .collect()
     }
 
     /// The index of `path`'s namespace: the one it was indexed in, else (a file the scan has
@@ -579,13 +745,23 @@ impl Namespaces {
             return Arc::default();
         };
         if let Some(&at) = self.of_path.get(path) {
-            return Arc::clone(&self.spaces[at].1);
+            return Arc::clone(&self.spaces[at].index);
         }
         self.spaces
             .iter()
-            .filter(|(root, _)| root.as_ref().is_none_or(|root| path.starts_with(root)))
-            .max_by_key(|(root, _)| root.as_ref().map_or(0, |root| root.components().count()))
-            .map(|(_, index)| Arc::clone(index))
+            .filter(|space| {
+                space
+                    .root
+                    .as_ref()
+                    .is_none_or(|root| path.starts_with(root))
+            })
+            .max_by_key(|space| {
+                space
+                    .root
+                    .as_ref()
+                    .map_or(0, |root| root.components().count())
+            })
+            .map(|space| Arc::clone(&space.index))
             .unwrap_or_default()
     }
 }

@@ -20,7 +20,7 @@ impl Session {
             };
             // The blocking task holds what it reads, not the session.
             let settings = session.settings_source();
-            let index = session.index_of(notebook.path.as_deref());
+            let index = session.workspace.index_of(notebook.path.as_deref());
             let related = session.related_texts().is_some().then(|| session.buffers());
             let placed = tokio::task::spawn_blocking(move || {
                 let (resolved, warnings) = settings.resolve(notebook.path.as_deref());

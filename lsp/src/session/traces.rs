@@ -135,127 +135,84 @@ struct Plan {
     config: Option<(PathBuf, Vec<Finding>)>,
 }
 
+/// What the blocking steps of a trace read, taken on the reactor when it is planned or its
+/// result arrives: the workspace roots, the settings' inputs, the workspace part and each open
+/// document's text (a rope's clone shares its nodes). They hold this, never the session.
+pub(super) struct TraceInputs {
+    roots: Vec<PathBuf>,
+    pub(super) settings: super::SettingsSource,
+    workspace: Arc<super::index::WorkspaceState>,
+    /// Each open document by its normalized path: its URI, text and version.
+    open: HashMap<PathBuf, (Uri, ropey::Rope, i32)>,
+    /// For the settings' warnings.
+    client: tower_lsp_server::Client,
+}
+
+/// The problems of a `pyproject.toml`'s entrypoint tables' strings, when `settings` are that
+/// file's project's ([`entrypoint_problems`]).
+fn table_problems(settings: &crate::settings::Resolved, pyproject: &Path) -> Vec<Finding> {
+    match (&settings.project, pyproject.parent()) {
+        (Some(project), Some(root)) if normalized(project) == normalized(pyproject) => {
+            entrypoint_problems(pyproject, &settings.entrypoints, root)
+        }
+        _ => Vec::new(),
+    }
+}
+
 impl Session {
-    /// Traces the entrypoints that reach `uri`'s file, when its settings say so for `reason`.
-    /// Returns at once; the traces run in the background.
-    pub fn trace(self: &Arc<Self>, uri: &Uri, reason: TraceReason) {
-        let Some(path) = uri.to_file_path().map(std::borrow::Cow::into_owned) else {
-            return;
-        };
-        // The versions the trace's results are for: taken now, before any later edit arrives,
-        // since the trace reads the files as saved at this moment.
-        let submitted = Arc::new(self.open_versions());
-        let session = Arc::clone(self);
-        tokio::spawn(async move {
-            // A save right after the editor opened the file: the entrypoints that reach it
-            // are known once the workspace is indexed.
-            let mut scanned = session.scanned.subscribe();
-            let _ = scanned.wait_for(|done| *done).await;
-            let planner = Arc::clone(&session);
-            let plan = tokio::task::spawn_blocking(move || planner.plan_traces(&path, reason))
-                .await
-                .unwrap_or_default();
-            if let Some((pyproject, problems)) = plan.config {
-                if let Some(uri) = Uri::from_file_path(&pyproject) {
-                    session.publish(uri, &problems.into(), None).await;
-                }
-            }
-            for planned in plan.traces {
-                tokio::spawn(Arc::clone(&session).run_trace(planned, Arc::clone(&submitted)));
-            }
-        });
-    }
-
-    /// Claims the next trace of an entrypoint: its results are kept only if no newer one was
-    /// claimed meanwhile.
-    pub(super) fn claim_trace(&self, key: &EntryKey) -> u64 {
-        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut traces) = self.traces.lock() {
-            traces.entry(key.clone()).or_default().ticket = ticket;
-        }
-        ticket
-    }
-
-    async fn run_trace(
-        self: Arc<Self>,
-        planned: PlannedTrace,
-        submitted: Arc<HashMap<PathBuf, i32>>,
-    ) {
-        let key = EntryKey::of(&planned);
-        let Some(job_uri) = key.job_uri() else {
-            return;
-        };
-        let ticket = self.claim_trace(&key);
-        let progress = self.begin_trace_progress(&planned, ticket).await;
-        let outcome = self
-            .tracing
-            .submit(
-                job_uri,
-                (planned.python.clone(), planned.start_method),
-                planned.spec.clone(),
-                planned.cache.clone(),
-                planned.priority,
-            )
-            .await;
-        let message = match outcome {
-            Ok(Ok(result)) if result.status == Status::Cancelled => "cancelled".to_owned(),
-            Ok(Ok(result)) => {
-                self.targets_unavailable(&result).await;
-                let session = Arc::clone(&self);
-                let replayed = result.replayed;
-                let converted = tokio::task::spawn_blocking(move || {
-                    session.traced_files(&planned, &result, &submitted)
+    /// What a trace's blocking steps read, as it is now (see [`TraceInputs`]).
+    pub(super) fn trace_inputs(&self) -> TraceInputs {
+        TraceInputs {
+            roots: self.roots(),
+            settings: self.settings_source(),
+            workspace: Arc::clone(&self.workspace),
+            open: self
+                .documents
+                .iter()
+                .filter_map(|open| {
+                    let file = open.normalized.clone()?;
+                    let document = &open.document;
+                    Some((
+                        file,
+                        (
+                            open.key().clone(),
+                            document.rope().clone(),
+                            document.version(),
+                        ),
+                    ))
                 })
-                .await;
-                match converted {
-                    Ok((files, message)) => {
-                        self.install_trace(key, ticket, files).await;
-                        if replayed {
-                            format!(
-                                "{message} (replayed: its files are unchanged since the last trace)"
-                            )
-                        } else {
-                            message
-                        }
-                    }
-                    Err(error) => format!("failed: {error}"),
-                }
-            }
-            Ok(Err(reason)) => {
-                self.tracing_unavailable(&reason).await;
-                format!("failed: {reason}")
-            }
-            Err(_) => {
-                let reason = "the tracer stopped".to_owned();
-                self.tracing_unavailable(&reason).await;
-                format!("failed: {reason}")
-            }
-        };
-        if let Some(progress) = progress {
-            progress.finish_with_message(message).await;
+                .collect(),
+            client: self.client.clone(),
         }
     }
 
-    /// The open documents' versions by normalized path, as a trace starts: a file edited before
-    /// the trace ends has no trace diagnostics for its new text.
-    pub(super) fn open_versions(&self) -> HashMap<PathBuf, i32> {
+    /// Whether a document is open for a normalized path.
+    fn is_open_file(&self, file: &Path) -> bool {
         self.documents
             .iter()
-            .filter_map(|open| Some((open.normalized.clone()?, open.document.version())))
-            .collect()
+            .any(|open| open.normalized.as_deref() == Some(file))
+    }
+}
+
+impl TraceInputs {
+    pub(super) fn roots(&self) -> Vec<PathBuf> {
+        self.roots.clone()
+    }
+
+    /// The settings for a file: the editor's over its project's; their warnings go to the
+    /// client's log. Blocking: the first look-up in a directory reads files.
+    pub(super) fn resolve_settings(&self, path: Option<&Path>) -> crate::settings::Resolved {
+        let (resolved, warnings) = self.settings.resolve(path);
+        for warning in warnings {
+            super::log_to(&self.client, MessageType::WARNING, warning);
+        }
+        resolved
     }
 
     /// The open document of a normalized path: its URI, text and version.
     fn open_document(&self, file: &Path) -> Option<(Uri, String, i32)> {
-        self.documents.iter().find_map(|open| {
-            (open.normalized.as_deref() == Some(file)).then(|| {
-                (
-                    open.key().clone(),
-                    open.document.rope().to_string(),
-                    open.document.version(),
-                )
-            })
-        })
+        let (uri, rope, version) = self.open.get(file)?;
+        Some((uri.clone(), rope.to_string(), *version))
     }
 
     /// Whether the tracer's diagnostics in `file` are the user's to see: a file in a workspace
@@ -269,7 +226,7 @@ impl Session {
                 .roots()
                 .iter()
                 .any(|root| file.starts_with(normalized(root)));
-        inside && !installed && !self.is_excluded(file)
+        inside && !installed && !self.workspace.is_excluded(file)
     }
 
     /// A job's result as diagnostics per file, and the progress end message that says what was
@@ -378,6 +335,238 @@ impl Session {
         (files, found_message(&places))
     }
 
+    /// The traces a save of `path` asks for, and the configured entrypoints' problems.
+    /// Blocking: reads settings and files.
+    fn plan_traces(&self, path: &Path, reason: TraceReason) -> Plan {
+        let mut plan = Plan::default();
+        if !workspace::is_python(path) {
+            return plan;
+        }
+        let settings = self.resolve_settings(Some(path));
+        let wanted = match settings.trace {
+            TraceMode::Off => false,
+            TraceMode::OnSave => reason != TraceReason::Open,
+            TraceMode::OnOpenAndSave => true,
+        };
+        if !wanted {
+            return plan;
+        }
+        let project_dir = settings.project_dir();
+        let Some(root) = project_dir
+            .clone()
+            .or_else(|| self.roots().into_iter().find(|root| path.starts_with(root)))
+            .or_else(|| path.parent().map(Path::to_path_buf))
+        else {
+            return plan;
+        };
+        if let Some(pyproject) = &settings.project {
+            plan.config = Some((pyproject.clone(), table_problems(&settings, pyproject)));
+        }
+        let reached = self.reached_by(path);
+        let texts: Vec<(PathBuf, String)> = reached
+            .into_iter()
+            .filter_map(|file| {
+                let text = match self.open_document(&normalized(&file)) {
+                    Some((_, text, _)) => text,
+                    None => std::fs::read_to_string(&file).ok()?,
+                };
+                (text.len() <= MAX_ANALYSED_BYTES).then_some((file, text))
+            })
+            .collect();
+        let candidates: Vec<batch::Candidate<'_>> = texts
+            .iter()
+            .map(|(file, text)| batch::Candidate { path: file, text })
+            .collect();
+        let options = batch::BatchOptions {
+            root: root.clone(),
+            cwd: root,
+            strict: settings.analyzer.strict,
+            timeout: std::time::Duration::try_from_secs_f64(settings.timeout_seconds).unwrap_or(
+                std::time::Duration::from_secs_f64(pt2lsp_tracer::DEFAULT_TIMEOUT_SECONDS),
+            ),
+            memory_limit_mb: settings
+                .memory_limit_mb
+                .or_else(pt2lsp_tracer::default_memory_limit_mb),
+            entrypoints: settings.entrypoint_specs(),
+            scripts: batch::ScriptArgs::configured(&settings.entrypoints),
+            targets: settings.targets.clone(),
+        };
+        let cache = (!pt2lsp_tracer::cache::disabled_by_environment()).then(|| {
+            crate::trace::Caching {
+                cache: pt2lsp_tracer::cache::TraceCache::in_project(
+                    &options.root,
+                    settings.cache_dir.as_deref(),
+                ),
+                // "Trace again" means run it, whatever the cache holds.
+                replay: reason != TraceReason::Retrace,
+            }
+        });
+        let start_method = settings
+            .start_method
+            .unwrap_or_else(pt2lsp_tracer::worker::StartMethod::from_environment);
+        let planned = batch::plan(&candidates, &options);
+        let python = python::interpreter(
+            None,
+            settings.python.as_deref(),
+            project_dir.as_deref(),
+            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+        );
+        for job in planned.jobs {
+            let priority = if self.open_document(&normalized(&job.spec.file)).is_some() {
+                Priority::Foreground
+            } else {
+                Priority::Background
+            };
+            plan.traces.push(PlannedTrace {
+                path: job.spec.file.clone(),
+                spec: job.spec,
+                anchor: job.anchor,
+                python: python.clone(),
+                cache: cache.clone(),
+                priority,
+                start_method,
+            });
+        }
+        plan
+    }
+
+    /// `path` and every workspace file that imports it, directly or through others: the
+    /// import graph of the index its analysis reads (`WorkspaceIndex::importing`), so a save
+    /// traces the entrypoints whose programs the edit changes, relative imports and packages'
+    /// `__init__`s included. A path the scan knows under another spelling is found by its
+    /// normalized form.
+    fn reached_by(&self, path: &Path) -> Vec<PathBuf> {
+        let known = if self.workspace.module_of(path).is_some() {
+            path.to_path_buf()
+        } else {
+            let wanted = normalized(path);
+            self.workspace
+                .summaries
+                .read()
+                .ok()
+                .and_then(|all| {
+                    all.paths
+                        .iter()
+                        .find(|known| normalized(known) == wanted)
+                        .cloned()
+                })
+                .unwrap_or_else(|| path.to_path_buf())
+        };
+        self.workspace.importing_files(&known, MAX_REACHED_FILES)
+    }
+}
+
+impl Session {
+    /// Traces the entrypoints that reach `uri`'s file, when its settings say so for `reason`.
+    /// Returns at once; the traces run in the background.
+    pub fn trace(self: &Arc<Self>, uri: &Uri, reason: TraceReason) {
+        let Some(path) = uri.to_file_path().map(std::borrow::Cow::into_owned) else {
+            return;
+        };
+        // The versions the trace's results are for: taken now, before any later edit arrives,
+        // since the trace reads the files as saved at this moment.
+        let submitted = Arc::new(self.open_versions());
+        let session = Arc::clone(self);
+        tokio::spawn(async move {
+            // A save right after the editor opened the file: the entrypoints that reach it
+            // are known once the workspace is indexed.
+            let mut scanned = session.scanned.subscribe();
+            let _ = scanned.wait_for(|done| *done).await;
+            let inputs = session.trace_inputs();
+            let plan = tokio::task::spawn_blocking(move || inputs.plan_traces(&path, reason))
+                .await
+                .unwrap_or_default();
+            if let Some((pyproject, mut problems)) = plan.config {
+                problems.extend(session.traced_for(&normalized(&pyproject), None));
+                if let Some(uri) = Uri::from_file_path(&pyproject) {
+                    session.publish(uri, &problems.into(), None).await;
+                }
+            }
+            for planned in plan.traces {
+                tokio::spawn(Arc::clone(&session).run_trace(planned, Arc::clone(&submitted)));
+            }
+        });
+    }
+
+    /// Claims the next trace of an entrypoint: its results are kept only if no newer one was
+    /// claimed meanwhile.
+    pub(super) fn claim_trace(&self, key: &EntryKey) -> u64 {
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut traces) = self.traces.lock() {
+            traces.entry(key.clone()).or_default().ticket = ticket;
+        }
+        ticket
+    }
+
+    async fn run_trace(
+        self: Arc<Self>,
+        planned: PlannedTrace,
+        submitted: Arc<HashMap<PathBuf, i32>>,
+    ) {
+        let key = EntryKey::of(&planned);
+        let Some(job_uri) = key.job_uri() else {
+            return;
+        };
+        let ticket = self.claim_trace(&key);
+        let progress = self.begin_trace_progress(&planned, ticket).await;
+        let outcome = self
+            .tracing
+            .submit(
+                job_uri,
+                (planned.python.clone(), planned.start_method),
+                planned.spec.clone(),
+                planned.cache.clone(),
+                planned.priority,
+            )
+            .await;
+        let message = match outcome {
+            Ok(Ok(result)) if result.status == Status::Cancelled => "cancelled".to_owned(),
+            Ok(Ok(result)) => {
+                self.targets_unavailable(&result).await;
+                let inputs = self.trace_inputs();
+                let replayed = result.replayed;
+                let converted = tokio::task::spawn_blocking(move || {
+                    inputs.traced_files(&planned, &result, &submitted)
+                })
+                .await;
+                match converted {
+                    Ok((files, message)) => {
+                        self.install_trace(key, ticket, files).await;
+                        if replayed {
+                            format!(
+                                "{message} (replayed: its files are unchanged since the last trace)"
+                            )
+                        } else {
+                            message
+                        }
+                    }
+                    Err(error) => format!("failed: {error}"),
+                }
+            }
+            Ok(Err(reason)) => {
+                self.tracing_unavailable(&reason).await;
+                format!("failed: {reason}")
+            }
+            Err(_) => {
+                let reason = "the tracer stopped".to_owned();
+                self.tracing_unavailable(&reason).await;
+                format!("failed: {reason}")
+            }
+        };
+        if let Some(progress) = progress {
+            progress.finish_with_message(message).await;
+        }
+    }
+
+    /// The open documents' versions by normalized path, as a trace starts: a file edited before
+    /// the trace ends has no trace diagnostics for its new text.
+    pub(super) fn open_versions(&self) -> HashMap<PathBuf, i32> {
+        self.documents
+            .iter()
+            .filter_map(|open| Some((open.normalized.clone()?, open.document.version())))
+            .collect()
+    }
+
     /// Installs an entrypoint's new trace and publishes every file it or the one before found
     /// problems in; dropped when a newer trace of the entrypoint was asked for meanwhile.
     pub(super) async fn install_trace(
@@ -399,7 +588,7 @@ impl Session {
             // A file changes when its trace diagnostics do, or, open, when the evidence against
             // its static errors may have (`with_traces`); a closed file shows traced ones only.
             let shown = |file: &PathBuf, trace: &FileTrace| {
-                !trace.diagnostics.is_empty() || self.open_document(file).is_some()
+                !trace.diagnostics.is_empty() || self.is_open_file(file)
             };
             let mut affected: BTreeMap<PathBuf, Uri> = old
                 .into_iter()
@@ -470,16 +659,10 @@ impl Session {
     }
 
     /// What a `pyproject.toml` shows: the problems of its entrypoint tables' strings
-    /// ([`entrypoint_problems`]) and what the traces found on its lines (a string the worker
-    /// could not evaluate, on its key's line). Blocking: reads the file.
+    /// ([`table_problems`]) and what the traces found on its lines (a string the worker could
+    /// not evaluate, on its key's line). Blocking: reads the file.
     fn pyproject_findings(&self, pyproject: &Path) -> Vec<Finding> {
-        let settings = self.resolve_settings(Some(pyproject));
-        let mut shown = match (&settings.project, pyproject.parent()) {
-            (Some(project), Some(root)) if normalized(project) == normalized(pyproject) => {
-                entrypoint_problems(pyproject, &settings.entrypoints, root)
-            }
-            _ => Vec::new(),
-        };
+        let mut shown = table_problems(&self.resolve_settings(Some(pyproject)), pyproject);
         shown.extend(self.traced_for(&normalized(pyproject), None));
         shown
     }
@@ -624,170 +807,6 @@ impl Session {
                 None => {}
             }
         }
-    }
-
-    /// The traces a save of `path` asks for, and the configured entrypoints' problems.
-    /// Blocking: reads settings and files.
-    fn plan_traces(&self, path: &Path, reason: TraceReason) -> Plan {
-        let mut plan = Plan::default();
-        if !workspace::is_python(path) {
-            return plan;
-        }
-        let settings = self.resolve_settings(Some(path));
-        let wanted = match settings.trace {
-            TraceMode::Off => false,
-            TraceMode::OnSave => reason != TraceReason::Open,
-            TraceMode::OnOpenAndSave => true,
-        };
-        if !wanted {
-            return plan;
-        }
-        let project_dir = settings.project_dir();
-        let Some(root) = project_dir
-            .clone()
-            .or_else(|| self.roots().into_iter().find(|root| path.starts_with(root)))
-            .or_else(|| path.parent().map(Path::to_path_buf))
-        else {
-            return plan;
-        };
-        if let Some(pyproject) = &settings.project {
-            plan.config = Some((pyproject.clone(), self.pyproject_findings(pyproject)));
-        }
-        let reached = self.reached_by(path);
-        let texts: Vec<(PathBuf, String)> = reached
-            .into_iter()
-            .filter_map(|file| {
-                let text = match self.open_document(&normalized(&file)) {
-                    Some((_, text, _)) => text,
-                    None => std::fs::read_to_string(&file).ok()?,
-                };
-                (text.len() <= MAX_ANALYSED_BYTES).then_some((file, text))
-            })
-            .collect();
-        let candidates: Vec<batch::Candidate<'_>> = texts
-            .iter()
-            .map(|(file, text)| batch::Candidate { path: file, text })
-            .collect();
-        let options = batch::BatchOptions {
-            root: root.clone(),
-            cwd: root,
-            strict: settings.analyzer.strict,
-            timeout: std::time::Duration::try_from_secs_f64(settings.timeout_seconds).unwrap_or(
-                std::time::Duration::from_secs_f64(pt2lsp_tracer::DEFAULT_TIMEOUT_SECONDS),
-            ),
-            memory_limit_mb: settings
-                .memory_limit_mb
-                .or_else(pt2lsp_tracer::default_memory_limit_mb),
-            entrypoints: settings.entrypoint_specs(),
-            scripts: batch::ScriptArgs::configured(&settings.entrypoints),
-            targets: settings.targets.clone(),
-        };
-        let cache = (!pt2lsp_tracer::cache::disabled_by_environment()).then(|| {
-            crate::trace::Caching {
-                cache: pt2lsp_tracer::cache::TraceCache::in_project(
-                    &options.root,
-                    settings.cache_dir.as_deref(),
-                ),
-                // "Trace again" means run it, whatever the cache holds.
-                replay: reason != TraceReason::Retrace,
-            }
-        });
-        let start_method = settings
-            .start_method
-            .unwrap_or_else(pt2lsp_tracer::worker::StartMethod::from_environment);
-        let planned = batch::plan(&candidates, &options);
-        let python = python::interpreter(
-            None,
-            settings.python.as_deref(),
-            project_dir.as_deref(),
-            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
-        );
-        for job in planned.jobs {
-            let priority = if self.open_document(&normalized(&job.spec.file)).is_some() {
-                Priority::Foreground
-            } else {
-                Priority::Background
-            };
-            plan.traces.push(PlannedTrace {
-                path: job.spec.file.clone(),
-                spec: job.spec,
-                anchor: job.anchor,
-                python: python.clone(),
-                cache: cache.clone(),
-                priority,
-                start_method,
-            });
-        }
-        plan
-    }
-
-    /// `path` and every workspace file that imports it, directly or through others, by the
-    /// summaries' imports (a module imported by `import a.b.c` or `from a.b import c` brings
-    /// `a` and `a.b` in too, as Python runs their `__init__.py`).
-    fn reached_by(&self, path: &Path) -> Vec<PathBuf> {
-        let Ok(all) = self.summaries.read() else {
-            return vec![path.to_path_buf()];
-        };
-        let modules: HashMap<&str, usize> = all
-            .summaries
-            .iter()
-            .enumerate()
-            .map(|(at, summary)| (summary.module.as_str(), at))
-            .collect();
-        // The same edges as the static analysis's import graph (relative imports resolved, a
-        // package's `__init__` before its submodules), so that a save traces the entrypoints
-        // whose programs the edit changes.
-        let mut importers: HashMap<usize, Vec<usize>> = HashMap::new();
-        for (at, summary) in all.summaries.iter().enumerate() {
-            let targets =
-                pt2lsp_analyzer::import_targets(summary, |module| modules.contains_key(module));
-            let mut reached: HashSet<usize> = HashSet::new();
-            for target in &targets {
-                let mut module = target.as_str();
-                loop {
-                    if let Some(index) = modules.get(module) {
-                        reached.insert(*index);
-                    }
-                    match module.rsplit_once('.') {
-                        Some((package, _)) => module = package,
-                        None => break,
-                    }
-                }
-            }
-            for target in reached {
-                if target != at {
-                    importers.entry(target).or_default().push(at);
-                }
-            }
-        }
-        let wanted = normalized(path);
-        let start = all
-            .paths
-            .iter()
-            .position(|known| known == path)
-            .or_else(|| {
-                all.paths
-                    .iter()
-                    .position(|known| normalized(known) == wanted)
-            });
-        let Some(start) = start else {
-            return vec![path.to_path_buf()];
-        };
-        let mut seen = HashSet::from([start]);
-        let mut queue = vec![start];
-        while let Some(at) = queue.pop() {
-            for importer in importers.get(&at).into_iter().flatten() {
-                if seen.len() >= MAX_REACHED_FILES {
-                    break;
-                }
-                if seen.insert(*importer) {
-                    queue.push(*importer);
-                }
-            }
-        }
-        let mut reached: Vec<PathBuf> = seen.into_iter().map(|at| all.paths[at].clone()).collect();
-        reached.sort();
-        reached
     }
 
     pub(super) async fn begin_trace_progress(
