@@ -46,7 +46,9 @@ classic U-Nets do) always fits, but torch cannot prove it through the floor divi
 poolings and guards the crop to stay inside the map: the image size must be a multiple of every
 divisor involved (`H = 8*_H` after three poolings), and the fix is offered only when that
 multiple makes every crop exact. Your subclasses of torch layers (`class Projection(nn.Linear)`,
-a `forward` that calls `super().forward(x)`) are followed as the layers they extend. A
+`class SelfAttention(nn.MultiheadAttention)`, a `forward` that calls `super().forward(x)`) are
+followed as the layers they extend; an attention's output has its query's shape and its weights
+are `(batch, L, S)`, `S` the key's length. A
 convolution or pooling window
 (`nn.Conv2d(3, 64, 7, stride=2, padding=3)`, `F.max_pool2d(x, 2)`) whose output the range
 allows to be 1 or less is guarded too (`!= 1` non-strict, `>= 1` strict), on each window's

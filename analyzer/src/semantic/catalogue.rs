@@ -539,6 +539,7 @@ pub(crate) fn keeps_batch_dim(qualified: &str) -> bool {
             | "PReLU"
             | "TransformerEncoder"
             | "TransformerDecoder"
+            | "MultiheadAttention"
     )
 }
 
@@ -609,6 +610,12 @@ pub(crate) enum LayerShape {
     /// step; the output's last dimension is `hidden_size` (twice that, bidirectional).
     /// Measured with torch 2.15, strict and not: a dynamic sequence length is specialised.
     Recurrent,
+    /// `MultiheadAttention(embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn,
+    /// kdim, vdim, batch_first)` called on `(query, key, value)`: `(output, weights)`, the
+    /// output of the query's shape and the weights `(batch, L, S)` (`(L, S)` unbatched), `L`
+    /// the query's length and `S` the key's. Measured with torch 2.15, strict and not: a
+    /// dynamic batch and length pass through it.
+    Attention,
 }
 
 /// Recurrent layers, which the exporter unrolls over the sequence.
@@ -634,6 +641,7 @@ pub(crate) fn layer_shape(qualified: &str) -> Option<LayerShape> {
     Some(match layer {
         "Linear" => LayerShape::Linear,
         "Embedding" => LayerShape::Embedding,
+        "MultiheadAttention" => LayerShape::Attention,
         "Upsample" | "UpsamplingNearest2d" | "UpsamplingBilinear2d" => LayerShape::Upsample,
         "LayerNorm" | "RMSNorm" => LayerShape::LastNorm,
         "BatchNorm1d" | "BatchNorm2d" | "BatchNorm3d" => LayerShape::ChannelNorm,
@@ -696,6 +704,17 @@ pub(crate) fn layer_parameters(shape: LayerShape) -> &'static [&'static str] {
             "batch_first",
             "dropout",
             "bidirectional",
+        ],
+        LayerShape::Attention => &[
+            "embed_dim",
+            "num_heads",
+            "dropout",
+            "bias",
+            "add_bias_kv",
+            "add_zero_attn",
+            "kdim",
+            "vdim",
+            "batch_first",
         ],
         LayerShape::ChannelNorm => &["num_features"],
         LayerShape::LastNorm => &["normalized_shape"],

@@ -172,8 +172,8 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
             dims: batch_only(),
             forced: None,
         },
-        // Its output is a pair; `recurrent_call` computes it.
-        LayerShape::Recurrent => LayerApplied {
+        // Their outputs are pairs; `recurrent_call` and `attention_call` compute them.
+        LayerShape::Recurrent | LayerShape::Attention => LayerApplied {
             dims: None,
             forced: None,
         },
@@ -241,6 +241,56 @@ fn recurrent_output(
         sizes[sequence].clone(),
         Some(TensorDims::from_sizes(output)),
     )
+}
+
+/// Calls a `MultiheadAttention` on `(query, key, value)`: `(output, weights)`. The output has
+/// the query's shape; the weights (averaged over the heads, torch's default) are
+/// `(batch, L, S)` from the query's length `L` and the key's `S` (`(L, S)` unbatched), the
+/// batch at dimension 1 of the inputs unless `batch_first`. The key defaults to the query for
+/// a call that names fewer.
+fn attention_call(layer: &LayerInfo, args: &[Value]) -> Value {
+    let tensor = |value: Option<&Value>| match value {
+        Some(Value::Tensor(info)) => Some(info.clone()),
+        _ => None,
+    };
+    let Some(query) = tensor(args.first()) else {
+        return Value::Tuple(Rc::from(vec![
+            Value::opaque_tensor(),
+            Value::opaque_tensor(),
+        ]));
+    };
+    let key = tensor(args.get(1)).unwrap_or_else(|| query.clone());
+    let batch_first = layer.size("batch_first") == Some(1);
+    let weights = (|| {
+        let query_sizes = query.dims.as_ref()?.all_sizes()?;
+        let key_sizes = key.dims.as_ref()?.all_sizes()?;
+        let sizes = match (query_sizes.len(), key_sizes.len(), batch_first) {
+            (2, 2, _) => vec![query_sizes[0].clone(), key_sizes[0].clone()],
+            (3, 3, false) => vec![
+                query_sizes[1].clone(),
+                query_sizes[0].clone(),
+                key_sizes[0].clone(),
+            ],
+            (3, 3, true) => vec![
+                query_sizes[0].clone(),
+                query_sizes[1].clone(),
+                key_sizes[1].clone(),
+            ],
+            _ => return None,
+        };
+        Some(Rc::new(TensorDims::from_sizes(sizes)))
+    })();
+    let output = Value::Tensor(super::TensorInfo {
+        dims: query.dims.clone(),
+        assumed: query.assumed,
+        ..super::TensorInfo::default()
+    });
+    let weights = Value::Tensor(super::TensorInfo {
+        dims: weights,
+        assumed: query.assumed || key.assumed,
+        ..super::TensorInfo::default()
+    });
+    Value::Tuple(Rc::from(vec![output, weights]))
 }
 
 /// A convolution's or pooling's sliding window along one spatial dimension.
@@ -463,8 +513,12 @@ impl super::Interpreter<'_, '_> {
         args: &[Value],
         range: ruff_text_size::TextRange,
     ) -> Value {
-        if catalogue::layer_shape(&layer.qualified) == Some(catalogue::LayerShape::Recurrent) {
-            return self.recurrent_call(layer, args, range);
+        match catalogue::layer_shape(&layer.qualified) {
+            Some(catalogue::LayerShape::Recurrent) => {
+                return self.recurrent_call(layer, args, range);
+            }
+            Some(catalogue::LayerShape::Attention) => return attention_call(layer, args),
+            _ => {}
         }
         match args.first() {
             Some(Value::Tensor(info)) => {
