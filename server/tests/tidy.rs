@@ -39,6 +39,8 @@ const ONE_STDOUT_WRITER: &str = "Nothing writes to stdout but the CLI's report w
 const LSP_DIAGNOSTICS_AT_THE_EDGE: &str = "The language server keeps findings and makes an `lsp::Diagnostic` only at the edge: one constructor, in `lsp/src/diagnostics.rs`.";
 const LSP_DATA_FROM_CLIENTS: &str = "A published diagnostic's `data` is read back only from what a client sends (`lsp/src/handlers/code_action.rs`), never from the server's own state.";
 
+const LSP_BLOCKING_WITHOUT_SESSION: &str = "No blocking task of the language server holds the session: a `spawn_blocking` closure reads a snapshot or a part of the session taken before it (`AnalysisSnapshot`, `RequestSnapshot`, `TraceInputs`, `WorkspaceState`), never the session itself.";
+
 const LSP_ROUTING: &str = "Adding an LSP request is its handler's file and one line in the routing table: every file of `lsp/src/handlers/` is routed in `handlers/mod.rs`, and only `lsp/src/server.rs` implements `LanguageServer`.";
 
 const MAX_LINES: usize = 1500;
@@ -703,6 +705,77 @@ fn check_lsp_edge(root: &Path, add: &mut impl FnMut(&str, &'static str)) {
         }
     }
     check_lsp_routing(root, add);
+    check_blocking_tasks(root, add);
+}
+
+/// What a `spawn_blocking` closure names must not be the session: `session`, `self` (in the
+/// session's own methods), or a name a file binds to a clone of either
+/// (`let planner = Arc::clone(&session)`).
+fn check_blocking_tasks(root: &Path, add: &mut impl FnMut(&str, &'static str)) {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|word| !word.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    for path in source_files(&root.join("lsp/src")) {
+        if path.extension().is_none_or(|ext| ext != "rs") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let code = code_lines(&text).collect::<Vec<_>>().join("\n");
+        let mut held: BTreeSet<String> = ["session", "self"].map(str::to_owned).into();
+        for statement in code.split(';') {
+            // A statement starts after the block it opens or follows.
+            let statement = statement
+                .rsplit(['{', '}'])
+                .next()
+                .unwrap_or_default()
+                .trim();
+            let Some((binding, value)) = statement
+                .strip_prefix("let ")
+                .and_then(|rest| rest.split_once('='))
+            else {
+                continue;
+            };
+            let value: String = value.split_whitespace().collect();
+            let of_session = [
+                "Arc::clone(&session)",
+                "Arc::clone(session)",
+                "Arc::clone(self)",
+                "Arc::clone(&self)",
+                "session.clone()",
+                "self.clone()",
+            ]
+            .contains(&value.as_str());
+            if of_session {
+                held.extend(words(binding).into_iter().filter(|word| word != "mut"));
+            }
+        }
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find("spawn_blocking(") {
+            let body = &rest[at + "spawn_blocking(".len()..];
+            let mut depth = 1usize;
+            let end = body
+                .char_indices()
+                .find(|(_, c)| {
+                    match c {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(body.len(), |(end, _)| end);
+            if words(&body[..end]).iter().any(|word| held.contains(word)) {
+                add(&relative(root, &path), LSP_BLOCKING_WITHOUT_SESSION);
+                break;
+            }
+            rest = &body[end..];
+        }
+    }
 }
 
 /// Every handler file is a line of the routing table: `request <file>(` or
@@ -736,7 +809,24 @@ fn check_lsp_routing(root: &Path, add: &mut impl FnMut(&str, &'static str)) {
 
 #[test]
 fn the_lsp_edge_checks_fire_on_trees_that_break_them() {
-    let cases: [(&str, &str, Option<&str>); 7] = [
+    let cases: [(&str, &str, Option<&str>); 10] = [
+        // A blocking task given the session under another name, or the session itself.
+        (
+            "lsp/src/session/e.rs",
+            "fn f(session: &Arc<Session>) {\n    let planner = Arc::clone(&session);\n    tokio::task::spawn_blocking(move || planner.plan(&path));\n}\n",
+            Some(LSP_BLOCKING_WITHOUT_SESSION),
+        ),
+        (
+            "lsp/src/handlers/f.rs",
+            "async fn f(session: Arc<Session>) {\n    tokio::task::spawn_blocking(move || session.outline(&uri)).await;\n}\n",
+            Some(LSP_BLOCKING_WITHOUT_SESSION),
+        ),
+        // A snapshot taken before the task is what it holds.
+        (
+            "lsp/src/handlers/g.rs",
+            "async fn f(session: Arc<Session>) {\n    let snapshot = session.request_snapshot(&uri)?;\n    tokio::task::spawn_blocking(move || snapshot.outline()).await;\n}\n",
+            None,
+        ),
         // A handler file the routing table does not name.
         (
             "lsp/src/handlers/rename.rs",
