@@ -610,9 +610,14 @@ impl<'a> Project<'a> {
         true
     }
 
-    /// Reads and summarises the project's unchecked files (see [`Prepared::context`]).
-    /// Phase 2 ([`Self::check_against_workspace`]) must run after it.
-    pub fn add_context(&mut self, paths: &[PathBuf]) {
+    /// Reads and summarises the project's unchecked files (see [`Prepared::context`]), and
+    /// the modules its configuration's entrypoint tables stand for
+    /// ([`crate::table_programs`]). Phase 2 ([`Self::check_against_workspace`]) must run
+    /// after it.
+    pub fn add_context(&mut self, paths: &[PathBuf], config: &Config) {
+        let tables = crate::table_programs::table_programs(
+            config.entrypoints.as_deref().unwrap_or_default(),
+        );
         self.context = self.pool.install(|| {
             paths
                 .par_iter()
@@ -636,6 +641,19 @@ impl<'a> Project<'a> {
                 })
                 .collect()
         });
+        self.context.extend(tables.into_iter().map(|table| {
+            let summary = pt2lsp_analyzer::summarize_file(SourceFile {
+                text: &table.text,
+                module: Some(&table.module),
+                is_package: false,
+            });
+            ContextFile {
+                module: (table.module, false),
+                path: table.path,
+                text: Arc::from(table.text),
+                summary,
+            }
+        }));
     }
 
     /// Follows calls into the libraries installed for `python` that the project imports
@@ -853,8 +871,11 @@ impl<'a> Project<'a> {
             self.context
                 .iter()
                 .enumerate()
+                // A table's module is traced as its table, not as a file of its own.
                 .filter(|&(index, file)| {
-                    context[index] && reaching.contains(file.module.0.as_str())
+                    context[index]
+                        && reaching.contains(file.module.0.as_str())
+                        && walk::is_python_source(&file.path)
                 })
                 .map(|(index, _)| index),
         );

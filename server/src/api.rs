@@ -144,7 +144,7 @@ pub fn check_paths(options: &PathsOptions) -> Result<Vec<Diagnostic>, Error> {
             prepared.pool,
             &mut io_errors,
         );
-        project.add_context(&prepared.context);
+        project.add_context(&prepared.context, &prepared.config);
         if let Some((python, cache)) = &prepared.libraries {
             project.follow_libraries(python, cache.as_deref(), check_options.quiet);
         }

@@ -65,6 +65,19 @@ async fn a_save_traces_the_tables_and_a_bad_string_is_published_on_its_pyproject
     client
         .open(&model_uri, 1, &std::fs::read_to_string(&model).unwrap())
         .await;
+    // As typed, before any trace: the static pass reads the tables' `Dim`s as `check` does,
+    // so the guard on the batch `capped` declares dynamic is PT401, not "static shape".
+    let statics = client.diagnostics(&model_uri, 1).await;
+    let codes: Vec<(String, u64)> = statics
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap_or_default().to_owned(),
+                d["range"]["start"]["line"].as_u64().unwrap() + 1,
+            )
+        })
+        .collect();
+    assert!(codes.contains(&("PT401".to_owned(), 14)), "{statics:#?}");
     client
         .notify(
             "textDocument/didSave",

@@ -180,3 +180,52 @@ fn export_writes_the_program_of_a_table_expression() {
     );
     assert!(!project.path().join("tablepkg/typo.pt2").exists());
 }
+
+/// The static pass reads a table as the entry it stands for (`table_programs`): the `Dim`s of
+/// `tablepkg.spec:DYNAMIC_SHAPES` reach the model that `capped`'s expression builds, so its
+/// guard on the batch is PT401 (the exporter's own finding), with the table's line as the
+/// entrypoint; with only `small`, whose `max_batch` the declared range never exceeds, the same
+/// `if` is no "static shape" warning: nothing is reported. No torch needed.
+#[test]
+fn the_static_pass_reads_the_dims_a_table_declares() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = project();
+    let run = pt2lsp(project.path(), tmp.path(), &["check", "--format", "json"]);
+    assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
+    let report = run.json();
+    let guard = report
+        .iter()
+        .find(|item| item["code"] == "PT401" && item["file"] == "tablepkg/model.py")
+        .unwrap_or_else(|| panic!("no PT401 in the model: {report:#?}"));
+    assert_eq!(
+        (guard["line"].as_u64(), guard["severity"].as_str()),
+        (Some(14), Some("error"))
+    );
+    let notes: Vec<(String, u64)> = guard["related"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|place| {
+            (
+                place["file"].as_str().unwrap_or_default().to_owned(),
+                place["line"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert!(
+        notes.contains(&("pyproject.toml".to_owned(), 18)),
+        "{guard:#}"
+    );
+    // Only the table that exports: nothing to say.
+    let pyproject = project.path().join("pyproject.toml");
+    let text = std::fs::read_to_string(&pyproject).unwrap();
+    let only_small = &text[..text.find("# The model's guard").unwrap()];
+    std::fs::write(&pyproject, only_small).unwrap();
+    let run = pt2lsp(project.path(), tmp.path(), &["check", "--format", "json"]);
+    assert_eq!(
+        (run.code, run.json()),
+        (0, Vec::new()),
+        "stderr:\n{}",
+        run.stderr
+    );
+}

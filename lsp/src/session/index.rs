@@ -14,6 +14,7 @@ use tower_lsp_server::ls_types::{self as lsp, MessageType};
 use super::{Session, SettingsSource};
 use crate::workspace::{self, Scope};
 use pt2lsp_project::libraries::{self, Libraries, LibrarySources};
+use pt2lsp_project::table_programs::table_programs;
 use pt2lsp_project::walk;
 
 /// Files summarised per step of a workspace scan: small enough for steady progress reports and
@@ -199,6 +200,8 @@ struct BufferSources {
     modules: HashMap<String, PathBuf>,
     buffers: Arc<Buffers>,
     libraries: Option<LibrarySources>,
+    /// The modules of the entrypoint tables, by name: the configuration file and the text.
+    tables: HashMap<String, (PathBuf, Arc<str>)>,
 }
 
 impl BufferSources {
@@ -217,12 +220,20 @@ impl BufferSources {
                 .collect(),
             buffers,
             libraries,
+            tables: HashMap::new(),
         }
     }
 }
 
 impl pt2lsp_analyzer::WorkspaceSources for BufferSources {
     fn source(&self, module: &str) -> Option<pt2lsp_analyzer::ModuleSource> {
+        if let Some((path, text)) = self.tables.get(module) {
+            return Some(pt2lsp_analyzer::ModuleSource {
+                text: Arc::clone(text),
+                is_package: false,
+                path: path.clone(),
+            });
+        }
         let Some(path) = self.modules.get(module) else {
             return self.libraries.as_ref()?.source(module);
         };
@@ -356,7 +367,7 @@ impl WorkspaceState {
     /// Builds the indexes from the current summaries and installs them unless a build that
     /// started later got there first. Blocking: a tenth of a second for a workspace as large
     /// as transformers.
-    fn rebuild(&self) {
+    fn rebuild(&self, settings: &SettingsSource) {
         let Ok(all) = self.summaries.read() else {
             return;
         };
@@ -381,13 +392,29 @@ impl WorkspaceState {
         drop(all);
         let spaces = members
             .into_iter()
-            .map(|(root, (paths, summaries))| {
-                let sources = BufferSources::new(
+            .map(|(root, (paths, mut summaries))| {
+                let mut sources = BufferSources::new(
                     &paths,
                     &summaries,
                     Arc::clone(&self.buffers),
                     libraries.as_ref().map(Libraries::sources),
                 );
+                // The modules the project's entrypoint tables stand for, as `pt2lsp check`
+                // adds them (`table_programs`). Blocking: reads `pyproject.toml`.
+                let entrypoints = paths
+                    .first()
+                    .map(|path| settings.resolve(Some(path)).0.entrypoints)
+                    .unwrap_or_default();
+                for table in table_programs(&entrypoints) {
+                    summaries.push(pt2lsp_analyzer::summarize(
+                        &table.text,
+                        &table.module,
+                        false,
+                    ));
+                    sources
+                        .tables
+                        .insert(table.module, (table.path, Arc::from(table.text)));
+                }
                 let index = WorkspaceIndex::with_libraries(
                     &summaries,
                     libraries
@@ -678,7 +705,8 @@ impl Session {
     /// workspace part.
     pub async fn rebuild_index(&self) {
         let workspace = Arc::clone(&self.workspace);
-        let _ = tokio::task::spawn_blocking(move || workspace.rebuild()).await;
+        let settings = self.settings_source();
+        let _ = tokio::task::spawn_blocking(move || workspace.rebuild(&settings)).await;
     }
 }
 

@@ -14,6 +14,9 @@ pub struct TablePlace {
     pub file: PathBuf,
     pub header: u32,
     pub keys: BTreeMap<String, u32>,
+    /// For each `module:EXPRESSION` string written on one line, without escapes before its
+    /// expression: the 0-based byte column where the expression starts on its line.
+    pub expressions: BTreeMap<String, u32>,
 }
 
 impl TablePlace {
@@ -23,7 +26,7 @@ impl TablePlace {
     }
 }
 
-type SpannedTable = Spanned<BTreeMap<Spanned<String>, toml::Value>>;
+type SpannedTable = Spanned<BTreeMap<Spanned<String>, Spanned<toml::Value>>>;
 
 #[derive(Deserialize, Default)]
 struct Document {
@@ -73,6 +76,14 @@ pub fn entrypoint_places(text: &str, file: &Path) -> Vec<TablePlace> {
                 .keys()
                 .map(|key| (key.get_ref().replace('_', "-"), line(key.span().start)))
                 .collect::<BTreeMap<_, _>>();
+            let expressions = table
+                .get_ref()
+                .iter()
+                .filter_map(|(key, value)| {
+                    let column = expression_column(text, value)?;
+                    Some((key.get_ref().replace('_', "-"), column))
+                })
+                .collect();
             // The header is the nearest `[[...]]` above the table's first key (comments may
             // stand between them).
             let first = keys.values().min().copied();
@@ -81,9 +92,29 @@ pub fn entrypoint_places(text: &str, file: &Path) -> Vec<TablePlace> {
                 file: file.to_path_buf(),
                 header,
                 keys,
+                expressions,
             }
         })
         .collect()
+}
+
+/// Where the expression of a `module:EXPRESSION` string starts on its line (0-based byte
+/// column): the string as written must hold `module:` and what follows verbatim up to it.
+fn expression_column(text: &str, value: &Spanned<toml::Value>) -> Option<u32> {
+    let toml::Value::String(string) = value.get_ref() else {
+        return None;
+    };
+    let (module, expression) = string.split_once(':')?;
+    let written = text.get(value.span())?;
+    let opened = written.strip_prefix(['"', '\''])?;
+    let leading = expression.len() - expression.trim_start().len();
+    let prefix = &string[..module.len() + 1 + leading];
+    if !opened.starts_with(prefix) || prefix.contains('\n') {
+        return None;
+    }
+    let start = value.span().start + 1 + prefix.len();
+    let line_start = text[..start].rfind('\n').map_or(0, |at| at + 1);
+    u32::try_from(start - line_start).ok()
 }
 
 /// The nearest line at or above the 1-based `line` that is a table header (`[[...]]`), else
@@ -118,6 +149,9 @@ mod tests {
         assert_eq!(places[0].line_of("model"), 10);
         assert_eq!(places[0].line_of("example-args"), 11);
         assert_eq!(places[0].line_of("dynamic-shapes"), 7);
+        assert_eq!(places[0].expressions.get("model"), Some(&13));
+        assert_eq!(places[0].expressions.get("example-args"), Some(&20));
+        assert_eq!(places[0].expressions.get("name"), None);
         assert_eq!((places[1].header, places[1].line_of("model")), (13, 14));
         assert_eq!(places[1].file, Path::new("/p/pyproject.toml"));
         // A pt2lsp.toml's tables are at its top level.

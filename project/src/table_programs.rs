@@ -1,0 +1,270 @@
+//! Entrypoint tables as the static pass reads them: each `[[tool.pt2lsp.entrypoints]]` with a
+//! `model` becomes a small Python module, `model = EXPRESSION` and its example inputs and
+//! `dynamic_shapes` likewise, each name the expressions use imported from the module its string
+//! names. The analysis follows it as it follows an entry file of the user's, so the `Dim`s a
+//! table declares reach the model's files. Its lines, and where the string is written on one
+//! line its columns, are those of the strings in `pyproject.toml`, so a note that names the
+//! entrypoint points into the table.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::config::Entrypoint;
+
+/// One table's module: its dotted name (one no file has), the configuration file it stands
+/// for, and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableProgram {
+    pub module: String,
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// The module of each table read from a file that names a `model` (by position in `entrypoints`).
+pub fn table_programs(entrypoints: &[Entrypoint]) -> Vec<TableProgram> {
+    entrypoints
+        .iter()
+        .enumerate()
+        .filter_map(|(index, entry)| table_program(index, entry))
+        .collect()
+}
+
+fn table_program(index: usize, entry: &Entrypoint) -> Option<TableProgram> {
+    let place = entry.place.as_ref()?;
+    entry.model.as_ref()?;
+    let strings = [
+        ("model", "model", &entry.model),
+        ("example-args", "example_args", &entry.example_args),
+        ("example-kwargs", "example_kwargs", &entry.example_kwargs),
+        ("dynamic-shapes", "dynamic_shapes", &entry.dynamic_shapes),
+    ];
+    // 1-based line -> its statements; the imports go on the header's line, above every key.
+    let mut lines: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    let mut imports: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (key, name, value) in strings {
+        let Some(value) = value else { continue };
+        let (module, expression) = value.split_once(':')?;
+        let (module, expression) = (module.trim(), expression.trim());
+        if module.is_empty() || !module.split('.').all(is_identifier) || expression.is_empty() {
+            return None;
+        }
+        let expression = expression.replace(['\n', '\r'], " ");
+        let line = place.line_of(key);
+        let assignment = format!("{name} = ");
+        let statement = match place.expressions.get(key) {
+            // Padded so that the expression starts at the column it has in the file.
+            Some(&column) if column as usize >= assignment.len() => {
+                format!("{assignment:width$}{expression}", width = column as usize)
+            }
+            _ => format!("{assignment}{expression}"),
+        };
+        lines.entry(line).or_default().push(statement);
+        let names = imports.entry(module).or_default();
+        for used in free_names(value.split_once(':')?.1) {
+            if !names.contains(&used) {
+                names.push(used);
+            }
+        }
+    }
+    let statements: Vec<String> = imports
+        .iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(module, names)| format!("from {module} import {}", names.join(", ")))
+        .collect();
+    if !statements.is_empty() {
+        let header = lines.entry(place.header).or_default();
+        header.splice(0..0, statements);
+    }
+    let last = *lines.keys().next_back()?;
+    let text: String = (1..=last)
+        .map(|line| {
+            lines
+                .get(&line)
+                .map_or_else(String::new, |all| all.join("; "))
+                + "\n"
+        })
+        .collect();
+    Some(TableProgram {
+        module: format!("__pt2lsp_entrypoint_table_{}__", index + 1),
+        path: place.file.clone(),
+        text,
+    })
+}
+
+fn is_identifier(text: &str) -> bool {
+    text.chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && text.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// Python's keywords and the builtins an expression over a module uses without the module
+/// binding them: not imported from it.
+const NOT_FROM_THE_MODULE: [&str; 58] = [
+    "False",
+    "None",
+    "True",
+    "and",
+    "await",
+    "else",
+    "for",
+    "if",
+    "in",
+    "is",
+    "lambda",
+    "not",
+    "or",
+    "abs",
+    "all",
+    "any",
+    "bool",
+    "bytes",
+    "callable",
+    "dict",
+    "dir",
+    "divmod",
+    "enumerate",
+    "filter",
+    "float",
+    "frozenset",
+    "getattr",
+    "hasattr",
+    "hash",
+    "id",
+    "int",
+    "isinstance",
+    "issubclass",
+    "iter",
+    "len",
+    "list",
+    "map",
+    "max",
+    "min",
+    "next",
+    "object",
+    "pow",
+    "print",
+    "range",
+    "repr",
+    "reversed",
+    "round",
+    "set",
+    "slice",
+    "sorted",
+    "str",
+    "sum",
+    "super",
+    "tuple",
+    "type",
+    "vars",
+    "zip",
+    "complex",
+];
+
+/// The names an expression reads from its globals, in order: identifiers outside strings that
+/// are not an attribute (`.eval`), a keyword argument's name (`hidden=8`), a keyword or a
+/// builtin. A name a comprehension or `lambda` binds is taken too; importing it finds nothing,
+/// which leaves it unknown to the analysis, as an unresolved name is.
+fn free_names(expression: &str) -> Vec<&str> {
+    let bytes = expression.as_bytes();
+    let mut names: Vec<&str> = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        if byte == b'"' || byte == b'\'' {
+            // Past the string literal (a backslash escapes the next character).
+            at += 1;
+            while at < bytes.len() && bytes[at] != byte {
+                at += if bytes[at] == b'\\' { 2 } else { 1 };
+            }
+            at += 1;
+            continue;
+        }
+        if byte.is_ascii_digit() {
+            while at < bytes.len() && (bytes[at].is_ascii_alphanumeric() || bytes[at] == b'_') {
+                at += 1;
+            }
+            continue;
+        }
+        if !(byte.is_ascii_alphabetic() || byte == b'_') {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < bytes.len() && (bytes[at].is_ascii_alphanumeric() || bytes[at] == b'_') {
+            at += 1;
+        }
+        let name = &expression[start..at];
+        let before = expression[..start].trim_end();
+        let after = expression[at..].trim_start();
+        let attribute = before.ends_with('.');
+        let keyword_argument = after.starts_with('=') && !after.starts_with("==");
+        if !attribute
+            && !keyword_argument
+            && !NOT_FROM_THE_MODULE.contains(&name)
+            && !names.contains(&name)
+        {
+            names.push(name);
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TablePlace;
+
+    #[test]
+    fn the_names_an_expression_reads_from_its_module() {
+        assert_eq!(
+            free_names(" build_model(ModelConfig(hidden=8, name='x.y'), 2).eval()"),
+            ["build_model", "ModelConfig"]
+        );
+        assert_eq!(
+            free_names("(torch.randn(4, 8), tuple(SIZES), len(x) == 2)"),
+            ["torch", "SIZES", "x"]
+        );
+    }
+
+    #[test]
+    fn a_table_is_a_module_whose_lines_and_columns_are_the_table_s() {
+        let entry = Entrypoint {
+            model: Some("tablepkg:build_model(ModelConfig(hidden=8)).eval()".to_owned()),
+            example_args: Some("tablepkg:(torch.randn(4, 8),)".to_owned()),
+            dynamic_shapes: Some("tablepkg.spec:DYNAMIC_SHAPES".to_owned()),
+            place: Some(TablePlace {
+                file: PathBuf::from("/p/pyproject.toml"),
+                header: 3,
+                keys: [("model", 5), ("example-args", 6), ("dynamic-shapes", 7)]
+                    .into_iter()
+                    .map(|(key, line)| (key.to_owned(), line))
+                    .collect(),
+                expressions: [("model", 18), ("dynamic-shapes", 31)]
+                    .into_iter()
+                    .map(|(key, column)| (key.to_owned(), column))
+                    .collect(),
+            }),
+            ..Entrypoint::default()
+        };
+        let programs = table_programs(&[Entrypoint::default(), entry]);
+        assert_eq!(programs.len(), 1);
+        assert_eq!(programs[0].module, "__pt2lsp_entrypoint_table_2__");
+        assert_eq!(programs[0].path, PathBuf::from("/p/pyproject.toml"));
+        assert_eq!(
+            programs[0].text,
+            "\n\nfrom tablepkg import build_model, ModelConfig, torch; \
+             from tablepkg.spec import DYNAMIC_SHAPES\n\n\
+             model =           build_model(ModelConfig(hidden=8)).eval()\n\
+             example_args = (torch.randn(4, 8),)\n\
+             dynamic_shapes =               DYNAMIC_SHAPES\n"
+        );
+        // A string that is not `module:expression` is the tracer's to report: no program.
+        let bad = Entrypoint {
+            model: Some("tablepkg".to_owned()),
+            place: Some(TablePlace::default()),
+            ..Entrypoint::default()
+        };
+        assert_eq!(table_programs(&[bad]), []);
+    }
+}
