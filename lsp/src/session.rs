@@ -1,7 +1,9 @@
 //! The server's state, shared by every handler: the client's capabilities, the settings and
 //! the workspace roots. Its parts live in submodules: open documents and their analysis in
-//! [`documents`], the workspace scan, summaries and index in [`index`], traces in [`traces`]
-//! and the export command in [`export`].
+//! [`documents`], the workspace part (scan, summaries, indexes, sources) in [`index`], traces
+//! in [`traces`] and the export command in [`export`]. No blocking task holds the session:
+//! each takes what it reads first, a snapshot ([`analysis`]'s `AnalysisSnapshot` and
+//! `RequestSnapshot`, [`traces`]' `TraceInputs`) or the workspace part.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
