@@ -5,10 +5,9 @@
 //! each takes what it reads first, a snapshot ([`analysis`]'s `AnalysisSnapshot` and
 //! `RequestSnapshot`, [`traces`]' `TraceInputs`) or the workspace part.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use dashmap::DashMap;
 use tower_lsp_server::Client;
@@ -28,7 +27,6 @@ pub use export::ExportRequest;
 pub use traces::TraceReason;
 
 use super::settings::{self, Project, Resolved};
-use super::trace::TraceThread;
 use pt2lsp_project::config::Config;
 use pt2lsp_tracer::diagnostics::Anchor;
 
@@ -155,14 +153,8 @@ pub struct Session {
     /// would not see the export scripts that reach the saved file, so it waits for it.
     pub(super) scanned: tokio::sync::watch::Sender<bool>,
     pub shutdown_requested: Arc<AtomicBool>,
-    /// The thread that owns the tracer, started with the first trace.
-    tracing: TraceThread,
-    /// Whether the user was told that tracing is unavailable (once per session).
-    trace_warned: AtomicBool,
-    /// The deployment targets' "not checked" notes the user was shown (once each per session).
-    targets_warned: Mutex<std::collections::HashSet<String>>,
-    /// Each entrypoint's last trace, by file. Never held while waiting for `documents`.
-    traces: Mutex<HashMap<traces::EntryKey, traces::EntryTrace>>,
+    /// The tracer's part: its thread, each entrypoint's last trace, what the user was told.
+    tracer: traces::TraceState,
     /// Open notebooks and their cells (`notebookDocument/*`).
     pub notebooks: super::notebooks::Notebooks,
 }
@@ -181,10 +173,7 @@ impl Session {
             publish_lock: tokio::sync::Mutex::new(()),
             scanned: tokio::sync::watch::Sender::new(false),
             shutdown_requested,
-            tracing: TraceThread::default(),
-            trace_warned: AtomicBool::new(false),
-            targets_warned: Mutex::default(),
-            traces: Mutex::new(HashMap::new()),
+            tracer: traces::TraceState::default(),
             notebooks: super::notebooks::Notebooks::default(),
         }
     }

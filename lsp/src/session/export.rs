@@ -136,7 +136,7 @@ impl Session {
         let progress = self.begin_export_progress(token, ticket, &label).await;
         let temporary = plan::temporary_path(&planned.output);
         let (stages, mut stage) = tokio::sync::mpsc::unbounded_channel();
-        let outcome = self.tracing.submit_export(
+        let outcome = self.tracer.thread.submit_export(
             request.uri.clone(),
             (planned.trace.python.clone(), planned.trace.start_method),
             planned.trace.spec.clone(),

@@ -135,6 +135,20 @@ struct Plan {
     config: Option<(PathBuf, Vec<Finding>)>,
 }
 
+/// The session's tracer part: the thread that owns the tracer, each entrypoint's last trace,
+/// and what the user was told once.
+#[derive(Debug, Default)]
+pub(super) struct TraceState {
+    /// The thread that owns the tracer, started with the first trace.
+    pub(super) thread: crate::trace::TraceThread,
+    /// Each entrypoint's last trace, by file. Never held while waiting for `documents`.
+    entries: std::sync::Mutex<HashMap<EntryKey, EntryTrace>>,
+    /// Whether the user was told that tracing is unavailable (once per session).
+    unavailable_said: std::sync::atomic::AtomicBool,
+    /// The deployment targets' "not checked" notes the user was shown (once each per session).
+    targets_said: std::sync::Mutex<HashSet<String>>,
+}
+
 /// What the blocking steps of a trace read, taken on the reactor when it is planned or its
 /// result arrives: the workspace roots, the settings' inputs, the workspace part and each open
 /// document's text (a rope's clone shares its nodes). They hold this, never the session.
@@ -492,7 +506,7 @@ impl Session {
     /// claimed meanwhile.
     pub(super) fn claim_trace(&self, key: &EntryKey) -> u64 {
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut traces) = self.traces.lock() {
+        if let Ok(mut traces) = self.tracer.entries.lock() {
             traces.entry(key.clone()).or_default().ticket = ticket;
         }
         ticket
@@ -510,7 +524,8 @@ impl Session {
         let ticket = self.claim_trace(&key);
         let progress = self.begin_trace_progress(&planned, ticket).await;
         let outcome = self
-            .tracing
+            .tracer
+            .thread
             .submit(
                 job_uri,
                 (planned.python.clone(), planned.start_method),
@@ -577,7 +592,7 @@ impl Session {
     ) {
         let _guard = self.publish_lock.lock().await;
         let affected: Vec<(PathBuf, Uri)> = {
-            let Ok(mut traces) = self.traces.lock() else {
+            let Ok(mut traces) = self.tracer.entries.lock() else {
                 return;
             };
             let entry = traces.entry(key).or_default();
@@ -753,7 +768,7 @@ impl Session {
     /// Calls `visit` with each entrypoint's trace of `file` read against `version` (`None`: the
     /// file on disk), in entrypoint key order.
     fn each_trace_of(&self, file: &Path, version: Option<i32>, mut visit: impl FnMut(&FileTrace)) {
-        let Ok(traces) = self.traces.lock() else {
+        let Ok(traces) = self.tracer.entries.lock() else {
             return;
         };
         let mut keys: Vec<&EntryKey> = traces.keys().collect();
@@ -770,7 +785,7 @@ impl Session {
     /// A file was opened: trace diagnostics read from its text on disk are now those of this
     /// version (the editor opened what is on disk).
     pub(super) fn adopt_traces(&self, file: &Path, version: i32) {
-        let Ok(mut traces) = self.traces.lock() else {
+        let Ok(mut traces) = self.tracer.entries.lock() else {
             return;
         };
         for trace in traces.values_mut() {
@@ -786,7 +801,7 @@ impl Session {
     /// A file was closed at `version`: its trace diagnostics for that version stay, as the
     /// file's on disk (where they were found); those of older versions are dropped.
     pub(super) fn release_traces(&self, file: &Path, version: i32) {
-        let Ok(mut traces) = self.traces.lock() else {
+        let Ok(mut traces) = self.tracer.entries.lock() else {
             return;
         };
         for trace in traces.values_mut() {
@@ -850,7 +865,7 @@ impl Session {
         let message =
             format!("pt2lsp: tracing is unavailable, showing static analysis only: {reason}");
         self.log(MessageType::WARNING, message.clone());
-        if !self.trace_warned.swap(true, Ordering::SeqCst) {
+        if !self.tracer.unavailable_said.swap(true, Ordering::SeqCst) {
             self.client
                 .show_message(MessageType::WARNING, message)
                 .await;
@@ -870,7 +885,8 @@ impl Session {
             let message = format!("pt2lsp: {note}; the export's own findings are shown");
             self.log(MessageType::INFO, message.clone());
             let new = self
-                .targets_warned
+                .tracer
+                .targets_said
                 .lock()
                 .is_ok_and(|mut warned| warned.insert(note));
             if new {
