@@ -179,6 +179,22 @@ fn binds_locally(body: &[Stmt], name: &str, file: SourceFile<'_>) -> bool {
     })
 }
 
+/// Whether module-level statement `stmt` binds `name` other than by an import.
+fn binds_otherwise(stmt: &Stmt, name: &str) -> bool {
+    match stmt {
+        Stmt::FunctionDef(def) => def.name.as_str() == name,
+        Stmt::ClassDef(def) => def.name.as_str() == name,
+        Stmt::Assign(assign) => assign
+            .targets
+            .iter()
+            .any(|target| matches!(target, ast::Expr::Name(target) if target.id.as_str() == name)),
+        Stmt::AnnAssign(assign) => {
+            matches!(assign.target.as_ref(), ast::Expr::Name(target) if target.id.as_str() == name)
+        }
+        _ => false,
+    }
+}
+
 /// The analysed file's module-level bindings: `import torch.nn.functional as F` binds `F`.
 impl names::Resolve for SemanticModel<'_> {
     fn qualified(&self, expr: &ast::Expr) -> Option<String> {
@@ -623,6 +639,51 @@ impl<'a> SemanticModel<'a> {
 
     /// The program file a qualified name lies in, with the rest of the name; `None` when no
     /// proper prefix of it is a module of the program.
+    /// What a name that a program module imports from outside the program stands for:
+    /// `mymodels.torch`, where `mymodels/__init__.py` says `import torch`, is `torch`, and
+    /// `mymodels.F.relu` with `import torch.nn.functional as F` there is
+    /// `torch.nn.functional.relu`, so `from mymodels import torch` (what an entrypoint table's
+    /// expression over `mymodels` reads) means torch. `None` for a name the program defines or
+    /// does not know, which resolves as it did ([`Self::resolve_qualified`]).
+    pub(crate) fn imported_from_outside(&self, name: &str) -> Option<String> {
+        let mut name = name.to_owned();
+        let mut followed = false;
+        // Each step follows one module-level import of a program module; cycles end at the
+        // bound.
+        for _ in 0..8 {
+            let Some((file, rest)) = self.split_module(&name) else {
+                return followed.then_some(name);
+            };
+            let (head, tail) = match rest.split_once('.') {
+                Some((head, tail)) => (head, Some(tail)),
+                None => (rest, None),
+            };
+            let source = self.source_in(file);
+            // The last import that binds it, as Python leaves it.
+            let target = names::module_level_statements(self.body_in(file))
+                .into_iter()
+                .filter(|stmt| matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_)))
+                .flat_map(|stmt| names::import_bindings(stmt, source))
+                .filter(|(local, _)| local == head)
+                .last()?
+                .1;
+            // Another binding of the name at module level (a def, a class, an assignment)
+            // may replace the import: left as the program defines it.
+            if names::module_level_statements(self.body_in(file))
+                .iter()
+                .any(|stmt| binds_otherwise(stmt, head))
+            {
+                return None;
+            }
+            followed = true;
+            name = match tail {
+                Some(tail) => format!("{target}.{tail}"),
+                None => target,
+            };
+        }
+        None
+    }
+
     fn split_module<'n>(&self, name: &'n str) -> Option<(u32, &'n str)> {
         let (module, rest) =
             names::split_at_module(name, |module| self.modules.contains_key(module))?;
@@ -653,6 +714,7 @@ impl<'a> SemanticModel<'a> {
                         }
                     }
                     for (local, qualified) in names::import_bindings(stmt, source) {
+                        let qualified = self.imported_from_outside(&qualified).unwrap_or(qualified);
                         self.globals_in_mut(file)
                             .insert(local, Value::Qualified(Rc::from(qualified)));
                     }

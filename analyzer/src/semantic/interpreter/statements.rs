@@ -267,6 +267,10 @@ impl Interpreter<'_, '_> {
                 for (local, qualified) in
                     names::import_bindings(stmt, self.model.source_in(self.file))
                 {
+                    let qualified = self
+                        .model
+                        .imported_from_outside(&qualified)
+                        .unwrap_or(qualified);
                     env.locals
                         .insert(local, Value::Qualified(Rc::from(qualified)));
                 }
