@@ -34,6 +34,7 @@ from harness import (
     build,
     corpus,
     lines_of,
+    own_project,
     ruff,
     timed,
     torchfix,
@@ -54,7 +55,7 @@ def subset(tree: Path, files: list[Path], name: str) -> Path:
         destination = target / path.relative_to(tree)
         destination.parent.mkdir(parents=True, exist_ok=True)
         destination.write_bytes(path.read_bytes())
-    return target
+    return own_project(target)
 
 
 def alternate(commands: dict[str, list[str]], cwd: Path, runs: int) -> dict[str, list[float]]:

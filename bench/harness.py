@@ -85,12 +85,27 @@ def timed(command: list[str], cwd: Path | None = None) -> float:
     return time.perf_counter() - start
 
 
+# The corpus is checked as a project of its own. Without a project file of its own, `pt2lsp
+# check` would take the pt2lsp repository around `bench/.cache` for the corpus's project and read
+# its files (fixtures, tests) as context: it would check transformers and timm plus this
+# repository, and the fixtures' entrypoints would change the corpus's diagnostics.
+PROJECT_MARKER = "# Marks this directory as a project of its own (bench/harness.py).\n"
+
+
+def own_project(directory: Path) -> Path:
+    """`directory`, marked as the root of a Python project (an empty `pyproject.toml`)."""
+    marker = directory / "pyproject.toml"
+    if not marker.exists():
+        marker.write_text(PROJECT_MARKER)
+    return directory
+
+
 def corpus() -> Path:
     """The `.py` files of the pinned transformers and timm wheels, unzipped once."""
     target = CACHE / "corpus"
     marker = target / ".complete"
     if marker.exists():
-        return target
+        return own_project(target)
     wheels = CACHE / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps"]
@@ -103,7 +118,7 @@ def corpus() -> Path:
                 if member.endswith(".py"):
                     archive.extract(member, target)
     marker.touch()
-    return target
+    return own_project(target)
 
 
 def tool(name: str, version: str, executable: str) -> Path:

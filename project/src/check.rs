@@ -731,13 +731,17 @@ impl<'a> Project<'a> {
     /// those whose facts may come from other files, and those that take part in an
     /// entrypoint's whole-program analysis.
     pub fn check_against_workspace(&mut self) {
-        let paths: Vec<&Path> = self
+        let named: Vec<(&Path, Option<&(String, bool)>)> = self
             .files
             .iter()
-            .map(|file| file.path.as_path())
-            .chain(self.context.iter().map(|file| file.path.as_path()))
+            .map(|file| (file.path.as_path(), file.module.as_ref()))
+            .chain(
+                self.context
+                    .iter()
+                    .map(|file| (file.path.as_path(), Some(&file.module))),
+            )
             .collect();
-        let mut file_space = walk::namespaces(&paths);
+        let mut file_space = walk::namespaces_named(&named);
         let context_space = file_space.split_off(self.files.len());
         let mut spaces = file_space.clone();
         spaces.sort();
@@ -782,6 +786,12 @@ impl<'a> Project<'a> {
                     .is_some_and(|(module, _)| workspace.may_take_part_in_program(module))
         });
         if program {
+            // Only an entrypoint's or a module one may reach is ever asked for: the others'
+            // texts are not copied.
+            let asked = |module: &str| {
+                workspace.is_entrypoint(module)
+                    || !workspace.entrypoints_reaching(module).is_empty()
+            };
             let mut texts: HashMap<String, ModuleSource> = HashMap::new();
             for (file, _) in self
                 .files
@@ -789,7 +799,9 @@ impl<'a> Project<'a> {
                 .zip(files)
                 .filter(|(file, inside)| **inside && file.decodable)
             {
-                if let Some((module, is_package)) = &file.module {
+                if let Some((module, is_package)) =
+                    file.module.as_ref().filter(|(module, _)| asked(module))
+                {
                     texts.insert(
                         module.clone(),
                         ModuleSource {
@@ -804,7 +816,7 @@ impl<'a> Project<'a> {
                 .context
                 .iter()
                 .zip(context)
-                .filter(|(_, inside)| **inside)
+                .filter(|(file, inside)| **inside && asked(&file.module.0))
             {
                 texts
                     .entry(file.module.0.clone())

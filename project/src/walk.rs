@@ -265,10 +265,24 @@ impl NamespaceRoots {
 /// import root is a namespace of its own. The answer depends on the set of paths only, never
 /// on their order.
 pub fn namespaces(paths: &[&Path]) -> Vec<Option<PathBuf>> {
-    let mut projects = NamespaceRoots::default();
-    let placed: Vec<(Option<PathBuf>, Option<ImportRoot>)> = paths
+    let named: Vec<(&Path, Option<(String, bool)>)> = paths
         .iter()
-        .map(|path| (projects.of(path), import_root(path)))
+        .map(|path| (*path, module_name(path)))
+        .collect();
+    let named: Vec<(&Path, Option<&(String, bool)>)> = named
+        .iter()
+        .map(|(path, module)| (*path, module.as_ref()))
+        .collect();
+    namespaces_named(&named)
+}
+
+/// [`namespaces`] of files whose module names ([`module_name`]) the caller has already: the
+/// check named every file when it read it, and naming one again looks at the disk.
+pub fn namespaces_named(files: &[(&Path, Option<&(String, bool)>)]) -> Vec<Option<PathBuf>> {
+    let mut projects = NamespaceRoots::default();
+    let placed: Vec<(Option<PathBuf>, Option<ImportRoot>)> = files
+        .iter()
+        .map(|(path, module)| (projects.of(path), import_root(path, *module)))
         .collect();
     // For each project and top-level name, the import roots that define it.
     let mut definers: HashMap<(&Option<PathBuf>, &str), BTreeSet<&Path>> = HashMap::new();
@@ -297,9 +311,10 @@ pub fn namespaces(paths: &[&Path]) -> Vec<Option<PathBuf>> {
 /// The directory a module is named from, and the module's top-level name.
 type ImportRoot = (PathBuf, String);
 
-/// `path`'s [`ImportRoot`].
-fn import_root(path: &Path) -> Option<ImportRoot> {
-    let (module, is_package) = module_name(path)?;
+/// The [`ImportRoot`] of `path`, whose module is `module`.
+fn import_root(path: &Path, module: Option<&(String, bool)>) -> Option<ImportRoot> {
+    let (module, is_package) = module?;
+    let is_package = *is_package;
     let parts = module.split('.').count();
     let root = path.ancestors().nth(parts + usize::from(is_package))?;
     let top = module.split('.').next()?.to_owned();

@@ -702,8 +702,9 @@ impl<'a> SemanticModel<'a> {
             .collect();
         let source = self.source_in(file);
         // A module-level value the code changes after binding it (`CONFIG["k"] = v`,
-        // `global N` in a function) is not what its assignment says.
-        let rebound = names::changed_after_binding(body);
+        // `global N` in a function) is not what its assignment says. Found by a walk of the
+        // whole file, so only once a constant is bound at module level.
+        let mut rebound: Option<FxHashSet<&str>> = None;
         for stmt in names::module_level_statements(body) {
             match stmt {
                 Stmt::Import(_) | Stmt::ImportFrom(_) => {
@@ -742,7 +743,11 @@ impl<'a> SemanticModel<'a> {
                             value,
                             Value::Number(_) | Value::Str(_) | Value::Object(_) | Value::Tuple(_)
                         );
-                        if constant && rebound.contains(target.id.as_str()) {
+                        if constant
+                            && rebound
+                                .get_or_insert_with(|| names::changed_after_binding(body))
+                                .contains(target.id.as_str())
+                        {
                             continue;
                         }
                         if !matches!(value, Value::Unknown) {

@@ -317,7 +317,7 @@ pub(crate) fn is_dataclass(def: &ast::StmtClassDef) -> bool {
 /// Module-level names the file changes after binding them, anywhere in it: rebound through
 /// `global` in a function, augmented (`N += 1`), or changed in place (`CONFIG["k"] = v`,
 /// `config.x = v`, `CONFIG.update(...)`).
-pub(crate) fn changed_after_binding(body: &[Stmt]) -> rustc_hash::FxHashSet<String> {
+pub(crate) fn changed_after_binding(body: &[Stmt]) -> rustc_hash::FxHashSet<&str> {
     use crate::syntax::ast::visitor::{self, Visitor};
     const CHANGES: &[&str] = &[
         "update",
@@ -330,19 +330,20 @@ pub(crate) fn changed_after_binding(body: &[Stmt]) -> rustc_hash::FxHashSet<Stri
         "insert",
         "remove",
     ];
-    struct Changed(rustc_hash::FxHashSet<String>);
-    impl Changed {
-        fn base(&mut self, target: &ast::Expr) {
+    // The names are borrowed from the tree: every `self.x = ...` of the file passes here.
+    struct Changed<'a>(rustc_hash::FxHashSet<&'a str>);
+    impl<'a> Changed<'a> {
+        fn base(&mut self, target: &'a ast::Expr) {
             match target {
                 ast::Expr::Subscript(ast::ExprSubscript { value, .. })
                 | ast::Expr::Attribute(ast::ExprAttribute { value, .. }) => self.base(value),
                 ast::Expr::Name(name) => {
-                    self.0.insert(name.id.to_string());
+                    self.0.insert(name.id.as_str());
                 }
                 _ => {}
             }
         }
-        fn target(&mut self, target: &ast::Expr) {
+        fn target(&mut self, target: &'a ast::Expr) {
             match target {
                 ast::Expr::Subscript(_) | ast::Expr::Attribute(_) => self.base(target),
                 ast::Expr::Tuple(ast::ExprTuple { elts, .. })
@@ -355,11 +356,12 @@ pub(crate) fn changed_after_binding(body: &[Stmt]) -> rustc_hash::FxHashSet<Stri
             }
         }
     }
-    impl<'a> Visitor<'a> for Changed {
+    impl<'a> Visitor<'a> for Changed<'a> {
         fn visit_stmt(&mut self, stmt: &'a Stmt) {
             match stmt {
                 Stmt::Global(global) => {
-                    self.0.extend(global.names.iter().map(ToString::to_string));
+                    self.0
+                        .extend(global.names.iter().map(ast::Identifier::as_str));
                 }
                 Stmt::Assign(assign) => {
                     for target in &assign.targets {

@@ -52,13 +52,8 @@ pub(crate) fn parse(source: &str) -> Parsed {
             range: error.location,
         })
         .collect();
-    errors.extend(too_deeply_nested(parsed.tokens()));
-    let comments = parsed
-        .tokens()
-        .iter()
-        .filter(|token| token.kind() == ast::token::TokenKind::Comment)
-        .map(ruff_text_size::Ranged::range)
-        .collect();
+    let (comments, too_deep) = comments_and_nesting(parsed.tokens());
+    errors.extend(too_deep);
     let module = match parsed.into_syntax() {
         ast::Mod::Module(module) => module,
         // `Mode::Module` always yields a module; an expression is wrapped rather than lost.
@@ -79,17 +74,21 @@ pub(crate) fn parse(source: &str) -> Parsed {
 /// CPython's tokenizer refuses more than this many open brackets at once.
 const MAX_BRACKET_DEPTH: usize = 200;
 
-/// The first bracket past CPython's nesting limit, which ruff's parser accepts: the file cannot
-/// be imported ("too many nested parentheses").
-fn too_deeply_nested(tokens: &[ast::token::Token]) -> Option<SyntaxError> {
+/// Every comment's range, and the first bracket past CPython's nesting limit, which ruff's
+/// parser accepts: the file cannot be imported ("too many nested parentheses"). One pass over
+/// the tokens, which every file's parse pays for.
+fn comments_and_nesting(tokens: &[ast::token::Token]) -> (Vec<TextRange>, Option<SyntaxError>) {
     use ast::token::TokenKind;
+    let mut comments = Vec::new();
+    let mut too_deep = None;
     let mut depth = 0_usize;
     for token in tokens {
         match token.kind() {
+            TokenKind::Comment => comments.push(ruff_text_size::Ranged::range(token)),
             TokenKind::Lpar | TokenKind::Lsqb | TokenKind::Lbrace => {
                 depth += 1;
-                if depth > MAX_BRACKET_DEPTH {
-                    return Some(SyntaxError {
+                if depth > MAX_BRACKET_DEPTH && too_deep.is_none() {
+                    too_deep = Some(SyntaxError {
                         message: format!(
                             "too many nested parentheses: Python allows {MAX_BRACKET_DEPTH} levels"
                         ),
@@ -103,5 +102,5 @@ fn too_deeply_nested(tokens: &[ast::token::Token]) -> Option<SyntaxError> {
             _ => {}
         }
     }
-    None
+    (comments, too_deep)
 }
