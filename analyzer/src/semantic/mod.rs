@@ -703,8 +703,15 @@ impl<'a> SemanticModel<'a> {
         let source = self.source_in(file);
         // A module-level value the code changes after binding it (`CONFIG["k"] = v`,
         // `global N` in a function) is not what its assignment says. Found by a walk of the
-        // whole file, so only once a constant is bound at module level.
+        // whole file, so only for a constant whose name the text writes again: a name written
+        // once (`__all__ = [...]`) is only its binding.
         let mut rebound: Option<FxHashSet<&str>> = None;
+        let written_again = |name: &str| {
+            source
+                .text
+                .find(name)
+                .is_some_and(|first| source.text[first + name.len()..].contains(name))
+        };
         for stmt in names::module_level_statements(body) {
             match stmt {
                 Stmt::Import(_) | Stmt::ImportFrom(_) => {
@@ -744,6 +751,7 @@ impl<'a> SemanticModel<'a> {
                             Value::Number(_) | Value::Str(_) | Value::Object(_) | Value::Tuple(_)
                         );
                         if constant
+                            && written_again(target.id.as_str())
                             && rebound
                                 .get_or_insert_with(|| names::changed_after_binding(body))
                                 .contains(target.id.as_str())
