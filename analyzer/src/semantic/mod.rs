@@ -163,19 +163,13 @@ fn single_assignment<'b>(body: &'b [Stmt], name: &str) -> Option<&'b ast::Expr> 
 }
 
 /// Whether a statement of `body` (not of nested functions) binds `name`: a `def`, a `class`,
-/// an assignment or an import; `file` is the file `body` is in, for relative imports.
+/// an assignment (annotated or not) or an import; `file` is the file `body` is in, for relative imports.
 fn binds_locally(body: &[Stmt], name: &str, file: SourceFile<'_>) -> bool {
     body.iter().any(|stmt| match stmt {
-        Stmt::FunctionDef(def) => def.name.as_str() == name,
-        Stmt::ClassDef(def) => def.name.as_str() == name,
-        Stmt::Assign(assign) => assign
-            .targets
-            .iter()
-            .any(|target| matches!(target, ast::Expr::Name(target) if target.id.as_str() == name)),
         Stmt::Import(_) | Stmt::ImportFrom(_) => names::import_bindings(stmt, file)
             .iter()
             .any(|(local, _)| local == name),
-        _ => false,
+        _ => binds_otherwise(stmt, name),
     })
 }
 
