@@ -656,6 +656,48 @@ impl<'a> Project<'a> {
         }));
     }
 
+    /// The problems of the configuration's entrypoint tables that can be judged without
+    /// running anything (`crate::table_problems`, which the editor asks too), as the
+    /// configuration file's report: a table with no `model`, a string that is not
+    /// `module:EXPRESSION`, an expression that does not parse, a module found neither under
+    /// `root` nor in the libraries of the interpreter the tracer would run (`python`, the
+    /// flag, over the configuration's).
+    pub fn add_table_problems(&mut self, config: &Config, root: &Path, python: Option<&Path>) {
+        let Some(path) = &config.path else {
+            return;
+        };
+        let entries: Vec<config::Entrypoint> = config
+            .entrypoints
+            .iter()
+            .flatten()
+            .filter(|entry| {
+                entry
+                    .place
+                    .as_ref()
+                    .is_some_and(|place| place.file == *path)
+            })
+            .cloned()
+            .collect();
+        if entries.is_empty() || !self.settings.is_enabled(Rule::EntrypointError) {
+            return;
+        }
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return;
+        };
+        let python = interpreter::interpreter(
+            python,
+            config.python.as_deref(),
+            config.root(),
+            std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+        );
+        let modules = crate::table_problems::ModuleSearch::new(root, &python);
+        let found = crate::table_problems::table_problems(&text, &entries, &modules);
+        if !found.is_empty() {
+            let shown = walk::display_path(path, &self.cwd);
+            self.others.push(FileReport::new(shown, text, found));
+        }
+    }
+
     /// Follows calls into the libraries installed for `python` that the project imports
     /// (see [`libraries`]), their summaries cached in `cache_dir`. Phase 2 must run after it.
     /// A site-packages that cannot be found is a warning: the check goes on without it.

@@ -101,6 +101,17 @@ fn choose(
     None
 }
 
+/// `python` itself when it names a path (`.venv/bin/python`), else the first executable of that
+/// name on `PATH` (`python3`), as the operating system would start it; `None` when there is none.
+pub fn on_path(python: &Path) -> Option<PathBuf> {
+    if python.components().count() > 1 {
+        return python.is_file().then(|| python.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(python))
+        .find(|candidate| candidate.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

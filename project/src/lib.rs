@@ -10,6 +10,7 @@ pub mod libraries;
 pub mod notebook;
 pub mod report;
 pub mod schema;
+pub mod table_problems;
 pub mod table_programs;
 pub mod tracing;
 pub mod walk;

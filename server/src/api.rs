@@ -145,6 +145,11 @@ pub fn check_paths(options: &PathsOptions) -> Result<Vec<Diagnostic>, Error> {
             &mut io_errors,
         );
         project.add_context(&prepared.context, &prepared.config);
+        project.add_table_problems(
+            &prepared.config,
+            &prepared.root,
+            check_options.python.as_deref(),
+        );
         if let Some((python, cache)) = &prepared.libraries {
             project.follow_libraries(python, cache.as_deref(), check_options.quiet);
         }

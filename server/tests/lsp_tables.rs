@@ -4,6 +4,10 @@
 //! `check --trace` reports them (server/tests/tracer_tables.rs).
 //!
 //! The project is `server/tests/data/table_expressions` (see its `pyproject.toml`).
+//!
+//! The problems of the strings that need no run (no `model`, not `module:EXPRESSION`, an
+//! expression that does not parse, a module found nowhere) are the same from `pt2lsp check` in
+//! every format and from the editor: one function judges them for both.
 
 mod common;
 #[path = "support/tree.rs"]
@@ -115,6 +119,144 @@ async fn a_save_traces_the_tables_and_a_bad_string_is_published_on_its_pyproject
                 && traced_at(&message["params"], "PT401", 14)
         })
         .await;
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+}
+
+/// Tables whose problems need no run, appended to the project's: an expression that does not
+/// parse, a string that is not `module:EXPRESSION`, a module found nowhere, a table with no
+/// `model`; and one whose module is an installed library's, which is no problem.
+const BAD_TABLES: &str = r#"
+[[tool.pt2lsp.entrypoints]]
+name = "broken"
+model = "tablepkg:build_model(ModelConfig(hidden=8)"
+example-args = "tablepkg"
+dynamic-shapes = "tablepkgg.spec:DYNAMIC_SHAPES"
+
+[[tool.pt2lsp.entrypoints]]
+name = "installed"
+model = "installedlib.models:build()"
+
+[[tool.pt2lsp.entrypoints]]
+name = "nomodel"
+"#;
+
+/// A virtual environment with one library installed (`installedlib`) and no interpreter that
+/// runs: the static judgement looks for modules on disk, it never starts Python.
+fn environment(dir: &Path) -> std::path::PathBuf {
+    let site = dir.join("venv/lib/python3.12/site-packages/installedlib");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(site.join("__init__.py"), "").unwrap();
+    std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
+    let python = dir.join("venv/bin/python");
+    std::fs::write(&python, "").unwrap();
+    python
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_problems_that_need_no_run_are_the_same_in_check_and_the_editor() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap().join("project");
+    tree::copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/table_expressions"),
+        &root,
+    );
+    let pyproject = root.join("pyproject.toml");
+    let text = std::fs::read_to_string(&pyproject).unwrap() + BAD_TABLES;
+    std::fs::write(&pyproject, text).unwrap();
+    let python = environment(dir.path());
+    let check = |format: &str| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_pt2lsp"))
+            .args(["check", "--format", format, "--python"])
+            .arg(&python)
+            .current_dir(&root)
+            .env_remove("VIRTUAL_ENV")
+            .env("PT2LSP_NO_CACHE", "1")
+            .output()
+            .unwrap();
+        // An error in the configuration file fails the check as any error does.
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let text = check("text");
+    let on_pyproject: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("pyproject.toml:"))
+        .collect();
+    insta::assert_snapshot!(on_pyproject.join("\n"), @r#"
+    pyproject.toml:36:1: PT503 [error] entrypoint `broken`: `model = "tablepkg:build_model(ModelConfig(hidden=8)"`: `build_model(ModelConfig(hidden=8)` is not a Python expression: unexpected EOF while parsing
+    pyproject.toml:37:1: PT503 [error] entrypoint `broken`: `example-args = "tablepkg"` is not a reference; write `module:expression`, e.g. `models.encoder:build_model()`
+    pyproject.toml:38:1: PT503 [error] entrypoint `broken`: `dynamic-shapes` names the module `tablepkgg.spec`, which is found neither in the project nor in the interpreter's installed libraries
+    pyproject.toml:44:1: PT503 [error] entrypoint `nomodel` has no `model` to trace (`model = "module:build()"`)
+    "#);
+    let json: Vec<Value> = serde_json::from_str(&check("json")).unwrap();
+    let mut from_check: Vec<(u64, String)> = json
+        .iter()
+        .filter(|item| item["file"] == "pyproject.toml")
+        .map(|item| {
+            assert_eq!(item["code"], "PT503", "{item:#}");
+            (
+                item["line"].as_u64().unwrap(),
+                item["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    from_check.sort();
+    assert_eq!(from_check.len(), 4, "{from_check:#?}");
+    let sarif: Value = serde_json::from_str(&check("sarif")).unwrap();
+    let in_sarif = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|result| {
+            result["ruleId"] == "PT503"
+                && result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                    .as_str()
+                    .is_some_and(|uri| uri.ends_with("pyproject.toml"))
+        })
+        .count();
+    assert_eq!(in_sarif, 4, "{sarif:#}");
+
+    // The editor publishes the same problems on `pyproject.toml` when a save plans a trace,
+    // before the trace runs (this interpreter cannot run one).
+    let (mut child, mut client) = common::spawn_server(Stdio::inherit());
+    let response = client
+        .initialize(Some(&root), json!({"python": python, "timeout": 5}))
+        .await;
+    assert!(response.get("result").is_some(), "{response}");
+    client.scanned().await;
+    let model = root.join("tablepkg/model.py");
+    let model_uri = file_uri(&model);
+    let pyproject_uri = file_uri(&pyproject);
+    client
+        .open(&model_uri, 1, &std::fs::read_to_string(&model).unwrap())
+        .await;
+    client
+        .notify(
+            "textDocument/didSave",
+            json!({"textDocument": {"uri": model_uri}}),
+        )
+        .await;
+    let published = client
+        .wait_for_within(Duration::from_secs(60), |message| {
+            message["method"] == "textDocument/publishDiagnostics"
+                && message["params"]["uri"] == pyproject_uri
+        })
+        .await;
+    let mut from_editor: Vec<(u64, String)> = found(&published["params"])
+        .into_iter()
+        .map(|(code, line, source, message)| {
+            assert_eq!((code.as_str(), source.as_str()), ("PT503", "static"));
+            (line, message)
+        })
+        .collect();
+    from_editor.sort();
+    assert_eq!(from_editor, from_check);
     client.shutdown_and_exit().await;
     let _ = child.wait().await;
 }

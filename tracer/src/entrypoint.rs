@@ -172,21 +172,7 @@ pub fn convention_anchor(text: &str) -> Option<u32> {
 /// The file a `module:attribute` reference's module lives in, under `root` (or `root/src`).
 pub fn module_file(reference: &str, root: &Path) -> Option<PathBuf> {
     let module = reference.split(':').next()?.trim();
-    if module.is_empty() || !module.split('.').all(|part| !part.is_empty()) {
-        return None;
-    }
-    let relative: PathBuf = module.split('.').collect();
-    for base in [root.to_path_buf(), root.join("src")] {
-        let file = base.join(&relative).with_extension("py");
-        if file.is_file() {
-            return Some(file);
-        }
-        let package = base.join(&relative).join("__init__.py");
-        if package.is_file() {
-            return Some(package);
-        }
-    }
-    None
+    pt2lsp_project::table_problems::project_module_file(root, module)
 }
 
 /// The name a `module:EXPRESSION` reference's expression starts from: `build_model` in

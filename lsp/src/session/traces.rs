@@ -20,7 +20,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use pt2lsp_analyzer::{Diagnostic, LineIndex, Rule, Severity, TextRange, TextSize};
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
 
 use super::{MAX_ANALYSED_BYTES, PlannedTrace, Session};
@@ -28,11 +27,12 @@ use crate::diagnostics::{self, AnalysedText, DISK_VERSION, Finding, Findings};
 use crate::workspace;
 use pt2lsp_project::config::{self, TraceMode};
 use pt2lsp_project::interpreter as python;
+use pt2lsp_project::table_problems::{self, ModuleSearch};
 use pt2lsp_tracer::diagnostics::{dedup, from_result, is_suppressed, normalized};
 use pt2lsp_tracer::manager::Priority;
 use pt2lsp_tracer::protocol::JobResult;
 use pt2lsp_tracer::targets::UnavailableTargets;
-use pt2lsp_tracer::{Status, batch, entrypoint};
+use pt2lsp_tracer::{Status, batch};
 
 /// Files a save may reach through imports: a bound on the walk for a module that the whole of
 /// a very large workspace imports.
@@ -167,7 +167,13 @@ pub(super) struct TraceInputs {
 fn table_problems(settings: &crate::settings::Resolved, pyproject: &Path) -> Vec<Finding> {
     match (&settings.project, pyproject.parent()) {
         (Some(project), Some(root)) if normalized(project) == normalized(pyproject) => {
-            entrypoint_problems(pyproject, &settings.entrypoints, root)
+            let python = python::interpreter(
+                None,
+                settings.python.as_deref(),
+                Some(root),
+                std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
+            );
+            entrypoint_problems(pyproject, &settings.entrypoints, root, &python)
         }
         _ => Vec::new(),
     }
@@ -935,14 +941,15 @@ pub fn found_message(places: &[(String, u32)]) -> String {
     )
 }
 
-/// PT503 for each configured entrypoint whose strings cannot name what the tracer needs: no
-/// `model`, a reference that is not `module:expression`, or a module found nowhere under the
-/// project's root. Each is on the line of the string (or of the entrypoint's table header) in
-/// `pyproject.toml`. A reference that names a missing attribute is the tracer's to find.
+/// PT503 for each problem of the configured entrypoints' strings that can be judged without
+/// running anything (`pt2lsp_project::table_problems`, the function `pt2lsp check` asks too),
+/// on its line in `pyproject.toml`. The modules are looked for in the project under `root` and
+/// in the libraries of `python`, the interpreter the tracer runs.
 pub fn entrypoint_problems(
     pyproject: &Path,
     entries: &[config::Entrypoint],
     root: &Path,
+    python: &Path,
 ) -> Vec<Finding> {
     if entries.is_empty() {
         return Vec::new();
@@ -950,98 +957,12 @@ pub fn entrypoint_problems(
     let Ok(text) = std::fs::read_to_string(pyproject) else {
         return Vec::new();
     };
-    let lines = LineIndex::new(&text);
+    let modules = ModuleSearch::new(root, python);
     let analysed = AnalysedText::new(text.clone());
-    let mut out = Vec::new();
-    for (index, entry) in entries.iter().enumerate() {
-        // Where each string is written (`config::TablePlace`, 1-based); 0-based here.
-        let Some(place) = &entry.place else {
-            continue;
-        };
-        let header = place.header.saturating_sub(1) as usize;
-        let name = entry
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("#{}", index + 1));
-        let mut problem = |line: usize, message: String| {
-            let range = line_range(&text, &lines, line);
-            let diagnostic = Diagnostic {
-                rule: Rule::EntrypointError,
-                severity: Severity::Error,
-                message,
-                range,
-                fix: None,
-                related: Vec::new(),
-            };
-            out.push(Finding::found_statically(
-                diagnostic,
-                &analysed,
-                DISK_VERSION,
-            ));
-        };
-        // A table with `script` gives a script's command line; it names no model.
-        if entry.model.is_none() && entry.script.is_none() {
-            problem(
-                header,
-                format!(
-                    "entrypoint `{name}` has no `model` to trace (`model = \"module:build()\"`)"
-                ),
-            );
-        }
-        let references = [
-            ("model", &entry.model),
-            ("example-args", &entry.example_args),
-            ("example-kwargs", &entry.example_kwargs),
-            ("dynamic-shapes", &entry.dynamic_shapes),
-        ];
-        for (key, value) in references {
-            let Some(value) = value else { continue };
-            let line = place.line_of(key).saturating_sub(1) as usize;
-            let module = value.split_once(':').map(|(module, _)| module.trim());
-            let attribute = value.split_once(':').map(|(_, rest)| rest.trim());
-            match (module, attribute) {
-                (Some(module), Some(attribute))
-                    if !module.is_empty()
-                        && !attribute.is_empty()
-                        && module.split('.').all(|part| !part.is_empty()) =>
-                {
-                    if entrypoint::module_file(value, root).is_none() {
-                        problem(
-                            line,
-                            format!(
-                                "entrypoint `{name}`: `{key}` names the module `{module}`, which is not found under {}",
-                                root.display()
-                            ),
-                        );
-                    }
-                }
-                _ => problem(
-                    line,
-                    format!(
-                        "entrypoint `{name}`: `{key} = \"{value}\"` is not a reference; write \
-                         `module:expression`, e.g. `models.encoder:build_model()`"
-                    ),
-                ),
-            }
-        }
-    }
-    out
-}
-
-/// The code of a 0-based line, from its first non-blank character to its end.
-fn line_range(text: &str, lines: &LineIndex, line: usize) -> TextRange {
-    let start = lines.line_start(line as u32, text).to_usize();
-    let end = lines
-        .line_start(line as u32 + 1, text)
-        .to_usize()
-        .max(start);
-    let content = &text[start..end];
-    let trimmed = content.trim_end_matches(['\n', '\r']);
-    let indent = trimmed.len() - trimmed.trim_start().len();
-    TextRange::new(
-        TextSize::new((start + indent) as u32),
-        TextSize::new((start + trimmed.len()) as u32),
-    )
+    table_problems::table_problems(&text, entries, &modules)
+        .into_iter()
+        .map(|diagnostic| Finding::found_statically(diagnostic, &analysed, DISK_VERSION))
+        .collect()
 }
 
 #[cfg(test)]
@@ -1071,13 +992,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("models")).unwrap();
         std::fs::write(dir.path().join("models/encoder.py"), "").unwrap();
+        // An environment with no libraries: a module missing from the project is missing.
+        let python = dir.path().join("venv/bin/python");
+        std::fs::create_dir_all(dir.path().join("venv/lib/python3.12/site-packages")).unwrap();
+        std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+        std::fs::write(&python, "").unwrap();
         let pyproject = dir.path().join("pyproject.toml");
         let text = "[project]\nname = \"x\"\n\n[tool.pt2lsp]\ntrace = \"on-save\"\n\n[[tool.pt2lsp.entrypoints]]\nname = \"good\"\nmodel = \"models.encoder:build()\"\n\n[[tool.pt2lsp.entrypoints]]\nname = \"typo\"\nmodel = \"models.encodr:build()\"\nexample_args = \"models.encoder\"\n\n[[tool.pt2lsp.entrypoints]]\nname = \"empty\"\n";
         std::fs::write(&pyproject, text).unwrap();
         let config = config::load(&pyproject).unwrap();
         let entries = config.entrypoints.unwrap();
         let found = diagnostics::to_protocol(
-            &entrypoint_problems(&pyproject, &entries, dir.path()).into(),
+            &entrypoint_problems(&pyproject, &entries, dir.path(), &python).into(),
             Some(&diagnostics::NoTexts),
         );
         let lines: Vec<(u32, bool)> = found

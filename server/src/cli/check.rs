@@ -77,6 +77,7 @@ pub fn check_prepared(args: &CheckArgs, prepared: Prepared) -> Result<Checked> {
     let fixing = fix::Fixing::resolve(args, &config);
     let mut project = Project::load(&files, &settings, &cwd, pool, &mut io_errors);
     project.add_context(&context, &config);
+    project.add_table_problems(&config, &root, args.python.as_deref());
     if let Some((python, cache)) = &libraries {
         project.follow_libraries(python, cache.as_deref(), args.quiet);
     }

@@ -245,12 +245,17 @@ impl<'a> Tracing<'a> {
             ),
         };
         // A new trace replaces the previous one's findings (`--fix` traces again after a round).
-        project.others.clear();
-        for file in &mut project.files {
-            file.report
+        // The others' static findings (the configuration file's table problems) stay.
+        for report in project
+            .files
+            .iter_mut()
+            .map(|file| &mut file.report)
+            .chain(project.others.iter_mut())
+        {
+            report
                 .diagnostics
                 .retain(|diagnostic| diagnostic.source != output::Source::Trace);
-            for diagnostic in &mut file.report.diagnostics {
+            for diagnostic in &mut report.diagnostics {
                 if diagnostic.source == output::Source::Both {
                     diagnostic.source = output::Source::Static;
                     diagnostic.data = None;
@@ -412,7 +417,15 @@ impl<'a> Tracing<'a> {
                 .iter()
                 .map(|(index, module)| (normalized(module), *index)),
         );
-        let mut others: HashMap<PathBuf, usize> = HashMap::new();
+        project
+            .others
+            .retain(|report| !report.diagnostics.is_empty());
+        let mut others: HashMap<PathBuf, usize> = project
+            .others
+            .iter()
+            .enumerate()
+            .map(|(index, report)| (normalized(&walk::absolute(cwd, &report.path)), index))
+            .collect();
         // The lines where a suppression silenced what the trace found there.
         let mut silenced: std::collections::HashSet<(PathBuf, u32)> =
             std::collections::HashSet::new();
