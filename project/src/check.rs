@@ -211,7 +211,9 @@ fn libraries_to_follow(
 /// and that was not given, so that a file's diagnostics are the same however it is asked for
 /// (`check .`, `check pkg/`, `check pkg/a.py` as a pre-commit hook passes it, from any
 /// directory). The root is the configuration's directory, else the nearest directory above the
-/// first path (itself included, for a directory) with a `pyproject.toml` or a `.git`, else the
+/// first path (itself included, for a directory) with a `pyproject.toml` or a `.git` (either
+/// one narrowed to the outermost directory on the way to the path that its walk skips, such
+/// as a git-ignored one: [`walk::within_walk`]), else the
 /// directory that holds the top-level package around it, else the directory above a directory
 /// of scripts that holds a package they import ([`importing_root`]), else the working
 /// directory (or the path's own directory when it is not under it). Context files are
@@ -238,13 +240,8 @@ fn project_context(
     };
     let root = config
         .root()
-        .map(Path::to_path_buf)
-        .or_else(|| {
-            start
-                .ancestors()
-                .find(|dir| walk::is_project_root(dir))
-                .map(Path::to_path_buf)
-        })
+        .map(|root| walk::within_walk(root, start, exclude).to_path_buf())
+        .or_else(|| walk::project_root(start, exclude))
         .or_else(|| {
             // An unpacked wheel or a bare tree: the directory that holds the top-level package.
             let mut top = None;

@@ -131,18 +131,11 @@ pub fn discover(roots: &[PathBuf], exclude: &Exclude, include: &Include) -> Disc
         ..Discovery::default()
     });
     if let Some((first, rest)) = directories.split_first() {
-        let mut builder = WalkBuilder::new(first);
+        let mut builder = walker(first, exclude);
         for root in rest {
             builder.add(root);
         }
-        let exclude = Arc::new(exclude.clone());
         let include = Arc::new(include.clone());
-        builder
-            .standard_filters(true)
-            // A fresh checkout, an sdist or a CI cache may lack `.git`; its `.gitignore` still
-            // says what is not source.
-            .require_git(false)
-            .filter_entry(move |entry| !exclude.is_excluded(entry.path()));
         builder.build_parallel().run(|| {
             let found = &found;
             let include = Arc::clone(&include);
@@ -173,6 +166,60 @@ pub fn discover(roots: &[PathBuf], exclude: &Exclude, include: &Include) -> Disc
     found.files.sort();
     found.files.dedup();
     found
+}
+
+/// The walk of `root` that [`discover`] makes: `.gitignore`, `.ignore`, git's excludes and
+/// hidden entries skipped, and what `exclude` names.
+fn walker(root: &Path, exclude: &Exclude) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(root);
+    let exclude = Arc::new(exclude.clone());
+    builder
+        .standard_filters(true)
+        // A fresh checkout, an sdist or a CI cache may lack `.git`; its `.gitignore` still
+        // says what is not source.
+        .require_git(false)
+        .filter_entry(move |entry| !exclude.is_excluded(entry.path()));
+    builder
+}
+
+/// The root of the project a check of the directory `start` reads: the nearest directory at or
+/// above it that [`is_project_root`], unless the way down from there to `start` passes through
+/// a directory that project's walk skips (git-ignored, hidden, excluded: a benchmark's cache, a
+/// scratch directory, a vendored tree). Such a directory is no part of that project, so the
+/// outermost one is a project of its own: asking for `start`, for a file in it, or from any
+/// directory under it then reads the same files. `None` when no ancestor is a project root.
+pub fn project_root(start: &Path, exclude: &Exclude) -> Option<PathBuf> {
+    let root = start.ancestors().find(|dir| is_project_root(dir))?;
+    Some(within_walk(root, start, exclude).to_path_buf())
+}
+
+/// `root`, or the outermost directory on the way down from `root` to `start` (under it) that
+/// the walk of `root` skips: the root of the project `start` belongs to (see [`project_root`]).
+pub fn within_walk<'a>(root: &'a Path, start: &'a Path, exclude: &Exclude) -> &'a Path {
+    if !start.starts_with(root) {
+        return root; // A `--config` from elsewhere: its root is the project, as given.
+    }
+    let below: Vec<&Path> = start.ancestors().take_while(|dir| *dir != root).collect();
+    below
+        .iter()
+        .rev()
+        .find(|dir| is_skipped_by_walk(dir, exclude))
+        .copied()
+        .unwrap_or(root)
+}
+
+/// Whether a walk of `directory`'s parent ([`walker`], the parent's `.gitignore`s and those above
+/// it read) leaves `directory` out.
+fn is_skipped_by_walk(directory: &Path, exclude: &Exclude) -> bool {
+    let Some(parent) = directory.parent() else {
+        return false;
+    };
+    let mut builder = walker(parent, exclude);
+    builder.max_depth(Some(1));
+    !builder
+        .build()
+        .filter_map(Result::ok)
+        .any(|entry| entry.path() == directory)
 }
 
 /// Python sources and Jupyter notebooks (their code cells are checked as one module).
@@ -525,6 +572,35 @@ mod tests {
                 .contains("NUL byte (at offset 6)")
         );
         assert_eq!(decode(b"ok = 1\n".to_vec()).problem, None);
+    }
+
+    #[test]
+    fn a_directory_the_walk_skips_is_a_project_of_its_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        for dir in [
+            "scratch/deep",
+            ".cache/corpus/pkg",
+            "generated/sub",
+            "src/pkg",
+        ] {
+            fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        fs::write(root.join("pyproject.toml"), "").unwrap();
+        fs::write(root.join(".gitignore"), "scratch/\n").unwrap();
+        let exclude = Exclude::new(&["generated".to_owned()], &root).unwrap();
+        let project = |dir: &str| project_root(&root.join(dir), &exclude).unwrap();
+        // Git-ignored, hidden and excluded: the outermost skipped directory, from any depth.
+        assert_eq!(project("scratch"), root.join("scratch"));
+        assert_eq!(project("scratch/deep"), root.join("scratch"));
+        assert_eq!(project(".cache/corpus/pkg"), root.join(".cache"));
+        assert_eq!(project("generated/sub"), root.join("generated"));
+        // What the walk reads belongs to the enclosing project.
+        assert_eq!(project("src/pkg"), root);
+        assert_eq!(project(""), root);
+        // A project root under a skipped directory is nearer, and is its own.
+        fs::write(root.join(".cache/corpus/pyproject.toml"), "").unwrap();
+        assert_eq!(project(".cache/corpus/pkg"), root.join(".cache/corpus"));
     }
 
     #[test]

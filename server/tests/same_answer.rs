@@ -720,3 +720,72 @@ async fn after_a_save_traces_the_editor_publishes_what_check_trace_reports() {
     }
     assert!(differences.is_empty(), "{}", differences.join("\n\n"));
 }
+
+/// A directory the enclosing project's `.gitignore` names (here a scratch copy of the project's
+/// package, changed, with a script trying it) is no part of that project: it is a project of
+/// its own. Its files read each other, never the enclosing project's `mymodels`, whether the
+/// directory is checked, a file in it, a subdirectory, or the directory from the enclosing
+/// root; and the editor opened on the directory says the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_git_ignored_directory_is_a_project_of_its_own_however_asked() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ignored_directory");
+    let (_tmp, outer) = copied(&data);
+    // Written here: a `.gitignore` under `tests/data` would hide the test's own files from git.
+    std::fs::write(outer.join(".gitignore"), "scratch/\n").unwrap();
+    let scratch = outer.join("scratch");
+    // The same files copied where nothing encloses them.
+    let (_alone_tmp, alone) = copied(&data.join("scratch"));
+    let want = check(&alone, &alone, &["."]);
+    assert!(
+        want.values().flatten().any(|said| said.contains("PT401")),
+        "{want:#?}"
+    );
+    let whole = check(&scratch, &scratch, &["."]);
+    assert_eq!(whole, want, "the directory checked where it is");
+
+    let mut files = Vec::new();
+    python_files(&scratch, &scratch, &mut files);
+    files.sort();
+    let mut differences = Vec::new();
+    ask_every_way(
+        &scratch,
+        &files,
+        |cwd, paths| check(cwd, &scratch, paths),
+        |how, got, asked| {
+            let want = under(&whole, asked);
+            if got != want {
+                differences.push(format!("check {how}\n  got:  {got:#?}\n  want: {want:#?}"));
+            }
+        },
+    );
+    for asked in [
+        "scratch",
+        "scratch/mymodels/heads.py",
+        "scratch/export_net.py",
+    ] {
+        let got = check(&outer, &scratch, &[asked]);
+        let want = under(&whole, Path::new(asked).strip_prefix("scratch").unwrap());
+        if got != want {
+            differences.push(format!(
+                "check {asked} from the enclosing root\n  got:  {got:#?}\n  want: {want:#?}"
+            ));
+        }
+    }
+
+    let (mut child, mut client) = served(&scratch, "scratch", Value::Null).await;
+    let compared = Compared {
+        name: "scratch",
+        root: &scratch,
+        files: &files,
+        whole: &whole,
+    };
+    compared
+        .each_alone(&mut client, 1, "opened alone", &mut differences)
+        .await;
+    compared
+        .all_open(&mut client, 2, "with every file open", &mut differences)
+        .await;
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+}
