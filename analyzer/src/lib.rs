@@ -479,6 +479,8 @@ fn import_events(
 ) {
     let mut reached: Vec<TextRange> = Vec::new();
     let mut imported: Vec<semantic::Event> = Vec::new();
+    // The ranges whose related path an entrypoint making the guard dynamic already gave.
+    let mut outranked: std::collections::HashSet<TextRange> = std::collections::HashSet::new();
     for entry in workspace.entrypoints_reaching(module) {
         let program = program_of(workspace, entry);
         if program
@@ -552,7 +554,11 @@ fn import_events(
         {
             // The path of an entrypoint whose analysis settled the guard there is not the
             // path of a finding another entrypoint makes on that line.
-            if !event.is_settled() {
+            // Where several reach it, the entrypoint that makes a guard's dimension dynamic
+            // is the path shown: its finding is the one kept (`keep_strongest_guards`).
+            if event.outranks_on_its_construct() && outranked.insert(event.range) {
+                related.insert(event.range, places.chain(&event.chain));
+            } else if !event.is_settled() {
                 related
                     .entry(event.range)
                     .or_insert_with(|| places.chain(&event.chain));
@@ -569,6 +575,7 @@ fn import_events(
             .any(|range| range.contains_range(event.range))
     });
     model.events.extend(imported);
+    semantic::Event::keep_strongest_guards(&mut model.events);
 }
 
 /// Turns an event's call chain into related locations, with each file's line index built

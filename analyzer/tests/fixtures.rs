@@ -433,3 +433,41 @@ fn a_diagnostic_in_a_helper_names_the_path_from_the_entrypoint() {
         "{related:?}"
     );
 }
+
+/// Two entrypoints export the same model, one with the batch dynamic (`export_dynamic.py`),
+/// one without `dynamic_shapes` (`export_at_batch_4.py`, first by name): the guard on the
+/// batch gets one finding, the strongest (PT401, not also PT402 "static shape"), and its path
+/// starts at the entrypoint that makes the batch dynamic.
+#[test]
+fn one_guard_gets_the_strongest_finding_of_the_entrypoints_reaching_it() {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects/dynamic_and_static");
+    let model = check_project(&root)
+        .into_iter()
+        .find(|checked| checked.module == "gatepkg.model")
+        .expect("the model file");
+    let found: Vec<(&str, Option<String>)> = model
+        .report
+        .diagnostics
+        .iter()
+        .map(|diagnostic| {
+            (
+                diagnostic.rule.code(),
+                diagnostic.related.first().map(|related| {
+                    related
+                        .file
+                        .file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned()
+                }),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [("PT401", Some("export_dynamic.py".to_owned()))],
+        "{:#?}",
+        model.report.diagnostics
+    );
+}

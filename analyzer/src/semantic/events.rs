@@ -293,6 +293,55 @@ impl EventKind {
 }
 
 impl Event {
+    /// A guard on a dynamic dimension that the known ranges do not decide (PT401).
+    fn is_open_dynamic_guard(&self) -> bool {
+        matches!(
+            &self.kind,
+            EventKind::Truthiness {
+                value: Value::Guard(guard),
+                ..
+            } if matches!(guard.kind, super::value::GuardKind::Dynamic(_)) && !guard.decided
+        )
+    }
+
+    /// A guard on a static dimension (PT402).
+    fn is_static_guard(&self) -> bool {
+        matches!(
+            &self.kind,
+            EventKind::Truthiness {
+                value: Value::Guard(guard),
+                ..
+            } if guard.kind == super::value::GuardKind::Static
+        )
+    }
+
+    /// Whether this event, found by one entrypoint's analysis, names the strongest finding on
+    /// its construct among several entrypoints': a guard on a dimension that one entrypoint
+    /// declares dynamic (PT401) over the same guard on a static dimension from another (PT402).
+    pub(crate) fn outranks_on_its_construct(&self) -> bool {
+        self.is_open_dynamic_guard()
+    }
+
+    /// One finding per construct when several entrypoints' analyses reach it: where one of
+    /// them makes a guard's dimension dynamic and the range it declares leaves the guard open
+    /// (PT401), the same guard as another entrypoint sees it, on a dimension it keeps static
+    /// (PT402), is dropped. The export that declares the dimension dynamic fails on it, which
+    /// is what needs fixing; "the graph keeps the example's side" is true only of the other
+    /// export, and read beside the error it contradicts it.
+    pub(crate) fn keep_strongest_guards(events: &mut Vec<Event>) {
+        let open: std::collections::HashSet<(u32, TextRange)> = events
+            .iter()
+            .filter(|event| event.is_open_dynamic_guard())
+            .map(|event| (event.file, event.range))
+            .collect();
+        if open.is_empty() {
+            return;
+        }
+        events.retain(|event| {
+            !(event.is_static_guard() && open.contains(&(event.file, event.range)))
+        });
+    }
+
     /// A guard the known ranges decide: recorded, but nothing any rule reports.
     pub(crate) fn is_settled(&self) -> bool {
         matches!(
