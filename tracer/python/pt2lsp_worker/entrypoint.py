@@ -48,6 +48,9 @@ class Target:
         # (file, name) of the module-level binding of dynamic_shapes, for PT403/PT401 locations.
         self.spec_binding: tuple[str, str] | None = None
         self.model_binding: tuple[str, str] | None = None
+        # (file, 1-based line, name) of the `model` key of the `[[tool.pt2lsp.entrypoints]]`
+        # table the target comes from, where the entrypoint is written.
+        self.table_model: tuple[str, int, str] | None = None
         # (file, name) of example_args and example_kwargs, for PT404/PT405 locations.
         self.args_binding: tuple[str, str] | None = None
         self.kwargs_binding: tuple[str, str] | None = None
@@ -155,6 +158,7 @@ def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
     else:
         target.model, where = _resolve(entry, "model", workspace)
         target.model_binding = where
+        target.table_model = table_model_of(entry)
         if not entry.get("example_args"):
             name = entry.get("name") or entry["model"]
             raise EntrypointError(
@@ -262,6 +266,15 @@ def _import_file(path: str, workspace: Workspace):
 def _out_of_memory_error(exc: BaseException) -> bool:
     """torch's allocator reports exhaustion as a RuntimeError."""
     return isinstance(exc, MemoryError) or "can't allocate memory" in str(exc)
+
+
+def table_model_of(entry: dict) -> tuple[str, int, str] | None:
+    """(file, 1-based line, name) of the `model` key of the table `entry` is written as; None
+    for settings that came from no file."""
+    location = TableKey(entry, "model").location()
+    if location is None or location.line is None:
+        return None
+    return (location.file, location.line, entry.get("name") or str(entry.get("model")))
 
 
 class TableKey:

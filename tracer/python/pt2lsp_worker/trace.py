@@ -428,9 +428,16 @@ def _finalize(findings: list[Finding], target: Target) -> list[Finding]:
 
 def _relate_entrypoint(finding: Finding, target: Target) -> None:
     """The entrypoint's `model =` line as a related location of a finding placed elsewhere:
-    the export that reaches the problem starts there."""
-    file, name = target.model_binding or (None, None)
-    line = binding_line(file, name) if file else None
+    the export that reaches the problem starts there. For an entrypoint table that is its
+    `model` line in `pyproject.toml`, as the static pass names it, not the line that binds the
+    name its expression starts from."""
+    if target.table_model is not None:
+        file, line, table = target.table_model
+        message = f"the entrypoint `{table}` that is exported"
+    else:
+        file, name = target.model_binding or (None, None)
+        line = binding_line(file, name) if file else None
+        message = f"the entrypoint `{name}` that is exported"
     if line is None:
         return
     file = os.path.abspath(file)
@@ -438,4 +445,4 @@ def _relate_entrypoint(finding: Finding, target: Target) -> None:
         return
     if any((entry.file, entry.line) == (file, line) for entry in finding.related):
         return
-    finding.related.append(Related(file, line, 1, f"the entrypoint `{name}` that is exported"))
+    finding.related.append(Related(file, line, 1, message))

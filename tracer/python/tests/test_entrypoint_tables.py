@@ -115,3 +115,23 @@ def test_an_exception_in_user_code_is_related_to_the_line_that_raised_it(project
 def test_without_the_table_s_place_the_finding_is_on_the_user_line(project):
     finding = _failure(project, "model", "tablepkg:build_model(ModelConfig(hidden=-1))", declared=False)
     assert (finding.file, finding.line, finding.related) == (str(project / "tablepkg" / "__init__.py"), 21, [])
+
+
+def test_a_finding_elsewhere_names_the_table_s_model_line_as_its_entrypoint(project):
+    """The note that names the entrypoint points at the table's `model` line in pyproject.toml,
+    where the static pass points too, not at the module's `build_model`."""
+    from pt2lsp_worker.entrypoint import Target, table_model_of
+    from pt2lsp_worker.findings import Finding, Location
+    from pt2lsp_worker.trace import _relate_entrypoint
+
+    entry = _entry(project, "model", "tablepkg:build_model(ModelConfig(hidden=8))")
+    entry["name"] = "small"
+    target = Target()
+    target.model_binding = (str(project / "tablepkg" / "__init__.py"), "build_model")
+    target.table_model = table_model_of(entry)
+    finding = Finding("PT401", "guard")
+    finding.place(Location(str(project / "tablepkg" / "model.py"), 14))
+    _relate_entrypoint(finding, target)
+    assert [(r.file, r.line, r.message) for r in finding.related] == [
+        (str(project / "pyproject.toml"), 9, "the entrypoint `small` that is exported")
+    ]
