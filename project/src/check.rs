@@ -356,6 +356,26 @@ pub struct ContextFile {
     path: PathBuf,
     text: Arc<str>,
     summary: ModuleSummary,
+    /// For an entrypoint table's module (`path` is the configuration file): the table.
+    table: Option<Arc<crate::table_programs::TableProgram>>,
+}
+
+impl ContextFile {
+    /// An entrypoint table's module, read as a file of the project.
+    fn of_table(table: crate::table_programs::TableProgram) -> Self {
+        let summary = pt2lsp_analyzer::summarize_file(SourceFile {
+            text: &table.text,
+            module: Some(&table.module),
+            is_package: false,
+        });
+        ContextFile {
+            module: (table.module.clone(), false),
+            path: table.path.clone(),
+            text: Arc::from(table.text.as_str()),
+            summary,
+            table: Some(Arc::new(table)),
+        }
+    }
 }
 
 /// Absolute, normalised paths to check; a path that does not exist is a usage error, since a
@@ -455,6 +475,9 @@ pub struct Project<'a> {
     entrypoints_elsewhere: Vec<usize>,
     /// Where paths are shown from.
     cwd: PathBuf,
+    /// The fixes of `Dim`s written inside entrypoint tables' strings, found by the last
+    /// phase 2: info companions on the configuration file, by its path.
+    table_companions: Vec<(PathBuf, Diagnostic)>,
     /// The installed libraries whose code entrypoints' analyses follow, when an interpreter
     /// is configured.
     libraries: Option<Arc<Libraries>>,
@@ -548,6 +571,7 @@ impl<'a> Project<'a> {
         Self {
             files,
             others: Vec::new(),
+            table_companions: Vec::new(),
             context: Vec::new(),
             entrypoints_elsewhere: Vec::new(),
             cwd: cwd.to_path_buf(),
@@ -634,23 +658,37 @@ impl<'a> Project<'a> {
                         path: path.clone(),
                         text: Arc::from(source.text),
                         summary,
+                        table: None,
                     })
                 })
                 .collect()
         });
-        self.context.extend(tables.into_iter().map(|table| {
-            let summary = pt2lsp_analyzer::summarize_file(SourceFile {
-                text: &table.text,
-                module: Some(&table.module),
-                is_package: false,
-            });
-            ContextFile {
-                module: (table.module, false),
-                path: table.path,
-                text: Arc::from(table.text),
-                summary,
-            }
-        }));
+        self.context
+            .extend(tables.into_iter().map(ContextFile::of_table));
+    }
+
+    /// After `configuration` (shown as in the reports) was rewritten: its tables' modules are
+    /// made again from what it says now, its report reads the new text (its companions are
+    /// found again), and phase 2 runs again, so the reports say what the rewritten tables give.
+    pub fn reload_tables(&mut self, configuration: &Path) {
+        let absolute = walk::absolute(&self.cwd, configuration);
+        let (Ok(config), Ok(text)) = (config::load(&absolute), std::fs::read_to_string(&absolute))
+        else {
+            return;
+        };
+        let shown = walk::display_path(&absolute, &self.cwd);
+        for report in self.others.iter_mut().filter(|report| report.path == shown) {
+            let kept = std::mem::take(&mut report.diagnostics);
+            *report = FileReport::new(shown.clone(), text.clone(), Vec::new());
+            report.diagnostics = kept;
+        }
+        self.context.retain(|file| file.table.is_none());
+        let tables = crate::table_programs::table_programs(
+            config.entrypoints.as_deref().unwrap_or_default(),
+        );
+        self.context
+            .extend(tables.into_iter().map(ContextFile::of_table));
+        self.check_against_workspace();
     }
 
     /// The problems of the configuration's entrypoint tables that can be judged without
@@ -791,6 +829,44 @@ impl<'a> Project<'a> {
             let context: Vec<bool> = context_space.iter().map(|of| of == space).collect();
             self.check_namespace(&files, &context);
         }
+        self.place_table_companions();
+    }
+
+    /// Puts the companions phase 2 found for `Dim`s written in entrypoint tables' strings in
+    /// the configuration file's report, replacing those of an earlier phase 2 (`--fix`
+    /// checks again after each round).
+    fn place_table_companions(&mut self) {
+        let is_companion = |reported: &crate::report::Reported| {
+            reported.source == crate::report::Source::Static
+                && reported.rule == Rule::DynamicDimGuard
+                && reported.fix.is_some()
+        };
+        for report in &mut self.others {
+            report
+                .diagnostics
+                .retain(|reported| !is_companion(reported));
+        }
+        for (path, diagnostic) in std::mem::take(&mut self.table_companions) {
+            let shown = walk::display_path(&path, &self.cwd);
+            let index =
+                if let Some(index) = self.others.iter().position(|report| report.path == shown) {
+                    index
+                } else {
+                    let Ok(text) = std::fs::read_to_string(&path) else {
+                        continue;
+                    };
+                    self.others.push(FileReport::new(shown, text, Vec::new()));
+                    self.others.len() - 1
+                };
+            let report = &mut self.others[index];
+            report
+                .diagnostics
+                .push(crate::report::Reported::found_statically(diagnostic));
+            report
+                .diagnostics
+                .sort_by_key(|reported| (reported.range.start(), reported.rule));
+        }
+        self.others.retain(|report| !report.diagnostics.is_empty());
     }
 
     /// Phase 2 for the checked files and context files marked in `files` and `context`, one
@@ -910,6 +986,50 @@ impl<'a> Project<'a> {
                     }
                 });
         });
+        // A `Dim` written inside a table's string: the table's module is the entrypoint whose
+        // own analysis gives the companion that carries the fix, edited where the string is.
+        let table_companions: Vec<(PathBuf, Diagnostic)> = self
+            .context
+            .iter()
+            .zip(context)
+            .filter(|(file, inside)| **inside && workspace.is_entrypoint(&file.module.0))
+            .filter_map(|(file, _)| Some((file, file.table.as_ref()?)))
+            .flat_map(|(file, table)| {
+                let report = pt2lsp_analyzer::check_file(
+                    SourceFile {
+                        text: &file.text,
+                        module: Some(&file.module.0),
+                        is_package: false,
+                    },
+                    settings,
+                    workspace,
+                );
+                let configuration = std::fs::read_to_string(&table.path).unwrap_or_default();
+                report
+                    .diagnostics
+                    .into_iter()
+                    .filter(|diagnostic| {
+                        diagnostic.rule == Rule::DynamicDimGuard
+                            && diagnostic.severity == pt2lsp_analyzer::Severity::Info
+                    })
+                    .filter_map(|diagnostic| {
+                        let fix =
+                            table.fix_in_configuration(&configuration, diagnostic.fix.as_ref()?)?;
+                        let range = fix.edits.first()?.range;
+                        Some((
+                            table.path.clone(),
+                            Diagnostic {
+                                range,
+                                fix: Some(fix),
+                                ..diagnostic
+                            },
+                        ))
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        self.table_companions.extend(table_companions);
+        let members = &mut self.files;
         let reaching: HashSet<&str> = members
             .iter()
             .zip(files)

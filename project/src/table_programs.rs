@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::config::Entrypoint;
+use pt2lsp_analyzer::{Edit, Fix, LineIndex, TextRange, TextSize};
+
+use crate::config::{Entrypoint, TablePlace};
 
 /// One table's module: its dotted name (one no file has), the configuration file it stands
 /// for, and its text.
@@ -18,6 +20,99 @@ pub struct TableProgram {
     pub module: String,
     pub path: PathBuf,
     pub text: String,
+    /// Where the table's strings are written in the configuration file.
+    pub place: TablePlace,
+}
+
+impl TableProgram {
+    /// `fix`, made on this program's text, as the same edits of the configuration file's text
+    /// `configuration`: a `Dim(...)` written inside a table string is fixed where it is
+    /// written. `None` when any edit cannot be placed exactly, rather than a wrong edit: an
+    /// edit over several lines, on a line whose string has no known column (written over
+    /// several lines, or with an escape before its expression), or after an escape in the
+    /// string (`\"` or `\\` in a basic string shifts every column after it; a literal string
+    /// `'...'` has none); or new text the string cannot hold as written (a `'` in a literal
+    /// string, a line break).
+    pub fn fix_in_configuration(&self, configuration: &str, fix: &Fix) -> Option<Fix> {
+        let program_lines = LineIndex::new(&self.text);
+        let configuration_lines = LineIndex::new(configuration);
+        let edits = fix
+            .edits
+            .iter()
+            .map(|edit| {
+                self.edit_in_configuration(
+                    edit,
+                    configuration,
+                    &program_lines,
+                    &configuration_lines,
+                )
+            })
+            .collect::<Option<Vec<Edit>>>()?;
+        Some(Fix {
+            title: fix.title.clone(),
+            edits,
+            applicability: fix.applicability,
+        })
+    }
+
+    fn edit_in_configuration(
+        &self,
+        edit: &Edit,
+        configuration: &str,
+        program_lines: &LineIndex,
+        configuration_lines: &LineIndex,
+    ) -> Option<Edit> {
+        let start = program_lines.line_column(edit.range.start());
+        let end = program_lines.line_column(edit.range.end());
+        if start.line != end.line {
+            return None;
+        }
+        // The 1-based line is the table's; the key written on it gives the expression's column.
+        let line = start.line + 1;
+        let expression_column = self
+            .place
+            .keys
+            .iter()
+            .find(|(_, at)| **at == line)
+            .and_then(|(key, _)| self.place.expressions.get(key))
+            .copied()? as usize;
+        let (program_start, program_line) = line_at(&self.text, program_lines, start.line);
+        let (configuration_start, configuration_line) =
+            line_at(configuration, configuration_lines, start.line);
+        let (from, to) = (
+            edit.range.start().to_usize() - program_start,
+            edit.range.end().to_usize() - program_start,
+        );
+        // Byte for byte the same from the expression's start through the edit: no escape
+        // shifts the columns before it, and the edit lies inside the string.
+        if from < expression_column
+            || program_line.get(expression_column..to)?
+                != configuration_line.get(expression_column..to)?
+        {
+            return None;
+        }
+        // The string's opening quote is the last quote before its expression (`module:` has
+        // none).
+        let quote = configuration_line[..expression_column]
+            .chars()
+            .rev()
+            .find(|c| *c == '"' || *c == '\'')?;
+        if edit.content.contains(['\n', '\r']) {
+            return None;
+        }
+        let content = if quote == '"' {
+            edit.content.replace('\\', "\\\\").replace('"', "\\\"")
+        } else if edit.content.contains('\'') {
+            return None;
+        } else {
+            edit.content.clone()
+        };
+        let at = |offset: usize| TextSize::new((configuration_start + offset) as u32);
+        Some(Edit {
+            range: TextRange::new(at(from), at(to)),
+            content,
+        })
+    }
 }
 
 /// The module of each table read from a file that names a `model` (by position in `entrypoints`).
@@ -88,7 +183,15 @@ fn table_program(index: usize, entry: &Entrypoint) -> Option<TableProgram> {
         module: format!("__pt2lsp_entrypoint_table_{}__", index + 1),
         path: place.file.clone(),
         text,
+        place: place.clone(),
     })
+}
+
+/// The 0-based `line` of `text`: where it starts, and its text without the line break.
+fn line_at<'t>(text: &'t str, lines: &LineIndex, line: u32) -> (usize, &'t str) {
+    let from = lines.line_start(line, text).to_usize();
+    let to = lines.line_start(line + 1, text).to_usize().max(from);
+    (from, text[from..to].trim_end_matches(['\n', '\r']))
 }
 
 fn is_identifier(text: &str) -> bool {
@@ -266,5 +369,58 @@ mod tests {
             ..Entrypoint::default()
         };
         assert_eq!(table_programs(&[bad]), []);
+    }
+
+    /// The program of the first table written in `configuration`.
+    fn program_of(configuration: &str) -> TableProgram {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pyproject.toml");
+        std::fs::write(&file, configuration).unwrap();
+        let config = crate::config::load(&file).unwrap();
+        table_programs(&config.entrypoints.unwrap()).remove(0)
+    }
+
+    /// `Dim('batch', min=2, max=64)` becomes `min=5`, as torch suggests, edited on the program
+    /// and carried to the configuration's text.
+    fn fixed(configuration: &str) -> Option<String> {
+        let program = program_of(configuration);
+        let constraints = [pt2lsp_analyzer::DimConstraint::Range {
+            name: "batch".to_owned(),
+            min: Some(5),
+            max: Some(64),
+        }];
+        let fix = pt2lsp_analyzer::dim_constraint_fix(
+            &program.text,
+            &constraints,
+            pt2lsp_analyzer::Applicability::Safe,
+        )
+        .expect("the program's spec is edited");
+        let fix = program.fix_in_configuration(configuration, &fix)?;
+        Some(pt2lsp_analyzer::apply_fixes(configuration, &[&fix]))
+    }
+
+    #[test]
+    fn a_fix_of_a_dim_in_a_table_string_edits_the_string() {
+        let table = "[tool.pt2lsp]\n[[tool.pt2lsp.entrypoints]]\nmodel = \"pkg:build()\"\n\
+                     example-args = \"pkg:(torch.randn(8, 8),)\"\n";
+        // A basic string: the new text's quotes are escaped.
+        let basic = format!(
+            "{table}dynamic-shapes = \"pkg.spec:{{'x': {{0: Dim('batch', min=2, max=64)}}}}\"\n"
+        );
+        let after = fixed(&basic).expect("an exact place");
+        assert!(after.contains("min=5"), "{after}");
+        assert!(toml::from_str::<toml::Table>(&after).is_ok(), "{after}");
+        // A literal string has no escapes: columns are the program's.
+        let literal = format!(
+            "{table}dynamic-shapes = 'pkg.spec:{{\"x\": {{0: Dim(\"batch\", min=2, max=64)}}}}'\n"
+        );
+        let after = fixed(&literal).expect("an exact place");
+        assert!(after.contains("min=5"), "{after}");
+        assert!(toml::from_str::<toml::Table>(&after).is_ok(), "{after}");
+        // An escape before the `Dim` shifts the columns: no edit rather than a wrong one.
+        let escaped = format!(
+            "{table}dynamic-shapes = \"pkg.spec:{{\\\"x\\\": {{0: Dim('batch', min=2, max=64)}}}}\"\n"
+        );
+        assert_eq!(fixed(&escaped), None);
     }
 }

@@ -229,3 +229,70 @@ fn the_static_pass_reads_the_dims_a_table_declares() {
         run.stderr
     );
 }
+
+/// One table whose `Dim` is written inside its `dynamic-shapes` string, as `string` quotes it.
+fn inline_dim_table(string: &str) -> String {
+    format!(
+        "[project]\nname = \"inline-dims\"\nversion = \"0.1.0\"\n\n[tool.pt2lsp]\ntimeout = 60\n\n\
+         # The model's guard on the batch cuts the range written in the table's own string.\n\
+         [[tool.pt2lsp.entrypoints]]\nname = \"capped\"\n\
+         model = \"tablepkg:build_model(ModelConfig(hidden=8, max_batch=4))\"\n\
+         example-args = \"tablepkg:(torch.randn(8, 8),)\"\n\
+         dynamic-shapes = {string}\n"
+    )
+}
+
+/// A `Dim(...)` written inside a table string is fixed where it is written: the static
+/// companion of the model's guard edits the string in `pyproject.toml` (the generated module
+/// keeps the string's lines and columns), in `--diff` and `--fix`, and the fixed table
+/// exports. A basic string's escape before the `Dim` shifts the columns: no edit is offered
+/// rather than a wrong one. No torch needed.
+#[test]
+fn a_dim_in_a_table_string_is_fixed_in_pyproject() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = project();
+    let pyproject = project.path().join("pyproject.toml");
+    std::fs::write(
+        &pyproject,
+        inline_dim_table(r#""tablepkg.spec:{'x': {0: Dim('batch', min=2, max=64)}}""#),
+    )
+    .unwrap();
+    let diff = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &["check", "--diff", "--unsafe-fixes"],
+    );
+    assert_eq!(diff.code, 1, "stderr:\n{}", diff.stderr);
+    insta::assert_snapshot!(diff.stdout, @r#"
+    --- pyproject.toml
+    +++ pyproject.toml
+    @@ -10,4 +10,4 @@
+     name = "capped"
+     model = "tablepkg:build_model(ModelConfig(hidden=8, max_batch=4))"
+     example-args = "tablepkg:(torch.randn(8, 8),)"
+    -dynamic-shapes = "tablepkg.spec:{'x': {0: Dim('batch', min=2, max=64)}}"
+    +dynamic-shapes = "tablepkg.spec:{'x': {0: Dim('batch', min=5, max=64)}}"
+    "#);
+    let fixed = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &["check", "--fix", "--unsafe-fixes"],
+    );
+    assert_eq!(fixed.code, 0, "{}{}", fixed.stdout, fixed.stderr);
+    let text = std::fs::read_to_string(&pyproject).unwrap();
+    assert!(text.contains("Dim('batch', min=5, max=64)"), "{text}");
+
+    // An escaped quote before the `Dim` (`\"x\"`): the columns differ, no edit.
+    std::fs::write(
+        &pyproject,
+        inline_dim_table(r#""tablepkg.spec:{\"x\": {0: Dim('batch', min=2, max=64)}}""#),
+    )
+    .unwrap();
+    let run = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &["check", "--diff", "--unsafe-fixes"],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("No fixes to apply"), "{}", run.stderr);
+}

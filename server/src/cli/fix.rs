@@ -213,8 +213,56 @@ pub fn run(
             });
         }
     }
+    fix_configuration(project, fixing, &mut outcome);
     outcome.changes.sort_by(|a, b| a.shown.cmp(&b.shown));
     outcome
+}
+
+/// The fixes in a configuration file's report (a `Dim(...)` written inside an entrypoint
+/// table's string, `Project::place_table_companions`): it is no Python module, so they are
+/// applied once, after the rounds that fixed the modules, and its tables are read again so
+/// that the report says what the fixed tables give.
+fn fix_configuration(project: &mut Project<'_>, fixing: Fixing, outcome: &mut Outcome) {
+    let write = fixing.apply == Some(Apply::Write);
+    let mut rewritten = Vec::new();
+    for report in &mut project.others {
+        let diagnostics: Vec<Diagnostic> = report
+            .diagnostics
+            .iter()
+            .filter(|reported| reported.source == crate::cli::output::Source::Static)
+            .map(|reported| reported.diagnostic.clone())
+            .collect();
+        let Some((text, fixes)) = fix_round(&report.text, &diagnostics, fixing.mode) else {
+            continue;
+        };
+        let mut counted = Counts::default();
+        for diagnostic in &diagnostics {
+            if diagnostic
+                .fix
+                .as_ref()
+                .is_some_and(|fix| fixes.iter().any(|taken| std::ptr::eq(*taken, fix)))
+            {
+                count(&mut counted, diagnostic.severity);
+            }
+        }
+        if write {
+            if let Err(error) = write_atomically(&report.path, &report.text, &text) {
+                outcome.errors.push(format!("{error:#}"));
+                continue;
+            }
+            rewritten.push(report.path.clone());
+        }
+        add(&mut outcome.fixed, counted);
+        outcome.fixed.files += 1;
+        outcome.changes.push(Change {
+            shown: report.path.clone(),
+            original: report.text.clone(),
+            fixed: text,
+        });
+    }
+    for path in rewritten {
+        project.reload_tables(&path);
+    }
 }
 
 /// Writes every file whose text differs from what is on disk. A file that cannot be written
