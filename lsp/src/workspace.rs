@@ -91,6 +91,18 @@ impl Scope {
         self.root == other.root && self.patterns == other.patterns
     }
 
+    /// The outermost directory between the root and `directory` (itself included) that the
+    /// root's walk skips, if any.
+    pub fn skipped_above(&self, directory: &Path) -> Option<PathBuf> {
+        let inner = walk::within_walk(&self.root, directory, &self.exclude);
+        (inner != self.root).then(|| inner.to_path_buf())
+    }
+
+    /// The patterns the root's walk leaves out.
+    pub fn exclude(&self) -> &Exclude {
+        &self.exclude
+    }
+
     /// Whether `path` lies under this root in an excluded file or directory.
     pub fn excludes(&self, path: &Path) -> bool {
         path.starts_with(&self.root)

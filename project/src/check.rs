@@ -238,26 +238,7 @@ fn project_context(
             None => return (cwd.to_path_buf(), None, Vec::new()),
         }
     };
-    let root = config
-        .root()
-        .map(|root| walk::within_walk(root, start, exclude).to_path_buf())
-        .or_else(|| walk::project_root(start, exclude))
-        .or_else(|| {
-            // An unpacked wheel or a bare tree: the directory that holds the top-level package.
-            let mut top = None;
-            for dir in start.ancestors() {
-                if dir.join("__init__.py").is_file() {
-                    top = dir.parent().map(Path::to_path_buf);
-                } else {
-                    break;
-                }
-            }
-            top
-        })
-        .or_else(|| importing_root(start))
-        // A bare tree: the directory the check runs from when the path is under it (Python
-        // imports a script's siblings from there), else the path's own directory.
-        .unwrap_or_else(|| if start.starts_with(cwd) { cwd } else { start }.to_path_buf());
+    let root = project_root(start, config.root(), exclude, cwd);
     if roots
         .iter()
         .all(|given| given.is_dir() && root.starts_with(given))
@@ -278,6 +259,40 @@ fn project_context(
         })
         .collect();
     (root.clone(), Some(root), context)
+}
+
+/// The root of the project the directory `start` belongs to, for [`project_context`] and the
+/// editor (a file it opens that no workspace folder's walk reads): `configured` (the directory
+/// of the `[tool.pt2lsp]` in use) when there is one, else the nearest directory with a
+/// `pyproject.toml` or a `.git` (either narrowed to a directory its walk skips on the way,
+/// [`walk::within_walk`]), else the directory that holds the top-level package around `start`,
+/// else the directory above a directory of scripts that holds a package they import
+/// ([`importing_root`]), else `cwd` when `start` is under it, else `start`.
+pub fn project_root(
+    start: &Path,
+    configured: Option<&Path>,
+    exclude: &Exclude,
+    cwd: &Path,
+) -> PathBuf {
+    configured
+        .map(|root| walk::within_walk(root, start, exclude).to_path_buf())
+        .or_else(|| walk::project_root(start, exclude))
+        .or_else(|| {
+            // An unpacked wheel or a bare tree: the directory that holds the top-level package.
+            let mut top = None;
+            for dir in start.ancestors() {
+                if dir.join("__init__.py").is_file() {
+                    top = dir.parent().map(Path::to_path_buf);
+                } else {
+                    break;
+                }
+            }
+            top
+        })
+        .or_else(|| importing_root(start))
+        // A bare tree: the directory the check runs from when the path is under it (Python
+        // imports a script's siblings from there), else the path's own directory.
+        .unwrap_or_else(|| if start.starts_with(cwd) { cwd } else { start }.to_path_buf())
 }
 
 /// How far above a bare directory of scripts [`importing_root`] looks for what they import.

@@ -278,9 +278,20 @@ pub fn module_name(path: &Path) -> Option<(String, bool)> {
 #[derive(Debug, Default)]
 pub struct NamespaceRoots {
     known: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+    /// Directories that are projects of their own besides those [`is_project_root`] finds:
+    /// the editor's projects of files it opened in a directory a folder's walk skips.
+    boundaries: HashSet<PathBuf>,
 }
 
 impl NamespaceRoots {
+    /// Also counts each of `boundaries` as a project's root.
+    pub fn with_boundaries(boundaries: &[PathBuf]) -> Self {
+        Self {
+            known: std::collections::HashMap::new(),
+            boundaries: boundaries.iter().cloned().collect(),
+        }
+    }
+
     /// The project `path` belongs to.
     pub fn of(&mut self, path: &Path) -> Option<PathBuf> {
         let directory = path.parent()?;
@@ -291,7 +302,7 @@ impl NamespaceRoots {
         if let Some(known) = self.known.get(directory) {
             return known.clone();
         }
-        let found = if is_project_root(directory) {
+        let found = if is_project_root(directory) || self.boundaries.contains(directory) {
             Some(directory.to_path_buf())
         } else {
             directory
@@ -312,6 +323,11 @@ impl NamespaceRoots {
 /// import root is a namespace of its own. The answer depends on the set of paths only, never
 /// on their order.
 pub fn namespaces(paths: &[&Path]) -> Vec<Option<PathBuf>> {
+    namespaces_within(paths, &[])
+}
+
+/// [`namespaces`], each of `boundaries` a project of its own ([`NamespaceRoots::with_boundaries`]).
+pub fn namespaces_within(paths: &[&Path], boundaries: &[PathBuf]) -> Vec<Option<PathBuf>> {
     let named: Vec<(&Path, Option<(String, bool)>)> = paths
         .iter()
         .map(|path| (*path, module_name(path)))
@@ -320,13 +336,19 @@ pub fn namespaces(paths: &[&Path]) -> Vec<Option<PathBuf>> {
         .iter()
         .map(|(path, module)| (*path, module.as_ref()))
         .collect();
-    namespaces_named(&named)
+    namespaces_in(&named, NamespaceRoots::with_boundaries(boundaries))
 }
 
 /// [`namespaces`] of files whose module names ([`module_name`]) the caller has already: the
 /// check named every file when it read it, and naming one again looks at the disk.
 pub fn namespaces_named(files: &[(&Path, Option<&(String, bool)>)]) -> Vec<Option<PathBuf>> {
-    let mut projects = NamespaceRoots::default();
+    namespaces_in(files, NamespaceRoots::default())
+}
+
+fn namespaces_in(
+    files: &[(&Path, Option<&(String, bool)>)],
+    mut projects: NamespaceRoots,
+) -> Vec<Option<PathBuf>> {
     let placed: Vec<(Option<PathBuf>, Option<ImportRoot>)> = files
         .iter()
         .map(|(path, module)| (projects.of(path), import_root(path, *module)))

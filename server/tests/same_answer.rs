@@ -725,7 +725,7 @@ async fn after_a_save_traces_the_editor_publishes_what_check_trace_reports() {
 /// package, changed, with a script trying it) is no part of that project: it is a project of
 /// its own. Its files read each other, never the enclosing project's `mymodels`, whether the
 /// directory is checked, a file in it, a subdirectory, or the directory from the enclosing
-/// root; and the editor opened on the directory says the same.
+/// root; and the editor says the same, opened on the directory or on the enclosing project.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_git_ignored_directory_is_a_project_of_its_own_however_asked() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ignored_directory");
@@ -784,6 +784,31 @@ async fn a_git_ignored_directory_is_a_project_of_its_own_however_asked() {
         .await;
     compared
         .all_open(&mut client, 2, "with every file open", &mut differences)
+        .await;
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+
+    // The editor opened on the enclosing project: the first file opened in the directory
+    // makes it a project of its own, indexed, and then every file reads what the check does.
+    let (mut child, mut client) = served(&outer, "outer", Value::Null).await;
+    compared.open(&client, &files[0], 1).await;
+    client.scanned().await;
+    compared.close(&client, &files[0]).await;
+    compared
+        .each_alone(
+            &mut client,
+            2,
+            "opened alone from the enclosing folder",
+            &mut differences,
+        )
+        .await;
+    compared
+        .all_open(
+            &mut client,
+            3,
+            "all open from the enclosing folder",
+            &mut differences,
+        )
         .await;
     client.shutdown_and_exit().await;
     let _ = child.wait().await;

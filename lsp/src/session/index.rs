@@ -13,6 +13,7 @@ use tower_lsp_server::ls_types::{self as lsp, MessageType};
 
 use super::{Session, SettingsSource};
 use crate::workspace::{self, Scope};
+use pt2lsp_project::check;
 use pt2lsp_project::libraries::{self, Libraries, LibrarySources};
 use pt2lsp_project::table_programs::table_programs;
 use pt2lsp_project::walk;
@@ -94,6 +95,10 @@ pub struct WorkspaceState {
     parses: Arc<ParseCache>,
     /// The installed libraries entrypoints' analyses follow calls into, loaded by each scan.
     libraries: RwLock<Option<Arc<Libraries>>>,
+    /// Roots added for files opened in a directory a folder's walk skips (a git-ignored
+    /// `scratch/`): each is a project of its own, as `pt2lsp check` takes it
+    /// (`walk::within_walk`), and a module namespace of its own.
+    opened_projects: RwLock<Vec<PathBuf>>,
 }
 
 /// Where whole-program analysis reads other workspace files: an open document's current
@@ -246,6 +251,26 @@ impl pt2lsp_analyzer::WorkspaceSources for BufferSources {
 }
 
 impl WorkspaceState {
+    /// The project `path` belongs to when it lies under one of `roots` in a directory that
+    /// root's walk skips (see [`Session::adopt_project`]); `None` when the walk reads it, when
+    /// it is under no root, or before the root's first scan. Blocking: lists directories.
+    fn skipped_project(&self, path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+        let directory = path.parent()?;
+        let scopes = self.scopes.read().ok()?;
+        let scope = scopes
+            .iter()
+            .filter(|scope| roots.contains(&scope.root) && path.starts_with(&scope.root))
+            .max_by_key(|scope| scope.root.components().count())?;
+        let skipped = scope.skipped_above(directory)?;
+        Some(check::project_root(
+            directory,
+            None,
+            scope.exclude(),
+            directory,
+        ))
+        .filter(|project| project.starts_with(&skipped))
+    }
+
     /// The dotted module name of a workspace file, from its summary; `None` for a file the
     /// scan did not index.
     pub(super) fn module_of(&self, path: &Path) -> Option<String> {
@@ -381,7 +406,12 @@ impl WorkspaceState {
         // One index per Python project under the folders, as `pt2lsp check` builds them:
         // `models.net` names one file in each.
         let paths: Vec<&Path> = all.paths.iter().map(PathBuf::as_path).collect();
-        let keys = walk::namespaces(&paths);
+        let opened = self
+            .opened_projects
+            .read()
+            .map(|opened| opened.clone())
+            .unwrap_or_default();
+        let keys = walk::namespaces_within(&paths, &opened);
         let mut members: BTreeMap<Option<PathBuf>, (Vec<PathBuf>, Vec<ModuleSummary>)> =
             BTreeMap::new();
         for ((path, summary), key) in all.paths.iter().zip(&all.summaries).zip(&keys) {
@@ -540,6 +570,45 @@ impl Session {
             }
         }
         self.schedule_dependents(path, None);
+    }
+
+    /// After `path` was opened: when it lies in a directory that its folder's walk skips
+    /// (git-ignored, hidden, excluded), that directory is a project of its own, as `pt2lsp
+    /// check` takes it; it becomes a root, is scanned and indexed as its own namespace, so the
+    /// file reads its siblings there, never the folder's modules of the same names. Files the
+    /// folders' walks read, and files outside every folder, are left as they are.
+    pub fn adopt_project(self: &Arc<Self>, path: &Path) {
+        let session = Arc::clone(self);
+        let path = path.to_path_buf();
+        let roots = self.roots();
+        let workspace = Arc::clone(&self.workspace);
+        tokio::spawn(async move {
+            let found =
+                tokio::task::spawn_blocking(move || workspace.skipped_project(&path, &roots))
+                    .await
+                    .ok()
+                    .flatten();
+            let Some(project) = found else {
+                return;
+            };
+            let mut roots = session.roots();
+            if roots.contains(&project) {
+                return;
+            }
+            roots.push(project.clone());
+            session.set_roots(roots);
+            if let Ok(mut opened) = session.workspace.opened_projects.write() {
+                opened.push(project.clone());
+            }
+            session.log(
+                MessageType::INFO,
+                format!(
+                    "{} is not read by its folder's walk: indexing it as a project of its own",
+                    project.display()
+                ),
+            );
+            session.scan(Some(vec![project])).await;
+        });
     }
 
     /// Whether a changed `pyproject.toml` changed what the scan excludes.
