@@ -647,12 +647,17 @@ pub fn summarize_and_check_alone(
 ) -> (Alone, ModuleSummary) {
     let parsed = syntax::parse(file.text);
     let empty = WorkspaceIndex::default();
-    let mut model = semantic::SemanticModel::declarations(&parsed, file, &empty, &[]);
+    let mut model = semantic::SemanticModel::classes_and_globals(&parsed, file, &empty, &[]);
     let mut summary = workspace::summarize_parsed(&parsed.module.body, file);
-    summary.needs_workspace = model.depends_on_workspace();
+    // Most files that depend on the workspace are known to from their classes: the rest of
+    // their declarations would be built again in phase 2, against the workspace.
+    summary.needs_workspace = model.has_open_class() || {
+        model.finish_declarations(&parsed);
+        model.depends_on_workspace()
+    };
     if summary.needs_workspace {
         drop(model);
-        return (Alone::NeedsWorkspace(ParsedFile(parsed)), summary);
+        return (Alone::NeedsWorkspace(ParsedFile(Arc::new(parsed))), summary);
     }
     model.interpret(&parsed);
     let lowered_for = semantic::target_ops::of_entrypoint(
@@ -680,7 +685,15 @@ pub enum Alone {
 
 /// A file's syntax tree, kept between the two phases of a workspace check so the file is not
 /// parsed twice. Valid only for the text it was parsed from.
-pub struct ParsedFile(syntax::Parsed);
+pub struct ParsedFile(Arc<syntax::Parsed>);
+
+impl ParsedFile {
+    /// Keeps this tree in `cache` as `module`'s, parsed from `text` (the text it was parsed
+    /// from, shared): the entrypoints' programs that load the file then do not parse it again.
+    pub fn keep_in(&self, cache: &ParseCache, module: &str, text: Arc<str>) {
+        cache.keep(module, text, Arc::clone(&self.0));
+    }
+}
 
 impl std::fmt::Debug for ParsedFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

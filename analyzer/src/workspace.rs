@@ -113,6 +113,14 @@ impl ParseCache {
         }
     }
 
+    /// Keeps `parsed`, parsed from `text`, as `module`'s tree: a caller that parsed the file
+    /// already spares the analyses that load it a second parse.
+    pub(crate) fn keep(&self, module: &str, text: Arc<str>, parsed: Arc<syntax::Parsed>) {
+        if let Ok(mut files) = self.files.lock() {
+            files.insert(module.to_owned(), (text, parsed));
+        }
+    }
+
     /// `module`'s syntax tree for `text`: the cached one when it was parsed from the same text.
     pub(crate) fn parse(&self, module: &str, text: &Arc<str>) -> Arc<syntax::Parsed> {
         if let Some(parsed) = self.files.lock().ok().and_then(|files| {

@@ -62,6 +62,38 @@ pub(crate) struct ForeignFile<'a> {
     stars: Vec<String>,
     /// Its module-level containers that a function of it changes.
     pub(crate) mutated: FxHashMap<String, mutated_globals::MutatedGlobal>,
+    /// Its module-level names, found on first demand ([`SemanticModel::imported_from_outside`]).
+    names: std::cell::OnceCell<ModuleNames>,
+}
+
+/// What a file's module-level statements bind: indexed once, since every import of a program
+/// asks about one name of the file it imports from.
+struct ModuleNames {
+    /// What each name bound by an import refers to, the last import that binds it winning, as
+    /// Python leaves it.
+    imported: FxHashMap<String, String>,
+    /// The names a def, a class or an assignment binds. Owned: a cell of the model holds
+    /// them, and borrowing the tree there would tie the model's lifetime down.
+    otherwise: FxHashSet<String>,
+}
+
+impl ModuleNames {
+    fn of(body: &[Stmt], file: SourceFile<'_>) -> Self {
+        let mut imported = FxHashMap::default();
+        let mut otherwise = FxHashSet::default();
+        for stmt in names::module_level_statements(body) {
+            match stmt {
+                Stmt::Import(_) | Stmt::ImportFrom(_) => {
+                    imported.extend(names::import_bindings(stmt, file));
+                }
+                _ => otherwise.extend(bound_otherwise(stmt).map(str::to_owned)),
+            }
+        }
+        Self {
+            imported,
+            otherwise,
+        }
+    }
 }
 
 /// One workspace file loaded for whole-program analysis, owned by the caller of
@@ -175,18 +207,24 @@ fn binds_locally(body: &[Stmt], name: &str, file: SourceFile<'_>) -> bool {
 
 /// Whether module-level statement `stmt` binds `name` other than by an import.
 fn binds_otherwise(stmt: &Stmt, name: &str) -> bool {
-    match stmt {
-        Stmt::FunctionDef(def) => def.name.as_str() == name,
-        Stmt::ClassDef(def) => def.name.as_str() == name,
-        Stmt::Assign(assign) => assign
-            .targets
-            .iter()
-            .any(|target| matches!(target, ast::Expr::Name(target) if target.id.as_str() == name)),
-        Stmt::AnnAssign(assign) => {
-            matches!(assign.target.as_ref(), ast::Expr::Name(target) if target.id.as_str() == name)
-        }
-        _ => false,
-    }
+    bound_otherwise(stmt).any(|bound| bound == name)
+}
+
+/// The names module-level statement `stmt` binds other than by an import: a def's, a class's,
+/// an assignment's (annotated or not) to plain names.
+fn bound_otherwise(stmt: &Stmt) -> impl Iterator<Item = &str> {
+    let (one, targets): (Option<&str>, &[ast::Expr]) = match stmt {
+        Stmt::FunctionDef(def) => (Some(def.name.as_str()), &[]),
+        Stmt::ClassDef(def) => (Some(def.name.as_str()), &[]),
+        Stmt::Assign(assign) => (None, &assign.targets),
+        Stmt::AnnAssign(assign) => (None, std::slice::from_ref(assign.target.as_ref())),
+        _ => (None, &[]),
+    };
+    one.into_iter()
+        .chain(targets.iter().filter_map(|target| match target {
+            ast::Expr::Name(target) => Some(target.id.as_str()),
+            _ => None,
+        }))
 }
 
 /// The analysed file's module-level bindings: `import torch.nn.functional as F` binds `F`.
@@ -234,6 +272,20 @@ impl<'a> SemanticModel<'a> {
         workspace: &'a WorkspaceIndex,
         program: &'a [LoadedFile],
     ) -> Self {
+        let mut model = Self::classes_and_globals(parsed, file, workspace, program);
+        model.finish_declarations(parsed);
+        model
+    }
+
+    /// The first part of [`Self::declarations`]: functions, classes with their bases and
+    /// whether they are modules, globals. Enough for [`Self::has_open_class`], which decides
+    /// most files that depend on the workspace without the rest.
+    pub(crate) fn classes_and_globals(
+        parsed: &'a Parsed,
+        file: SourceFile<'a>,
+        workspace: &'a WorkspaceIndex,
+        program: &'a [LoadedFile],
+    ) -> Self {
         let body: &'a [Stmt] = &parsed.module.body;
         let mut model = SemanticModel {
             file,
@@ -274,6 +326,7 @@ impl<'a> SemanticModel<'a> {
                 globals: FxHashMap::default(),
                 stars: Vec::new(),
                 mutated: mutated_globals::collect(&loaded.parsed.module.body, &loaded.source.text),
+                names: std::cell::OnceCell::new(),
             });
         }
         model.collect_functions(body, None, 0);
@@ -293,14 +346,20 @@ impl<'a> SemanticModel<'a> {
             let id = u32::try_from(index + 1).unwrap_or(u32::MAX);
             model.mark_replaced_methods(&loaded.parsed.module.body, id);
         }
-        model.collect_attributes();
-        model.custom_ops = custom_ops::collect(body, &model);
-        model.entry_site = entry_site(body);
+        model
+    }
+
+    /// The rest of [`Self::declarations`] after [`Self::classes_and_globals`]: what module
+    /// classes' methods assign to `self`, custom operators, the entrypoint.
+    pub(crate) fn finish_declarations(&mut self, parsed: &'a Parsed) {
+        let body: &'a [Stmt] = &parsed.module.body;
+        self.collect_attributes();
+        self.custom_ops = custom_ops::collect(body, self);
+        self.entry_site = entry_site(body);
         // The entrypoint's own checks (example sizes, pytree registration, the spec's shape)
         // need no model class: a library model (`torchvision.models.resnet50()`) is exported
         // from files that define none.
-        (model.entry, model.spec) = shapes::collect(body, &model);
-        model
+        (self.entry, self.spec) = shapes::collect(body, self);
     }
 
     /// Follows the traced code of the model [`Self::declarations`] built from `parsed`.
@@ -652,27 +711,22 @@ impl<'a> SemanticModel<'a> {
                 Some((head, tail)) => (head, Some(tail)),
                 None => (rest, None),
             };
-            let source = self.source_in(file);
+            // The analysed file's own statements are not followed (it is not in `foreign`).
+            let foreign = self.foreign.get(file.checked_sub(1)? as usize)?;
+            let bound = foreign
+                .names
+                .get_or_init(|| ModuleNames::of(foreign.body, foreign.file));
             // The last import that binds it, as Python leaves it.
-            let target = names::module_level_statements(self.body_in(file))
-                .into_iter()
-                .filter(|stmt| matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_)))
-                .flat_map(|stmt| names::import_bindings(stmt, source))
-                .filter(|(local, _)| local == head)
-                .last()?
-                .1;
+            let target = bound.imported.get(head)?;
             // Another binding of the name at module level (a def, a class, an assignment)
             // may replace the import: left as the program defines it.
-            if names::module_level_statements(self.body_in(file))
-                .iter()
-                .any(|stmt| binds_otherwise(stmt, head))
-            {
+            if bound.otherwise.contains(head) {
                 return None;
             }
             followed = true;
             name = match tail {
                 Some(tail) => format!("{target}.{tail}"),
-                None => target,
+                None => target.clone(),
             };
         }
         None
@@ -951,15 +1005,21 @@ impl<'a> SemanticModel<'a> {
     /// Whether facts from other files could change this file's report (see
     /// [`crate::ModuleSummary::needs_workspace`]).
     pub(crate) fn depends_on_workspace(&self) -> bool {
-        let undetermined = |class: usize| self.is_undetermined(class, 0);
-        let open_class = self
-            .classes
-            .iter()
-            .enumerate()
-            .any(|(index, class)| class.methods.contains_key("forward") && undetermined(index));
         // A file that exports a model is followed into the code it imports (`pscan` of another
         // module called from a local model's `forward`), whatever its classes' bases.
-        open_class || self.entry.is_some() || self.custom_ops.iter().any(|op| !op.has_fake)
+        self.has_open_class()
+            || self.entry.is_some()
+            || self.custom_ops.iter().any(|op| !op.has_fake)
+    }
+
+    /// Whether a class with a `forward` may be a module through a base from another file:
+    /// known from [`Self::classes_and_globals`] already.
+    pub(crate) fn has_open_class(&self) -> bool {
+        let undetermined = |class: usize| self.is_undetermined(class, 0);
+        self.classes
+            .iter()
+            .enumerate()
+            .any(|(index, class)| class.methods.contains_key("forward") && undetermined(index))
     }
 
     /// A class not known to be a module that has a base from elsewhere.
