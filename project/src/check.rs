@@ -613,7 +613,9 @@ impl<'a> Project<'a> {
     pub fn check_also(&mut self, wanted: impl Fn(&Path) -> bool) -> bool {
         let (added, kept): (Vec<ContextFile>, Vec<ContextFile>) = std::mem::take(&mut self.context)
             .into_iter()
-            .partition(|file| wanted(&file.path));
+            // A table's module stands for the configuration file, which is never a checked
+            // Python file: its findings go in the configuration's own report.
+            .partition(|file| file.table.is_none() && wanted(&file.path));
         self.context = kept;
         if added.is_empty() {
             return false;
@@ -682,6 +684,21 @@ impl<'a> Project<'a> {
             .extend(tables.into_iter().map(ContextFile::of_table));
     }
 
+    /// The entrypoint table written in the configuration file `file` whose keys include the
+    /// 1-based `line`, as the module the static pass reads.
+    pub fn table_program_at(
+        &self,
+        file: &Path,
+        line: u32,
+    ) -> Option<Arc<crate::table_programs::TableProgram>> {
+        let file = walk::absolute(&self.cwd, file);
+        self.context
+            .iter()
+            .filter_map(|context| context.table.as_ref())
+            .find(|table| table.is_written_at(&file, line))
+            .cloned()
+    }
+
     /// After `configuration` (shown as in the reports) was rewritten: its tables' modules are
     /// made again from what it says now, its report reads the new text (its companions are
     /// found again), and phase 2 runs again, so the reports say what the rewritten tables give.
@@ -693,7 +710,14 @@ impl<'a> Project<'a> {
         };
         let shown = walk::display_path(&absolute, &self.cwd);
         for report in self.others.iter_mut().filter(|report| report.path == shown) {
-            let kept = std::mem::take(&mut report.diagnostics);
+            // The companions, static or traced, were for the old text: those of the new one
+            // are found again (and traced again, when the caller traces).
+            let kept: Vec<_> = std::mem::take(&mut report.diagnostics)
+                .into_iter()
+                .filter(|reported| {
+                    !(reported.rule == Rule::DynamicDimGuard && reported.fix.is_some())
+                })
+                .collect();
             *report = FileReport::new(shown.clone(), text.clone(), Vec::new());
             report.diagnostics = kept;
         }

@@ -25,6 +25,12 @@ pub struct TableProgram {
 }
 
 impl TableProgram {
+    /// Whether this is the table written in the configuration file `file` with a key on the
+    /// 1-based `line` (paths compared as given: both absolute, or both as shown).
+    pub fn is_written_at(&self, file: &std::path::Path, line: u32) -> bool {
+        self.path == file && self.place.keys.values().any(|at| *at == line)
+    }
+
     /// `fix`, made on this program's text, as the same edits of the configuration file's text
     /// `configuration`: a `Dim(...)` written inside a table string is fixed where it is
     /// written. `None` when any edit cannot be placed exactly, rather than a wrong edit: an

@@ -260,3 +260,123 @@ async fn table_problems_that_need_no_run_are_the_same_in_check_and_the_editor() 
     client.shutdown_and_exit().await;
     let _ = child.wait().await;
 }
+
+/// A guard only the trace sees (through `globals()`), on a `Dim` written inside the table's
+/// `dynamic-shapes` string.
+const GUARD_ONLY_THE_TRACE_SEES: &str = r#"import torch.nn as nn
+
+from .config import ModelConfig
+
+
+def _cap(y, x):
+    if x.shape[0] > 4:
+        y = y * 0.5
+    return y
+
+
+class Net(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.proj = nn.Linear(cfg.hidden, cfg.hidden)
+
+    def forward(self, x):
+        return globals()["_cap"](self.proj(x), x)
+
+
+def build_model(cfg: ModelConfig) -> Net:
+    return Net(cfg)
+"#;
+
+/// `text` with LSP text edits applied (ASCII: UTF-16 columns are byte columns).
+fn apply_edits(text: &str, edits: &[Value]) -> String {
+    let offset = |position: &Value| {
+        let line = position["line"].as_u64().unwrap() as usize;
+        let character = position["character"].as_u64().unwrap() as usize;
+        text.split_inclusive('\n')
+            .take(line)
+            .map(str::len)
+            .sum::<usize>()
+            + character
+    };
+    let mut edits: Vec<(usize, usize, &str)> = edits
+        .iter()
+        .map(|edit| {
+            (
+                offset(&edit["range"]["start"]),
+                offset(&edit["range"]["end"]),
+                edit["newText"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    edits.sort_by_key(|(start, ..)| std::cmp::Reverse(*start));
+    let mut out = text.to_owned();
+    for (start, end, new) in edits {
+        out.replace_range(start..end, new);
+    }
+    out
+}
+
+/// torch's fix of a `Dim` written inside a table string is published on the table's line in
+/// `pyproject.toml` with the edit of the string, as `check --trace` makes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn torch_s_fix_of_a_dim_in_a_table_string_is_published_on_the_string() {
+    let python = std::env::var("PT2LSP_PYTHON")
+        .expect("PT2LSP_PYTHON must name a Python with torch (scripts/test.sh sets it)");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    tree::copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/table_expressions"),
+        &root,
+    );
+    let model = root.join("tablepkg/model.py");
+    std::fs::write(&model, GUARD_ONLY_THE_TRACE_SEES).unwrap();
+    let pyproject = root.join("pyproject.toml");
+    let table = "[project]\nname = \"inline-dims\"\nversion = \"0.1.0\"\n\n[tool.pt2lsp]\ntimeout = 120\n\n\
+                 [[tool.pt2lsp.entrypoints]]\nname = \"capped\"\n\
+                 model = \"tablepkg:build_model(ModelConfig(hidden=8))\"\n\
+                 example-args = \"tablepkg:(torch.randn(8, 8),)\"\n\
+                 dynamic-shapes = \"tablepkg.spec:{'x': {0: Dim('batch', min=2, max=64)}}\"\n";
+    std::fs::write(&pyproject, table).unwrap();
+    let (mut child, mut client) = common::spawn_server(Stdio::inherit());
+    let response = client
+        .initialize(Some(&root), json!({"python": python, "timeout": 120}))
+        .await;
+    assert!(response.get("result").is_some(), "{response}");
+    client.scanned().await;
+    let model_uri = file_uri(&model);
+    let pyproject_uri = file_uri(&pyproject);
+    client
+        .open(&model_uri, 1, &std::fs::read_to_string(&model).unwrap())
+        .await;
+    client
+        .notify(
+            "textDocument/didSave",
+            json!({"textDocument": {"uri": model_uri}}),
+        )
+        .await;
+    let published = client
+        .wait_for_within(TRACE_WAIT, |message| {
+            message["method"] == "textDocument/publishDiagnostics"
+                && message["params"]["uri"] == pyproject_uri
+                && traced_at(&message["params"], "PT401", 12)
+        })
+        .await;
+    let companion = published["params"]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "PT401")
+        .unwrap()
+        .clone();
+    let edits = companion["data"]["edits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no edits: {companion:#}"));
+    let fixed = apply_edits(table, edits);
+    assert!(
+        fixed
+            .contains("dynamic-shapes = \"tablepkg.spec:{'x': {0: Dim('batch', min=5, max=64)}}\""),
+        "{fixed}"
+    );
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+}

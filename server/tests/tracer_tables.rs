@@ -296,3 +296,81 @@ fn a_dim_in_a_table_string_is_fixed_in_pyproject() {
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("No fixes to apply"), "{}", run.stderr);
 }
+
+/// A model whose guard only the trace finds (the call goes through `globals()`, which the
+/// static pass does not follow), exported by a table whose `Dim` is written in its string.
+const GUARD_ONLY_THE_TRACE_SEES: &str = r#"import torch.nn as nn
+
+from .config import ModelConfig
+
+
+def _cap(y, x):
+    if x.shape[0] > 4:
+        y = y * 0.5
+    return y
+
+
+class Net(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.proj = nn.Linear(cfg.hidden, cfg.hidden)
+
+    def forward(self, x):
+        return globals()["_cap"](self.proj(x), x)
+
+
+def build_model(cfg: ModelConfig) -> Net:
+    return Net(cfg)
+"#;
+
+/// torch's own `Dim` fix for a `Dim` written inside a table string edits the string in
+/// `pyproject.toml`: `check --trace --diff` shows it, `--trace --fix` writes it, traces the
+/// rewritten table again and finds nothing left.
+#[test]
+fn torch_s_fix_of_a_dim_in_a_table_string_edits_the_string() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = project();
+    std::fs::write(
+        project.path().join("tablepkg/model.py"),
+        GUARD_ONLY_THE_TRACE_SEES,
+    )
+    .unwrap();
+    let pyproject = project.path().join("pyproject.toml");
+    std::fs::write(
+        &pyproject,
+        inline_dim_table(r#""tablepkg.spec:{'x': {0: Dim('batch', min=2, max=64)}}""#),
+    )
+    .unwrap();
+    let python = python.to_str().unwrap();
+    let diff = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &["check", "--trace", "--python", python, "--diff"],
+    );
+    assert_eq!(diff.code, 1, "stderr:\n{}", diff.stderr);
+    insta::assert_snapshot!(diff.stdout, @r#"
+    --- pyproject.toml
+    +++ pyproject.toml
+    @@ -10,4 +10,4 @@
+     name = "capped"
+     model = "tablepkg:build_model(ModelConfig(hidden=8, max_batch=4))"
+     example-args = "tablepkg:(torch.randn(8, 8),)"
+    -dynamic-shapes = "tablepkg.spec:{'x': {0: Dim('batch', min=2, max=64)}}"
+    +dynamic-shapes = "tablepkg.spec:{'x': {0: Dim('batch', min=5, max=64)}}"
+    "#);
+    let fixed = pt2lsp(
+        project.path(),
+        tmp.path(),
+        &["check", "--trace", "--python", python, "--fix"],
+    );
+    assert_eq!(fixed.code, 0, "{}{}", fixed.stdout, fixed.stderr);
+    assert!(
+        fixed.stdout.contains("Fixed 1 info (0 remaining)"),
+        "{}",
+        fixed.stdout
+    );
+    let text = std::fs::read_to_string(&pyproject).unwrap();
+    assert!(text.contains("Dim('batch', min=5, max=64)"), "{text}");
+}

@@ -326,7 +326,12 @@ impl TraceInputs {
                     if found.declaration_of.is_none() {
                         places.push((shown(&file, root), found.line));
                     }
-                    Finding::traced(found, &text, version.unwrap_or(DISK_VERSION))
+                    let mut finding =
+                        Finding::traced(found, &text, version.unwrap_or(DISK_VERSION));
+                    if found.declaration_of.is_some() && !workspace::is_python(&file) {
+                        table_fix(&mut finding, found, &settings.entrypoints, &file);
+                    }
+                    finding
                 })
                 .collect();
             let shapes = shapes_by_file.remove(&file).unwrap_or_default();
@@ -939,6 +944,32 @@ pub fn found_message(places: &[(String, u32)]) -> String {
         if count == 1 { "" } else { "s" },
         listed.join(", ")
     )
+}
+
+/// torch's fix of a `Dim` written inside an entrypoint table's string, on the companion that
+/// stands on the table's `dynamic-shapes` line of `file` (the configuration): made on the
+/// table's module, whose lines and columns are the string's, and carried to where the `Dim`
+/// is written, as `pt2lsp check --trace` carries it; no fix when it cannot be placed exactly.
+fn table_fix(
+    finding: &mut Finding,
+    found: &pt2lsp_tracer::TraceDiagnostic,
+    entries: &[config::Entrypoint],
+    file: &Path,
+) {
+    let tables = pt2lsp_project::table_programs::table_programs(entries);
+    let Some(table) = tables.iter().find(|table| {
+        normalized(&table.path) == file && table.place.keys.values().any(|at| *at == found.line)
+    }) else {
+        return;
+    };
+    let fix = found
+        .dim_fix(&table.text)
+        .and_then(|fix| table.fix_in_configuration(finding.text.text(), &fix));
+    let diagnostic = &mut finding.reported.diagnostic;
+    if let Some(edit) = fix.as_ref().and_then(|fix| fix.edits.first()) {
+        diagnostic.range = edit.range;
+    }
+    diagnostic.fix = fix;
 }
 
 /// PT503 for each problem of the configured entrypoints' strings that can be judged without

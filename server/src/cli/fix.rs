@@ -213,7 +213,17 @@ pub fn run(
             });
         }
     }
-    fix_configuration(project, fixing, &mut outcome);
+    if fix_configuration(project, fixing, &mut outcome) {
+        if let Some(tracing) = retrace {
+            // The rewritten tables export something else: their traces are taken again.
+            match tracing.trace(project) {
+                Ok(summary) => outcome.traced = Some(summary),
+                Err(error) => outcome
+                    .errors
+                    .push(format!("cannot trace the fixed tables: {error:#}")),
+            }
+        }
+    }
     outcome.changes.sort_by(|a, b| a.shown.cmp(&b.shown));
     outcome
 }
@@ -221,15 +231,14 @@ pub fn run(
 /// The fixes in a configuration file's report (a `Dim(...)` written inside an entrypoint
 /// table's string, `Project::place_table_companions`): it is no Python module, so they are
 /// applied once, after the rounds that fixed the modules, and its tables are read again so
-/// that the report says what the fixed tables give.
-fn fix_configuration(project: &mut Project<'_>, fixing: Fixing, outcome: &mut Outcome) {
+/// that the report says what the fixed tables give. Returns whether a file was rewritten.
+fn fix_configuration(project: &mut Project<'_>, fixing: Fixing, outcome: &mut Outcome) -> bool {
     let write = fixing.apply == Some(Apply::Write);
     let mut rewritten = Vec::new();
     for report in &mut project.others {
         let diagnostics: Vec<Diagnostic> = report
             .diagnostics
             .iter()
-            .filter(|reported| reported.source == crate::cli::output::Source::Static)
             .map(|reported| reported.diagnostic.clone())
             .collect();
         let Some((text, fixes)) = fix_round(&report.text, &diagnostics, fixing.mode) else {
@@ -260,9 +269,10 @@ fn fix_configuration(project: &mut Project<'_>, fixing: Fixing, outcome: &mut Ou
             fixed: text,
         });
     }
-    for path in rewritten {
-        project.reload_tables(&path);
+    for path in &rewritten {
+        project.reload_tables(path);
     }
+    !rewritten.is_empty()
 }
 
 /// Writes every file whose text differs from what is on disk. A file that cannot be written

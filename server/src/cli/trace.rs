@@ -208,7 +208,19 @@ impl<'a> Tracing<'a> {
         let (args, config, cwd) = (self.args, self.config, self.cwd);
         let settings = project.settings;
         let mut entrypoints = Vec::new();
-        for (index, entry) in config.entrypoints.iter().flatten().enumerate() {
+        // The tables as the configuration file says now: `--fix` may have rewritten a `Dim`
+        // written inside one of their strings since the check began.
+        let reread = config
+            .path
+            .as_deref()
+            .and_then(|path| pt2lsp_project::config::load(path).ok());
+        let tables = reread
+            .as_ref()
+            .unwrap_or(config)
+            .entrypoints
+            .as_deref()
+            .unwrap_or_default();
+        for (index, entry) in tables.iter().enumerate() {
             match tracer::export::spec_of(entry) {
                 Some(spec) => entrypoints.push(spec),
                 // A table with `script` gives a script's command line; it names no model.
@@ -236,9 +248,7 @@ impl<'a> Tracing<'a> {
                 .or(config.memory_limit)
                 .or_else(tracer::default_memory_limit_mb),
             entrypoints,
-            scripts: batch::ScriptArgs::configured(
-                config.entrypoints.as_deref().unwrap_or_default(),
-            ),
+            scripts: batch::ScriptArgs::configured(tables),
             targets: tracer::targets::union(
                 &args.targets,
                 config.targets.as_deref().unwrap_or_default(),
@@ -441,6 +451,11 @@ impl<'a> Tracing<'a> {
                 }
             }
             let key = normalized(&found.file);
+            // The companion of a `Dim` written inside an entrypoint table's string.
+            let table = found
+                .declaration_of
+                .as_ref()
+                .and_then(|_| project.table_program_at(&found.file, found.line));
             let report = if let Some(index) = checked.get(&key) {
                 &mut project.files[*index].report
             } else if let Some(index) = others.get(&key) {
@@ -462,7 +477,18 @@ impl<'a> Tracing<'a> {
                 silenced.insert((normalized(&found.file), found.line));
                 continue;
             }
-            let diagnostic = found.to_diagnostic(text, lines);
+            let mut diagnostic = found.to_diagnostic(text, lines);
+            if let Some(table) = &table {
+                // torch's fix is made on the table's module, whose lines and columns are the
+                // string's, and carried to where the `Dim` is written (or not offered at all).
+                let fix = found
+                    .dim_fix(&table.text)
+                    .and_then(|fix| table.fix_in_configuration(text, &fix));
+                if let Some(edit) = fix.as_ref().and_then(|fix| fix.edits.first()) {
+                    diagnostic.range = edit.range;
+                }
+                diagnostic.fix = fix;
+            }
             let traced = output::Reported {
                 diagnostic,
                 source: output::Source::Trace,

@@ -64,9 +64,11 @@ def _spec_declaration(spec_binding, workspace: Workspace) -> tuple[str, int, str
     return None if line is None else (file, line, name)
 
 
-def mark_declarations(findings: list[Finding], dynamic_shapes, workspace: Workspace, spec_binding=None) -> None:
+def mark_declarations(findings: list[Finding], dynamic_shapes, workspace: Workspace, spec_binding=None, table_spec=None) -> None:
     """Sets on each suggested fix the file and line that declare its dimension: the binding of
-    the `Dim` itself, else the module-level binding of the whole spec that writes it."""
+    the `Dim` itself, else the module-level binding of the whole spec that writes it, else the
+    entrypoint table's `dynamic-shapes` line (`table_spec`, (file, line)) when the spec is
+    written inside the table's string."""
     if not any(finding.fixes for finding in findings):
         return
     declared = declared_dims(dynamic_shapes, workspace)
@@ -78,3 +80,5 @@ def mark_declarations(findings: list[Finding], dynamic_shapes, workspace: Worksp
                 fix.declared_file, fix.declared_line = place
             elif in_spec is not None:
                 fix.declared_file, fix.declared_line, fix.declared_spec = in_spec
+            elif table_spec is not None:
+                fix.declared_file, fix.declared_line = table_spec

@@ -51,6 +51,9 @@ class Target:
         # (file, 1-based line, name) of the `model` key of the `[[tool.pt2lsp.entrypoints]]`
         # table the target comes from, where the entrypoint is written.
         self.table_model: tuple[str, int, str] | None = None
+        # (file, 1-based line) of the table's `dynamic-shapes` key: a `Dim(...)` written inside
+        # that string is declared there.
+        self.table_spec: tuple[str, int] | None = None
         # (file, name) of example_args and example_kwargs, for PT404/PT405 locations.
         self.args_binding: tuple[str, str] | None = None
         self.kwargs_binding: tuple[str, str] | None = None
@@ -171,6 +174,9 @@ def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
             target.kwargs, target.kwargs_binding = _resolve(entry, "example_kwargs", workspace)
         if entry.get("dynamic_shapes"):
             target.dynamic_shapes, target.spec_binding = _resolve(entry, "dynamic_shapes", workspace)
+            spec_key = TableKey(entry, "dynamic_shapes").location()
+            if spec_key is not None and spec_key.line is not None:
+                target.table_spec = (spec_key.file, spec_key.line)
         strict = entry.get("strict")
         target.strict = bool(job.get("strict")) if strict is None else bool(strict)
         target.targets = requested_targets(job, entry.get("targets"))

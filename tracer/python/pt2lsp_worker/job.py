@@ -65,7 +65,7 @@ def _run(job: dict, job_dir: str, progress) -> dict:
         return _out_of_memory(job)
     except RecursionError as exc:
         return {"status": "crashed", "detail": f"the trace recursed too deeply: {exc}"}
-    mark_declarations(findings, target.dynamic_shapes, workspace, target.spec_binding)
+    mark_declarations(findings, target.dynamic_shapes, workspace, target.spec_binding, target.table_spec)
     status = "failed" if findings else "ok"
     if any(finding.code == "PT502" for finding in findings):
         status = "oom"
