@@ -1031,39 +1031,14 @@ impl<'a> Project<'a> {
             .context
             .iter()
             .zip(context)
-            .filter(|(file, inside)| **inside && workspace.is_entrypoint(&file.module.0))
-            .filter_map(|(file, _)| Some((file, file.table.as_ref()?)))
-            .flat_map(|(file, table)| {
-                let report = pt2lsp_analyzer::check_file(
-                    SourceFile {
-                        text: &file.text,
-                        module: Some(&file.module.0),
-                        is_package: false,
-                    },
-                    settings,
-                    workspace,
-                );
+            .filter(|(_, inside)| **inside)
+            .filter_map(|(file, _)| file.table.as_ref())
+            .flat_map(|table| {
                 let configuration = std::fs::read_to_string(&table.path).unwrap_or_default();
-                report
-                    .diagnostics
+                table
+                    .companions(&configuration, settings, workspace)
                     .into_iter()
-                    .filter(|diagnostic| {
-                        diagnostic.rule == Rule::DynamicDimGuard
-                            && diagnostic.severity == pt2lsp_analyzer::Severity::Info
-                    })
-                    .filter_map(|diagnostic| {
-                        let fix =
-                            table.fix_in_configuration(&configuration, diagnostic.fix.as_ref()?)?;
-                        let range = fix.edits.first()?.range;
-                        Some((
-                            table.path.clone(),
-                            Diagnostic {
-                                range,
-                                fix: Some(fix),
-                                ..diagnostic
-                            },
-                        ))
-                    })
+                    .map(|diagnostic| (table.path.clone(), diagnostic))
                     .collect::<Vec<_>>()
             })
             .collect();

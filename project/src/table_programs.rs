@@ -25,6 +25,47 @@ pub struct TableProgram {
 }
 
 impl TableProgram {
+    /// The info companions this table's own analysis gives (the fix of a guard in another
+    /// file on a `Dim` the table's string writes), each placed and fixed where the string is
+    /// written in `configuration`, the configuration file's text; a companion whose fix
+    /// cannot be placed exactly is left out. `pt2lsp check` and the editor both ask this.
+    pub fn companions(
+        &self,
+        configuration: &str,
+        settings: &pt2lsp_analyzer::Settings,
+        workspace: &pt2lsp_analyzer::WorkspaceIndex,
+    ) -> Vec<pt2lsp_analyzer::Diagnostic> {
+        if !workspace.is_entrypoint(&self.module) {
+            return Vec::new();
+        }
+        let report = pt2lsp_analyzer::check_file(
+            pt2lsp_analyzer::SourceFile {
+                text: &self.text,
+                module: Some(&self.module),
+                is_package: false,
+            },
+            settings,
+            workspace,
+        );
+        report
+            .diagnostics
+            .into_iter()
+            .filter(|diagnostic| {
+                diagnostic.rule == pt2lsp_analyzer::Rule::DynamicDimGuard
+                    && diagnostic.severity == pt2lsp_analyzer::Severity::Info
+            })
+            .filter_map(|diagnostic| {
+                let fix = self.fix_in_configuration(configuration, diagnostic.fix.as_ref()?)?;
+                let range = fix.edits.first()?.range;
+                Some(pt2lsp_analyzer::Diagnostic {
+                    range,
+                    fix: Some(fix),
+                    ..diagnostic
+                })
+            })
+            .collect()
+    }
+
     /// Whether this is the table written in the configuration file `file` with a key on the
     /// 1-based `line` (paths compared as given: both absolute, or both as shown).
     pub fn is_written_at(&self, file: &std::path::Path, line: u32) -> bool {

@@ -380,3 +380,63 @@ async fn torch_s_fix_of_a_dim_in_a_table_string_is_published_on_the_string() {
     client.shutdown_and_exit().await;
     let _ = child.wait().await;
 }
+
+/// The static pass's fix of a `Dim` written inside a table string is published on the string
+/// in `pyproject.toml` with its edit, as `pt2lsp check` shows it, before any trace (this
+/// interpreter cannot run one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_static_fix_of_a_dim_in_a_table_string_is_published_on_the_string() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap().join("project");
+    tree::copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/table_expressions"),
+        &root,
+    );
+    let pyproject = root.join("pyproject.toml");
+    let table = "[project]\nname = \"inline-dims\"\nversion = \"0.1.0\"\n\n[tool.pt2lsp]\ntimeout = 5\n\n\
+                 [[tool.pt2lsp.entrypoints]]\nname = \"capped\"\n\
+                 model = \"tablepkg:build_model(ModelConfig(hidden=8, max_batch=4))\"\n\
+                 example-args = \"tablepkg:(torch.randn(8, 8),)\"\n\
+                 dynamic-shapes = \"tablepkg.spec:{'x': {0: Dim('batch', min=2, max=64)}}\"\n";
+    std::fs::write(&pyproject, table).unwrap();
+    let python = environment(dir.path());
+    let (mut child, mut client) = common::spawn_server(Stdio::inherit());
+    let response = client
+        .initialize(Some(&root), json!({"python": python, "timeout": 5}))
+        .await;
+    assert!(response.get("result").is_some(), "{response}");
+    client.scanned().await;
+    let model = root.join("tablepkg/model.py");
+    let model_uri = file_uri(&model);
+    let pyproject_uri = file_uri(&pyproject);
+    client
+        .open(&model_uri, 1, &std::fs::read_to_string(&model).unwrap())
+        .await;
+    client
+        .notify(
+            "textDocument/didSave",
+            json!({"textDocument": {"uri": model_uri}}),
+        )
+        .await;
+    let published = client
+        .wait_for_within(Duration::from_secs(60), |message| {
+            message["method"] == "textDocument/publishDiagnostics"
+                && message["params"]["uri"] == pyproject_uri
+        })
+        .await;
+    let diagnostics = published["params"]["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:#?}");
+    let companion = &diagnostics[0];
+    assert_eq!(
+        (
+            companion["code"].as_str(),
+            companion["range"]["start"]["line"].as_u64()
+        ),
+        (Some("PT401"), Some(11)),
+        "{companion:#}"
+    );
+    let fixed = apply_edits(table, companion["data"]["edits"].as_array().unwrap());
+    assert!(fixed.contains("Dim('batch', min=5, max=64)"), "{fixed}");
+    client.shutdown_and_exit().await;
+    let _ = child.wait().await;
+}

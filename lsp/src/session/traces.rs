@@ -163,8 +163,14 @@ pub(super) struct TraceInputs {
 }
 
 /// The problems of a `pyproject.toml`'s entrypoint tables' strings, when `settings` are that
-/// file's project's ([`entrypoint_problems`]).
-fn table_problems(settings: &crate::settings::Resolved, pyproject: &Path) -> Vec<Finding> {
+/// file's project's ([`entrypoint_problems`]), and the fixes the static pass finds for `Dim`s
+/// written inside them (`TableProgram::companions`, as `pt2lsp check` shows them), over the
+/// index of the project the file belongs to.
+fn table_problems(
+    settings: &crate::settings::Resolved,
+    pyproject: &Path,
+    workspace: &super::index::WorkspaceState,
+) -> Vec<Finding> {
     match (&settings.project, pyproject.parent()) {
         (Some(project), Some(root)) if normalized(project) == normalized(pyproject) => {
             let python = python::interpreter(
@@ -173,10 +179,41 @@ fn table_problems(settings: &crate::settings::Resolved, pyproject: &Path) -> Vec
                 Some(root),
                 std::env::var_os("VIRTUAL_ENV").as_deref().map(Path::new),
             );
-            entrypoint_problems(pyproject, &settings.entrypoints, root, &python)
+            let mut found = entrypoint_problems(pyproject, &settings.entrypoints, root, &python);
+            if let Ok(text) = std::fs::read_to_string(pyproject) {
+                let index = workspace.index_of(Some(pyproject));
+                let analysed = AnalysedText::new(text.clone());
+                for table in pt2lsp_project::table_programs::table_programs(&settings.entrypoints)
+                    .iter()
+                    .filter(|table| normalized(&table.path) == normalized(pyproject))
+                {
+                    found.extend(
+                        table
+                            .companions(&text, &settings.analyzer, &index)
+                            .into_iter()
+                            .map(|diagnostic| {
+                                Finding::found_statically(diagnostic, &analysed, DISK_VERSION)
+                            }),
+                    );
+                }
+            }
+            found
         }
         _ => Vec::new(),
     }
+}
+
+/// A configuration file's static findings with its trace findings: a traced finding with the
+/// code and line of a static one (torch's companion on the `Dim` the static pass also fixes)
+/// stands for both, as `check --trace` merges them.
+fn with_table_traces(mut statics: Vec<Finding>, traced: Vec<Finding>) -> Vec<Finding> {
+    statics.retain(|item| {
+        !traced.iter().any(|found| {
+            found.diagnostic().rule == item.diagnostic().rule && found.line() == item.line()
+        })
+    });
+    statics.extend(traced);
+    statics
 }
 
 impl Session {
@@ -385,7 +422,10 @@ impl TraceInputs {
             return plan;
         };
         if let Some(pyproject) = &settings.project {
-            plan.config = Some((pyproject.clone(), table_problems(&settings, pyproject)));
+            plan.config = Some((
+                pyproject.clone(),
+                table_problems(&settings, pyproject, &self.workspace),
+            ));
         }
         let reached = self.reached_by(path);
         let texts: Vec<(PathBuf, String)> = reached
@@ -501,8 +541,9 @@ impl Session {
             let plan = tokio::task::spawn_blocking(move || inputs.plan_traces(&path, reason))
                 .await
                 .unwrap_or_default();
-            if let Some((pyproject, mut problems)) = plan.config {
-                problems.extend(session.traced_for(&normalized(&pyproject), None));
+            if let Some((pyproject, problems)) = plan.config {
+                let problems =
+                    with_table_traces(problems, session.traced_for(&normalized(&pyproject), None));
                 if let Some(uri) = Uri::from_file_path(&pyproject) {
                     session.publish(uri, &problems.into(), None).await;
                 }
@@ -688,9 +729,12 @@ impl Session {
     /// ([`table_problems`]) and what the traces found on its lines (a string the worker could
     /// not evaluate, on its key's line). Blocking: reads the file.
     fn pyproject_findings(&self, pyproject: &Path) -> Vec<Finding> {
-        let mut shown = table_problems(&self.resolve_settings(Some(pyproject)), pyproject);
-        shown.extend(self.traced_for(&normalized(pyproject), None));
-        shown
+        let statics = table_problems(
+            &self.resolve_settings(Some(pyproject)),
+            pyproject,
+            &self.workspace,
+        );
+        with_table_traces(statics, self.traced_for(&normalized(pyproject), None))
     }
 
     /// The static diagnostics of `file` at `version` with its trace diagnostics merged in
