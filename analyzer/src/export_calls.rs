@@ -12,7 +12,7 @@ use ruff_text_size::{Ranged, TextRange};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::SourceFile;
-use crate::semantic::names;
+use crate::names;
 use crate::syntax::{
     self,
     ast::{self, Expr, Stmt},

@@ -8,6 +8,8 @@
 //! files (a `Module` base class imported from a sibling file, a fake kernel registered in
 //! another file) come in through a [`WorkspaceIndex`] built from each file's [`ModuleSummary`].
 
+mod catalogue;
+mod custom_ops;
 mod diagnostic;
 mod dim_companions;
 mod export_calls;
@@ -15,10 +17,12 @@ mod fix;
 mod fixes;
 mod library;
 mod line_index;
+mod names;
 mod registry;
 mod rules;
 mod semantic;
 mod settings;
+mod summary;
 mod suppression;
 mod syntax;
 mod workspace;
@@ -34,11 +38,9 @@ pub use line_index::{LineColumn, LineIndex};
 pub use registry::Rule;
 pub use ruff_text_size::{TextRange, TextSize};
 pub use settings::{RuleSelector, Settings};
+pub use summary::{ModuleSummary, SUMMARY_FORMAT, import_targets, summarize};
 pub use suppression::silences as suppression_silences;
-pub use workspace::{
-    ModuleSource, ModuleSummary, ParseCache, SUMMARY_FORMAT, WorkspaceIndex, WorkspaceSources,
-    import_targets, summarize,
-};
+pub use workspace::{ModuleSource, ParseCache, WorkspaceIndex, WorkspaceSources};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -172,7 +174,7 @@ pub fn check_file_summarized(
 ) -> (Report, ModuleSummary) {
     let parsed = workspace.parse_checked(file);
     let report = check_parsed(&parsed, file, settings, workspace);
-    let summary = workspace::summarize_parsed(
+    let summary = summary::summarize_parsed(
         &parsed.module.body,
         SourceFile {
             is_package: false,
@@ -192,7 +194,7 @@ fn check_parsed(
         .module
         .filter(|module| workspace.is_entrypoint(module))
         .map(|module| program_of(workspace, module));
-    let program: &[semantic::LoadedFile] = entry_program.as_ref().map_or(&[], |p| &p.files);
+    let program: &[workspace::LoadedFile] = entry_program.as_ref().map_or(&[], |p| &p.files);
     let mut model = semantic::SemanticModel::build_program(parsed, file, workspace, program);
     // What this file's own entrypoint is lowered for goes with the calls its analysis found,
     // here and in installed libraries.
@@ -271,7 +273,7 @@ fn own_path(workspace: &WorkspaceIndex, file: SourceFile<'_>) -> PathBuf {
 fn library_diagnostics(
     model: &semantic::SemanticModel<'_>,
     target: u32,
-    program: &[semantic::LoadedFile],
+    program: &[workspace::LoadedFile],
     settings: &Settings,
     own_path: &std::path::Path,
 ) -> Vec<Diagnostic> {
@@ -433,11 +435,11 @@ fn entered_by(workspace: &WorkspaceIndex, entry: &str) -> Option<Arc<EntryProgra
 
 /// The other files of `module`'s program, read through the workspace sources and parsed:
 /// the workspace files it imports, then the installed libraries' files they use.
-fn load_program(workspace: &WorkspaceIndex, module: &str) -> Vec<semantic::LoadedFile> {
+fn load_program(workspace: &WorkspaceIndex, module: &str) -> Vec<workspace::LoadedFile> {
     let load = |name: String| {
         let source = workspace.source(&name)?;
         let parsed = workspace.parse(&name, &source.text);
-        Some(semantic::LoadedFile {
+        Some(workspace::LoadedFile {
             module: name,
             source,
             parsed,
@@ -445,7 +447,7 @@ fn load_program(workspace: &WorkspaceIndex, module: &str) -> Vec<semantic::Loade
     };
     let mut names = workspace.program_of(module);
     let entry = names.remove(0);
-    let mut program: Vec<semantic::LoadedFile> = names.into_iter().filter_map(load).collect();
+    let mut program: Vec<workspace::LoadedFile> = names.into_iter().filter_map(load).collect();
     let Some(libraries) = workspace.libraries() else {
         return program;
     };
@@ -648,7 +650,7 @@ pub fn summarize_and_check_alone(
     let parsed = syntax::parse(file.text);
     let empty = WorkspaceIndex::default();
     let mut model = semantic::SemanticModel::classes_and_globals(&parsed, file, &empty, &[]);
-    let mut summary = workspace::summarize_parsed(&parsed.module.body, file);
+    let mut summary = summary::summarize_parsed(&parsed.module.body, file);
     // Most files that depend on the workspace are known to from their classes: the rest of
     // their declarations would be built again in phase 2, against the workspace.
     summary.needs_workspace = model.has_open_class() || {
@@ -715,7 +717,7 @@ pub fn check_parsed_file(
 /// cross-file facts still count (a pre-commit hook passes only the changed files).
 pub fn summarize_file(file: SourceFile<'_>) -> ModuleSummary {
     let parsed = syntax::parse(file.text);
-    workspace::summarize_parsed(&parsed.module.body, file)
+    summary::summarize_parsed(&parsed.module.body, file)
 }
 
 /// The rules' diagnostics for `model`, with `extra` ones found elsewhere for this file,
@@ -782,7 +784,7 @@ const ENTRYPOINT_BINDINGS: [&str; 4] =
 pub fn outline(file: SourceFile<'_>, workspace: &WorkspaceIndex) -> Vec<OutlineSymbol> {
     use syntax::ast;
     let parsed = syntax::parse(file.text);
-    let summary = workspace::summarize_parsed(&parsed.module.body, file);
+    let summary = summary::summarize_parsed(&parsed.module.body, file);
     let module = file.module.unwrap_or_default();
     // Local classes found to be modules so far: a class may derive from one defined above it.
     let mut local_modules: Vec<String> = Vec::new();
@@ -791,7 +793,7 @@ pub fn outline(file: SourceFile<'_>, workspace: &WorkspaceIndex) -> Vec<OutlineS
             return false;
         };
         let found = bases.iter().any(|base| {
-            semantic::catalogue::is_module_base(base)
+            catalogue::is_module_base(base)
                 || workspace.is_module_class(base)
                 || local_modules.iter().any(|local| {
                     base == local

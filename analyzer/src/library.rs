@@ -12,9 +12,9 @@ use std::collections::VecDeque;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::SourceFile;
-use crate::semantic::names;
+use crate::names;
+use crate::summary::{InstalledClasses, ModuleSummary, Resolver, import_targets};
 use crate::syntax::ast::{self, visitor, visitor::Visitor};
-use crate::workspace::{ModuleSummary, Resolver, import_targets};
 
 /// How many library files one entrypoint's analysis may load, besides the workspace's.
 pub(crate) const MAX_LIBRARY_FILES: usize = 64;
@@ -293,5 +293,16 @@ impl<'a> Visitor<'a> for Spelled<'_> {
             }
         }
         visitor::walk_expr(self, expr);
+    }
+}
+
+/// The resolver's questions, answered from the libraries' own classes.
+impl InstalledClasses for LibraryIndex {
+    fn contains(&self, module: &str) -> bool {
+        LibraryIndex::contains(self, module)
+    }
+
+    fn is_module_class(&self, qualified: &str) -> bool {
+        LibraryIndex::is_module_class(self, qualified)
     }
 }

@@ -16,7 +16,7 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 use super::{import_member, indentation_at, line_end, line_start};
 use crate::SourceFile;
 use crate::diagnostic::{Applicability, Edit, Fix};
-use crate::semantic::names;
+use crate::names;
 use crate::syntax::ast::{self, Expr, Stmt};
 
 /// One constraint on a `Dim`, by the dim's name (the string passed to `Dim`).

@@ -21,7 +21,7 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use crate::SourceFile;
 use crate::diagnostic::Edit;
-use crate::semantic::names::import_bindings;
+use crate::names::import_bindings;
 use crate::syntax::ast::{self, Expr, Stmt};
 
 /// The offset where the line holding `offset` starts.

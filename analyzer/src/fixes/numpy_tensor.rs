@@ -31,8 +31,8 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use super::as_primary;
 use crate::diagnostic::{Applicability, Edit, Fix};
+use crate::names::Resolve;
 use crate::semantic::SemanticModel;
-use crate::semantic::names::Resolve;
 use crate::syntax::ast::visitor::{self, Visitor};
 use crate::syntax::ast::{self, Expr, ExprContext, Stmt};
 

@@ -13,10 +13,10 @@ use ruff_text_size::{Ranged, TextRange};
 
 use super::{import_member, indentation_at, line_end};
 use crate::SourceFile;
+use crate::catalogue::{self, ShapeRule};
+use crate::custom_ops::{CustomOp, Implementation, OpDefinition};
 use crate::diagnostic::{Applicability, Edit, Fix};
-use crate::semantic::catalogue::{self, ShapeRule};
-use crate::semantic::names;
-use crate::semantic::{CustomOp, Implementation, OpDefinition};
+use crate::names;
 use crate::syntax::ast::{self, Expr, Stmt};
 
 /// The fix that registers a fake kernel for `op`, or `None` when the operator's outputs cannot

@@ -10,8 +10,8 @@
 use ruff_text_size::{Ranged, TextRange};
 
 use super::ModuleImports;
+use crate::catalogue::RANDOM_IN_TORCH;
 use crate::diagnostic::{Applicability, Edit, Fix};
-use crate::semantic::catalogue::RANDOM_IN_TORCH;
 use crate::syntax::{ast::Expr, parse_expression};
 
 /// The fix for the `random` call `qualified` (`random.uniform`) at `call` in `text`; `None` for

@@ -17,8 +17,8 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use super::branches::{BranchSite, Context, Predicate, callee_name, dotted, trailing_comment};
 use super::{indentation_at, line_end, line_start};
+use crate::catalogue::{self, ShapeRule};
 use crate::diagnostic::{Applicability, Edit, Fix};
-use crate::semantic::catalogue::{self, ShapeRule};
 use crate::semantic::value::Value;
 use crate::syntax::ast::{self, Expr, Stmt};
 

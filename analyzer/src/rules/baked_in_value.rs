@@ -82,7 +82,7 @@ use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::rules::untraceable_call::is_strict_failure;
 use crate::semantic::EventKind;
-use crate::semantic::names;
+use crate::names;
 use crate::syntax::ast::{self, Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 use rustc_hash::FxHashSet;

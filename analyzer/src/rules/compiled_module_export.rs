@@ -55,7 +55,7 @@ use rustc_hash::FxHashMap;
 use crate::fixes::compiled_module;
 use crate::registry::Rule;
 use crate::rules::Checker;
-use crate::semantic::names;
+use crate::names;
 use crate::syntax::ast::{self, Expr, Stmt};
 
 /// The export functions whose first argument is the module exported.

@@ -785,7 +785,7 @@ fn state_origin(checker: &Checker, range: ruff_text_size::TextRange, text: &str)
         return String::new();
     };
     let body = &checker.parsed.module.body;
-    let Some(origin) = crate::semantic::names::self_attribute_origin(body, range.start(), &name)
+    let Some(origin) = crate::names::self_attribute_origin(body, range.start(), &name)
     else {
         return String::new();
     };

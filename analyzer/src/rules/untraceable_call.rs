@@ -51,7 +51,8 @@ with torch operations.
 use crate::registry::Rule;
 use crate::rules::Checker;
 use crate::rules::baked_in_value::{hook_registrations, hook_strict_failures};
-use crate::semantic::{EventKind, catalogue};
+use crate::catalogue;
+use crate::semantic::EventKind;
 
 /// Calls PT203 reports instead.
 fn is_side_effect(qualified: &str) -> bool {

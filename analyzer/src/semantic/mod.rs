@@ -7,21 +7,13 @@
 //! used as a condition, a data-dependent number used as a loop count — and the rules turn
 //! events into diagnostics.
 
-pub(crate) mod catalogue;
-mod custom_ops;
 mod events;
 mod interpreter;
 pub(crate) mod mutated_globals;
-pub(crate) mod names;
 mod shapes;
 pub(crate) mod symbolic;
 pub(crate) mod target_ops;
 
-/// Whether the base class `package.class` makes a class an `nn.Module` (for the workspace
-/// index).
-pub(crate) fn catalogue_is_module_base(package: &str, class: &str) -> bool {
-    catalogue::is_module_base_in(package, class)
-}
 pub(crate) mod value;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -30,16 +22,17 @@ use std::rc::Rc;
 
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
-pub(crate) use custom_ops::{CustomOp, Implementation, OpDefinition, registrations};
 pub(crate) use events::{BoolContext, Event, EventKind, Forcing, ScalarUse};
 use interpreter::Interpreter;
 pub(crate) use shapes::{Boundary, Entrypoint, ShapesSpec, UnregisteredValue};
 use value::Value;
 
 use crate::SourceFile;
+use crate::custom_ops::{self, CustomOp};
 use crate::syntax::Parsed;
 use crate::syntax::ast::{self, Stmt};
-use crate::workspace::WorkspaceIndex;
+use crate::workspace::{LoadedFile, WorkspaceIndex};
+use crate::{catalogue, names};
 
 /// A function or method defined anywhere in the file.
 pub(crate) struct FunctionInfo<'a> {
@@ -94,15 +87,6 @@ impl ModuleNames {
             otherwise,
         }
     }
-}
-
-/// One workspace file loaded for whole-program analysis, owned by the caller of
-/// [`SemanticModel::build`] so that the model can borrow its syntax tree.
-pub(crate) struct LoadedFile {
-    pub(crate) module: String,
-    pub(crate) source: crate::workspace::ModuleSource,
-    /// Shared with the workspace's parse cache.
-    pub(crate) parsed: std::sync::Arc<Parsed>,
 }
 
 /// A place on the way to an event: a call site, or the entrypoint, in some file.
@@ -354,7 +338,7 @@ impl<'a> SemanticModel<'a> {
     pub(crate) fn finish_declarations(&mut self, parsed: &'a Parsed) {
         let body: &'a [Stmt] = &parsed.module.body;
         self.collect_attributes();
-        self.custom_ops = custom_ops::collect(body, self);
+        self.custom_ops = custom_ops_of(body, self);
         self.entry_site = entry_site(body);
         // The entrypoint's own checks (example sizes, pytree registration, the spec's shape)
         // need no model class: a library model (`torchvision.models.resnet50()`) is exported
@@ -1186,4 +1170,24 @@ pub(crate) fn catalogue_layer(base: &Value) -> Option<&std::rc::Rc<str>> {
         }
         _ => None,
     }
+}
+
+/// The custom operators `body` defines, each with whether a fake kernel is registered for it
+/// in this file or anywhere in the workspace.
+fn custom_ops_of<'a>(body: &'a [Stmt], model: &SemanticModel) -> Vec<CustomOp<'a>> {
+    let found = custom_ops::registrations(body, model.file.text, model);
+    found
+        .definitions
+        .into_iter()
+        .map(|definition| {
+            let has_fake = found.fakes.contains(&definition.name)
+                || model.workspace.has_fake_kernel(&definition.name);
+            CustomOp {
+                name: definition.name,
+                range: definition.range,
+                has_fake,
+                definition: definition.definition,
+            }
+        })
+        .collect()
 }

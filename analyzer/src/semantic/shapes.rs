@@ -9,9 +9,9 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use super::SemanticModel;
 use super::interpreter::ParameterRole;
-use super::names::{self, Resolve};
 use super::symbolic::SymSize;
 use super::value::{DimDecl, DimSize, TensorDims, Value};
+use crate::names::{self, Resolve};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 mod dim_reader;

@@ -398,7 +398,7 @@ pub(crate) struct TensorInfo {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LayerInfo {
     pub(crate) qualified: Rc<str>,
-    /// The arguments given, by the names of [`super::catalogue::layer_parameters`]: their
+    /// The arguments given, by the names of [`crate::catalogue::layer_parameters`]: their
     /// literal integer, or `None` for one the analysis cannot read (`padding="same"`,
     /// `stride=(2, 1)`, a constructor's own parameter). A tuple argument (`kernel_size=(3, 3)`)
     /// counts when its items are equal.

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use ruff_text_size::Ranged;
 
-use crate::semantic::catalogue;
+use crate::catalogue;
 use crate::syntax::ast::{self, Expr};
 
 use super::{

@@ -6,8 +6,9 @@ use std::rc::Rc;
 
 use ruff_text_size::Ranged;
 
-use crate::semantic::names;
-use crate::semantic::{catalogue, target_ops};
+use crate::catalogue;
+use crate::names;
+use crate::semantic::target_ops;
 use crate::syntax::ast::{self, Expr};
 
 use super::{

@@ -16,8 +16,8 @@ use ruff_text_size::Ranged;
 
 use crate::semantic::value::Instance;
 use crate::semantic::value::LayerInfo;
-use crate::semantic::{catalogue, names};
 use crate::syntax::ast::{self, Expr, Stmt};
+use crate::{catalogue, names};
 
 use super::{Env, Interpreter, Value, layers};
 

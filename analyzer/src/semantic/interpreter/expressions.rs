@@ -5,8 +5,8 @@ use std::rc::Rc;
 
 use ruff_text_size::{Ranged, TextRange};
 
-use crate::semantic::catalogue;
-use crate::semantic::names;
+use crate::catalogue;
+use crate::names;
 use crate::syntax::ast::{self, Expr};
 
 use super::statements::attribute_key;

@@ -5,8 +5,8 @@
 use std::rc::Rc;
 
 use super::shape_ops::{argument, unknown_like};
-use crate::semantic::catalogue::{self, LayerShape};
-use crate::semantic::names;
+use crate::catalogue::{self, LayerShape};
+use crate::names;
 use crate::semantic::symbolic::SymSize;
 use crate::semantic::value::{DimSize, LayerInfo, TensorDims, Value};
 use crate::syntax::ast::{self, Expr};

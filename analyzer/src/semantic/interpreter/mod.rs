@@ -11,16 +11,17 @@ use std::rc::Rc;
 
 use ruff_text_size::{Ranged, TextRange};
 
-use super::catalogue::{AttributeResult, Constructed, MethodResult, TorchResult};
 use super::events::Forcing;
 use super::events::{BoolContext, Event, EventKind, ScalarUse};
-use super::names;
 use super::symbolic::SymSize;
 use super::value::{
     CompareOp, Compared, DimDecl, Guard, GuardKind, Interval, SizeComparison, SizeOrigin,
     TensorDims, TensorInfo, Value,
 };
-use super::{OpDefinition, SemanticModel, ShapesSpec, Site};
+use super::{SemanticModel, ShapesSpec, Site};
+use crate::catalogue::{AttributeResult, Constructed, MethodResult, TorchResult};
+use crate::custom_ops::OpDefinition;
+use crate::names;
 use crate::syntax::ast::visitor::{self, Visitor};
 use crate::syntax::ast::{self, Expr, Stmt};
 

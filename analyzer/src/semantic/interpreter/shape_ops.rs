@@ -5,9 +5,9 @@
 
 use std::rc::Rc;
 
+use crate::catalogue;
+use crate::names;
 use crate::semantic::EventKind;
-use crate::semantic::catalogue;
-use crate::semantic::names;
 use crate::semantic::symbolic::SymSize;
 use crate::semantic::value::{DimSize, TensorDims, Value};
 use crate::syntax::ast::comparable::ComparableExpr;

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use ruff_text_size::Ranged;
 
-use crate::semantic::names;
+use crate::names;
 use crate::syntax::ast::{self, Expr, Stmt};
 use crate::syntax::is_number_literal;
 

@@ -8,8 +8,8 @@ use ruff_text_size::{Ranged, TextRange};
 use rustc_hash::FxHashMap;
 
 use super::{Gathered, GlobalNames, ImportedDim, SpecProblem, gathered_in};
+use crate::names::{self, Resolve};
 use crate::semantic::SemanticModel;
-use crate::semantic::names::{self, Resolve};
 use crate::semantic::symbolic::SymSize;
 use crate::semantic::value::{DimDecl, DimSize, TensorDims};
 use crate::syntax::ast::{self, Expr};

@@ -4,8 +4,8 @@
 use ruff_text_size::Ranged;
 
 use super::Gathered;
+use crate::names;
 use crate::semantic::SemanticModel;
-use crate::semantic::names;
 use crate::semantic::value::Value;
 use crate::syntax::ast::{self, Expr, Stmt};
 

@@ -6,8 +6,7 @@ use rustc_hash::FxHashMap;
 use crate::syntax::ast::visitor::{self, Visitor};
 use ruff_text_size::{Ranged, TextRange};
 
-use super::SemanticModel;
-use super::names::{self, Resolve};
+use crate::names::{self, Resolve};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 /// A custom operator defined in the file.
@@ -560,22 +559,4 @@ pub(crate) fn registrations<'a>(
         }
     }
     collector.found
-}
-
-pub(crate) fn collect<'a>(body: &'a [Stmt], model: &SemanticModel) -> Vec<CustomOp<'a>> {
-    let found = registrations(body, model.file.text, model);
-    found
-        .definitions
-        .into_iter()
-        .map(|definition| {
-            let has_fake = found.fakes.contains(&definition.name)
-                || model.workspace.has_fake_kernel(&definition.name);
-            CustomOp {
-                name: definition.name,
-                range: definition.range,
-                has_fake,
-                definition: definition.definition,
-            }
-        })
-        .collect()
 }
