@@ -56,5 +56,8 @@ pub fn handle(session: &Arc<Session>, params: DidChangeWatchedFilesParams) {
         if index_changed || pyproject_changed {
             session.schedule_all();
         }
+        if pyproject_changed {
+            session.publish_configurations().await;
+        }
     });
 }

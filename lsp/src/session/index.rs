@@ -282,6 +282,21 @@ impl WorkspaceState {
         Some(all.summaries[at].module.clone()).filter(|module| !module.is_empty())
     }
 
+    /// The directories the index's namespaces are rooted at: the workspace's Python projects.
+    pub(super) fn namespace_roots(&self) -> Vec<PathBuf> {
+        self.index.read().map_or_else(
+            |_| Vec::new(),
+            |index| {
+                index
+                    .1
+                    .spaces
+                    .iter()
+                    .filter_map(|space| space.root.clone())
+                    .collect()
+            },
+        )
+    }
+
     /// The index of the Python project `path` belongs to (the empty index for a buffer with
     /// no path, or before the first scan).
     pub fn index_of(&self, path: Option<&Path>) -> Arc<WorkspaceIndex> {
@@ -742,6 +757,7 @@ impl Session {
         self.log(MessageType::INFO, format!("indexed {count} Python files"));
         self.scanned.send_replace(true);
         self.schedule_all();
+        self.publish_configurations().await;
     }
 
     async fn begin_progress(

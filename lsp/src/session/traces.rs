@@ -256,6 +256,36 @@ impl TraceInputs {
         self.roots.clone()
     }
 
+    /// Each `pyproject.toml` of the workspace's projects (the roots' and the index's
+    /// namespaces'), with the problems of its entrypoint tables that need no run
+    /// ([`table_problems`]), for each that has a `[tool.pt2lsp]` table (so a fixed problem is
+    /// cleared, and a project that does not configure pt2lsp is sent nothing). Blocking: reads
+    /// files.
+    fn configuration_problems(&self) -> Vec<(PathBuf, Vec<Finding>)> {
+        let pyprojects: std::collections::BTreeSet<PathBuf> = self
+            .workspace
+            .namespace_roots()
+            .into_iter()
+            .chain(self.roots())
+            .map(|directory| directory.join("pyproject.toml"))
+            .filter(|pyproject| pyproject.is_file())
+            .collect();
+        pyprojects
+            .into_iter()
+            .filter_map(|pyproject| {
+                let settings = self.resolve_settings(Some(&pyproject));
+                let configures = settings
+                    .project
+                    .as_deref()
+                    .is_some_and(|project| normalized(project) == normalized(&pyproject));
+                configures.then(|| {
+                    let problems = table_problems(&settings, &pyproject, &self.workspace);
+                    (pyproject, problems)
+                })
+            })
+            .collect()
+    }
+
     /// The settings for a file: the editor's over its project's; their warnings go to the
     /// client's log. Blocking: the first look-up in a directory reads files.
     pub(super) fn resolve_settings(&self, path: Option<&Path>) -> crate::settings::Resolved {
@@ -552,6 +582,22 @@ impl Session {
                 tokio::spawn(Arc::clone(&session).run_trace(planned, Arc::clone(&submitted)));
             }
         });
+    }
+
+    /// Publishes what each project's `pyproject.toml` shows (its tables' problems that need
+    /// no run, with what traces found there), whatever the trace setting: `pt2lsp check`
+    /// reports them without `--trace`. After each scan and each change to a `pyproject.toml`.
+    pub async fn publish_configurations(self: &Arc<Self>) {
+        let inputs = self.trace_inputs();
+        let found = tokio::task::spawn_blocking(move || inputs.configuration_problems())
+            .await
+            .unwrap_or_default();
+        for (pyproject, problems) in found {
+            let shown = with_table_traces(problems, self.traced_for(&normalized(&pyproject), None));
+            if let Some(uri) = Uri::from_file_path(&pyproject) {
+                self.publish(uri, &shown.into(), None).await;
+            }
+        }
     }
 
     /// Claims the next trace of an entrypoint: its results are kept only if no newer one was
