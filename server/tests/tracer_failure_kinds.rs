@@ -32,6 +32,15 @@ use trace_run::{assert_clean, pt2lsp, traced};
 /// The traced diagnostics of `check --trace` on `files` (name, text), written into a fresh
 /// project: (file name, line, code, message).
 fn trace(python: &Path, files: &[(&str, &str)]) -> Vec<(String, u32, String, String)> {
+    trace_with(python, files, &[])
+}
+
+/// [`trace`] with more options for `check`.
+fn trace_with(
+    python: &Path,
+    files: &[(&str, &str)],
+    options: &[&str],
+) -> Vec<(String, u32, String, String)> {
     let tmp = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
     let mut args = vec![
@@ -43,6 +52,7 @@ fn trace(python: &Path, files: &[(&str, &str)]) -> Vec<(String, u32, String, Str
         "json",
         "--exit-zero",
     ];
+    args.extend_from_slice(options);
     for (name, text) in files {
         fs::write(project.path().join(name), text).unwrap();
         args.push(name);
@@ -333,4 +343,39 @@ fn a_shape_var_narrowed_to_one_size_is_pt406_from_the_program() {
         !found.iter().any(|(name, ..)| name == "free.py"),
         "{found:?}"
     );
+}
+
+/// A model that exports, whose every eager call takes 5 s (a slow forward on a loaded machine):
+/// exporting runs it once, while comparing the program with eager (PT601) would run it six
+/// times more, past the job's 30 s.
+const SLOW_EAGER: &str = r#"import time
+
+import torch
+import torch.nn as nn
+from torch.export import Dim
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        time.sleep(5)
+        return self.proj(x).relu()
+
+
+model = Net().eval()
+example_args = (torch.randn(4, 8),)
+dynamic_shapes = {"x": {0: Dim("batch")}}
+"#;
+
+/// The checks that only add to an export that succeeded (the comparison with eager) end in time
+/// for the job to report: a model that exports is never a timeout (PT502) because of them.
+#[test]
+fn a_slow_model_that_exports_is_not_a_timeout_for_the_checks_after_its_export() {
+    let Some(python) = torch_python() else { return };
+    let _turn = turn();
+    let found = trace_with(python, &[("slow.py", SLOW_EAGER)], &["--timeout", "30"]);
+    assert!(found.is_empty(), "{found:?}");
 }

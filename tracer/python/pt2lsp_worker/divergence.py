@@ -15,9 +15,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import time
 from collections.abc import Callable
 
-from .budget import DIVERGENCE_BUDGET_SECONDS, time_budget
+from .budget import DIVERGENCE_BUDGET_SECONDS, Stopwatch, seconds_left, time_budget
 from .entrypoint import Target
 from .findings import Finding, Location, Related, binding_finding, located
 from .hooks import module_hooks
@@ -90,9 +91,11 @@ def check_divergence(
     kwargs: dict,
     export_again: Callable[[], object],
     is_user_file: Callable[[str], bool],
+    stopwatch: Stopwatch | None = None,
 ) -> Divergence | None:
     """Runs `program` and `model` on fresh inputs; a disagreement is a Divergence placed on the
-    user's line that froze a value (`export_again` exports the model once more for that)."""
+    user's line that froze a value (`export_again` exports the model once more for that). With a
+    `stopwatch`, no run starts that would end past its deadline (it raises instead)."""
     import torch
 
     if _has_random_ops(program):
@@ -112,9 +115,9 @@ def check_divergence(
                 runs = []
                 for _ in range(2):
                     torch.manual_seed(0)
-                    exported = module(*_copied(sample_args), **_copied(sample_kwargs))
+                    exported = timed(stopwatch, module, _copied(sample_args), _copied(sample_kwargs))
                     torch.manual_seed(0)
-                    eager = model(*_copied(sample_args), **_copied(sample_kwargs))
+                    eager = timed(stopwatch, model, _copied(sample_args), _copied(sample_kwargs))
                     runs.append(compare_outputs(eager, exported, shape_only=undefined).detail)
         except Exception:  # noqa: BLE001 - a sample outside what the model accepts proves nothing
             continue
@@ -163,6 +166,13 @@ def check_divergence(
         )
         return Divergence(message, None)
     return None
+
+
+def timed(stopwatch: Stopwatch | None, run: Callable[..., object], args: tuple, kwargs: dict) -> object:
+    """`run(*args, **kwargs)`, through `stopwatch` when there is one."""
+    if stopwatch is None:
+        return run(*args, **kwargs)
+    return stopwatch.step(lambda: run(*args, **kwargs))
 
 
 def aliased_inputs(args: tuple, kwargs: dict) -> list[str]:
@@ -429,6 +439,7 @@ def divergence_findings(program, target: Target, workspace: Workspace) -> list[F
         return []
 
     try:
+        stopwatch = Stopwatch(time.monotonic() + seconds_left(DIVERGENCE_BUDGET_SECONDS))
         with time_budget(DIVERGENCE_BUDGET_SECONDS):
             found = check_divergence(
                 target.model,
@@ -437,6 +448,7 @@ def divergence_findings(program, target: Target, workspace: Workspace) -> list[F
                 dict(target.kwargs or {}),
                 lambda: target.export_with(torch.export.export),
                 workspace.contains,
+                stopwatch,
             )
     except MemoryError:
         raise

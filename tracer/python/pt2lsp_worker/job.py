@@ -9,6 +9,7 @@ import tempfile
 import time
 
 from . import stalled
+from .budget import set_job_deadline
 from .dependencies import DependencyRecorder, environment_files
 from .dim_declarations import mark_declarations
 from .entrypoint import EntrypointError, load_entrypoint
@@ -35,6 +36,9 @@ def _run(job: dict, job_dir: str, progress) -> dict:
     begun = time.monotonic()
     _set_limits(job)
     stalled.arm(job_dir, float(job.get("timeout") or 60))
+    # The optional checks after an export (draft_export, the PT601 comparison) end in time for
+    # the job to report what it found: a model that exports is never a timeout because of them.
+    set_job_deadline(begun + float(job.get("timeout") or 60) - stalled.MARGIN_SECONDS)
     os.environ["TMPDIR"] = job_dir
     # draft_export writes its structured trace under TORCH_DTRACE, else under the temp dir.
     os.environ["TORCH_DTRACE"] = job_dir
