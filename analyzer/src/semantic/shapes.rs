@@ -1455,10 +1455,38 @@ impl<'a> ExampleReader<'_, '_, 'a> {
         })
     }
 
-    /// A name bound to an integer literal (`batch_size = 1`).
+    /// A name bound to an integer literal (`batch_size = 1`), or `args.<name>` of `args =
+    /// parser.parse_args()` whose `add_argument` default is one: what the script runs with when
+    /// no argument is given, as the tracer runs it.
     fn int_name(&self, expr: &Expr) -> Option<i64> {
-        let Expr::Name(name) = expr else { return None };
-        names::int_literal(self.gathered.binding_at(name.id.as_str(), name.start())?)
+        match expr {
+            Expr::Name(name) => {
+                names::int_literal(self.gathered.binding_at(name.id.as_str(), name.start())?)
+            }
+            Expr::Attribute(attribute) => {
+                let Expr::Name(namespace) = &*attribute.value else {
+                    return None;
+                };
+                let bound = self
+                    .gathered
+                    .binding_at(namespace.id.as_str(), namespace.start())?;
+                let Expr::Call(parsed) = bound else {
+                    return None;
+                };
+                let Expr::Attribute(method) = &*parsed.func else {
+                    return None;
+                };
+                if method.attr.as_str() != "parse_args" {
+                    return None;
+                }
+                names::int_literal(
+                    self.gathered
+                        .argument_defaults
+                        .get(attribute.attr.as_str())?,
+                )
+            }
+            _ => None,
+        }
     }
 }
 
