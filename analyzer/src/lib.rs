@@ -233,8 +233,9 @@ fn check_parsed(
             parsed, &model, settings, &own_path,
         ));
     }
+    let mut unexported = Vec::new();
     if let Some(module) = file.module {
-        import_events(
+        unexported = import_events(
             (module, parsed),
             workspace,
             settings,
@@ -247,6 +248,12 @@ fn check_parsed(
     }
     let mut report = report(parsed, &model, file, settings, from_libraries);
     for diagnostic in &mut report.diagnostics {
+        if let Some((_, why)) = unexported
+            .iter()
+            .find(|(class, _)| class.contains_range(diagnostic.range))
+        {
+            as_unexported(diagnostic, why);
+        }
         if let (Some(places), true) = (
             related.get(&diagnostic.range),
             diagnostic.related.is_empty(),
@@ -478,8 +485,12 @@ fn import_events(
     model: &mut semantic::SemanticModel<'_>,
     related: &mut HashMap<TextRange, Vec<Related>>,
     extra: &mut Vec<Diagnostic>,
-) {
+) -> Vec<(TextRange, String)> {
     let mut reached: Vec<TextRange> = Vec::new();
+    // The module classes of this file that the models of the entrypoints entering it may run
+    // (by their definitions' ranges), with those entrypoints; `None` once one of them exports a
+    // model the analysis does not know.
+    let mut exported: Option<(Vec<TextRange>, Vec<&str>)> = Some((Vec::new(), Vec::new()));
     let mut imported: Vec<semantic::Event> = Vec::new();
     // The ranges whose related path an entrypoint making the guard dynamic already gave.
     let mut outranked: std::collections::HashSet<TextRange> = std::collections::HashSet::new();
@@ -510,6 +521,18 @@ fn import_events(
         {
             continue;
         }
+        exported = exported.and_then(|(mut classes, mut entries)| {
+            let used = entry_model.exported_classes()?;
+            let target = entry_model.file_id(module)?;
+            classes.extend(
+                used.iter()
+                    .map(|&class| &entry_model.classes[class])
+                    .filter(|class| class.file == target)
+                    .map(|class| class.def.range),
+            );
+            entries.push(entry);
+            Some((classes, entries))
+        });
         // A call the entrypoint reaches here is lowered for the targets it names, wherever
         // they are written (its configuration, its table, its own `targets = [...]`).
         let lowered_for = semantic::target_ops::of_entrypoint(
@@ -568,8 +591,12 @@ fn import_events(
             imported.push(event.portable());
         }
     }
+    let unexported = match exported {
+        Some((classes, entries)) => unexported_classes(model, &classes, &entries),
+        None => Vec::new(),
+    };
     if reached.is_empty() {
-        return;
+        return unexported;
     }
     model.events.retain(|event| {
         !reached
@@ -578,6 +605,44 @@ fn import_events(
     });
     model.events.extend(imported);
     semantic::Event::keep_strongest_guards(&mut model.events);
+    unexported
+}
+
+/// The module classes of a file that the entrypoints entering it (`entries`) never export:
+/// their models, known, name none of them, directly or through the classes they name (the
+/// sparse variant of a layer beside the dense one the model builds, a training-only head).
+/// What the file's own analysis finds there is a warning at most, saying so ([`as_unexported`]).
+/// None when no entrypoint enters the file, and for a file that is an entrypoint itself (its
+/// own model decides, see the interpreter's `unreached`).
+fn unexported_classes(
+    model: &semantic::SemanticModel<'_>,
+    exported: &[TextRange],
+    entries: &[&str],
+) -> Vec<(TextRange, String)> {
+    if model.entry.is_some() || entries.is_empty() {
+        return Vec::new();
+    }
+    let shown = entries
+        .iter()
+        .take(3)
+        .map(|entry| format!("`{entry}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    model
+        .classes
+        .iter()
+        .filter(|class| class.file == 0 && class.is_module)
+        .filter(|class| !exported.contains(&class.def.range))
+        .map(|class| {
+            (
+                class.def.range,
+                format!(
+                    "no entrypoint exports this: the model {shown} exports never uses `{}`",
+                    class.def.name
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Turns an event's call chain into related locations, with each file's line index built

@@ -55,7 +55,7 @@ pub struct ModuleSummary {
 }
 
 /// The version of [`ModuleSummary`]'s layout and meaning, for caches of summaries.
-pub const SUMMARY_FORMAT: u32 = 2;
+pub const SUMMARY_FORMAT: u32 = 3;
 
 /// The modules `summary`'s file imports that `known` accepts, itself excluded, sorted, each
 /// once: its edges in an import graph.
@@ -276,6 +276,18 @@ pub fn summarize(source: &str, module: &str, is_package: bool) -> ModuleSummary 
     summarize_parsed(&parsed.module.body, file)
 }
 
+/// Whether a file follows the export convention the tracer traces (`pt2lsp_tracer`'s
+/// `convention_anchor`): it binds `model` at module level with `example_args`,
+/// `example_kwargs` or `dynamic_shapes` (assigned or imported). A script that only builds a
+/// `model` (a training or visualisation script) exports nothing.
+fn binds_convention(bound: &FxHashSet<&str>, imports: &[(String, String)]) -> bool {
+    let binds = |name: &str| bound.contains(name) || imports.iter().any(|(local, _)| local == name);
+    binds("model")
+        && ["example_args", "example_kwargs", "dynamic_shapes"]
+            .iter()
+            .any(|name| binds(name))
+}
+
 pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> ModuleSummary {
     let module = file.module.unwrap_or_default();
     let statements = names::module_level_statements(body);
@@ -284,7 +296,30 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
     let mut star_imports = Vec::new();
     let mut functions = Vec::new();
     let mut local_classes = FxHashSet::default();
-    let mut assigns_model = false;
+    // The module-level names the tracer's convention reads: `model` with its example inputs.
+    let mut bound: FxHashSet<&str> = FxHashSet::default();
+    for stmt in &statements {
+        let targets: &[ast::Expr] = match stmt {
+            ast::Stmt::Assign(assign) => &assign.targets,
+            ast::Stmt::AnnAssign(assign) => std::slice::from_ref(&*assign.target),
+            _ => &[],
+        };
+        for target in targets {
+            match target {
+                ast::Expr::Name(name) => {
+                    bound.insert(name.id.as_str());
+                }
+                ast::Expr::Tuple(ast::ExprTuple { elts, .. })
+                | ast::Expr::List(ast::ExprList { elts, .. }) => {
+                    bound.extend(elts.iter().filter_map(|elt| match elt {
+                        ast::Expr::Name(name) => Some(name.id.as_str()),
+                        _ => None,
+                    }));
+                }
+                _ => {}
+            }
+        }
+    }
     for stmt in &statements {
         match stmt {
             ast::Stmt::Import(import) => {
@@ -310,10 +345,6 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
             }
             ast::Stmt::FunctionDef(function) => functions.push(function.name.to_string()),
             ast::Stmt::Assign(assign) => {
-                if matches!(assign.targets.as_slice(), [ast::Expr::Name(target)] if target.id.as_str() == "model")
-                {
-                    assigns_model = true;
-                }
                 // `Base = nn.Module` style aliases count as imports for resolution.
                 if let ([ast::Expr::Name(target)], Some(value)) =
                     (assign.targets.as_slice(), names::dotted(&assign.value))
@@ -356,6 +387,7 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
             && imports
                 .iter()
                 .any(|(_, qualified)| qualified == "torch.export.export"));
+    let convention = binds_convention(&bound, &imports);
     // Aliases that resolve through this module's imports are recorded fully qualified.
     let imports = imports
         .into_iter()
@@ -380,7 +412,7 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
         imported_fakes: registrations.imported_fakes,
         star_imports,
         imported_modules,
-        is_entrypoint: assigns_model || exports,
+        is_entrypoint: exports || convention,
         // Without the analysis, a summary cannot tell; `summarize_and_check_alone` refines it.
         needs_workspace: true,
     }

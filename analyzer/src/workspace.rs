@@ -616,12 +616,12 @@ mod tests {
     #[test]
     fn dependents_are_the_programs_of_the_entrypoints_that_reach_a_module() {
         let entry = summarize(
-            "import torch\nfrom pkg.net import Net\nmodel = Net()\n",
+            "import torch\nfrom pkg.net import Net\nmodel = Net()\nexample_args = (torch.randn(2, 4),)\n",
             "export_net",
             false,
         );
         let other_entry = summarize(
-            "import torch\nfrom pkg.solo import S\nmodel = S()\n",
+            "import torch\nfrom pkg.solo import S\nmodel = S()\nexample_args = (torch.randn(2, 4),)\n",
             "other",
             false,
         );
@@ -652,7 +652,7 @@ mod tests {
         let files = [
             (
                 "export_net",
-                "import torch\nfrom pkg.net import Net\nmodel = Net()\n",
+                "import torch\nfrom pkg.net import Net\nmodel = Net()\nexample_args = (torch.randn(2, 4),)\n",
             ),
             ("other", "from pkg.solo import S\nmodel = S()\n"),
             ("pkg", ""),

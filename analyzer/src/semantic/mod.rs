@@ -130,6 +130,8 @@ pub(crate) struct SemanticModel<'a> {
     pub(crate) foreign_events: Vec<Event>,
     /// Functions of foreign files the analysis entered: (file, the function's range).
     pub(crate) reached: FxHashSet<Site>,
+    /// The module class the file's entrypoint exports, once the analysis ran, when known.
+    pub(crate) exported_class: Option<usize>,
     /// Each class's own `forward` that a followed replacement supersedes (see
     /// `mark_replaced_methods`): it never runs, so what it would do is reported nowhere.
     pub(crate) superseded: Vec<Site>,
@@ -284,6 +286,7 @@ impl<'a> SemanticModel<'a> {
             stars: Vec::new(),
             foreign_events: Vec::new(),
             reached: FxHashSet::default(),
+            exported_class: None,
             superseded: Vec::new(),
             entry_site: None,
             classes: Vec::new(),
@@ -356,8 +359,9 @@ impl<'a> SemanticModel<'a> {
             .any(|class| class.is_module && class.file == 0);
         if local_module || !self.foreign.is_empty() {
             self.strict = shapes::declares_strict(&parsed.module.body);
-            let (events, reached, shapes) = Interpreter::run(self, &parsed.module.body);
+            let (events, reached, shapes, exported) = Interpreter::run(self, &parsed.module.body);
             self.shapes = shapes;
+            self.exported_class = exported;
             let (own, foreign): (Vec<Event>, Vec<Event>) =
                 events.into_iter().partition(|event| event.file == 0);
             self.events = own;
@@ -514,6 +518,14 @@ impl<'a> SemanticModel<'a> {
             }
         }
         found
+    }
+
+    /// The module classes the exported model may run, in every file of the program
+    /// ([`interpreter::classes_used_across`] of the exported class); `None` when the analysis
+    /// does not know which class is exported.
+    pub(crate) fn exported_classes(&self) -> Option<FxHashSet<usize>> {
+        self.exported_class
+            .map(|root| interpreter::classes_used_across(self, root))
     }
 
     /// The dotted names of the foreign files whose functions the analysis entered, and of

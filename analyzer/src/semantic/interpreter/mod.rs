@@ -287,11 +287,18 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     }
 
     /// Interprets every module class's `forward` and returns what happened, with the
-    /// functions of other files it entered.
+    /// functions of other files it entered, and the class the file exports when it is known
+    /// (from the entrypoint's model expression, else from what the construction pass saw
+    /// passed to an export call).
     pub(crate) fn run(
         model: &'m SemanticModel<'a>,
         body: &'a [Stmt],
-    ) -> (Vec<Event>, FxHashSet<Site>, Vec<crate::ShapeHint>) {
+    ) -> (
+        Vec<Event>,
+        FxHashSet<Site>,
+        Vec<crate::ShapeHint>,
+        Option<usize>,
+    ) {
         let mut interpreter = Interpreter::new(model, true);
         interpreter.module_body = body;
         let mut entry_class = model.entry.as_ref().and_then(|entry| entry.model_class);
@@ -386,7 +393,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             .filter_map(|(range, seen)| Some(seen?.hint(range)))
             .collect();
         shapes.sort_by_key(|hint| hint.range.start());
-        (interpreter.events, interpreter.reached, shapes)
+        (interpreter.events, interpreter.reached, shapes, entry_class)
     }
 
     /// Notes the shape of the tensor `value` named at `range`. Only the shape is kept here (a
@@ -576,11 +583,33 @@ impl<'m, 'a> Interpreter<'m, 'a> {
 /// and those they name, `root` included: the classes its model may be made of (a `ModuleList`
 /// of `Block`s names `Block` in `__init__`).
 fn classes_used_from(model: &SemanticModel<'_>, root: usize) -> FxHashSet<usize> {
+    classes_named_from(model, root, |info| info.file == 0)
+}
+
+/// The module classes of every file of the program that `root`'s methods name, directly or
+/// through the classes they name, matched by name (two classes of one name both count): what
+/// the exported model may run. A class it never names is never part of it.
+pub(crate) fn classes_used_across(model: &SemanticModel<'_>, root: usize) -> FxHashSet<usize> {
+    classes_named_from(model, root, |_| true)
+}
+
+fn classes_named_from(
+    model: &SemanticModel<'_>,
+    root: usize,
+    counts: impl Fn(&super::ClassInfo<'_>) -> bool,
+) -> FxHashSet<usize> {
     struct Names<'n>(&'n mut FxHashSet<String>);
     impl<'a> Visitor<'a> for Names<'_> {
         fn visit_expr(&mut self, expr: &'a Expr) {
-            if let Expr::Name(name) = expr {
-                self.0.insert(name.id.to_string());
+            match expr {
+                Expr::Name(name) => {
+                    self.0.insert(name.id.to_string());
+                }
+                // `blocks.Block(dim)` of `import zoo.blocks as blocks`.
+                Expr::Attribute(attribute) => {
+                    self.0.insert(attribute.attr.to_string());
+                }
+                _ => {}
             }
             visitor::walk_expr(self, expr);
         }
@@ -589,7 +618,7 @@ fn classes_used_from(model: &SemanticModel<'_>, root: usize) -> FxHashSet<usize>
         .classes
         .iter()
         .enumerate()
-        .filter(|(_, info)| info.is_module && info.file == 0)
+        .filter(|(_, info)| info.is_module && counts(info))
         .fold(FxHashMap::default(), |mut by_name, (index, info)| {
             by_name
                 .entry(info.def.name.as_str())
