@@ -540,6 +540,26 @@ impl Compared<'_> {
         }
     }
 
+    /// Each file opened alone, then every file open, at `version` and the next; `how` says
+    /// where the editor was opened, for the differences.
+    async fn alone_then_all(
+        &self,
+        client: &mut common::TestClient,
+        version: i32,
+        how: &str,
+        differences: &mut Vec<String>,
+    ) {
+        self.each_alone(client, version, &format!("opened alone{how}"), differences)
+            .await;
+        self.all_open(
+            client,
+            version + 1,
+            &format!("with every file open{how}"),
+            differences,
+        )
+        .await;
+    }
+
     /// Every file open, then each compared.
     async fn all_open(
         &self,
@@ -576,10 +596,7 @@ async fn the_editor_publishes_what_the_command_line_reports_for_each_file_opened
             whole: &whole,
         };
         compared
-            .each_alone(&mut client, 1, "opened alone", &mut differences)
-            .await;
-        compared
-            .all_open(&mut client, 2, "with every file open", &mut differences)
+            .alone_then_all(&mut client, 1, "", &mut differences)
             .await;
         client.shutdown_and_exit().await;
         let _ = child.wait().await;
@@ -780,10 +797,7 @@ async fn a_git_ignored_directory_is_a_project_of_its_own_however_asked() {
         whole: &whole,
     };
     compared
-        .each_alone(&mut client, 1, "opened alone", &mut differences)
-        .await;
-    compared
-        .all_open(&mut client, 2, "with every file open", &mut differences)
+        .alone_then_all(&mut client, 1, "", &mut differences)
         .await;
     client.shutdown_and_exit().await;
     let _ = child.wait().await;
@@ -795,18 +809,10 @@ async fn a_git_ignored_directory_is_a_project_of_its_own_however_asked() {
     client.scanned().await;
     compared.close(&client, &files[0]).await;
     compared
-        .each_alone(
+        .alone_then_all(
             &mut client,
             2,
-            "opened alone from the enclosing folder",
-            &mut differences,
-        )
-        .await;
-    compared
-        .all_open(
-            &mut client,
-            3,
-            "all open from the enclosing folder",
+            " from the enclosing folder",
             &mut differences,
         )
         .await;
