@@ -397,6 +397,21 @@ const REGISTERS: &[&str] = &[
 impl<'a> Gathered<'a> {
     /// What a name used at `at` holds: the last binding whose statement ends before it, else
     /// the last binding anywhere (a function's name read inside another function, say).
+    /// `args.<attribute>` where `args` is bound to `parsed`: the `add_argument` default when
+    /// `parsed` is `parser.parse_args()`, what the script runs with when given no argument.
+    fn parsed_argument(&self, parsed: &Expr, attribute: &str) -> Option<&'a Expr> {
+        let Expr::Call(call) = parsed else {
+            return None;
+        };
+        let Expr::Attribute(method) = &*call.func else {
+            return None;
+        };
+        if method.attr.as_str() != "parse_args" {
+            return None;
+        }
+        self.argument_defaults.get(attribute).copied()
+    }
+
     fn binding_at(&self, name: &str, at: TextSize) -> Option<&'a Expr> {
         let bindings = self.bindings.get(name)?;
         bindings
@@ -1467,22 +1482,12 @@ impl<'a> ExampleReader<'_, '_, 'a> {
                 let Expr::Name(namespace) = &*attribute.value else {
                     return None;
                 };
-                let bound = self
+                let parsed = self
                     .gathered
                     .binding_at(namespace.id.as_str(), namespace.start())?;
-                let Expr::Call(parsed) = bound else {
-                    return None;
-                };
-                let Expr::Attribute(method) = &*parsed.func else {
-                    return None;
-                };
-                if method.attr.as_str() != "parse_args" {
-                    return None;
-                }
                 names::int_literal(
                     self.gathered
-                        .argument_defaults
-                        .get(attribute.attr.as_str())?,
+                        .parsed_argument(parsed, attribute.attr.as_str())?,
                 )
             }
             _ => None,

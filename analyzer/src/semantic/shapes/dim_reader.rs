@@ -276,19 +276,9 @@ impl<'a> DimReader<'_, '_, 'a> {
             Expr::Name(name) => self.gathered.assignments.get(name.id.as_str()).copied(),
             // `args.max_len` of `args = parser.parse_args()`: the argument's default.
             Expr::Attribute(attribute) => {
-                let Expr::Call(parsed) = self.resolve(&attribute.value)? else {
-                    return None;
-                };
-                let Expr::Attribute(method) = &*parsed.func else {
-                    return None;
-                };
-                if !matches!(method.attr.as_str(), "parse_args") {
-                    return None;
-                }
+                let parsed = self.resolve(&attribute.value)?;
                 self.gathered
-                    .argument_defaults
-                    .get(attribute.attr.as_str())
-                    .copied()
+                    .parsed_argument(parsed, attribute.attr.as_str())
             }
             _ => None,
         }
