@@ -255,6 +255,15 @@ impl WorkspaceState {
     /// root's walk skips (see [`Session::adopt_project`]); `None` when the walk reads it, when
     /// it is under no root, or before the root's first scan. Blocking: lists directories.
     fn skipped_project(&self, path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+        // A file the scan indexed is one a walk read: most opens stop here, listing nothing.
+        let indexed = self.summaries.read().ok().is_some_and(|all| {
+            all.paths
+                .binary_search_by(|probe| probe.as_path().cmp(path))
+                .is_ok()
+        });
+        if indexed {
+            return None;
+        }
         let directory = path.parent()?;
         let scopes = self.scopes.read().ok()?;
         let scope = scopes
