@@ -397,21 +397,6 @@ const REGISTERS: &[&str] = &[
 impl<'a> Gathered<'a> {
     /// What a name used at `at` holds: the last binding whose statement ends before it, else
     /// the last binding anywhere (a function's name read inside another function, say).
-    /// `args.<attribute>` where `args` is bound to `parsed`: the `add_argument` default when
-    /// `parsed` is `parser.parse_args()`, what the script runs with when given no argument.
-    fn parsed_argument(&self, parsed: &Expr, attribute: &str) -> Option<&'a Expr> {
-        let Expr::Call(call) = parsed else {
-            return None;
-        };
-        let Expr::Attribute(method) = &*call.func else {
-            return None;
-        };
-        if method.attr.as_str() != "parse_args" {
-            return None;
-        }
-        self.argument_defaults.get(attribute).copied()
-    }
-
     fn binding_at(&self, name: &str, at: TextSize) -> Option<&'a Expr> {
         let bindings = self.bindings.get(name)?;
         bindings

@@ -513,3 +513,20 @@ fn flipped(op: ast::CmpOp) -> ast::CmpOp {
         other => other,
     }
 }
+
+impl<'a> Gathered<'a> {
+    /// `args.<attribute>` where `args` is bound to `parsed`: the `add_argument` default when
+    /// `parsed` is `parser.parse_args()`, what the script runs with when given no argument.
+    pub(super) fn parsed_argument(&self, parsed: &Expr, attribute: &str) -> Option<&'a Expr> {
+        let Expr::Call(call) = parsed else {
+            return None;
+        };
+        let Expr::Attribute(method) = &*call.func else {
+            return None;
+        };
+        if method.attr.as_str() != "parse_args" {
+            return None;
+        }
+        self.argument_defaults.get(attribute).copied()
+    }
+}
