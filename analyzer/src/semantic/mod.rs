@@ -524,8 +524,18 @@ impl<'a> SemanticModel<'a> {
     /// ([`interpreter::classes_used_across`] of the exported class); `None` when the analysis
     /// does not know which class is exported.
     pub(crate) fn exported_classes(&self) -> Option<FxHashSet<usize>> {
-        self.exported_class
-            .map(|root| interpreter::classes_used_across(self, root))
+        let root = self.exported_class?;
+        // A class the code building the model passes in (`Residual(module=Attention())`) is
+        // named there, not in the model's classes: a class whose method the analysis entered
+        // runs, and so do the classes it names.
+        let entered = self.classes.iter().enumerate().filter(|(_, class)| {
+            class.methods.values().any(|&method| {
+                self.reached
+                    .contains(&(class.file, self.functions[method].def.range))
+            })
+        });
+        let roots = std::iter::once(root).chain(entered.map(|(index, _)| index));
+        Some(interpreter::classes_used_across(self, roots))
     }
 
     /// The dotted names of the foreign files whose functions the analysis entered, and of
@@ -1045,18 +1055,19 @@ impl<'a> SemanticModel<'a> {
             })
     }
 
+    /// Hand-written hierarchies are a few classes deep; generated chains of thousands made
+    /// every `self.<name>` walk all of them, quadratic in the file. Past the bound, a
+    /// method or attribute is unknown.
+    pub(crate) const MAX_LINEAGE: usize = 64;
+
     /// The class and its local bases, depth first, left to right: the order Python's method
     /// resolution takes for the single-inheritance and simple mixin cases that model code uses.
     pub(crate) fn lineage(&self, class: usize) -> Vec<usize> {
-        // Hand-written hierarchies are a few classes deep; generated chains of thousands made
-        // every `self.<name>` walk all of them, quadratic in the file. Past the bound, a
-        // method or attribute is unknown.
-        const MAX_LINEAGE: usize = 64;
         let mut order = Vec::new();
         let mut seen = FxHashSet::default();
         let mut stack = vec![class];
         while let Some(current) = stack.pop() {
-            if order.len() == MAX_LINEAGE {
+            if order.len() == Self::MAX_LINEAGE {
                 break;
             }
             if !seen.insert(current) {

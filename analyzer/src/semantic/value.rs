@@ -459,8 +459,12 @@ pub(crate) enum Value {
     Str(Rc<str>),
     /// A comparison of sizes or data-dependent numbers.
     Guard(Guard),
-    /// An `nn.Module` instance (`self`, a submodule, a layer taken from a `ModuleList`).
-    Module(Option<usize>),
+    /// An `nn.Module` instance (`self`, a submodule, a layer taken from a `ModuleList`): its
+    /// class, and, for one the construction pass built, what its `__init__` stored on it. The
+    /// class alone answers with the join of every construction of the class, which loses the
+    /// submodule each instance holds (`Residual(module=Attention())` beside
+    /// `Residual(module=FeedForward())`).
+    Module(Option<usize>, Option<Rc<BuiltFields>>),
     /// A container of modules (`nn.ModuleList`, `nn.ModuleDict`): what each element is (the
     /// join of them; `Module(None)` when not known), so a loop over it runs their `forward`;
     /// and the elements in order when the code that filled it ran once per element (a display,
@@ -496,6 +500,17 @@ pub(crate) enum Value {
     /// A Python value read at trace time from the clock, `random`, the environment (`time.time`,
     /// `random.uniform`, `os.getenv`), or computed from one: the export keeps it as a constant.
     Baked(Rc<BakedRead>),
+}
+
+/// What the `__init__` of one module instance stored on `self`, by name. Equal when the same
+/// object, or when built with the same fields (the blocks of a `ModuleList` made in a loop).
+#[derive(Debug)]
+pub(crate) struct BuiltFields(pub(crate) std::collections::BTreeMap<String, Value>);
+
+impl PartialEq for BuiltFields {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other) || self.0 == other.0
+    }
 }
 
 /// `number` as an integer, when it is one (a size, a count) small enough to be exact.
@@ -623,7 +638,7 @@ impl Value {
     /// The value without indexes into the model it was computed in.
     pub(crate) fn portable(&self) -> Value {
         match self {
-            Value::Module(_) | Value::Sequential(_) => Value::Module(None),
+            Value::Module(..) | Value::Sequential(_) => Value::Module(None, None),
             Value::Function(_)
             | Value::Class(_)
             | Value::Method(..)
@@ -669,7 +684,7 @@ impl Value {
         match joined {
             Value::Bottom => Value::Tuple(Rc::from(Vec::new())),
             Value::Tensor(info) => Value::Tensors(info),
-            module @ (Value::Module(_) | Value::Layer(_)) => Value::Modules(Rc::new(module), None),
+            module @ (Value::Module(..) | Value::Layer(_)) => Value::Modules(Rc::new(module), None),
             _ => Value::Unknown,
         }
     }
@@ -727,18 +742,22 @@ impl Value {
                 if steps.iter().all(|step| {
                     matches!(
                         step,
-                        Value::Layer(_) | Value::Module(Some(_)) | Value::Sequential(_)
+                        Value::Layer(_) | Value::Module(Some(_), _) | Value::Sequential(_)
                     )
                 }) {
                     Value::Sequential(Rc::from(steps))
                 } else {
-                    Value::Module(None)
+                    Value::Module(None, None)
                 }
             }
+            // Two instances of one class: what the class's constructions stored, joined.
+            (Value::Module(Some(a), _), Value::Module(Some(b), _)) if a == b => {
+                Value::Module(Some(*a), None)
+            }
             (
-                Value::Module(_) | Value::Layer(_) | Value::Sequential(_),
-                Value::Module(_) | Value::Layer(_) | Value::Sequential(_),
-            ) => Value::Module(None),
+                Value::Module(..) | Value::Layer(_) | Value::Sequential(_),
+                Value::Module(..) | Value::Layer(_) | Value::Sequential(_),
+            ) => Value::Module(None, None),
             (Value::Modules(a, items), Value::Modules(b, other)) => Value::Modules(
                 Rc::new(a.join(b)),
                 if items == other { items.clone() } else { None },

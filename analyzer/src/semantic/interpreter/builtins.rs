@@ -224,7 +224,7 @@ impl Interpreter<'_, '_> {
                     .or_else(|| args.get(2).cloned())
                     .unwrap_or(Value::Unknown),
                 // `getattr(self, f"down{i}")`: the submodule an unrolled `__init__` loop set.
-                (Value::Module(_) | Value::Building(_), Some(Value::Str(member)))
+                (Value::Module(..) | Value::Building(_), Some(Value::Str(member)))
                     if args.len() == 2 =>
                 {
                     let receiver = first.clone();

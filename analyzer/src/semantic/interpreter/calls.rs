@@ -172,12 +172,16 @@ impl Interpreter<'_, '_> {
                 Value::Tensor(info) | Value::Tensors(info) => {
                     self.tensor_method(&info, name, call, &args, &kwargs)
                 }
-                Value::Module(class) => self.module_method(class, name, &args, &kwargs, any_tensor),
+                module @ Value::Module(..) => {
+                    self.module_method(&module, name, &args, &kwargs, any_tensor)
+                }
                 Value::Layer(layer) if name == "forward" => {
                     self.transformer_masks(&layer, &args, &kwargs, call.range());
                     self.layer_call(&layer, &args, call.range())
                 }
-                Value::Layer(_) => self.module_method(None, name, &args, &kwargs, any_tensor),
+                Value::Layer(_) => {
+                    self.module_method(&Value::Module(None, None), name, &args, &kwargs, any_tensor)
+                }
                 Value::Modules(element, items) => match name {
                     "values" | "children" | "modules" => Value::Modules(element, items),
                     _ => Value::Unknown,
@@ -220,9 +224,13 @@ impl Interpreter<'_, '_> {
                 let outer = self.closure_of(*function, env);
                 self.inline(*function, None, args, kwargs, outer)
             }
-            Value::Method(class, method) => {
-                self.inline(*method, Some(Value::Module(*class)), args, kwargs, None)
-            }
+            Value::Method(class, method) => self.inline(
+                *method,
+                Some(Value::Module(*class, None)),
+                args,
+                kwargs,
+                None,
+            ),
             Value::AutogradApply(class) => match self.model.find_method(*class, "forward") {
                 Some(forward) => {
                     let with_context: Vec<Value> = std::iter::once(Value::Unknown)
@@ -234,10 +242,10 @@ impl Interpreter<'_, '_> {
             },
             Value::Class(class) => match self.construct(*class, call, args, kwargs) {
                 Some(value) => value,
-                None if self.model.classes[*class].is_module => Value::Module(Some(*class)),
+                None if self.model.classes[*class].is_module => Value::Module(Some(*class), None),
                 None => Value::Unknown,
             },
-            Value::Module(submodule) => self.call_module(*submodule, args, kwargs),
+            module @ Value::Module(..) => self.call_module(module, args, kwargs),
             Value::Sequential(steps) => self.run_sequential(steps, args),
             Value::Layer(layer) => {
                 self.transformer_masks(layer, args, kwargs, call.range());
@@ -257,7 +265,7 @@ impl Interpreter<'_, '_> {
         for step in steps {
             value = match step {
                 Value::Layer(layer) => self.layer_call(layer, &[value], range),
-                Value::Module(Some(class)) => self.call_module(Some(*class), &[value], &[]),
+                module @ Value::Module(Some(_), _) => self.call_module(module, &[value], &[]),
                 Value::Sequential(inner) => self.run_sequential(inner, &[value]),
                 _ => return Value::opaque_tensor(),
             };
@@ -269,30 +277,28 @@ impl Interpreter<'_, '_> {
     /// and dynamic dimensions flow into submodules; any other module returns an opaque tensor.
     pub(super) fn call_module(
         &mut self,
-        class: Option<usize>,
+        module: &Value,
         args: &[Value],
         kwargs: &[(String, Value)],
     ) -> Value {
+        let class = match module {
+            Value::Module(class, _) => *class,
+            _ => None,
+        };
         // A model the script runs itself (a warm-up, a check of its outputs) may have filled
         // its caches before it is exported.
         if let (true, true, Some(class)) = (self.constructing, self.building.is_empty(), class) {
             self.run_before_export.insert(class);
         }
         match class.and_then(|class| Some((class, self.model.find_method(class, "forward")?))) {
-            Some((class, forward)) => match self.inline(
-                forward,
-                Some(Value::Module(Some(class))),
-                args,
-                kwargs,
-                None,
-            ) {
-                Value::Unknown | Value::Bottom => Value::opaque_tensor(),
-                value => value,
-            },
+            Some((_, forward)) => {
+                match self.inline(forward, Some(module.clone()), args, kwargs, None) {
+                    Value::Unknown | Value::Bottom => Value::opaque_tensor(),
+                    value => value,
+                }
+            }
             // A `torch.nn` layer's subclass that keeps the layer's `forward`.
-            None => match class
-                .and_then(|class| self.constructed_attribute(class, construction::LAYER_FIELD))
-            {
+            None => match class.map(|_| self.attribute(module, construction::LAYER_FIELD)) {
                 Some(Value::Layer(layer)) => {
                     let range = self.call_range();
                     self.transformer_masks(&layer, args, kwargs, range);
@@ -472,22 +478,26 @@ impl Interpreter<'_, '_> {
 
     pub(super) fn module_method(
         &mut self,
-        class: Option<usize>,
+        module: &Value,
         name: &str,
         args: &[Value],
         kwargs: &[(String, Value)],
         any_tensor: bool,
     ) -> Value {
+        let class = match module {
+            Value::Module(class, _) => *class,
+            _ => None,
+        };
         if let Some(class) = class {
             if let Some(method) = self.model.find_method(class, name) {
-                return self.inline(method, Some(Value::Module(Some(class))), args, kwargs, None);
+                return self.inline(method, Some(module.clone()), args, kwargs, None);
             }
             let attribute = self
-                .constructed_attribute(class, name)
+                .built_field(module, name)
+                .or_else(|| self.constructed_attribute(class, name))
                 .or_else(|| self.model.find_attribute(class, name).cloned());
             match &attribute {
-                Some(Value::Module(submodule)) => {
-                    let submodule = *submodule;
+                Some(submodule @ Value::Module(..)) => {
                     return self.call_module(submodule, args, kwargs);
                 }
                 Some(Value::Layer(layer)) => {
@@ -504,15 +514,15 @@ impl Interpreter<'_, '_> {
             }
         }
         match name {
-            "children" | "modules" => Value::Modules(Rc::new(Value::Module(None)), None),
-            "get_submodule" => Value::Module(None),
+            "children" | "modules" => Value::Modules(Rc::new(Value::Module(None, None)), None),
+            "get_submodule" => Value::Module(None, None),
             "get_parameter" | "get_buffer" => Value::tensor(),
             // They return the module itself: `model = Net().eval()` is still the `Net`.
             "train" | "eval" | "to" | "float" | "half" | "double" | "cpu" | "cuda"
             | "requires_grad_"
                 if !any_tensor =>
             {
-                Value::Module(class)
+                module.clone()
             }
             "parameters" | "named_parameters" | "buffers" | "named_buffers" | "state_dict"
             | "train" | "eval" | "to" | "apply" | "register_buffer" | "register_parameter"
@@ -548,8 +558,11 @@ impl Interpreter<'_, '_> {
                     .find(|(name, _)| name == "mod")
                     .map(|(_, value)| value)
             });
-            if let (None, Some(Value::Module(Some(class)))) = (self.exported, exported) {
+            if let (None, Some(instance @ Value::Module(Some(class), _))) =
+                (self.exported, exported)
+            {
                 self.exported = Some(*class);
+                self.exported_instance = Some(instance.clone());
             }
         }
         if let Some(number) = super::builtins::math_of_numbers(qualified, args) {
@@ -762,13 +775,13 @@ impl Interpreter<'_, '_> {
                         && args.iter().all(|step| {
                             matches!(
                                 step,
-                                Value::Layer(_) | Value::Module(Some(_)) | Value::Sequential(_)
+                                Value::Layer(_) | Value::Module(Some(_), _) | Value::Sequential(_)
                             )
                         }) =>
                 {
                     Value::Sequential(Rc::from(args))
                 }
-                Constructed::Module => Value::Module(None),
+                Constructed::Module => Value::Module(None, None),
                 Constructed::Modules => Value::Modules(
                     Rc::new(sequences::module_elements(args.first())),
                     sequences::module_items(args.first()),
@@ -884,9 +897,9 @@ impl Interpreter<'_, '_> {
                 self.inline(*function, None, args, &[], outer)
             }
             Value::Method(class, method) => {
-                self.inline(*method, Some(Value::Module(*class)), args, &[], None)
+                self.inline(*method, Some(Value::Module(*class, None)), args, &[], None)
             }
-            Value::Module(_) => Value::opaque_tensor(),
+            Value::Module(..) => Value::opaque_tensor(),
             Value::Layer(layer) => {
                 let layer = layer.clone();
                 self.layer_call(&layer, args, self.call_range())
@@ -909,7 +922,14 @@ impl Interpreter<'_, '_> {
         } else {
             MAX_DEPTH
         };
-        if self.stack.contains(&function) || self.stack.len() >= max_depth || self.budget == 0 {
+        let instance = match &receiver {
+            Some(Value::Module(_, Some(fields))) => Some(Rc::as_ptr(fields)),
+            _ => None,
+        };
+        let recursion = self.stack.iter().any(|(running, on)| {
+            *running == function && (instance.is_none() || on.is_none() || *on == instance)
+        });
+        if recursion || self.stack.len() >= max_depth || self.budget == 0 {
             return Value::Unknown;
         }
         // The exporter does not trace into a custom operator: it runs its fake kernel.
@@ -1022,7 +1042,9 @@ impl Interpreter<'_, '_> {
             parameters.first(),
         ) {
             (true, Some(first)) => match env.locals.get(first.parameter.name.as_str()) {
-                Some(Value::Module(Some(class))) => Some((*class, first.parameter.name.as_str())),
+                Some(Value::Module(Some(class), _)) => {
+                    Some((*class, first.parameter.name.as_str()))
+                }
                 _ => None,
             },
             _ => None,
@@ -1044,7 +1066,7 @@ impl Interpreter<'_, '_> {
             .class
             .is_some_and(|class| self.model.classes[class].replaced);
         self.conditional += usize::from(replaced);
-        self.stack.push(function);
+        self.stack.push((function, instance));
         self.returns.push(Value::Bottom);
         let falls_through = self.exec_block(&def.body, &mut env);
         if let Some((class, receiver)) = warm_up {

@@ -14,8 +14,8 @@ use std::rc::Rc;
 
 use ruff_text_size::Ranged;
 
-use crate::semantic::value::Instance;
 use crate::semantic::value::LayerInfo;
+use crate::semantic::value::{BuiltFields, Instance};
 use crate::syntax::ast::{self, Expr, Stmt};
 use crate::{catalogue, names};
 
@@ -53,8 +53,17 @@ impl Interpreter<'_, '_> {
         self.budget = CONSTRUCTION_BUDGET;
         self.unroll_budget = super::UNROLL_BUDGET;
         self.returns.push(Value::Bottom);
-        self.exec_block(body, &mut Env::default());
+        let mut module_level = Env::default();
+        self.exec_block(body, &mut module_level);
         self.returns.pop();
+        // The tracer's convention: the module-level `model` is what is exported.
+        if self.exported_instance.is_none() {
+            self.exported_instance = module_level
+                .locals
+                .get("model")
+                .filter(|model| matches!(model, Value::Module(Some(_), Some(_))))
+                .cloned();
+        }
         let built = |interpreter: &Self| {
             entry_class.is_none_or(|class| interpreter.constructed.contains_key(&class))
         };
@@ -138,10 +147,11 @@ impl Interpreter<'_, '_> {
         if is_module {
             let merged = match self.constructed.remove(&class) {
                 Some(earlier) => join_fields(&earlier, &building.fields),
-                None => building.fields,
+                None => building.fields.clone(),
             };
             self.constructed.insert(class, merged);
-            Some(Value::Module(Some(class)))
+            let built = BuiltFields(building.fields);
+            Some(Value::Module(Some(class), Some(Rc::new(built))))
         } else {
             Some(Value::Object(Instance::new(Some(class), building.fields)))
         }
@@ -313,9 +323,9 @@ impl Interpreter<'_, '_> {
             let value = match (name, value) {
                 (
                     "add_module" | "register_module",
-                    value @ (Value::Module(_) | Value::Layer(_)),
+                    value @ (Value::Module(..) | Value::Layer(_)),
                 ) => value,
-                ("add_module" | "register_module", _) => Value::Module(None),
+                ("add_module" | "register_module", _) => Value::Module(None, None),
                 (_, value @ Value::Tensor(_)) => value,
                 _ => Value::tensor(),
             };
@@ -397,6 +407,16 @@ impl Interpreter<'_, '_> {
     /// What the construction pass stored in `self.<name>` of module class `class`, when no
     /// method other than `__init__` assigns it (a counter or a cache that `forward` changes is
     /// not what `__init__` left there).
+    /// What the `__init__` of this very instance stored as `name`, unless a method changes it
+    /// afterwards (as for [`Self::constructed_attribute`]).
+    pub(super) fn built_field(&self, module: &Value, name: &str) -> Option<Value> {
+        let Value::Module(Some(class), Some(fields)) = module else {
+            return None;
+        };
+        let value = fields.0.get(name)?;
+        (!self.model.assigned_after_construction(*class, name)).then(|| value.clone())
+    }
+
     pub(super) fn constructed_attribute(&self, class: usize, name: &str) -> Option<Value> {
         let fields = self.constructed.get(&class)?;
         let value = fields.get(name)?;
@@ -591,7 +611,8 @@ impl Interpreter<'_, '_> {
         // In a construction, `super().__init__(...)` builds the same instance.
         let receiver = match env.locals.get("self") {
             Some(building @ (Value::Building(_) | Value::Object(_))) => building.clone(),
-            _ => Value::Module(Some(class)),
+            Some(module @ Value::Module(Some(_), _)) => module.clone(),
+            _ => Value::Module(Some(class), None),
         };
         for base in &self.model.classes[class].bases {
             if let Value::Class(base) = base {
@@ -601,12 +622,8 @@ impl Interpreter<'_, '_> {
             }
         }
         // `super().forward(x)` of a `torch.nn` layer's subclass: the layer's own.
-        if let (Value::Module(Some(_)), "forward") = (&receiver, name) {
-            let instance = match env.locals.get("self") {
-                Some(Value::Module(Some(instance))) => *instance,
-                _ => class,
-            };
-            if let Some(Value::Layer(layer)) = self.constructed_attribute(instance, LAYER_FIELD) {
+        if let (Value::Module(Some(_), _), "forward") = (&receiver, name) {
+            if let Value::Layer(layer) = self.attribute(&receiver, LAYER_FIELD) {
                 self.transformer_masks(&layer, args, kwargs, call.range());
                 return self.layer_call(&layer, args, call.range());
             }

@@ -405,8 +405,11 @@ impl Interpreter<'_, '_> {
                 }
             }
             Value::Object(instance) => self.object_attribute(instance, name),
-            Value::Module(Some(class)) => {
-                if let Some(value) = self.constructed_attribute(*class, name) {
+            Value::Module(Some(class), _) => {
+                if let Some(value) = self
+                    .built_field(receiver, name)
+                    .or_else(|| self.constructed_attribute(*class, name))
+                {
                     return value;
                 }
                 if let Some(value) = self.model.find_attribute(*class, name) {
@@ -427,7 +430,7 @@ impl Interpreter<'_, '_> {
                     })
                 },
             ),
-            Value::Module(None) => module_parameter(name),
+            Value::Module(None, None) => module_parameter(name),
             Value::Qualified(qualified) => {
                 let qualified = format!("{qualified}.{name}");
                 self.model
@@ -782,7 +785,7 @@ fn item_at(items: &[Value], position: i64) -> Option<Value> {
 fn comprehension_value(element: Value) -> Value {
     match element {
         Value::Tensor(info) => Value::Tensors(info),
-        module @ (Value::Module(_) | Value::Layer(_)) => Value::Modules(Rc::new(module), None),
+        module @ (Value::Module(..) | Value::Layer(_)) => Value::Modules(Rc::new(module), None),
         _ => Value::Unknown,
     }
 }

@@ -60,9 +60,12 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                 .flatten(),
         },
         LayerShape::Linear => {
+            // Features the analysis cannot read (a wrapper class built with several widths)
+            // leave the other sizes known.
             let dims = sizes.and_then(|mut sizes| {
-                let out = layer.size("out_features")?;
-                *sizes.last_mut()? = Some(DimSize::Sym(SymSize::constant(out)));
+                *sizes.last_mut()? = layer
+                    .size("out_features")
+                    .map(|out| DimSize::Sym(SymSize::constant(out)));
                 Some(TensorDims::from_sizes(sizes))
             });
             LayerApplied {
@@ -71,10 +74,13 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
             }
         }
         LayerShape::Embedding => {
-            let dims = sizes.and_then(|mut sizes| {
-                let width = layer.size("embedding_dim")?;
-                sizes.push(Some(DimSize::Sym(SymSize::constant(width))));
-                Some(TensorDims::from_sizes(sizes))
+            let dims = sizes.map(|mut sizes| {
+                sizes.push(
+                    layer
+                        .size("embedding_dim")
+                        .map(|width| DimSize::Sym(SymSize::constant(width))),
+                );
+                TensorDims::from_sizes(sizes)
             });
             LayerApplied {
                 dims: dims.or_else(batch_only),

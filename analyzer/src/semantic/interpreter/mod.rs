@@ -15,8 +15,8 @@ use super::events::Forcing;
 use super::events::{BoolContext, Event, EventKind, ScalarUse};
 use super::symbolic::SymSize;
 use super::value::{
-    CompareOp, Compared, DimDecl, Guard, GuardKind, Interval, SizeComparison, SizeOrigin,
-    TensorDims, TensorInfo, Value,
+    BuiltFields, CompareOp, Compared, DimDecl, Guard, GuardKind, Interval, SizeComparison,
+    SizeOrigin, TensorDims, TensorInfo, Value,
 };
 use super::{SemanticModel, ShapesSpec, Site};
 use crate::catalogue::{AttributeResult, Constructed, MethodResult, TorchResult};
@@ -202,7 +202,10 @@ pub(crate) struct Interpreter<'m, 'a> {
     events: Vec<Event>,
     /// False while learning globals and attributes: that code is not traced.
     emit: bool,
-    stack: Vec<usize>,
+    /// The functions being interpreted, innermost last, each with the module instance it runs
+    /// on: a `Residual` wrapping a block of `Residual`s runs one `forward` inside another, on
+    /// another instance, which is no recursion.
+    stack: Vec<(usize, Option<*const BuiltFields>)>,
     returns: Vec<Value>,
     /// `self.<name>` attributes traced code sets outright (`self.pooling_mult = 1`): state reset
     /// on every call, which a later `self.<name> *= 2` changes within the call only.
@@ -250,6 +253,9 @@ pub(crate) struct Interpreter<'m, 'a> {
     /// The module class the construction pass saw passed to an export call: the entrypoint's
     /// model when the model expression names no class the resolver knows.
     exported: Option<usize>,
+    /// The model instance the construction pass built for export (passed to the export call,
+    /// or the module-level `model`): its `forward` reads what its own `__init__` stored.
+    exported_instance: Option<Value>,
     /// Expressions being evaluated, nested (see `MAX_EXPRESSION_DEPTH`).
     expression_depth: usize,
 }
@@ -282,6 +288,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             warmed: FxHashMap::default(),
             module_body: &[],
             exported: None,
+            exported_instance: None,
             expression_depth: 0,
         }
     }
@@ -309,6 +316,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             interpreter.constructed = builder.constructed;
             interpreter.run_before_export = builder.run_before_export;
             interpreter.warmed = builder.warmed;
+            interpreter.exported_instance = builder.exported_instance;
             entry_class = entry_class.or(builder.exported);
         }
         let declares_dynamic = model
@@ -344,9 +352,18 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             };
             let parameters = all_parameters(&def.parameters);
             let entry = model.entry.as_ref().filter(|_| entry_class == Some(class));
+            let mut root_instance = None;
             for (position, parameter) in parameters.iter().enumerate() {
                 let value = if position == 0 {
-                    Value::Module(Some(class))
+                    match &interpreter.exported_instance {
+                        Some(instance @ Value::Module(Some(built), Some(fields)))
+                            if *built == class && entry.is_some() =>
+                        {
+                            root_instance = Some(Rc::as_ptr(fields));
+                            instance.clone()
+                        }
+                        _ => Value::Module(Some(class), None),
+                    }
                 } else {
                     let dims = spec.and_then(|spec| {
                         spec.dims_for(parameter.parameter.name.as_str(), position - 1)
@@ -378,7 +395,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             }
             let replaced = model.classes[class].replaced || unreached;
             interpreter.conditional += usize::from(replaced);
-            interpreter.stack.push(forward);
+            interpreter.stack.push((forward, root_instance));
             interpreter.returns.push(Value::Bottom);
             interpreter.exec_block(&def.body, &mut env);
             interpreter.returns.pop();
@@ -465,7 +482,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         fn record(attributes: &mut FxHashMap<String, Value>, name: &str, value: Value) {
             let value = match value {
                 Value::Tensor(_)
-                | Value::Module(_)
+                | Value::Module(..)
                 | Value::Layer(_)
                 | Value::Sequential(_)
                 | Value::Modules(..)
@@ -516,7 +533,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                             record(attributes, name, Value::tensor());
                         }
                         "add_module" | "register_module" => {
-                            record(attributes, name, Value::Module(None));
+                            record(attributes, name, Value::Module(None, None));
                         }
                         _ => {}
                     }
@@ -583,19 +600,22 @@ impl<'m, 'a> Interpreter<'m, 'a> {
 /// and those they name, `root` included: the classes its model may be made of (a `ModuleList`
 /// of `Block`s names `Block` in `__init__`).
 fn classes_used_from(model: &SemanticModel<'_>, root: usize) -> FxHashSet<usize> {
-    classes_named_from(model, root, |info| info.file == 0)
+    classes_named_from(model, [root], |info| info.file == 0)
 }
 
-/// The module classes of every file of the program that `root`'s methods name, directly or
-/// through the classes they name, matched by name (two classes of one name both count): what
-/// the exported model may run. A class it never names is never part of it.
-pub(crate) fn classes_used_across(model: &SemanticModel<'_>, root: usize) -> FxHashSet<usize> {
-    classes_named_from(model, root, |_| true)
+/// The module classes of every file of the program that the `roots`' methods name, directly
+/// or through the classes they name, matched by name (two classes of one name both count): what
+/// the exported model may run. A class none of them names is never part of it.
+pub(crate) fn classes_used_across(
+    model: &SemanticModel<'_>,
+    roots: impl IntoIterator<Item = usize>,
+) -> FxHashSet<usize> {
+    classes_named_from(model, roots, |_| true)
 }
 
 fn classes_named_from(
     model: &SemanticModel<'_>,
-    root: usize,
+    roots: impl IntoIterator<Item = usize>,
     counts: impl Fn(&super::ClassInfo<'_>) -> bool,
 ) -> FxHashSet<usize> {
     struct Names<'n>(&'n mut FxHashSet<String>);
@@ -626,8 +646,8 @@ fn classes_named_from(
                 .push(index);
             by_name
         });
-    let mut used: FxHashSet<usize> = std::iter::once(root).collect();
-    let mut pending = vec![root];
+    let mut used: FxHashSet<usize> = roots.into_iter().collect();
+    let mut pending: Vec<usize> = used.iter().copied().collect();
     while let Some(class) = pending.pop() {
         let mut names = FxHashSet::default();
         for &function in model.classes[class].methods.values() {
@@ -652,7 +672,7 @@ impl SemanticModel<'_> {
     fn workspace_module_class(&self, qualified: &str) -> Option<Value> {
         self.workspace
             .is_module_class(qualified)
-            .then_some(Value::Module(None))
+            .then_some(Value::Module(None, None))
     }
 }
 
@@ -681,6 +701,11 @@ fn size_guard(
                 &Value::static_size(),
                 None,
             ),
+            // A size of a tensor whose shape the analysis lost may be a dynamic one.
+            Value::Size {
+                origin: SizeOrigin::Unknown,
+                ..
+            } => Value::Unknown,
             _ => Value::Guard(Guard {
                 kind: GuardKind::Static,
                 decided: false,
@@ -1113,7 +1138,7 @@ fn element_of(value: &Value) -> Value {
         Value::Tuple(items) => items.iter().fold(Value::Bottom, |acc, item| acc.join(item)),
         Value::DataScalars => Value::DataScalar(Interval::default()),
         Value::Modules(element, _) => match &**element {
-            Value::Bottom => Value::Module(None),
+            Value::Bottom => Value::Module(None, None),
             element => element.clone(),
         },
         Value::Iter(inner) => (**inner).clone(),

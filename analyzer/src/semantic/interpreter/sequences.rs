@@ -21,7 +21,7 @@ impl Interpreter<'_, '_> {
         let added = match (method, args) {
             ("append", [item]) | ("insert", [_, item]) => item.clone(),
             ("extend", [items]) => element_of(items),
-            _ => Value::Module(None),
+            _ => Value::Module(None, None),
         };
         // In a loop run abstractly the append runs for an unknown number of iterations: the
         // modules are no longer known one by one.
@@ -45,12 +45,12 @@ impl Interpreter<'_, '_> {
             _ => None,
         };
         match added {
-            Some(step @ (Value::Layer(_) | Value::Module(Some(_)) | Value::Sequential(_)))
+            Some(step @ (Value::Layer(_) | Value::Module(Some(_), _) | Value::Sequential(_)))
                 if self.looping == 0 && steps.len() < MAX_LIST_ITEMS =>
             {
                 Value::Sequential(steps.iter().chain([step]).cloned().collect())
             }
-            _ => Value::Module(None),
+            _ => Value::Module(None, None),
         }
     }
 }
@@ -112,7 +112,7 @@ pub(super) fn module_items(items: Option<&Value>) -> Option<Rc<[Value]>> {
         .all(|item| {
             matches!(
                 item,
-                Value::Module(_) | Value::Layer(_) | Value::Sequential(_)
+                Value::Module(..) | Value::Layer(_) | Value::Sequential(_)
             )
         })
         .then_some(items)
@@ -131,11 +131,11 @@ pub(super) fn module_elements(items: Option<&Value>) -> Value {
             .fold(Value::Bottom, |acc, item| acc.join(item)),
         // `nn.ModuleList()`: empty until `append` fills it.
         None => Value::Bottom,
-        _ => Value::Module(None),
+        _ => Value::Module(None, None),
     };
     match element {
-        module @ (Value::Module(_) | Value::Layer(_) | Value::Bottom) => module,
-        _ => Value::Module(None),
+        module @ (Value::Module(..) | Value::Layer(_) | Value::Bottom) => module,
+        _ => Value::Module(None, None),
     }
 }
 

@@ -29,14 +29,14 @@ impl Interpreter<'_, '_> {
         let Some(receiver) = parameters.first().map(|p| p.parameter.name.as_str()) else {
             return;
         };
-        let Some(module @ Value::Module(_)) = env.locals.get(receiver).cloned() else {
+        let Some(module @ Value::Module(..)) = env.locals.get(receiver).cloned() else {
             return;
         };
         let mut assigned = Vec::new();
         assigned_attributes(&def.body, receiver, &mut assigned);
         let emit = std::mem::replace(&mut self.emit, false);
         let class = match &module {
-            Value::Module(Some(class)) => Some(*class),
+            Value::Module(Some(class), _) => Some(*class),
             _ => None,
         };
         // The script ran the model before exporting it (a warm-up, a check of its outputs):
@@ -461,7 +461,7 @@ impl Interpreter<'_, '_> {
                 match self.eval(&compare.left, env) {
                     Value::None => Some(is),
                     Value::Tensor(info) if !info.maybe_none && !info.assumed => Some(!is),
-                    Value::Module(_)
+                    Value::Module(..)
                     | Value::Sequential(_)
                     | Value::Modules(..)
                     | Value::Tuple(_)
@@ -482,6 +482,12 @@ impl Interpreter<'_, '_> {
                     }
                     _ => return None,
                 };
+                if qualified == "builtins.isinstance" {
+                    let [object, classes] = &call.arguments.args[..] else {
+                        return None;
+                    };
+                    return self.isinstance_truth(object, classes, env);
+                }
                 let last = qualified.rsplit('.').next().unwrap_or_default();
                 // transformers' `is_tracing(tensor=None)` is true under dynamo and export (it
                 // asks `is_torchdynamo_compiling()`, and whether the tensor is fake); torch.jit's
@@ -503,6 +509,63 @@ impl Interpreter<'_, '_> {
                     _ => None,
                 }
             }
+            _ => None,
+        }
+    }
+
+    /// `isinstance(object, classes)` when the object is a value the program built from a
+    /// class the analysis knows and `classes` names workspace classes: a model that builds its
+    /// backbone by the configuration's class (`if isinstance(config, MambaConfig)`) takes the
+    /// branch its configuration selects, as Python does on every trace.
+    fn isinstance_truth(&mut self, object: &Expr, classes: &Expr, env: &mut Env) -> Option<bool> {
+        let emit = std::mem::replace(&mut self.emit, false);
+        let object = self.eval(object, env);
+        let classes = self.eval(classes, env);
+        self.emit = emit;
+        let targets: Vec<usize> = match classes {
+            Value::Tuple(items) => items
+                .iter()
+                .map(|item| self.workspace_class(item))
+                .collect::<Option<_>>()?,
+            single => vec![self.workspace_class(&single)?],
+        };
+        // The class the object was built from; `None` for one that is no workspace class's
+        // instance (a `SimpleNamespace`, a number, a string, `None`), which no workspace class
+        // can describe.
+        let class = match object {
+            Value::Object(instance) => instance.class,
+            Value::Module(Some(class), _) => Some(class),
+            Value::Building(index) => Some(self.building[index].class?),
+            Value::Number(_) | Value::Str(_) | Value::None => None,
+            _ => return None,
+        };
+        let Some(class) = class else {
+            return Some(false);
+        };
+        let lineage = self.model.lineage(class);
+        if targets.iter().any(|target| lineage.contains(target)) {
+            return Some(true);
+        }
+        // A base of an installed library's (`nn.Module`) never derives from the user's classes;
+        // a base the analysis could not resolve, or a lineage cut at its bound, might.
+        let complete = lineage.len() < crate::semantic::SemanticModel::MAX_LINEAGE
+            && lineage.iter().all(|class| {
+                self.model.classes[*class]
+                    .bases
+                    .iter()
+                    .all(|base| matches!(base, Value::Class(_) | Value::Qualified(_)))
+            });
+        complete.then_some(false)
+    }
+
+    /// The workspace class a value names (`MambaConfig`, imported from another file).
+    fn workspace_class(&self, value: &Value) -> Option<usize> {
+        match value {
+            Value::Class(class) => Some(*class),
+            Value::Qualified(name) => match self.model.resolve_qualified(name)? {
+                Value::Class(class) => Some(class),
+                _ => None,
+            },
             _ => None,
         }
     }
