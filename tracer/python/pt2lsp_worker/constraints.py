@@ -111,6 +111,46 @@ def guard_clause(
     return f"the guard {guard} {named}", relevant
 
 
+# Sizes of a violated dimension a guard is tried at: the smallest ones (a parity or a multiple
+# shows there), around the example's, and large ones (a bound shows there).
+_SMALL_SIZES = range(2, 10)
+_LARGE_SIZES = (1_000, 1_001, 65_536, 1_000_003)
+
+
+def restricts(expr: str, symbols: dict[str, str], violated: set[str], hints: dict[str, int]) -> bool:
+    """Whether guard `expr` cuts the range of a violated dimension: false at some size of one of
+    them (`symbols`: {symbol: source}; `violated`: the sources torch lists), while every other
+    size keeps its example's value (`hints`: {symbol: size}). A relation that the example's other
+    sizes satisfy at every size of the dimension (`Eq(512*s30*s1, 512*s59*s1)`, the encoder's and
+    the decoder's batch equal) is not a guard torch lists as violated. True when the guard cannot
+    be evaluated: only a guard known to leave the dimension free is dropped."""
+    try:
+        import sympy
+    except ImportError:
+        return True
+    on = [symbol for symbol, source in symbols.items() if source in violated]
+    others = {symbol: hint for symbol, hint in hints.items() if symbol not in on}
+    if not on or any(symbol not in others for symbol in symbols if symbol not in on):
+        return True
+    try:
+        guard = sympy.sympify(expr, locals={name: sympy.Symbol(name, integer=True, positive=True) for name in symbols})
+        guard = guard.subs({sympy.Symbol(name, integer=True, positive=True): value for name, value in others.items()})
+        for symbol in on:
+            example = hints.get(symbol)
+            near = range(example - 3, example + 4) if example else range(0)
+            for size in (*_SMALL_SIZES, *near, *_LARGE_SIZES):
+                if size < 2:
+                    continue
+                held = guard.subs({sympy.Symbol(name, integer=True, positive=True): size for name in on})
+                if held is sympy.false or held is False:
+                    return True
+                if held is not sympy.true and held is not True:
+                    return True
+    except Exception:  # noqa: BLE001 - torch's printing of a guard sympy cannot read back
+        return True
+    return False
+
+
 def on_dimensions(names: list[str]) -> str:
     """ "on dynamic dimension `a`" or "on dynamic dimensions `a` and `b`"."""
     quoted = [name if name.startswith("L[") else f"`{name}`" for name in names]

@@ -12,7 +12,15 @@ import traceback
 
 from .budget import DRAFT_BUDGET_SECONDS, time_budget
 from .classify import classify
-from .constraints import capture_constraint_messages, guard_clause, guard_message, in_user_terms, on_dimensions, symbol_names
+from .constraints import (
+    capture_constraint_messages,
+    guard_clause,
+    guard_message,
+    in_user_terms,
+    on_dimensions,
+    restricts,
+    symbol_names,
+)
 from .divergence import divergence_findings
 from .draft import draft_findings
 from .entrypoint import Target
@@ -115,12 +123,30 @@ def _capture_guards(events: list[dict]):
                 if isinstance(metadata, dict) and len(events) < 1000:
                     event = {key: metadata.get(key) for key in ("expr", "user_stack", "symbol_to_sources")}
                     event["python_stack"] = _python_stack(torch_dir)
+                    event["hints"] = _example_sizes(sys._getframe(1), event["symbol_to_sources"])
                     events.append(event)
             return original(name, *args, **kwargs)
 
         return dtrace_structured
 
     return patched("torch.fx.experimental.symbolic_shapes", "dtrace_structured", wrap)
+
+
+def _example_sizes(caller, symbols) -> dict[str, int]:
+    """{symbol: the example's size} for a guard's symbols, from the shape environment adding it
+    (the caller of `dtrace_structured` is a `ShapeEnv` method); empty where it is not one."""
+    shape_env = caller.f_locals.get("self") if caller is not None else None
+    values = getattr(shape_env, "var_to_val", None)
+    if not isinstance(values, dict) or not symbols:
+        return {}
+    sizes = {}
+    for symbol, value in values.items():
+        if str(symbol) in symbols:
+            try:
+                sizes[str(symbol)] = int(value)
+            except (TypeError, ValueError):
+                continue
+    return sizes
 
 
 def _python_stack(torch_dir: str) -> list[traceback.FrameSummary] | None:
@@ -229,6 +255,10 @@ def _recorded_guard_findings(first: Finding, target: Target, workspace: Workspac
     sited: list[tuple[Finding, Location | list[Related]]] = []
     for event in first.guards:
         on = set(_sources_of(event).values()) & violated
+        # torch lists a dimension as violated for the guards that cut its range, not for a
+        # relation its example's other sizes satisfy whatever its size.
+        if on and not restricts(str(event.get("expr")), _sources_of(event), violated, event.get("hints") or {}):
+            continue
         parts = guard_clause(str(event.get("expr")), _sources_of(event), dims, first.fixes) if on else None
         if parts is None:
             continue

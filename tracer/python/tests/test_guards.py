@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from pt2lsp_worker.constraints import guard_clause, guard_message, parse_suggested_fixes
+from pt2lsp_worker.constraints import guard_clause, guard_message, parse_suggested_fixes, restricts
 from pt2lsp_worker.entrypoint import Target
 from pt2lsp_worker.library_conditions import enclosing_conditions, user_choice
 from pt2lsp_worker.locations import installed_path
@@ -177,3 +177,20 @@ def test_a_guard_on_a_dimension_torch_does_not_list_as_violated_is_not_a_violati
     on_batch = in_input_names({"s6": "L['flat_args'][0].size()[0]"}, built)
     clause, _ = guard_clause("s6 <= 4", on_batch, dims, [])
     assert clause == "the guard batch <= 4 on dynamic dimension `batch`"
+
+
+def test_a_relation_the_example_satisfies_at_every_size_is_not_a_violated_guard():
+    sources = {"s30": "L['src_seq'].size()[0]", "s59": "L['trg_seq'].size()[0]", "s1": "L['src_seq'].size()[1]"}
+    violated = {"L['src_seq'].size()[1]"}
+    example = {"s30": 4, "s59": 4, "s1": 37}
+    # The encoder's and decoder's batch equal, written over the length (the seq2seq Transformer
+    # of attention-is-all-you-need-pytorch, torch 2.15): true at any length.
+    assert not restricts("Eq(512*s30*s1, 512*s59*s1)", sources, violated, example)
+    # A bound, a multiple, a relation to another size: each cuts the length's range.
+    assert restricts("s1 <= 200", sources, violated, example)
+    assert restricts("Eq(Mod(s1, 4), 0)", sources, violated, {**example, "s1": 36})
+    assert restricts("Eq(s1, s30)", sources, violated, example)
+    assert restricts("Eq((s1 - 1)//2, s30)", sources, violated, example)
+    # What cannot be told is kept: no example size for another symbol, a form sympy cannot read.
+    assert restricts("Eq(512*s30*s1, 512*s59*s1)", sources, violated, {"s1": 37})
+    assert restricts("Eq(FloorToInt(s1), 3) and", sources, violated, example)

@@ -4,10 +4,11 @@
 //! `block_size` is 32, and what `__init__` stores on `self` (numbers, layers sized from the
 //! configuration, buffers, submodules that are built the same way) is what `forward` reads. The
 //! construction pass runs the entry file's module-level code, and the function that holds the
-//! export call when that code never reaches it, without tracing anything; each module class it
-//! builds keeps the attributes its constructions gave it (joined, when it is built twice with
-//! different values). Configuration objects (dataclasses, plain classes, `SimpleNamespace`) are
-//! values wherever they are built.
+//! export call when that code never reaches it, without tracing anything. Each module instance
+//! it builds keeps what its own `__init__` stored (`Residual(module=Attention())` beside
+//! `Residual(module=FeedForward())`), and its class keeps the join of all of them, for values
+//! that lost the instance. Configuration objects (dataclasses, plain classes, `SimpleNamespace`)
+//! are values wherever they are built.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
