@@ -132,6 +132,9 @@ pub(crate) struct SemanticModel<'a> {
     pub(crate) reached: FxHashSet<Site>,
     /// The module class the file's entrypoint exports, once the analysis ran, when known.
     pub(crate) exported_class: Option<usize>,
+    /// The analysis called a module it did not know while following the model: which classes
+    /// the model runs is then not known.
+    pub(crate) ran_unknown_module: bool,
     /// Each class's own `forward` that a followed replacement supersedes (see
     /// `mark_replaced_methods`): it never runs, so what it would do is reported nowhere.
     pub(crate) superseded: Vec<Site>,
@@ -287,6 +290,7 @@ impl<'a> SemanticModel<'a> {
             foreign_events: Vec::new(),
             reached: FxHashSet::default(),
             exported_class: None,
+            ran_unknown_module: false,
             superseded: Vec::new(),
             entry_site: None,
             classes: Vec::new(),
@@ -359,9 +363,11 @@ impl<'a> SemanticModel<'a> {
             .any(|class| class.is_module && class.file == 0);
         if local_module || !self.foreign.is_empty() {
             self.strict = shapes::declares_strict(&parsed.module.body);
-            let (events, reached, shapes, exported) = Interpreter::run(self, &parsed.module.body);
+            let (events, reached, shapes, exported, ran_unknown_module) =
+                Interpreter::run(self, &parsed.module.body);
             self.shapes = shapes;
             self.exported_class = exported;
+            self.ran_unknown_module = ran_unknown_module;
             let (own, foreign): (Vec<Event>, Vec<Event>) =
                 events.into_iter().partition(|event| event.file == 0);
             self.events = own;
@@ -522,9 +528,9 @@ impl<'a> SemanticModel<'a> {
 
     /// The module classes the exported model may run, in every file of the program
     /// ([`interpreter::classes_used_across`] of the exported class); `None` when the analysis
-    /// does not know which class is exported.
+    /// does not know which class is exported, or called a module it did not know.
     pub(crate) fn exported_classes(&self) -> Option<FxHashSet<usize>> {
-        let root = self.exported_class?;
+        let root = self.exported_class.filter(|_| !self.ran_unknown_module)?;
         // A class the code building the model passes in (`Residual(module=Attention())`) is
         // named there, not in the model's classes: a class whose method the analysis entered
         // runs, and so do the classes it names.

@@ -16,7 +16,7 @@ use super::{
     MAX_DEPTH, MethodResult, OpDefinition, ScalarUse, SizeOrigin, TensorInfo, TorchResult, Value,
     all_parameters, annotation_kind, default_value, narrow, reshape_guard,
 };
-use super::{construction, layers, sequences, shape_ops, statements};
+use super::{layers, sequences, shape_ops, statements};
 use crate::semantic::events::Forcing;
 use crate::semantic::symbolic::SymSize;
 use crate::semantic::value::{BakedRead, DimSize, TensorDims};
@@ -255,60 +255,6 @@ impl Interpreter<'_, '_> {
         }
     }
 
-    /// Calls `nn.Sequential(a, b, c)` on `args`: each step on the previous one's output.
-    pub(super) fn run_sequential(&mut self, steps: &[Value], args: &[Value]) -> Value {
-        let range = self.call_range();
-        let mut value = match args {
-            [single] => single.clone(),
-            _ => return Value::opaque_tensor(),
-        };
-        for step in steps {
-            value = match step {
-                Value::Layer(layer) => self.layer_call(layer, &[value], range),
-                module @ Value::Module(Some(_), _) => self.call_module(module, &[value], &[]),
-                Value::Sequential(inner) => self.run_sequential(inner, &[value]),
-                _ => return Value::opaque_tensor(),
-            };
-        }
-        value
-    }
-
-    /// Calls a module: a class of this file runs its `forward` on the caller's values, so shapes
-    /// and dynamic dimensions flow into submodules; any other module returns an opaque tensor.
-    pub(super) fn call_module(
-        &mut self,
-        module: &Value,
-        args: &[Value],
-        kwargs: &[(String, Value)],
-    ) -> Value {
-        let class = match module {
-            Value::Module(class, _) => *class,
-            _ => None,
-        };
-        // A model the script runs itself (a warm-up, a check of its outputs) may have filled
-        // its caches before it is exported.
-        if let (true, true, Some(class)) = (self.constructing, self.building.is_empty(), class) {
-            self.run_before_export.insert(class);
-        }
-        match class.and_then(|class| Some((class, self.model.find_method(class, "forward")?))) {
-            Some((_, forward)) => {
-                match self.inline(forward, Some(module.clone()), args, kwargs, None) {
-                    Value::Unknown | Value::Bottom => Value::opaque_tensor(),
-                    value => value,
-                }
-            }
-            // A `torch.nn` layer's subclass that keeps the layer's `forward`.
-            None => match class.map(|_| self.attribute(module, construction::LAYER_FIELD)) {
-                Some(Value::Layer(layer)) => {
-                    let range = self.call_range();
-                    self.transformer_masks(&layer, args, kwargs, range);
-                    self.layer_call(&layer, args, range)
-                }
-                _ => Value::opaque_tensor(),
-            },
-        }
-    }
-
     /// A nested function sees its parent's bindings; a module-level one does not.
     pub(super) fn closure_of(
         &self,
@@ -476,65 +422,6 @@ impl Interpreter<'_, '_> {
         }
     }
 
-    pub(super) fn module_method(
-        &mut self,
-        module: &Value,
-        name: &str,
-        args: &[Value],
-        kwargs: &[(String, Value)],
-        any_tensor: bool,
-    ) -> Value {
-        let class = match module {
-            Value::Module(class, _) => *class,
-            _ => None,
-        };
-        if let Some(class) = class {
-            if let Some(method) = self.model.find_method(class, name) {
-                return self.inline(method, Some(module.clone()), args, kwargs, None);
-            }
-            let attribute = self
-                .built_field(module, name)
-                .or_else(|| self.constructed_attribute(class, name))
-                .or_else(|| self.model.find_attribute(class, name).cloned());
-            match &attribute {
-                Some(submodule @ Value::Module(..)) => {
-                    return self.call_module(submodule, args, kwargs);
-                }
-                Some(Value::Layer(layer)) => {
-                    let layer = layer.clone();
-                    self.transformer_masks(&layer, args, kwargs, self.call_range());
-                    return self.layer_call(&layer, args, self.call_range());
-                }
-                Some(Value::Sequential(steps)) => {
-                    let steps = steps.clone();
-                    return self.run_sequential(&steps, args);
-                }
-                Some(Value::Tensor(_) | Value::Modules(..)) => return Value::Unknown,
-                _ => {}
-            }
-        }
-        match name {
-            "children" | "modules" => Value::Modules(Rc::new(Value::Module(None, None)), None),
-            "get_submodule" => Value::Module(None, None),
-            "get_parameter" | "get_buffer" => Value::tensor(),
-            // They return the module itself: `model = Net().eval()` is still the `Net`.
-            "train" | "eval" | "to" | "float" | "half" | "double" | "cpu" | "cuda"
-            | "requires_grad_"
-                if !any_tensor =>
-            {
-                module.clone()
-            }
-            "parameters" | "named_parameters" | "buffers" | "named_buffers" | "state_dict"
-            | "train" | "eval" | "to" | "apply" | "register_buffer" | "register_parameter"
-            | "add_module" | "named_children" | "named_modules" | "zero_grad"
-            | "requires_grad_" | "extra_repr" => Value::Unknown,
-            // A callable attribute the model cannot see (a submodule chosen at run time, an
-            // activation from a table): applied to tensors, it returns one.
-            _ if any_tensor => Value::opaque_tensor(),
-            _ => Value::Unknown,
-        }
-    }
-
     pub(super) fn qualified_call(
         &mut self,
         qualified: &str,
@@ -558,11 +445,15 @@ impl Interpreter<'_, '_> {
                     .find(|(name, _)| name == "mod")
                     .map(|(_, value)| value)
             });
-            if let (None, Some(instance @ Value::Module(Some(class), _))) =
-                (self.exported, exported)
-            {
-                self.exported = Some(*class);
-                self.exported_instance = Some(instance.clone());
+            match (self.exported, exported) {
+                (None, Some(instance @ Value::Module(Some(class), _))) => {
+                    self.exported = Some(*class);
+                    self.exported_instance = Some(instance.clone());
+                }
+                (None, Some(steps @ Value::Sequential(_))) if self.exported_instance.is_none() => {
+                    self.exported_instance = Some(steps.clone());
+                }
+                _ => {}
             }
         }
         if let Some(number) = super::builtins::math_of_numbers(qualified, args) {
@@ -996,10 +887,14 @@ impl Interpreter<'_, '_> {
         // Arguments of unknown names or number (`f(*args, **kw)`) may fill any parameter.
         let open = kwargs.iter().any(|(key, _)| key.is_empty());
         let mut positional = receiver.into_iter().chain(args.iter().cloned());
-        for parameter in &parameters {
+        // Keyword-only parameters (after `*args` or `*`) take no positional argument: the
+        // extra ones go to `*args`.
+        let positional_slots = def.parameters.posonlyargs.len() + def.parameters.args.len();
+        for (index, parameter) in parameters.iter().enumerate() {
             let name = parameter.parameter.name.as_str();
-            let mut value = positional
-                .next()
+            let mut value = (index < positional_slots)
+                .then(|| positional.next())
+                .flatten()
                 .or_else(|| {
                     kwargs
                         .iter()

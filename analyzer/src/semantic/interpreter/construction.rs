@@ -62,7 +62,12 @@ impl Interpreter<'_, '_> {
             self.exported_instance = module_level
                 .locals
                 .get("model")
-                .filter(|model| matches!(model, Value::Module(Some(_), Some(_))))
+                .filter(|model| {
+                    matches!(
+                        model,
+                        Value::Module(Some(_), Some(_)) | Value::Sequential(_)
+                    )
+                })
                 .cloned();
         }
         let built = |interpreter: &Self| {

@@ -195,8 +195,26 @@ impl Interpreter<'_, '_> {
                 }
             }
             Expr::BoolOp(bool_op) => {
-                let (last, rest) = bool_op
-                    .values
+                // Python's short circuit over operands whose truth the program decides
+                // (`d_keys or d_model // n_heads` with `d_keys=None`): the value is the first
+                // operand that decides it, else the last.
+                let decides = matches!(bool_op.op, ast::BoolOp::Or);
+                let mut undecided_from = None;
+                for (index, value) in bool_op.values.iter().enumerate() {
+                    if index + 1 == bool_op.values.len() {
+                        return self.eval(value, env);
+                    }
+                    match self.static_truth(value, env) {
+                        Some(truth) if truth == decides => return self.eval(value, env),
+                        Some(_) => {}
+                        None => {
+                            undecided_from = Some(index);
+                            break;
+                        }
+                    }
+                }
+                let operands = &bool_op.values[undecided_from.unwrap_or(0)..];
+                let (last, rest) = operands
                     .split_last()
                     .expect("a boolean operation has operands");
                 for value in rest {
@@ -221,8 +239,31 @@ impl Interpreter<'_, '_> {
                 body.join(&orelse)
             }
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
-                let items: Vec<Value> =
-                    elts.iter().map(|element| self.eval(element, env)).collect();
+                let mut items: Vec<Value> = Vec::with_capacity(elts.len());
+                for element in elts {
+                    let Expr::Starred(starred) = element else {
+                        items.push(self.eval(element, env));
+                        continue;
+                    };
+                    // `(*x.shape, self.dim_head)`: the items it unpacks, when their number is
+                    // known.
+                    match self.eval(&starred.value, env) {
+                        Value::Shape(info) => {
+                            let Some(rank) = info.dims.as_ref().and_then(|dims| dims.rank) else {
+                                items.push(Value::Unknown);
+                                continue;
+                            };
+                            for position in 0..rank {
+                                let position = i64::try_from(position).unwrap_or(i64::MAX);
+                                items.push(self.size_of(&info, position));
+                            }
+                        }
+                        Value::Tuple(unpacked) | Value::Modules(_, Some(unpacked)) => {
+                            items.extend(unpacked.iter().cloned());
+                        }
+                        _ => items.push(Value::Unknown),
+                    }
+                }
                 Value::Tuple(Rc::from(items))
             }
             Expr::Named(named) => {

@@ -22,7 +22,6 @@ use super::{SemanticModel, ShapesSpec, Site};
 use crate::catalogue::{AttributeResult, Constructed, MethodResult, TorchResult};
 use crate::custom_ops::OpDefinition;
 use crate::names;
-use crate::syntax::ast::visitor::{self, Visitor};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 mod builtins;
@@ -30,9 +29,14 @@ mod calls;
 mod construction;
 mod expressions;
 mod layers;
+mod modules;
 mod sequences;
 mod shape_ops;
 mod statements;
+mod used_classes;
+
+pub(crate) use used_classes::classes_used_across;
+use used_classes::classes_used_from;
 
 /// Calls followed inline from one root before the interpreter stops following.
 const INLINE_BUDGET: usize = 400;
@@ -256,6 +260,9 @@ pub(crate) struct Interpreter<'m, 'a> {
     /// The model instance the construction pass built for export (passed to the export call,
     /// or the module-level `model`): its `forward` reads what its own `__init__` stored.
     exported_instance: Option<Value>,
+    /// A module call the analysis could not follow ran while tracing (a submodule it does not
+    /// know): the classes the model runs are then not all known.
+    ran_unknown_module: bool,
     /// Expressions being evaluated, nested (see `MAX_EXPRESSION_DEPTH`).
     expression_depth: usize,
 }
@@ -289,6 +296,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             module_body: &[],
             exported: None,
             exported_instance: None,
+            ran_unknown_module: false,
             expression_depth: 0,
         }
     }
@@ -305,6 +313,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         FxHashSet<Site>,
         Vec<crate::ShapeHint>,
         Option<usize>,
+        bool,
     ) {
         let mut interpreter = Interpreter::new(model, true);
         interpreter.module_body = body;
@@ -404,13 +413,47 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             interpreter.frames.clear();
             interpreter.file = 0;
         }
+        // The exported model is an `nn.Sequential` of modules the analysis knows (built by a
+        // factory function, or in the script): its steps run on the example input in order.
+        if let (Some(_), Some(Value::Sequential(steps))) =
+            (&model.entry, interpreter.exported_instance.clone())
+        {
+            interpreter.untracked = if declares_dynamic {
+                SizeOrigin::Unknown
+            } else {
+                SizeOrigin::Static
+            };
+            interpreter.budget = INLINE_BUDGET;
+            interpreter.unroll_budget = UNROLL_BUDGET;
+            interpreter.memo.clear();
+            let dims = model
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.dims_for("input", 0));
+            let input = Value::Tensor(TensorInfo {
+                dims,
+                ..TensorInfo::default()
+            });
+            if let Some(site) = model.entry_site {
+                interpreter.frames.push((0, site));
+            }
+            interpreter.run_sequential(&steps, &[input]);
+            interpreter.frames.clear();
+            interpreter.file = 0;
+        }
         let mut shapes: Vec<crate::ShapeHint> = interpreter
             .shapes
             .into_iter()
             .filter_map(|(range, seen)| Some(seen?.hint(range)))
             .collect();
         shapes.sort_by_key(|hint| hint.range.start());
-        (interpreter.events, interpreter.reached, shapes, entry_class)
+        (
+            interpreter.events,
+            interpreter.reached,
+            shapes,
+            entry_class,
+            interpreter.ran_unknown_module,
+        )
     }
 
     /// Notes the shape of the tensor `value` named at `range`. Only the shape is kept here (a
@@ -594,77 +637,6 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             });
         }
     }
-}
-
-/// The module classes of the analysed file that class `root` names anywhere in its methods,
-/// and those they name, `root` included: the classes its model may be made of (a `ModuleList`
-/// of `Block`s names `Block` in `__init__`).
-fn classes_used_from(model: &SemanticModel<'_>, root: usize) -> FxHashSet<usize> {
-    classes_named_from(model, [root], |info| info.file == 0)
-}
-
-/// The module classes of every file of the program that the `roots`' methods name, directly
-/// or through the classes they name, matched by name (two classes of one name both count): what
-/// the exported model may run. A class none of them names is never part of it.
-pub(crate) fn classes_used_across(
-    model: &SemanticModel<'_>,
-    roots: impl IntoIterator<Item = usize>,
-) -> FxHashSet<usize> {
-    classes_named_from(model, roots, |_| true)
-}
-
-fn classes_named_from(
-    model: &SemanticModel<'_>,
-    roots: impl IntoIterator<Item = usize>,
-    counts: impl Fn(&super::ClassInfo<'_>) -> bool,
-) -> FxHashSet<usize> {
-    struct Names<'n>(&'n mut FxHashSet<String>);
-    impl<'a> Visitor<'a> for Names<'_> {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            match expr {
-                Expr::Name(name) => {
-                    self.0.insert(name.id.to_string());
-                }
-                // `blocks.Block(dim)` of `import zoo.blocks as blocks`.
-                Expr::Attribute(attribute) => {
-                    self.0.insert(attribute.attr.to_string());
-                }
-                _ => {}
-            }
-            visitor::walk_expr(self, expr);
-        }
-    }
-    let by_name: FxHashMap<&str, Vec<usize>> = model
-        .classes
-        .iter()
-        .enumerate()
-        .filter(|(_, info)| info.is_module && counts(info))
-        .fold(FxHashMap::default(), |mut by_name, (index, info)| {
-            by_name
-                .entry(info.def.name.as_str())
-                .or_default()
-                .push(index);
-            by_name
-        });
-    let mut used: FxHashSet<usize> = roots.into_iter().collect();
-    let mut pending: Vec<usize> = used.iter().copied().collect();
-    while let Some(class) = pending.pop() {
-        let mut names = FxHashSet::default();
-        for &function in model.classes[class].methods.values() {
-            let mut collector = Names(&mut names);
-            for stmt in &model.functions[function].def.body {
-                collector.visit_stmt(stmt);
-            }
-        }
-        for name in &names {
-            for &named in by_name.get(name.as_str()).into_iter().flatten() {
-                if used.insert(named) {
-                    pending.push(named);
-                }
-            }
-        }
-    }
-    used
 }
 
 impl SemanticModel<'_> {
