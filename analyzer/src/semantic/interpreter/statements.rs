@@ -607,6 +607,13 @@ impl Interpreter<'_, '_> {
                         Value::Tuple(items) if !has_star && items.len() == elts.len() => {
                             items[index].clone()
                         }
+                        // `for attn, ff in self.layers:` over `ModuleList([Attn(), FF()])`s.
+                        Value::Modules(_, Some(items))
+                            if !has_star && items.len() == elts.len() =>
+                        {
+                            items[index].clone()
+                        }
+                        Value::Modules(element, None) if !has_star => (**element).clone(),
                         Value::Shape(info) if !has_star => self.size_of(info, index as i64),
                         Value::Tensor(info) | Value::Tensors(info) => Value::Tensor(TensorInfo {
                             assumed: info.opaque || info.assumed,
