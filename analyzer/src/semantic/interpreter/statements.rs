@@ -604,11 +604,8 @@ impl Interpreter<'_, '_> {
                 let has_star = elts.iter().any(Expr::is_starred_expr);
                 for (index, element) in elts.iter().enumerate() {
                     let item = match &value {
-                        Value::Tuple(items) if !has_star && items.len() == elts.len() => {
-                            items[index].clone()
-                        }
-                        // `for attn, ff in self.layers:` over `ModuleList([Attn(), FF()])`s.
-                        Value::Modules(_, Some(items))
+                        // `for attn, ff in self.layers:` over `ModuleList([Attn(), FF()])`s too.
+                        Value::Tuple(items) | Value::Modules(_, Some(items))
                             if !has_star && items.len() == elts.len() =>
                         {
                             items[index].clone()
