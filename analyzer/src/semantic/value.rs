@@ -504,8 +504,16 @@ pub(crate) enum Value {
 
 /// What the `__init__` of one module instance stored on `self`, by name. Equal when the same
 /// object, or when built with the same fields (the blocks of a `ModuleList` made in a loop).
-#[derive(Debug)]
 pub(crate) struct BuiltFields(pub(crate) std::collections::BTreeMap<String, Value>);
+
+/// The instance's identity, not its fields: a call's memo key prints its receiver, and the
+/// fields of a model's root hold every module of the model. Instances live as long as the
+/// interpreter that built them, so no two of them share an address while a key is kept.
+impl std::fmt::Debug for BuiltFields {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "BuiltFields({self:p})")
+    }
+}
 
 impl PartialEq for BuiltFields {
     fn eq(&self, other: &Self) -> bool {
