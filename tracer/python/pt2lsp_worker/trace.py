@@ -33,7 +33,7 @@ from .locations import deepest_user_frame, installed_package, installed_path, li
 from .made_static import made_static_findings
 from .passed import passed_lines
 from .patching import patched
-from .spec import place_on_spec, with_declared_sources
+from .spec import declared_sources, place_on_spec, with_declared_sources
 from .text import clip
 from .workspace import Workspace, binding_line
 
@@ -253,11 +253,15 @@ def _recorded_guard_findings(first: Finding, target: Target, workspace: Workspac
         return None
     covered: set[str] = set()
     sited: list[tuple[Finding, Location | list[Related]]] = []
+    # The sources declared with a violated `Dim` (`x_enc` and `x_mark_enc` both `enc_len`) are
+    # one size: a guard that they are equal is the declaration itself.
+    violated_names = set(dims.values())
+    together = violated | {source for source, name in declared_sources(target).items() if name in violated_names}
     for event in first.guards:
         on = set(_sources_of(event).values()) & violated
         # torch lists a dimension as violated for the guards that cut its range, not for a
         # relation its example's other sizes satisfy whatever its size.
-        if on and not restricts(str(event.get("expr")), _sources_of(event), violated, event.get("hints") or {}):
+        if on and not restricts(str(event.get("expr")), _sources_of(event), together, event.get("hints") or {}):
             continue
         parts = guard_clause(str(event.get("expr")), _sources_of(event), dims, first.fixes) if on else None
         if parts is None:

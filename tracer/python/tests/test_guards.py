@@ -191,6 +191,11 @@ def test_a_relation_the_example_satisfies_at_every_size_is_not_a_violated_guard(
     assert restricts("Eq(Mod(s1, 4), 0)", sources, violated, {**example, "s1": 36})
     assert restricts("Eq(s1, s30)", sources, violated, example)
     assert restricts("Eq((s1 - 1)//2, s30)", sources, violated, example)
+    # Two inputs declared with the same `Dim` are one size: their equality cuts nothing.
+    both = {"s1": "L['src_seq'].size()[1]", "s94": "L['src_mark'].size()[1]"}
+    together = violated | {"L['src_mark'].size()[1]"}
+    assert not restricts("Eq(s1, s94)", both, together, {"s1": 37, "s94": 37})
+    assert restricts("Eq(s1, s94)", both, violated, {"s1": 37, "s94": 37})
     # What cannot be told is kept: no example size for another symbol, a form sympy cannot read.
     assert restricts("Eq(512*s30*s1, 512*s59*s1)", sources, violated, {"s1": 37})
     assert restricts("Eq(FloorToInt(s1), 3) and", sources, violated, example)
