@@ -471,7 +471,7 @@ impl Interpreter<'_, '_> {
                     })
                 },
             ),
-            Value::Module(None, None) => module_parameter(name),
+            Value::Module(None, _) => module_parameter(name),
             Value::Qualified(qualified) => {
                 let qualified = format!("{qualified}.{name}");
                 self.model

@@ -346,14 +346,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             // warning at most.
             let unreached = used.as_ref().is_some_and(|used| !used.contains(&class));
             let spec = model.spec.as_ref().filter(|_| entry_class == Some(class));
-            interpreter.untracked = if declares_dynamic {
-                SizeOrigin::Unknown
-            } else {
-                SizeOrigin::Static
-            };
-            interpreter.budget = INLINE_BUDGET;
-            interpreter.unroll_budget = UNROLL_BUDGET;
-            interpreter.memo.clear();
+            interpreter.start_root(declares_dynamic);
             let def = model.functions[forward].def;
             let mut env = Env {
                 class: Some(class),
@@ -418,14 +411,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         if let (Some(_), Some(Value::Sequential(steps))) =
             (&model.entry, interpreter.exported_instance.clone())
         {
-            interpreter.untracked = if declares_dynamic {
-                SizeOrigin::Unknown
-            } else {
-                SizeOrigin::Static
-            };
-            interpreter.budget = INLINE_BUDGET;
-            interpreter.unroll_budget = UNROLL_BUDGET;
-            interpreter.memo.clear();
+            interpreter.start_root(declares_dynamic);
             let dims = model
                 .spec
                 .as_ref()
@@ -454,6 +440,20 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             entry_class,
             interpreter.ran_unknown_module,
         )
+    }
+
+    /// Resets what one root's run may use up or learn: each root starts with the whole budget
+    /// and no memo, and sizes the analysis does not track are unknown in a file that declares
+    /// dynamic dimensions, static otherwise.
+    fn start_root(&mut self, declares_dynamic: bool) {
+        self.untracked = if declares_dynamic {
+            SizeOrigin::Unknown
+        } else {
+            SizeOrigin::Static
+        };
+        self.budget = INLINE_BUDGET;
+        self.unroll_budget = UNROLL_BUDGET;
+        self.memo.clear();
     }
 
     /// Notes the shape of the tensor `value` named at `range`. Only the shape is kept here (a
