@@ -7,17 +7,21 @@ declare_rule! {
     code: "PT201",
     name: "tensor-to-numpy",
     summary: "A tensor is converted to a NumPy array inside traced code",
-    finds: "`.numpy()`, `np.*` on tensors",
+    finds: "`.numpy()`, `np.*` on tensors or on dynamic sizes",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
 Finds `.numpy()` on tensors and calls into `numpy` that take a tensor (`np.array(x)`,
-`np.mean(x)`) inside traced code.
+`np.mean(x)`) or a size of a dynamic dimension (`np.log(x.shape[1])`) inside traced code.
 
 ## Why export fails
 Non-strict export traces with fake tensors that have no data: `.numpy()` raises
 `RuntimeError: .numpy() is not supported for tensor subclasses.` Strict export traces NumPy calls
 through `torch._numpy`, so there it is a warning.
+
+A size of a dimension declared dynamic is a symbolic integer (`SymInt`) during export, and
+NumPy's functions do not take one: `np.log(n)` raises `TypeError: loop of ufunc does not support
+argument 0 of type SymInt which has no callable log method` (measured, torch 2.15).
 
 ## Example
 ```python
@@ -42,6 +46,10 @@ Where the array is used only where the tensor does the same, the fix keeps the t
   0-d tensor instead of a NumPy scalar.
 - An array returned from the exported model's `forward` becomes the tensor: unsafe, eager
   callers get a tensor (the exported program returns one there in any case).
+
+A NumPy function of a dynamic size gets no fix either: `math` computes on the size but makes
+the dimension static (PT401 where it is declared dynamic), and torch operations on a tensor of
+the size make the result data-dependent; which one keeps the model's intent is the user's call.
 
 NumPy functions, and methods with arguments, get no fix: their names (`axis`/`dim`), defaults
 and dtype promotion differ from torch's, so no rewrite is mechanical.
@@ -85,8 +93,18 @@ pub(crate) fn check(checker: &mut Checker) {
         .map(|event| event.range)
         .collect();
     for event in &checker.model.events {
-        let EventKind::Numpy { call, static_shape } = &event.kind else {
-            continue;
+        let (call, static_shape) = match &event.kind {
+            EventKind::Numpy { call, static_shape } => (call, static_shape),
+            EventKind::NumpySize { dim, .. } => {
+                let text = checker.model.text(event.range);
+                let message = format!(
+                    "`{text}` gives NumPy a size of dynamic dimension `{}`: during export the size is a symbolic integer (`SymInt`), and NumPy fails on it with \"TypeError: loop of ufunc does not support argument 0 of type SymInt\"; compute it with torch operations on a tensor, or with `math` if the dimension may be static (`math` makes it static)",
+                    dim.name
+                );
+                checker.report(Rule::TensorToNumpy, severity, event.range, message);
+                continue;
+            }
+            _ => continue,
         };
         let message = if call == ".numpy()" {
             "`.numpy()` on a tensor inside traced code: export traces without data, so there is no array to return; use torch operations".to_owned()

@@ -95,6 +95,8 @@ pub(crate) enum EventKind {
     /// are known to depend on no declared `Dim` and on no data (a fix may then ask for its
     /// elements one by one, `.tolist()`, without fixing a dynamic dimension).
     Numpy { call: String, static_shape: bool },
+    /// A NumPy function applied to a size of a dynamic dimension (`np.log(x.shape[1])`).
+    NumpySize { call: String, dim: Rc<DimDecl> },
     /// A call to a qualified function: `print`, `zlib.crc32`, `torch._dynamo.graph_break`.
     Call {
         qualified: String,

@@ -15,8 +15,10 @@ use crate::names::{self, Resolve};
 use crate::syntax::ast::{self, Expr, Stmt};
 
 mod dim_reader;
+mod example_reader;
 mod model_class;
 use dim_reader::{Assumed, DimReader, ForeignSpec, spec_item};
+use example_reader::ExampleReader;
 use model_class::ModelResolver;
 
 /// A mistake in `dynamic_shapes` that `torch.export` rejects before tracing.
@@ -509,6 +511,26 @@ impl<'a> Visitor<'a> for Gatherer<'_, '_, 'a> {
                         .entry(name.id.as_str())
                         .or_default()
                         .push((assign.range, &assign.value));
+                }
+                // `h, w = Dim("height"), Dim("width")`: each name its own value.
+                [Expr::Tuple(tuple)] if matches!(&*assign.value, Expr::Tuple(_)) => {
+                    let values = match &*assign.value {
+                        Expr::Tuple(values) if values.elts.len() == tuple.elts.len() => {
+                            &values.elts[..]
+                        }
+                        _ => &[],
+                    };
+                    for (target, value) in tuple.elts.iter().zip(values) {
+                        if let Expr::Name(name) = target {
+                            self.gathered.dims_helper.remove(name.id.as_str());
+                            self.gathered.assignments.insert(name.id.as_str(), value);
+                            self.gathered
+                                .bindings
+                                .entry(name.id.as_str())
+                                .or_default()
+                                .push((assign.range, value));
+                        }
+                    }
                 }
                 [Expr::Tuple(tuple)] => {
                     if let Expr::Call(call) = &*assign.value {
@@ -1351,139 +1373,5 @@ fn forward_parameters(def: &ast::StmtFunctionDef) -> ForwardParameters {
         positional: count,
         has_varargs: parameters.vararg.is_some(),
         has_kwargs: parameters.kwarg.is_some(),
-    }
-}
-
-/// Tensor methods that keep the shape of an example input (`torch.randn(4, 8).to(device)`).
-const KEEPS_EXAMPLE_SHAPE: &[&str] = &[
-    "to",
-    "float",
-    "double",
-    "half",
-    "bfloat16",
-    "long",
-    "int",
-    "bool",
-    "cpu",
-    "cuda",
-    "contiguous",
-    "clone",
-    "detach",
-    "requires_grad_",
-    "type",
-];
-
-/// Reads example tensors: torch factory calls, through names and dtype/device conversions.
-struct ExampleReader<'g, 'm, 'a> {
-    model: &'m SemanticModel<'a>,
-    gathered: &'g Gathered<'a>,
-}
-
-impl<'a> ExampleReader<'_, '_, 'a> {
-    fn tensor(&self, expr: &'a Expr, depth: usize) -> Option<ExampleTensor> {
-        if depth > 8 {
-            return None;
-        }
-        match expr {
-            Expr::Name(name) => {
-                let bound = self.gathered.binding_at(name.id.as_str(), name.start())?;
-                self.tensor(bound, depth + 1)
-            }
-            Expr::Call(call) => {
-                if let Expr::Attribute(attribute) = &*call.func {
-                    if KEEPS_EXAMPLE_SHAPE.contains(&attribute.attr.as_str()) {
-                        if let Some(tensor) = self.tensor(&attribute.value, depth + 1) {
-                            return Some(tensor);
-                        }
-                    }
-                }
-                let callee = self.model.qualified(&call.func)?;
-                let (module, name) = callee.rsplit_once('.')?;
-                if module != "torch" {
-                    return None;
-                }
-                self.factory(name, call)
-            }
-            _ => None,
-        }
-    }
-
-    /// The shape a torch factory call gives, with each size the file spells as a number.
-    fn factory(&self, name: &str, call: &'a ast::ExprCall) -> Option<ExampleTensor> {
-        let args = &call.arguments.args;
-        let size_keyword = call.arguments.find_keyword("size").map(|k| &k.value);
-        let sizes: Vec<&'a Expr> = match name {
-            "randn" | "rand" | "zeros" | "ones" | "empty" => match (args.as_ref(), size_keyword) {
-                ([], Some(size)) => elements(size)?.iter().collect(),
-                ([single], _) if elements(single).is_some() => elements(single)?.iter().collect(),
-                (args, _) if !args.is_empty() && args.iter().all(|a| !a.is_starred_expr()) => {
-                    args.iter().collect()
-                }
-                _ => return None,
-            },
-            "full" => elements(args.first().or(size_keyword)?)?.iter().collect(),
-            "randint" => args
-                .iter()
-                .chain(size_keyword)
-                .find_map(elements)?
-                .iter()
-                .collect(),
-            "arange" if args.len() == 1 => vec![&args[0]],
-            "tensor" | "as_tensor" => {
-                return Some(ExampleTensor {
-                    rank: args.first().map(list_depth),
-                    sizes: Vec::new(),
-                });
-            }
-            _ => return None,
-        };
-        let sizes_known = sizes
-            .iter()
-            .enumerate()
-            .filter_map(|(index, size)| {
-                let value = names::int_literal(size).or_else(|| self.int_name(size))?;
-                Some(ExampleSize {
-                    index,
-                    value,
-                    at: Some(size.range()),
-                })
-            })
-            .collect();
-        Some(ExampleTensor {
-            rank: Some(sizes.len()),
-            sizes: sizes_known,
-        })
-    }
-
-    /// A name bound to an integer literal (`batch_size = 1`), or `args.<name>` of `args =
-    /// parser.parse_args()` whose `add_argument` default is one: what the script runs with when
-    /// no argument is given, as the tracer runs it.
-    fn int_name(&self, expr: &Expr) -> Option<i64> {
-        match expr {
-            Expr::Name(name) => {
-                names::int_literal(self.gathered.binding_at(name.id.as_str(), name.start())?)
-            }
-            Expr::Attribute(attribute) => {
-                let Expr::Name(namespace) = &*attribute.value else {
-                    return None;
-                };
-                let parsed = self
-                    .gathered
-                    .binding_at(namespace.id.as_str(), namespace.start())?;
-                names::int_literal(
-                    self.gathered
-                        .parsed_argument(parsed, attribute.attr.as_str())?,
-                )
-            }
-            _ => None,
-        }
-    }
-}
-
-fn list_depth(expr: &Expr) -> usize {
-    match expr {
-        Expr::List(list) => 1 + list.elts.first().map_or(0, list_depth),
-        Expr::Tuple(tuple) => 1 + tuple.elts.first().map_or(0, list_depth),
-        _ => 0,
     }
 }

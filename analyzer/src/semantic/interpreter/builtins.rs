@@ -254,6 +254,31 @@ impl Interpreter<'_, '_> {
                         .collect(),
                 )
             }
+            // `zip(self.layers, routed)` with the layers known one by one and the other
+            // sequence not: the layers are still known in their order (the sequences a model
+            // zips are parallel), each beside what the other sequence holds.
+            "zip" if args.iter().any(|arg| exact_items(arg).is_some()) => {
+                let length = args
+                    .iter()
+                    .filter_map(exact_items)
+                    .map(|items| items.len())
+                    .min()
+                    .unwrap_or(0);
+                Value::Tuple(
+                    (0..length)
+                        .map(|index| {
+                            Value::Tuple(
+                                args.iter()
+                                    .map(|arg| match exact_items(arg) {
+                                        Some(items) => items[index].clone(),
+                                        None => element_of(arg),
+                                    })
+                                    .collect(),
+                            )
+                        })
+                        .collect(),
+                )
+            }
             "zip" => Value::Iter(Rc::new(Value::Tuple(args.iter().map(element_of).collect()))),
             "enumerate" if args.len() == 1 && exact_items(&first).is_some() => {
                 let items = exact_items(&first).unwrap_or_else(|| Rc::from(Vec::new()));

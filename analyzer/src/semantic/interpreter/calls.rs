@@ -151,7 +151,16 @@ impl Interpreter<'_, '_> {
             }
             if let (Expr::Name(list), "append" | "extend" | "insert") = (&*attribute.value, name) {
                 if let Some(value) = env.locals.get(list.id.as_str()) {
-                    let grown = sequences::grown_list(value, name, &args);
+                    // `layers = nn.ModuleList()` filled in a loop, then stored on `self`.
+                    let grown = match value {
+                        Value::Modules(element, items) => {
+                            self.grown_modules(element, items.clone(), name, &args)
+                        }
+                        Value::Sequential(steps) if name != "insert" => {
+                            self.grown_sequential(steps, name, &args)
+                        }
+                        value => sequences::grown_list(value, name, &args),
+                    };
                     env.locals.insert(list.id.to_string(), grown);
                     return Value::None;
                 }
@@ -618,6 +627,25 @@ impl Interpreter<'_, '_> {
                     EventKind::Numpy {
                         call: qualified.to_owned(),
                         static_shape,
+                    },
+                    call.range(),
+                );
+            } else if let Some(dim) = args
+                .iter()
+                .chain(kwargs.iter().map(|(_, value)| value))
+                .find_map(|value| match value {
+                    Value::Size {
+                        origin: SizeOrigin::Dynamic { dim, .. },
+                        ..
+                    } => Some(dim.clone()),
+                    _ => None,
+                })
+            {
+                // A dynamic size is a `SymInt` during export, which NumPy cannot compute on.
+                self.record(
+                    EventKind::NumpySize {
+                        call: qualified.to_owned(),
+                        dim,
                     },
                     call.range(),
                 );

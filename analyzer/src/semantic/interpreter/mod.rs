@@ -727,6 +727,13 @@ fn size_guard(
                         ..
                     },
                 ) => {
+                    // Two sizes derived from one dimension in ways the analysis does not follow
+                    // (the lengths of two tensors after a convolution whose padding it lost)
+                    // may be the same size. The dimension itself against such a size stays a
+                    // guard (`L == npo2(L)`).
+                    if other_dim.name == dim.name && !*exact && !*other_exact {
+                        return Value::Unknown;
+                    }
                     let same = *exact && *other_exact && other_dim.name == dim.name;
                     let suggestion = (!same && *exact && *other_exact).then(|| SizeComparison {
                         op,
@@ -1273,7 +1280,7 @@ fn narrow(condition: &Expr, is_size: bool, env: &mut Env) {
     }
 }
 
-fn compare_op(op: ast::CmpOp) -> Option<CompareOp> {
+pub(super) fn compare_op(op: ast::CmpOp) -> Option<CompareOp> {
     Some(match op {
         ast::CmpOp::Lt => CompareOp::Lt,
         ast::CmpOp::LtE => CompareOp::LtE,

@@ -167,10 +167,6 @@ fn reshape(input: &TensorDims, args: &[Value], exprs: &[Expr]) -> Option<TensorD
     }
     if let Some(at) = inferred_at {
         sizes[at] = infer_size(input, &sizes, at);
-        // A `-1` the analysis cannot solve may be dynamic: say nothing of the shape.
-        if sizes[at].is_none() && input.is_dynamic() {
-            return None;
-        }
     }
     Some(TensorDims::from_sizes(sizes))
 }

@@ -11,7 +11,7 @@ use crate::syntax::is_number_literal;
 
 use super::{
     BoolContext, CompareOp, Env, EventKind, Guard, GuardKind, Interpreter, Interval, MAX_UNROLL,
-    TensorInfo, TensorNames, Value, binary, element_of, exact_items, narrow, number_of,
+    TensorInfo, TensorNames, Value, binary, compare_op, element_of, exact_items, narrow, number_of,
     raises_only, self_attribute, size_guard, tensor_locals,
 };
 
@@ -441,6 +441,9 @@ impl Interpreter<'_, '_> {
                 Value::None => Some(false),
                 _ => None,
             },
+            Expr::Compare(compare) if self.torch_version_truth(compare, env).is_some() => {
+                self.torch_version_truth(compare, env)
+            }
             Expr::Compare(compare) if known_comparison(compare) => {
                 let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
                     return None;
@@ -511,6 +514,63 @@ impl Interpreter<'_, '_> {
             }
             _ => None,
         }
+    }
+
+    /// `torch.__version__ >= "1.5.0"` (or through `packaging.version.parse` on both sides)
+    /// against a version older than 2.1: every torch that has `torch.export` is newer, so
+    /// Python decides it the same way wherever the model exports. A newer version is the
+    /// user's installation, which the analysis does not read.
+    fn torch_version_truth(&mut self, compare: &ast::ExprCompare, env: &mut Env) -> Option<bool> {
+        let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
+            return None;
+        };
+        let (op, literal) = if self.is_torch_version(&compare.left, env) {
+            (compare_op(*op)?, right)
+        } else if self.is_torch_version(right, env) {
+            (compare_op(*op)?.flipped(), &*compare.left)
+        } else {
+            return None;
+        };
+        let older = version_literal(self, literal, env)? < (2, 1);
+        if !older {
+            return None;
+        }
+        match op {
+            CompareOp::Gt | CompareOp::GtE | CompareOp::NotEq => Some(true),
+            CompareOp::Lt | CompareOp::LtE | CompareOp::Eq => Some(false),
+        }
+    }
+
+    /// `torch.__version__`, `torch.version.__version__`, or a version parser applied to one.
+    fn is_torch_version(&mut self, expr: &Expr, env: &mut Env) -> bool {
+        match expr {
+            Expr::Attribute(attribute) if attribute.attr.as_str() == "__version__" => matches!(
+                self.eval(expr, env),
+                Value::Qualified(qualified)
+                    if matches!(&*qualified, "torch.__version__" | "torch.version.__version__")
+            ),
+            Expr::Call(call) => match &*call.arguments.args {
+                [argument] => {
+                    self.is_torch_version(argument, env) && self.version_parser(call, env)
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// Whether `call` is a version parser (`packaging.version.parse`, `Version`, `LooseVersion`).
+    fn version_parser(&mut self, call: &ast::ExprCall, env: &mut Env) -> bool {
+        matches!(
+            self.eval(&call.func, env),
+            Value::Qualified(qualified) if matches!(
+                &*qualified,
+                "packaging.version.parse"
+                    | "packaging.version.Version"
+                    | "distutils.version.LooseVersion"
+                    | "pkg_resources.parse_version"
+            )
+        )
     }
 
     /// `isinstance(object, classes)` when the object is a value the program built from a
@@ -1022,5 +1082,30 @@ pub(super) fn assigned_attributes(body: &[Stmt], receiver: &str, out: &mut Vec<S
             }
             _ => {}
         }
+    }
+}
+
+/// The major and minor version a literal names: `"1.5.0"`, or a version parser applied to it.
+fn version_literal(
+    interpreter: &mut Interpreter<'_, '_>,
+    expr: &Expr,
+    env: &mut Env,
+) -> Option<(u32, u32)> {
+    match expr {
+        Expr::StringLiteral(literal) => {
+            let text = literal.value.to_str();
+            let mut parts = text.split('.').map(|part| {
+                let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse::<u32>().ok()
+            });
+            let major = parts.next()??;
+            let minor = parts.next().flatten().unwrap_or(0);
+            Some((major, minor))
+        }
+        Expr::Call(call) if interpreter.version_parser(call, env) => match &*call.arguments.args {
+            [argument] => version_literal(interpreter, argument, env),
+            _ => None,
+        },
+        _ => None,
     }
 }
