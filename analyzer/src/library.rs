@@ -68,13 +68,17 @@ impl LibraryIndex {
             .iter()
             .flat_map(|(_, summaries)| summaries)
             .collect();
-        let resolver = Resolver::new(&summaries, None);
+        // Installed files are named by their packages: no namespace names.
+        let namespace = FxHashMap::default();
+        let resolver = Resolver::new(&summaries, None, &namespace);
         let module_classes = resolver.module_classes();
         let fake_kernels = resolver.fake_kernels(&summaries);
         let imports = summaries
             .iter()
             .map(|summary| {
-                let targets = import_targets(summary, |name| modules.contains_key(name));
+                let targets = import_targets(summary, |name| {
+                    modules.contains_key(name).then(|| name.to_owned())
+                });
                 (summary.module.clone(), targets)
             })
             .collect();

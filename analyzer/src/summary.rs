@@ -27,6 +27,15 @@ pub(crate) trait InstalledClasses {
 pub struct ModuleSummary {
     /// The file's dotted module name.
     pub module: String,
+    /// The other dotted names Python imports the file by, when it lies in a namespace package
+    /// (PEP 420: a directory without `__init__.py`): `wavenet.networks` for
+    /// `wavenet/networks.py`, whose module is `networks`. The caller, which knows where the
+    /// file is on disk, sets them (`pt2lsp_project::walk::namespace_names`); the index maps
+    /// each to `module` where no regular module has that name ([`WorkspaceIndex`]).
+    ///
+    /// [`WorkspaceIndex`]: crate::WorkspaceIndex
+    #[serde(default)]
+    pub namespace_names: Vec<String>,
     /// Classes defined at module level, each with the qualified names of its bases.
     pub classes: Vec<(String, Vec<String>)>,
     /// Module-level names bound by imports, with the qualified name each refers to.
@@ -55,16 +64,20 @@ pub struct ModuleSummary {
 }
 
 /// The version of [`ModuleSummary`]'s layout and meaning, for caches of summaries.
-pub const SUMMARY_FORMAT: u32 = 3;
+pub const SUMMARY_FORMAT: u32 = 4;
 
-/// The modules `summary`'s file imports that `known` accepts, itself excluded, sorted, each
-/// once: its edges in an import graph.
-pub fn import_targets(summary: &ModuleSummary, known: impl Fn(&str) -> bool) -> Vec<String> {
+/// The modules `summary`'s file imports that `module` names, as it names them (an import of a
+/// namespace name is an edge to the module it names), itself excluded, sorted, each once: its
+/// edges in an import graph.
+pub fn import_targets(
+    summary: &ModuleSummary,
+    module: impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
     let mut targets: Vec<String> = summary
         .imported_modules
         .iter()
-        .filter(|name| **name != summary.module && known(name))
-        .cloned()
+        .filter_map(|name| module(name))
+        .filter(|name| *name != summary.module)
         .collect();
     targets.sort();
     targets.dedup();
@@ -85,18 +98,22 @@ pub(crate) struct Resolver<'s> {
     stars: FxHashMap<&'s str, &'s [String]>,
     /// Installed libraries, for names the workspace imports from them.
     libraries: Option<&'s dyn InstalledClasses>,
+    /// The module each namespace name names (see [`ModuleSummary::namespace_names`]).
+    namespace: &'s FxHashMap<String, String>,
 }
 
 impl<'s> Resolver<'s> {
     pub(crate) fn new(
         summaries: &[&'s ModuleSummary],
         libraries: Option<&'s dyn InstalledClasses>,
+        namespace: &'s FxHashMap<String, String>,
     ) -> Self {
         let mut resolver = Resolver {
             aliases: FxHashMap::default(),
             bases: FxHashMap::default(),
             stars: FxHashMap::default(),
             libraries,
+            namespace,
         };
         for summary in summaries {
             let module = summary.module.as_str();
@@ -148,7 +165,7 @@ impl<'s> Resolver<'s> {
             let mut added = Vec::new();
             for (module, stars) in &self.stars {
                 for star in *stars {
-                    for name in by_module.get(star.as_str()).into_iter().flatten() {
+                    for name in by_module.get(self.module(star)).into_iter().flatten() {
                         if !name.starts_with('_') && classes.insert(format!("{module}.{name}")) {
                             added.push((*module, *name));
                         }
@@ -185,7 +202,13 @@ impl<'s> Resolver<'s> {
             for imported in &summary.imported_fakes {
                 let mut name = imported.clone();
                 for _ in 0..16 {
-                    if let Some(op) = op_functions.get(&name) {
+                    let function = match name.rsplit_once('.') {
+                        Some((module, function)) if self.namespace.contains_key(module) => {
+                            format!("{}.{function}", self.namespace[module])
+                        }
+                        _ => name.clone(),
+                    };
+                    if let Some(op) = op_functions.get(&function) {
                         fake_kernels.insert((*op).to_owned());
                         break;
                     }
@@ -201,7 +224,20 @@ impl<'s> Resolver<'s> {
 
     /// What the qualified `name` is an alias of, when a workspace module binds it.
     fn alias(&self, name: &str) -> Option<&'s str> {
-        self.aliases.get(&name.rsplit_once('.')?).copied()
+        let (module, name) = name.rsplit_once('.')?;
+        let module = self.namespace.get(module).map_or(module, String::as_str);
+        self.aliases.get(&(module, name)).copied()
+    }
+
+    /// The module `name` names: itself, or the module a namespace name stands for.
+    fn module(&self, name: &'s str) -> &'s str {
+        self.namespace.get(name).map_or(name, String::as_str)
+    }
+
+    /// A qualified name split at its last dot, its module part named as the summaries name it.
+    fn split(&self, qualified: &'s str) -> Option<Qualified<'s>> {
+        let (module, name) = qualified.rsplit_once('.')?;
+        Some((self.module(module), name))
     }
 
     fn is_module(
@@ -219,8 +255,7 @@ impl<'s> Resolver<'s> {
         // Guard against import cycles: assume "no" while this name is being resolved.
         memo.insert(name, false);
         let mut refers_to_module = |target: &'s str| {
-            target
-                .rsplit_once('.')
+            self.split(target)
                 .is_some_and(|target| self.is_module(target, memo, depth + 1))
         };
         let alias = self.aliases.get(&name).copied();
@@ -233,7 +268,7 @@ impl<'s> Resolver<'s> {
                 && (self.stars.get(name.0).is_some_and(|stars| {
                     stars
                         .iter()
-                        .any(|star| self.is_module((star.as_str(), name.1), memo, depth + 1))
+                        .any(|star| self.is_module((self.module(star), name.1), memo, depth + 1))
                 }) || self.libraries.is_some_and(|libraries| {
                     libraries.contains(name.0)
                         && libraries.is_module_class(&format!("{}.{}", name.0, name.1))
@@ -404,6 +439,7 @@ pub(crate) fn summarize_parsed(body: &[ast::Stmt], file: SourceFile<'_>) -> Modu
         .collect();
     ModuleSummary {
         module: module.to_owned(),
+        namespace_names: Vec::new(),
         classes,
         imports,
         functions,

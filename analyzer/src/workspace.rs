@@ -8,6 +8,7 @@
 //! files' bodies: the caller hands the index a [`WorkspaceSources`], which the analysis asks
 //! for a module's text when it follows a call into it; the analysis itself reads no file.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::SourceFile;
 use crate::library::LibraryIndex;
 use crate::summary::{InstalledClasses, ModuleSummary, Resolver, import_targets};
-use crate::syntax;
+use crate::{names, syntax};
 
 /// Where the analysis reads other workspace files' text. The CLI answers from the texts it
 /// already read, the language server from its open documents or the disk.
@@ -165,6 +166,10 @@ pub struct WorkspaceIndex {
     fake_kernels: FxHashSet<String>,
     /// Every workspace module, with the workspace modules it imports.
     imports: FxHashMap<String, Vec<String>>,
+    /// The module each namespace name names (PEP 420, [`ModuleSummary::namespace_names`]).
+    namespace: FxHashMap<String, String>,
+    /// Each module's namespace names that [`Self::namespace`] keeps.
+    namespace_names: FxHashMap<String, Vec<String>>,
     /// Entrypoint modules.
     entrypoints: FxHashSet<String>,
     /// For each module an entrypoint's analysis may reach, those entrypoints.
@@ -206,26 +211,43 @@ impl WorkspaceIndex {
         libraries: Option<Arc<LibraryIndex>>,
     ) -> Self {
         let summaries: Vec<&ModuleSummary> = summaries.into_iter().collect();
+        let modules: FxHashSet<&str> = summaries.iter().map(|s| s.module.as_str()).collect();
+        let in_library = |name: &str| {
+            !modules.contains(name) && libraries.as_ref().is_some_and(|l| l.contains(name))
+        };
+        let namespace = namespace_of(&summaries, &modules, &in_library);
         let resolver = Resolver::new(
             &summaries,
             libraries
                 .as_deref()
                 .map(|index| index as &dyn InstalledClasses),
+            &namespace,
         );
         let module_classes = resolver.module_classes();
         let fake_kernels = resolver.fake_kernels(&summaries);
-        let modules: FxHashSet<&str> = summaries.iter().map(|s| s.module.as_str()).collect();
-        let in_library = |name: &str| {
-            !modules.contains(name) && libraries.as_ref().is_some_and(|l| l.contains(name))
-        };
         let imports: FxHashMap<String, Vec<String>> = summaries
             .iter()
             .map(|summary| {
-                let targets =
-                    import_targets(summary, |name| modules.contains(name) || in_library(name));
+                let targets = import_targets(summary, |name| {
+                    if modules.contains(name) || in_library(name) {
+                        Some(name.to_owned())
+                    } else {
+                        namespace.get(name).cloned()
+                    }
+                });
                 (summary.module.clone(), targets)
             })
             .collect();
+        let mut namespace_names: FxHashMap<String, Vec<String>> = FxHashMap::default();
+        for (name, module) in &namespace {
+            namespace_names
+                .entry(module.clone())
+                .or_default()
+                .push(name.clone());
+        }
+        for names in namespace_names.values_mut() {
+            names.sort();
+        }
         let entrypoints: FxHashSet<String> = summaries
             .iter()
             .filter(|summary| summary.is_entrypoint)
@@ -245,6 +267,8 @@ impl WorkspaceIndex {
             module_classes,
             fake_kernels,
             imports,
+            namespace,
+            namespace_names,
             entrypoints,
             reached_by,
             sources: None,
@@ -378,7 +402,30 @@ impl WorkspaceIndex {
     }
 
     pub(crate) fn source(&self, module: &str) -> Option<ModuleSource> {
-        self.sources.as_ref()?.source(module)
+        self.sources.as_ref()?.source(self.module_named(module))
+    }
+
+    /// The module `name` names: itself, or the module a namespace name stands for
+    /// ([`ModuleSummary::namespace_names`]: `wavenet.networks` for `networks`).
+    pub fn module_named<'n>(&'n self, name: &'n str) -> &'n str {
+        self.namespace.get(name).map_or(name, String::as_str)
+    }
+
+    /// The namespace names the index keeps for `module`, sorted.
+    pub(crate) fn namespace_names(&self, module: &str) -> &[String] {
+        self.namespace_names.get(module).map_or(&[], Vec::as_slice)
+    }
+
+    /// `qualified` with its module part named as the index names it: `wavenet.networks.Net`
+    /// is `networks.Net` when `wavenet.networks` is a namespace name of `networks`.
+    fn canonical<'n>(&self, qualified: &'n str) -> Cow<'n, str> {
+        if self.namespace.is_empty() {
+            return Cow::Borrowed(qualified);
+        }
+        match names::split_at_module(qualified, |module| self.namespace.contains_key(module)) {
+            Some((module, rest)) => Cow::Owned(format!("{}.{rest}", self.namespace[module])),
+            None => Cow::Borrowed(qualified),
+        }
     }
 
     /// Another file's syntax tree, from the parse cache when the index has one.
@@ -473,6 +520,8 @@ impl WorkspaceIndex {
     }
 
     pub fn is_module_class(&self, qualified_name: &str) -> bool {
+        let qualified_name = self.canonical(qualified_name);
+        let qualified_name = qualified_name.as_ref();
         self.module_classes.contains(qualified_name)
             || self
                 .libraries
@@ -491,7 +540,7 @@ impl WorkspaceIndex {
     /// Whether `module` is an installed library's, not the workspace's: the analysis follows
     /// calls into it but reports nothing in it.
     pub fn is_library(&self, module: &str) -> bool {
-        !self.imports.contains_key(module)
+        !self.imports.contains_key(self.module_named(module))
             && self
                 .libraries
                 .as_ref()
@@ -502,6 +551,43 @@ impl WorkspaceIndex {
     pub fn libraries(&self) -> Option<&LibraryIndex> {
         self.libraries.as_deref()
     }
+}
+
+/// The module each namespace name of `summaries` names ([`ModuleSummary::namespace_names`]),
+/// as Python resolves them: a regular module of that name (`modules`), and an installed package
+/// that holds it (`in_library` of any of its prefixes), win over namespace packages; a name two
+/// files claim (two directories on the path, each with a `wavenet/networks.py`) names neither,
+/// since which one Python imports depends on the order of `sys.path`.
+fn namespace_of(
+    summaries: &[&ModuleSummary],
+    modules: &FxHashSet<&str>,
+    in_library: &dyn Fn(&str) -> bool,
+) -> FxHashMap<String, String> {
+    let mut claimed: FxHashMap<&str, Option<&str>> = FxHashMap::default();
+    for summary in summaries {
+        for name in &summary.namespace_names {
+            let shadowed = modules.contains(name.as_str())
+                || name
+                    .match_indices('.')
+                    .any(|(dot, _)| in_library(&name[..dot]))
+                || in_library(name);
+            if shadowed {
+                continue;
+            }
+            claimed
+                .entry(name)
+                .and_modify(|module| {
+                    if *module != Some(summary.module.as_str()) {
+                        *module = None;
+                    }
+                })
+                .or_insert(Some(&summary.module));
+        }
+    }
+    claimed
+        .into_iter()
+        .filter_map(|(name, module)| Some((name.to_owned(), module?.to_owned())))
+        .collect()
 }
 
 /// `start` and the workspace modules it imports, transitively, breadth first, at most

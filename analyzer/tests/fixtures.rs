@@ -136,9 +136,49 @@ fn fixtures_match_their_inline_expectations() {
 const VENV: &str = "venv";
 
 /// Every file of a multi-file fixture, with its dotted module name and whether it is a
-/// package's `__init__.py`, in path order; not its virtual environment's.
+/// package's `__init__.py`, in path order; not its virtual environment's. Modules are named as
+/// `pt2lsp check` names them (`walk::module_name`): through the packages above them, so a
+/// file in a directory without `__init__.py` is named by its own name, and its dotted path from
+/// the project's root is one of its namespace names ([`namespace_names`]).
 fn project_files(root: &Path) -> Vec<(PathBuf, String, bool)> {
     python_files(root, &[root.join(VENV)])
+        .into_iter()
+        .map(|(path, dotted, is_package)| {
+            let parts: Vec<&str> = dotted.split('.').collect();
+            // The packages above the file: the directories, innermost first, that hold an
+            // `__init__.py`.
+            let directories = path.ancestors().skip(1 + usize::from(is_package));
+            let packages = directories
+                .take(parts.len() - 1)
+                .take_while(|directory| directory.join("__init__.py").is_file())
+                .count();
+            let module = parts[parts.len() - 1 - packages..].join(".");
+            (path, module, is_package)
+        })
+        .collect()
+}
+
+/// The other names Python imports a project file by from the project's root, through the
+/// namespace packages (directories without `__init__.py`) above its module's directory
+/// (`pt2lsp_project::walk::namespace_names`): `audio.vocoder` for `audio/vocoder.py`, named
+/// `vocoder`.
+fn namespace_names(
+    root: &Path,
+    (path, module, is_package): &(PathBuf, String, bool),
+) -> Vec<String> {
+    let relative = path.strip_prefix(root).expect("inside the project");
+    let mut dotted: Vec<String> = relative
+        .with_extension("")
+        .components()
+        .map(|part| part.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if *is_package {
+        dotted.pop();
+    }
+    let own = module.split('.').count();
+    (own + 1..=dotted.len())
+        .map(|parts| dotted[dotted.len() - parts..].join("."))
+        .collect()
 }
 
 /// The Python files under `root`, outside `skipped`, with their dotted module names relative
@@ -269,7 +309,11 @@ fn check_project(root: &Path) -> Vec<CheckedFile> {
     let summaries: Vec<_> = files
         .iter()
         .zip(&texts)
-        .map(|(file, text)| summarize_and_check_alone(source_file(file, text), &settings).1)
+        .map(|(file, text)| {
+            let mut summary = summarize_and_check_alone(source_file(file, text), &settings).1;
+            summary.namespace_names = namespace_names(root, file);
+            summary
+        })
         .collect();
     let (libraries, library_files) = installed_libraries(root);
     for (path, _, _) in &library_files {

@@ -32,6 +32,13 @@ pub fn module_place(path: &Path) -> Option<ModulePlace> {
     Some(ModulePlace { module, is_package })
 }
 
+/// `summary` of the file at `path` with the other names Python imports it by through
+/// namespace packages, as `pt2lsp check` names them ([`walk::namespace_names`]).
+pub fn with_namespace_names(mut summary: ModuleSummary, path: &Path) -> ModuleSummary {
+    summary.namespace_names = walk::namespace_names(path);
+    summary
+}
+
 /// Whether the index takes the file: a Python module or stub ([`walk::is_python_source`]).
 pub fn is_python(path: &Path) -> bool {
     walk::is_python_source(path)
@@ -145,7 +152,10 @@ pub fn summarize_file(path: &Path) -> Option<ModuleSummary> {
         return None;
     }
     match std::fs::read_to_string(path) {
-        Ok(text) => Some(summarize(&text, &place.module, place.is_package)),
+        Ok(text) => Some(with_namespace_names(
+            summarize(&text, &place.module, place.is_package),
+            path,
+        )),
         Err(error) => {
             super::log_stderr(&format!("{}: not indexed: {error}", path.display()));
             None

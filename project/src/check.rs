@@ -215,7 +215,8 @@ fn libraries_to_follow(
 /// one narrowed to the outermost directory on the way to the path that its walk skips, such
 /// as a git-ignored one: [`walk::within_walk`]), else the
 /// directory that holds the top-level package around it, else the directory above a directory
-/// of scripts that holds a package they import ([`importing_root`]), else the working
+/// of scripts that holds a package they import ([`importing_root`]), else the directory whose
+/// scripts import the namespace package around it ([`namespace_root`]), else the working
 /// directory (or the path's own directory when it is not under it). Context files are
 /// summarised and read for cross-file facts, never reported on; one whose module name a given
 /// file also has is left out (the given file is the one meant). Returns the root, and the root
@@ -270,7 +271,8 @@ fn project_context(
 /// `pyproject.toml` or a `.git` (either narrowed to a directory its walk skips on the way,
 /// [`walk::within_walk`]), else the directory that holds the top-level package around `start`,
 /// else the directory above a directory of scripts that holds a package they import
-/// ([`importing_root`]), else `cwd` when `start` is under it, else `start`.
+/// ([`importing_root`]), else the directory whose scripts import the namespace package
+/// `start` is in ([`namespace_root`]), else `cwd` when `start` is under it, else `start`.
 pub fn project_root(
     start: &Path,
     configured: Option<&Path>,
@@ -293,6 +295,7 @@ pub fn project_root(
             top
         })
         .or_else(|| importing_root(start))
+        .or_else(|| namespace_root(start))
         // A bare tree: the directory the check runs from when the path is under it (Python
         // imports a script's siblings from there), else the path's own directory.
         .unwrap_or_else(|| if start.starts_with(cwd) { cwd } else { start }.to_path_buf())
@@ -308,9 +311,32 @@ const SCRIPT_DEPTH: usize = 3;
 /// So the check asked inside `scripts/` reads the same project as one asked at the top.
 /// `None` when the scripts import nothing the directory itself lacks and an ancestor has.
 fn importing_root(start: &Path) -> Option<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(start) else {
-        return None;
+    let mut imported = imports_of_scripts(start)?;
+    // A package, a module, or a namespace package (PEP 420: a directory of Python files
+    // without `__init__.py`, `from wavenet.networks import WaveNet`).
+    let holds = |dir: &Path, name: &str| {
+        let package = dir.join(name);
+        package.join("__init__.py").is_file()
+            || dir.join(format!("{name}.py")).is_file()
+            || std::fs::read_dir(&package).is_ok_and(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .any(|entry| walk::is_python_source(&entry.path()))
+            })
     };
+    imported.retain(|name| !holds(start, name));
+    start
+        .ancestors()
+        .skip(1)
+        .take(SCRIPT_DEPTH)
+        .find(|dir| imported.iter().any(|name| holds(dir, name)))
+        .map(Path::to_path_buf)
+}
+
+/// The top-level names the Python files directly in `dir` import (the first 64 of them);
+/// `None` when `dir` cannot be read.
+fn imports_of_scripts(dir: &Path) -> Option<HashSet<String>> {
+    let entries = std::fs::read_dir(dir).ok()?;
     let mut imported: HashSet<String> = HashSet::new();
     for path in entries
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
@@ -322,16 +348,24 @@ fn importing_root(start: &Path) -> Option<PathBuf> {
         };
         imported.extend(top_level_imports(&text));
     }
-    let holds = |dir: &Path, name: &str| {
-        dir.join(name).join("__init__.py").is_file() || dir.join(format!("{name}.py")).is_file()
-    };
-    imported.retain(|name| !holds(start, name));
-    start
-        .ancestors()
-        .skip(1)
-        .take(SCRIPT_DEPTH)
-        .find(|dir| imported.iter().any(|name| holds(dir, name)))
-        .map(Path::to_path_buf)
+    Some(imported)
+}
+
+/// A bare tree asked inside a namespace package (PEP 420: `audio/layers/` with no
+/// `__init__.py` above it): the nearest directory above whose scripts import the namespace
+/// package that holds `start` (`export.py` beside `audio/`, with `from audio.vocoder import
+/// Vocoder`), which is where they run from, at most [`walk::MAX_NAMESPACE_DEPTH`] directories
+/// up. So the check asked inside `audio/layers/` reads the same project as one asked at the top.
+fn namespace_root(start: &Path) -> Option<PathBuf> {
+    let mut child = start;
+    for dir in start.ancestors().skip(1).take(walk::MAX_NAMESPACE_DEPTH) {
+        let package = child.file_name()?.to_str()?;
+        if imports_of_scripts(dir).is_some_and(|imported| imported.contains(package)) {
+            return Some(dir.to_path_buf());
+        }
+        child = dir;
+    }
+    None
 }
 
 /// The first component of every absolute import in `text` (`import a.b, c` gives `a` and `c`,
@@ -510,6 +544,9 @@ pub struct Checked {
     /// Absolute: where the file is read from and written to.
     pub path: PathBuf,
     module: Option<(String, bool)>,
+    /// The other names Python imports the file by, through namespace packages
+    /// ([`walk::namespace_names`]); its summary carries them.
+    namespace_names: Vec<String>,
     summary: Option<ModuleSummary>,
     /// Phase 1's parse of a file that phase 2 checks, so it is parsed once.
     parsed: Option<ParsedFile>,
@@ -562,6 +599,7 @@ impl<'a> Project<'a> {
                     let mut file = Checked {
                         path: path.clone(),
                         module: packages.module_name(path),
+                        namespace_names: packages.namespace_names(path),
                         summary: None,
                         parsed: None,
                         decodable: source.problem.is_none(),
@@ -639,6 +677,7 @@ impl<'a> Project<'a> {
                 ),
                 path: file.path,
                 module: Some(file.module),
+                namespace_names: file.summary.namespace_names,
                 summary: None,
                 parsed: None,
                 decodable: true,
@@ -673,11 +712,12 @@ impl<'a> Project<'a> {
                     if source.problem.is_some() {
                         return None;
                     }
-                    let summary = pt2lsp_analyzer::summarize_file(SourceFile {
+                    let mut summary = pt2lsp_analyzer::summarize_file(SourceFile {
                         text: &source.text,
                         module: Some(&module.0),
                         is_package: module.1,
                     });
+                    summary.namespace_names = packages.namespace_names(path);
                     Some(ContextFile {
                         module,
                         path: path.clone(),
@@ -1143,8 +1183,9 @@ impl Checked {
     /// A file whose report depends on the workspace is left without diagnostics here: phase 2
     /// checks it.
     fn check_alone(&mut self, settings: &Settings) {
-        let (alone, summary) =
+        let (alone, mut summary) =
             pt2lsp_analyzer::summarize_and_check_alone(self.source_file(), settings);
+        summary.namespace_names.clone_from(&self.namespace_names);
         match alone {
             Alone::Report(report) => {
                 self.report.set_static(report.diagnostics);

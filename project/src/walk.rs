@@ -249,12 +249,31 @@ pub fn module_name(path: &Path) -> Option<(String, bool)> {
     PackageDirectories::default().module_name(path)
 }
 
+/// The other dotted names Python imports a file by through namespace packages (PEP 420), the
+/// directories without an `__init__.py` above the directory its module is named from: for
+/// `wavenet/networks.py`, named `networks`, it is `wavenet.networks`, which a script beside
+/// `wavenet/` imports (its directory is on `sys.path`, and `wavenet/` is a namespace package
+/// there). One name per directory above, nearest first, up to the project's root (a
+/// `pyproject.toml` or a `.git`: the directory the tracer puts on `sys.path`, whose own name
+/// is never part of a module's), through names Python can import (`my-repo/` ends the chain),
+/// at most [`MAX_NAMESPACE_DEPTH`] directories up. Empty for a file with no module name.
+pub fn namespace_names(path: &Path) -> Vec<String> {
+    PackageDirectories::default().namespace_names(path)
+}
+
+/// How many namespace directories above a module's own directory [`namespace_names`] names
+/// it through: deeper trees without `__init__.py` files are not packages anyone imports, and
+/// a tree with no project root above would otherwise be named up to `/`.
+pub const MAX_NAMESPACE_DEPTH: usize = 4;
+
 /// Which directories are packages, each looked up on disk once: files of one tree share their
 /// parents, and naming each file by looking at all its parents again cost about 3% of a
 /// check's time. Shared by the threads that read the files.
 #[derive(Debug, Default)]
 pub struct PackageDirectories {
     known: Mutex<HashMap<PathBuf, bool>>,
+    /// Which directories are projects' roots ([`is_project_root`]), for [`namespace_names`].
+    roots: Mutex<HashMap<PathBuf, bool>>,
 }
 
 impl PackageDirectories {
@@ -282,10 +301,59 @@ impl PackageDirectories {
         Some((parts.join("."), is_package))
     }
 
+    /// [`namespace_names`], with the answers for directories kept.
+    pub fn namespace_names(&self, path: &Path) -> Vec<String> {
+        let Some((module, is_package)) = self.module_name(path) else {
+            return Vec::new();
+        };
+        let Some((mut directory, _)) = import_root(path, Some(&(module.clone(), is_package)))
+        else {
+            return Vec::new();
+        };
+        let mut names = Vec::new();
+        let mut prefix = String::new();
+        for _ in 0..MAX_NAMESPACE_DEPTH {
+            if self.is_project_root(&directory) {
+                break;
+            }
+            let Some(name) = directory
+                .file_name()
+                .and_then(|name| name.to_str())
+                .filter(|name| is_identifier(name))
+            else {
+                break;
+            };
+            prefix.insert(0, '.');
+            prefix.insert_str(0, name);
+            names.push(format!("{prefix}{module}"));
+            let Some(parent) = directory.parent() else {
+                break;
+            };
+            directory = parent.to_path_buf();
+        }
+        names
+    }
+
     /// Whether `directory` holds an `__init__.py` or `__init__.pyi`.
     fn is_package(&self, directory: &Path) -> bool {
+        Self::look_up(&self.known, directory, |directory| {
+            directory.join("__init__.py").is_file() || directory.join("__init__.pyi").is_file()
+        })
+    }
+
+    /// Whether `directory` is a project's root ([`is_project_root`]).
+    fn is_project_root(&self, directory: &Path) -> bool {
+        Self::look_up(&self.roots, directory, is_project_root)
+    }
+
+    /// `found_on_disk(directory)`, kept in `known`.
+    fn look_up(
+        known: &Mutex<HashMap<PathBuf, bool>>,
+        directory: &Path,
+        found_on_disk: impl Fn(&Path) -> bool,
+    ) -> bool {
         let lock = || {
-            self.known
+            known
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
@@ -293,11 +361,21 @@ impl PackageDirectories {
             return known;
         }
         // Looked up without the lock: two threads may both look, and agree.
-        let found =
-            directory.join("__init__.py").is_file() || directory.join("__init__.pyi").is_file();
+        let found = found_on_disk(directory);
         lock().insert(directory.to_path_buf(), found);
         found
     }
+}
+
+/// Whether `name` can be one part of a dotted module name: a Python identifier (ASCII ones, the
+/// names directories of code have; a name Python would take that this refuses only ends a
+/// chain of namespace names early).
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Which Python project each file belongs to, for module names: two projects under one
@@ -562,6 +640,40 @@ mod tests {
         assert_eq!(name("pkg/__init__.py"), Some(("pkg".to_owned(), true)));
         assert_eq!(name("a.py"), Some(("a".to_owned(), false)));
         assert_eq!(name("loose/b.py"), Some(("b".to_owned(), false)));
+    }
+
+    /// PEP 420: a directory without `__init__.py` is a namespace package, so its files are
+    /// importable by their dotted path from the directories above, up to the project's root.
+    #[test]
+    fn files_in_namespace_packages_have_their_dotted_paths_as_names_too() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().join("proj");
+        for file in [
+            "export.py",
+            "wavenet/networks.py",
+            "wavenet/utils/data.py",
+            "ns/pkg/__init__.py",
+            "ns/pkg/mod.py",
+            "my-tools/wavenet/run.py",
+            "pkg2/__init__.py",
+        ] {
+            let path = root.join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "").unwrap();
+        }
+        fs::write(root.join("pyproject.toml"), "").unwrap();
+        let names = |file: &str| namespace_names(&root.join(file));
+        assert_eq!(names("wavenet/networks.py"), ["wavenet.networks"]);
+        assert_eq!(
+            names("wavenet/utils/data.py"),
+            ["utils.data", "wavenet.utils.data"]
+        );
+        assert_eq!(names("ns/pkg/mod.py"), ["ns.pkg.mod"]);
+        assert_eq!(names("ns/pkg/__init__.py"), ["ns.pkg"]);
+        // The project's root is where names start; a directory Python cannot import stops them.
+        assert!(names("export.py").is_empty());
+        assert!(names("pkg2/__init__.py").is_empty());
+        assert_eq!(names("my-tools/wavenet/run.py"), ["wavenet.run"]);
     }
 
     #[test]

@@ -917,7 +917,9 @@ fn calls_into_installed_libraries_land_on_the_calling_line() {
     );
     let cached = dir
         .path()
-        .join(".pt2lsp_cache/libraries-v3/detlib-0.3.0.json");
+        .join(".pt2lsp_cache")
+        .join(format!("libraries-v{}", pt2lsp_analyzer::SUMMARY_FORMAT))
+        .join("detlib-0.3.0.json");
     assert!(cached.is_file(), "no summary cache at {}", cached.display());
     assert_eq!(
         fs::read_to_string(dir.path().join(".pt2lsp_cache/.gitignore"))

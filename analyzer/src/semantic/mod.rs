@@ -302,10 +302,17 @@ impl<'a> SemanticModel<'a> {
         };
         if let Some(module) = file.module {
             model.modules.insert(module, 0);
+            for name in workspace.namespace_names(module) {
+                model.modules.insert(name.as_str(), 0);
+            }
         }
         for loaded in program {
             let id = u32::try_from(model.foreign.len() + 1).unwrap_or(u32::MAX);
             model.modules.entry(loaded.module.as_str()).or_insert(id);
+            // `wavenet.networks.WaveNet` names a class of `networks` too (PEP 420).
+            for name in workspace.namespace_names(&loaded.module) {
+                model.modules.entry(name.as_str()).or_insert(id);
+            }
             model.foreign.push(ForeignFile {
                 file: SourceFile {
                     text: &loaded.source.text,

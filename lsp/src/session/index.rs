@@ -339,9 +339,11 @@ impl WorkspaceState {
             .is_ok_and(|scopes| scopes.iter().any(|scope| scope.excludes(path)))
     }
 
-    /// Replaces one file's summary (drops it when `None`); true when it changed. The caller
-    /// rebuilds the index once after a batch of updates.
+    /// Replaces one file's summary (drops it when `None`), with the file's namespace names
+    /// ([`workspace::with_namespace_names`]); true when it changed. The caller rebuilds the
+    /// index once after a batch of updates.
     pub fn update_summary(&self, path: &Path, summary: Option<ModuleSummary>) -> bool {
+        let summary = summary.map(|summary| workspace::with_namespace_names(summary, path));
         let Ok(mut all) = self.summaries.write() else {
             return false;
         };
