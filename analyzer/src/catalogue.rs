@@ -979,6 +979,32 @@ pub(crate) fn keeps_shape(name: &str) -> bool {
     )
 }
 
+/// What einops call `qualified` is: `rearrange` / `reduce` (functions, the tensor first), or
+/// the `Rearrange` / `Reduce` layers; with whether it reduces.
+pub(crate) fn einops_call(qualified: &str) -> Option<(EinopsCall, bool)> {
+    let (module, name) = qualified.rsplit_once('.')?;
+    let call = match module {
+        "einops" | "einops.einops" => EinopsCall::Function,
+        "einops.layers.torch" => EinopsCall::Layer,
+        _ => return None,
+    };
+    match (call, name) {
+        (EinopsCall::Function, "rearrange") | (EinopsCall::Layer, "Rearrange") => {
+            Some((call, false))
+        }
+        (EinopsCall::Function, "reduce") | (EinopsCall::Layer, "Reduce") => Some((call, true)),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum EinopsCall {
+    /// `rearrange(x, pattern, **axes)`, `reduce(x, pattern, reduction, **axes)`.
+    Function,
+    /// `Rearrange(pattern, **axes)`, `Reduce(pattern, reduction, **axes)`.
+    Layer,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 //! used as a condition, a data-dependent number used as a loop count — and the rules turn
 //! events into diagnostics.
 
+mod einops;
 mod events;
 mod interpreter;
 pub(crate) mod mutated_globals;
@@ -363,12 +364,13 @@ impl<'a> SemanticModel<'a> {
     /// Follows the traced code of the model [`Self::declarations`] built from `parsed`.
     pub(crate) fn interpret(&mut self, parsed: &'a Parsed) {
         // Files that define no module class and no custom op have nothing traced, unless they
-        // export a model defined in another file.
+        // export a model defined in another file or built of torch's layers alone
+        // (`model = nn.Sequential(...)`).
         let local_module = self
             .classes
             .iter()
             .any(|class| class.is_module && class.file == 0);
-        if local_module || !self.foreign.is_empty() {
+        if local_module || !self.foreign.is_empty() || self.entry.is_some() {
             self.strict = shapes::declares_strict(&parsed.module.body);
             let (events, reached, shapes, exported, ran_unknown_module) =
                 Interpreter::run(self, &parsed.module.body);

@@ -405,6 +405,8 @@ pub(crate) struct LayerInfo {
     pub(crate) sizes: Vec<(&'static str, Option<i64>)>,
     /// `padding="same"`: a convolution that keeps each spatial size.
     pub(crate) same_padding: bool,
+    /// einops' `Rearrange(pattern, **axes)` layer: what it does to its input.
+    pub(crate) rearrange: Option<Rc<super::einops::Rearrangement>>,
 }
 
 impl LayerInfo {
@@ -729,6 +731,7 @@ impl Value {
             (Value::Layer(a), Value::Layer(b))
                 if a.qualified == b.qualified
                     && a.same_padding == b.same_padding
+                    && a.rearrange == b.rearrange
                     && a.sizes.len() == b.sizes.len()
                     && a.sizes.iter().zip(&b.sizes).all(|(x, y)| x.0 == y.0) =>
             {
@@ -741,6 +744,7 @@ impl Value {
                         .map(|((name, x), (_, y))| (*name, if x == y { *x } else { None }))
                         .collect(),
                     same_padding: a.same_padding,
+                    rearrange: a.rearrange.clone(),
                 }))
             }
             // One stack built with different sizes (a block class constructed at each level):

@@ -19,7 +19,7 @@ use super::{
 use super::{layers, sequences, shape_ops, statements};
 use crate::semantic::events::Forcing;
 use crate::semantic::symbolic::SymSize;
-use crate::semantic::value::{BakedRead, DimSize, TensorDims};
+use crate::semantic::value::{BakedRead, DimSize, LayerInfo, TensorDims};
 
 impl Interpreter<'_, '_> {
     // ---------------------------------------------------------------------------------------
@@ -191,6 +191,24 @@ impl Interpreter<'_, '_> {
                 Value::Layer(_) => {
                     self.module_method(&Value::Module(None, None), name, &args, &kwargs, any_tensor)
                 }
+                // `model = build().eval()`: an `nn.Sequential` is still itself after the calls
+                // that return the module, and runs its steps when called.
+                Value::Sequential(steps) => match name {
+                    "forward" => self.run_sequential(&steps, &args),
+                    "train" | "eval" | "to" | "float" | "half" | "double" | "cpu" | "cuda"
+                    | "requires_grad_"
+                        if !any_tensor =>
+                    {
+                        Value::Sequential(steps)
+                    }
+                    _ => self.module_method(
+                        &Value::Module(None, None),
+                        name,
+                        &args,
+                        &kwargs,
+                        any_tensor,
+                    ),
+                },
                 Value::Modules(element, items) => match name {
                     "values" | "children" | "modules" => Value::Modules(element, items),
                     _ => Value::Unknown,
@@ -464,9 +482,32 @@ impl Interpreter<'_, '_> {
                 }
                 _ => {}
             }
+            if self.file == 0 && self.export_site.is_none() {
+                self.export_site = Some(call.range());
+            }
         }
         if let Some(number) = super::builtins::math_of_numbers(qualified, args) {
             return Value::Number(number);
+        }
+        // einops: `rearrange(x, pattern, **axes)` / `reduce`, and the `Rearrange` / `Reduce`
+        // layers built from a pattern.
+        match catalogue::einops_call(qualified) {
+            Some((catalogue::EinopsCall::Function, reduces)) => {
+                if let Some(rearrangement) = Self::rearrangement(call, args, kwargs, 1, reduces) {
+                    return self.rearranged(args.first(), &rearrangement, call.range());
+                }
+            }
+            Some((catalogue::EinopsCall::Layer, reduces)) => {
+                if let Some(rearrangement) = Self::rearrangement(call, args, kwargs, 0, reduces) {
+                    return Value::Layer(Rc::new(LayerInfo {
+                        qualified: Rc::from(qualified),
+                        sizes: Vec::new(),
+                        same_padding: false,
+                        rearrange: Some(Rc::new(rearrangement)),
+                    }));
+                }
+            }
+            None => {}
         }
         if catalogue::builds_dtensor(qualified) {
             let qualified = qualified.to_owned();

@@ -661,6 +661,7 @@ impl Interpreter<'_, '_> {
                     qualified: Rc::from(layer),
                     sizes: Vec::new(),
                     same_padding: false,
+                    rearrange: None,
                 }));
                 self.write_field(*index, attribute, layer);
             }

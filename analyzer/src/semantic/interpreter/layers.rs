@@ -473,6 +473,7 @@ pub(super) fn layer_info(
         qualified: Rc::from(qualified),
         sizes,
         same_padding,
+        rearrange: None,
     }
 }
 
@@ -519,6 +520,9 @@ impl super::Interpreter<'_, '_> {
         args: &[Value],
         range: ruff_text_size::TextRange,
     ) -> Value {
+        if let Some(rearrangement) = &layer.rearrange {
+            return self.rearranged(args.first(), rearrangement, range);
+        }
         match catalogue::layer_shape(&layer.qualified) {
             Some(catalogue::LayerShape::Recurrent) => {
                 return self.recurrent_call(layer, args, range);
@@ -731,5 +735,71 @@ impl super::Interpreter<'_, '_> {
             ..super::TensorInfo::default()
         });
         Value::Tuple(Rc::from(vec![output, state]))
+    }
+}
+
+impl super::Interpreter<'_, '_> {
+    /// einops' pattern and axis sizes from a call: the pattern at `pattern_at` (a literal or a
+    /// string the program computed), each keyword a known number or a size.
+    pub(super) fn rearrangement(
+        call: &ast::ExprCall,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        pattern_at: usize,
+        reduces: bool,
+    ) -> Option<crate::semantic::einops::Rearrangement> {
+        let text = match args.get(pattern_at) {
+            Some(Value::Str(text)) => text.to_string(),
+            _ => names::string_literal(call.arguments.args.get(pattern_at)?)?.to_owned(),
+        };
+        let pattern = if reduces {
+            crate::semantic::einops::Pattern::parse_reduction(&text)?
+        } else {
+            crate::semantic::einops::Pattern::parse(&text)?
+        };
+        let given: Option<Vec<(String, SymSize)>> = kwargs
+            .iter()
+            .filter(|(name, _)| name != "reduction")
+            .map(|(name, value)| Some((name.clone(), value.as_sym()?)))
+            .collect();
+        Some(crate::semantic::einops::Rearrangement {
+            pattern,
+            given: given?,
+        })
+    }
+
+    /// A tensor rearranged by an einops pattern: its new shape, and the divisibility the
+    /// pattern asks of a dynamic dimension it splits (the exporter's guard).
+    pub(super) fn rearranged(
+        &mut self,
+        input: Option<&Value>,
+        rearrangement: &crate::semantic::einops::Rearrangement,
+        range: ruff_text_size::TextRange,
+    ) -> Value {
+        let Some(Value::Tensor(info)) = input else {
+            return Value::opaque_tensor();
+        };
+        let Some(rearranged) = info
+            .dims
+            .as_deref()
+            .and_then(|dims| rearrangement.apply(dims))
+        else {
+            return Value::Tensor(super::TensorInfo {
+                assumed: info.assumed,
+                data_dependent_shape: info.data_dependent_shape,
+                ..super::TensorInfo::default()
+            });
+        };
+        if !info.assumed {
+            for (dim, multiple) in rearranged.divisibility {
+                self.record(super::EventKind::ReshapeGuard { dim, multiple }, range);
+            }
+        }
+        Value::Tensor(super::TensorInfo {
+            dims: Some(Rc::new(rearranged.dims)),
+            assumed: info.assumed,
+            data_dependent_shape: info.data_dependent_shape,
+            ..super::TensorInfo::default()
+        })
     }
 }

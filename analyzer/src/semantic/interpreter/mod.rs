@@ -260,6 +260,9 @@ pub(crate) struct Interpreter<'m, 'a> {
     /// The model instance the construction pass built for export (passed to the export call,
     /// or the module-level `model`): its `forward` reads what its own `__init__` stored.
     exported_instance: Option<Value>,
+    /// The export call of the analysed file the construction pass ran: where an exported
+    /// `nn.Sequential`'s steps are applied when no module-level `model = ...` names it.
+    export_site: Option<TextRange>,
     /// A module call the analysis could not follow ran while tracing (a submodule it does not
     /// know): the classes the model runs are then not all known.
     ran_unknown_module: bool,
@@ -296,6 +299,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             module_body: &[],
             exported: None,
             exported_instance: None,
+            export_site: None,
             ran_unknown_module: false,
             expression_depth: 0,
         }
@@ -326,6 +330,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             interpreter.run_before_export = builder.run_before_export;
             interpreter.warmed = builder.warmed;
             interpreter.exported_instance = builder.exported_instance;
+            interpreter.export_site = builder.export_site;
             entry_class = entry_class.or(builder.exported);
         }
         let declares_dynamic = model
@@ -420,10 +425,15 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 dims,
                 ..TensorInfo::default()
             });
-            if let Some(site) = model.entry_site {
+            // A step has no call of its own: what it finds is at the model's statement, or at
+            // the export call (the line torch names).
+            let site = model.entry_site.or(interpreter.export_site);
+            if let Some(site) = site {
                 interpreter.frames.push((0, site));
+                interpreter.sites.push((0, site));
             }
             interpreter.run_sequential(&steps, &[input]);
+            interpreter.sites.clear();
             interpreter.frames.clear();
             interpreter.file = 0;
         }
