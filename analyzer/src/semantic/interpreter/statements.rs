@@ -6,6 +6,7 @@ use std::rc::Rc;
 use ruff_text_size::Ranged;
 
 use crate::names;
+use crate::semantic::symbolic::SymSize;
 use crate::syntax::ast::{self, Expr, Stmt};
 use crate::syntax::is_number_literal;
 
@@ -385,16 +386,17 @@ impl Interpreter<'_, '_> {
     /// What `expr` is, evaluated for its value only (no finding recorded), when it is a Python
     /// constant the program computes: a number, a string, `None`, or a tuple of those.
     fn known_value(&mut self, expr: &Expr, env: &mut Env) -> Option<Value> {
+        let value = self.quiet_eval(expr, env);
+        known_constant(&value).cloned()
+    }
+
+    /// `expr`'s value, evaluated again without recording events (the statement evaluates it
+    /// with its events in its turn).
+    fn quiet_eval(&mut self, expr: &Expr, env: &mut Env) -> Value {
         let emit = std::mem::replace(&mut self.emit, false);
         let value = self.eval(expr, env);
         self.emit = emit;
-        let constant =
-            |value: &Value| matches!(value, Value::Number(_) | Value::Str(_) | Value::None);
-        match &value {
-            Value::Tuple(items) if items.iter().all(constant) => Some(value),
-            value if constant(value) => Some(value.clone()),
-            _ => None,
-        }
+        value
     }
 
     /// The truth of a condition the exporter decides the same way on every trace: `self.training`
@@ -448,9 +450,12 @@ impl Interpreter<'_, '_> {
                 let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
                     return None;
                 };
-                let left = self.known_value(&compare.left, env)?;
-                let right = self.known_value(right, env)?;
-                compare_known(&left, *op, &right)
+                let left = self.quiet_eval(&compare.left, env);
+                let right = self.quiet_eval(right, env);
+                match (known_constant(&left), known_constant(&right)) {
+                    (Some(left), Some(right)) => compare_known(left, *op, right),
+                    _ => size_truth(&left, *op, &right),
+                }
             }
             Expr::Compare(compare) => {
                 let ([op], [Expr::NoneLiteral(_)]) = (&*compare.ops, &*compare.comparators) else {
@@ -919,6 +924,58 @@ fn plain_operand(expr: &Expr) -> bool {
                 && matches!(call.arguments.args.as_ref(), [argument] if plain_operand(argument))
         }
         _ => false,
+    }
+}
+
+/// `value` when it is a Python constant (or a tuple of them) the program computed.
+fn known_constant(value: &Value) -> Option<&Value> {
+    let constant = |value: &Value| matches!(value, Value::Number(_) | Value::Str(_) | Value::None);
+    match value {
+        Value::Tuple(items) if items.iter().all(constant) => Some(value),
+        value if constant(value) => Some(value),
+        _ => None,
+    }
+}
+
+/// `left <op> right` on sizes the exporter decides without a guard: their difference is the
+/// same at every size the declared ranges allow (`L > S` of one length read twice), or keeps
+/// one sign over them (`n > 1` under `min=32`), for a size of a dynamic dimension. The exporter then traces only the branch taken,
+/// and so does the analysis. A `Dim.AUTO`, a `ShapeVar` or a bound it cannot read decides
+/// nothing here.
+fn size_truth(left: &Value, op: ast::CmpOp, right: &Value) -> Option<bool> {
+    let op = compare_op(op)?;
+    let sym = |value: &Value| match value {
+        Value::Size { sym: Some(sym), .. } => Some((**sym).clone()),
+        Value::Number(number) => crate::semantic::value::integer(*number).map(SymSize::constant),
+        _ => None,
+    };
+    let (left, right) = (sym(left)?, sym(right)?);
+    // Static sizes keep their own finding: the graph keeps the example's side (PT402).
+    if !left.is_dynamic() && !right.is_dynamic() {
+        return None;
+    }
+    if left
+        .dims()
+        .chain(right.dims())
+        .any(|dim| dim.automatic || dim.unbacked || dim.bounds_unknown)
+    {
+        return None;
+    }
+    let (low, high) = left.sub(&right)?.range();
+    let positive = low.is_some_and(|low| low > 0);
+    let non_negative = low.is_some_and(|low| low >= 0);
+    let negative = high.is_some_and(|high| high < 0);
+    let non_positive = high.is_some_and(|high| high <= 0);
+    match op {
+        CompareOp::Gt => (positive || non_positive).then_some(positive),
+        CompareOp::GtE => (non_negative || negative).then_some(non_negative),
+        CompareOp::Lt => (negative || non_negative).then_some(negative),
+        CompareOp::LtE => (non_positive || positive).then_some(non_positive),
+        CompareOp::Eq => (non_negative && non_positive || positive || negative)
+            .then_some(non_negative && non_positive),
+        CompareOp::NotEq => {
+            (non_negative && non_positive || positive || negative).then_some(positive || negative)
+        }
     }
 }
 
