@@ -136,6 +136,13 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
         return finding(
             "PT201", "`.numpy()` (or a NumPy call on a tensor) is not supported while exporting: " + first_lines(messages, 1)
         )
+    if any(isinstance(e, TypeError) for e in chain) and "of type SymInt" in messages and "ufunc" in messages:
+        # NumPy applied to a size of a dynamic dimension: the size is a `SymInt` while tracing.
+        return finding(
+            "PT201",
+            "a NumPy function got a size of a dynamic dimension, which is a symbolic integer (`SymInt`) while "
+            "exporting: " + first_lines(messages, 1),
+        )
     if "Cannot access data pointer of Tensor" in messages:
         return finding("PT202", "data_ptr() cannot be called while exporting: " + first_sentence(messages))
     if any(is_kind(e, "MemoryError") for e in chain) or "can't allocate memory" in messages:

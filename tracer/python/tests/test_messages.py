@@ -329,3 +329,11 @@ def test_a_tensor_where_torch_wants_sizes_is_pt103(tmp_path):
     assert found.code == "PT103"
     assert "Python numbers" in found.message
     assert classify(TypeError("unsupported operand"), target, workspace, {}).code == "PT501"
+
+
+def test_numpy_on_a_dynamic_size_is_pt201(tmp_path):
+    workspace, target = _entry(tmp_path, "model = M()\nexample_args = (x,)\n")
+    message = "loop of ufunc does not support argument 0 of type SymInt which has no callable log method"
+    found = classify(TypeError(message), target, workspace, {})
+    assert found.code == "PT201"
+    assert "SymInt" in found.message and "dynamic dimension" in found.message

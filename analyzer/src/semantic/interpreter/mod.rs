@@ -425,9 +425,13 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 dims,
                 ..TensorInfo::default()
             });
-            // A step has no call of its own: what it finds is at the model's statement, or at
-            // the export call (the line torch names).
-            let site = model.entry_site.or(interpreter.export_site);
+            // A step has no call of its own: what it finds is where the tracer puts a guard
+            // torch raises in installed code, the export call or the module-level
+            // `dynamic_shapes` that declares the dimensions, else at the model's statement.
+            let site = interpreter
+                .export_site
+                .or_else(|| module_level_site(body, "dynamic_shapes"))
+                .or(model.entry_site);
             if let Some(site) = site {
                 interpreter.frames.push((0, site));
                 interpreter.sites.push((0, site));
@@ -1463,4 +1467,19 @@ fn sym_arithmetic(left: &SymSize, op: ast::Operator, right: &SymSize) -> Option<
         ast::Operator::FloorDiv => left.floor_div(right),
         _ => None,
     }
+}
+
+/// The module-level statement that binds `name`, the last one.
+fn module_level_site(body: &[Stmt], name: &str) -> Option<TextRange> {
+    names::module_level_statements(body)
+        .into_iter()
+        .rev()
+        .find_map(|stmt| match stmt {
+            Stmt::Assign(assign)
+                if matches!(assign.targets.as_slice(), [Expr::Name(target)] if target.id.as_str() == name) =>
+            {
+                Some(assign.range())
+            }
+            _ => None,
+        })
 }
