@@ -58,6 +58,12 @@ pub struct SourceFile<'a> {
     pub module: Option<&'a str>,
     /// True for a package's `__init__.py`, whose relative imports start one level lower.
     pub is_package: bool,
+    /// The file's dotted name through the namespace packages above it (PEP 420), when it lies
+    /// in one: the longest of [`ModuleSummary::namespace_names`] (`wavenet.utils.data` for
+    /// `wavenet/utils/data.py`, whose `module` is `data`). A relative import that climbs above
+    /// `module`'s packages (`from ..networks import WaveNet` there) starts from it, as Python
+    /// resolves it in the file imported by that name, the only way such an import runs.
+    pub namespace: Option<&'a str>,
 }
 
 impl<'a> SourceFile<'a> {
@@ -67,6 +73,7 @@ impl<'a> SourceFile<'a> {
             text,
             module: None,
             is_package: false,
+            namespace: None,
         }
     }
 }
@@ -320,11 +327,11 @@ fn library_diagnostics(
         let Some(loaded) = program.get(library_file as usize - 1) else {
             continue;
         };
-        let file = SourceFile {
-            text: &loaded.source.text,
-            module: Some(&loaded.module),
-            is_package: loaded.source.is_package,
-        };
+        let file = workspace.file(
+            &loaded.source.text,
+            &loaded.module,
+            loaded.source.is_package,
+        );
         // The library file's rules judge its events, as they would in the workspace.
         let mut library_model =
             semantic::SemanticModel::declarations(&loaded.parsed, file, workspace, &[]);
@@ -428,11 +435,7 @@ fn entered_by(workspace: &WorkspaceIndex, entry: &str) -> Option<Arc<EntryProgra
         let is_package = workspace
             .source(entry)
             .is_some_and(|source| source.is_package);
-        let file = SourceFile {
-            text,
-            module: Some(entry),
-            is_package,
-        };
+        let file = workspace.file(text, entry, is_package);
         let model =
             semantic::SemanticModel::build_program(&parsed, file, workspace, &program.files);
         program.note_entered(model.entered_modules());
@@ -461,11 +464,11 @@ fn load_program(workspace: &WorkspaceIndex, module: &str) -> Vec<workspace::Load
     let entry = load(entry);
     let used = {
         let bodies = entry.iter().chain(&program).map(|loaded| {
-            let file = SourceFile {
-                text: &loaded.source.text,
-                module: Some(&loaded.module),
-                is_package: loaded.source.is_package,
-            };
+            let file = workspace.file(
+                &loaded.source.text,
+                &loaded.module,
+                loaded.source.is_package,
+            );
             (&loaded.parsed.module.body[..], file)
         });
         libraries.modules_used_by(bodies, |name| !workspace.is_library(name))
@@ -506,11 +509,7 @@ fn import_events(
             continue;
         };
         let parsed = workspace.parse(entry, &source.text);
-        let entry_file = SourceFile {
-            text: &source.text,
-            module: Some(entry),
-            is_package: source.is_package,
-        };
+        let entry_file = workspace.file(&source.text, entry, source.is_package);
         let mut entry_model =
             semantic::SemanticModel::build_program(&parsed, entry_file, workspace, &program.files);
         // Whether this analysis or an earlier one noted what the entrypoint enters, the answer

@@ -5,16 +5,20 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use crate::syntax::ast::{self, Stmt};
 
-/// The package a relative import of `level` dots starts from, for a file at `module`.
+/// The package a relative import of `level` dots starts from, for a file at `module`; from
+/// its namespace name when the import climbs above `module`'s packages
+/// ([`SourceFile::namespace`]).
 fn relative_base(file: SourceFile<'_>, level: u32) -> Option<String> {
-    let module = file.module?;
-    let mut parts: Vec<&str> = module.split('.').collect();
     // In `pkg/mod.py` one dot means `pkg`; in `pkg/__init__.py` it means `pkg` itself.
     let drop = if file.is_package { level - 1 } else { level };
-    for _ in 0..drop {
-        parts.pop()?;
-    }
-    Some(parts.join("."))
+    let base = |module: &str| {
+        let mut parts: Vec<&str> = module.split('.').collect();
+        for _ in 0..drop {
+            parts.pop()?;
+        }
+        Some(parts.join("."))
+    };
+    base(file.module?).or_else(|| base(file.namespace?))
 }
 
 /// Every name an import statement binds, with the qualified name it refers to.

@@ -307,6 +307,7 @@ pub fn summarize(source: &str, module: &str, is_package: bool) -> ModuleSummary 
         text: source,
         module: Some(module),
         is_package,
+        namespace: None,
     };
     summarize_parsed(&parsed.module.body, file)
 }

@@ -170,6 +170,8 @@ pub struct WorkspaceIndex {
     namespace: FxHashMap<String, String>,
     /// Each module's namespace names that [`Self::namespace`] keeps.
     namespace_names: FxHashMap<String, Vec<String>>,
+    /// Each module's longest namespace name, as its summary has it ([`SourceFile::namespace`]).
+    outermost: FxHashMap<String, String>,
     /// Entrypoint modules.
     entrypoints: FxHashSet<String>,
     /// For each module an entrypoint's analysis may reach, those entrypoints.
@@ -248,6 +250,16 @@ impl WorkspaceIndex {
         for names in namespace_names.values_mut() {
             names.sort();
         }
+        let outermost = summaries
+            .iter()
+            .filter_map(|summary| {
+                let longest = summary
+                    .namespace_names
+                    .iter()
+                    .max_by_key(|name| name.len())?;
+                Some((summary.module.clone(), longest.clone()))
+            })
+            .collect();
         let entrypoints: FxHashSet<String> = summaries
             .iter()
             .filter(|summary| summary.is_entrypoint)
@@ -269,6 +281,7 @@ impl WorkspaceIndex {
             imports,
             namespace,
             namespace_names,
+            outermost,
             entrypoints,
             reached_by,
             sources: None,
@@ -409,6 +422,22 @@ impl WorkspaceIndex {
     /// ([`ModuleSummary::namespace_names`]: `wavenet.networks` for `networks`).
     pub fn module_named<'n>(&'n self, name: &'n str) -> &'n str {
         self.namespace.get(name).map_or(name, String::as_str)
+    }
+
+    /// `module`'s file as the analysis reads it: its place in its packages, and in the
+    /// namespace packages above them ([`SourceFile::namespace`]).
+    pub(crate) fn file<'f>(
+        &'f self,
+        text: &'f str,
+        module: &'f str,
+        is_package: bool,
+    ) -> SourceFile<'f> {
+        SourceFile {
+            text,
+            module: Some(module),
+            is_package,
+            namespace: self.outermost.get(module).map(String::as_str),
+        }
     }
 
     /// The namespace names the index keeps for `module`, sorted.
@@ -799,6 +828,7 @@ mod tests {
                     text,
                     module: Some(module),
                     is_package: *module == package,
+                    namespace: None,
                 };
                 summarize_parsed(&parsed.module.body, file)
             })
@@ -845,6 +875,7 @@ mod tests {
                 text,
                 module: Some("mymodels.heads"),
                 is_package: false,
+                namespace: None,
             };
             crate::check_file(file, &crate::Settings::default(), &index)
                 .diagnostics
@@ -907,6 +938,7 @@ mod tests {
                 text,
                 module: Some(module),
                 is_package: module == "pkg",
+                namespace: None,
             };
             let report = crate::check_file(file, &crate::Settings::default(), index);
             format!("{:?}", report.diagnostics)

@@ -229,15 +229,18 @@ impl WorkspaceSources for ProjectSources {
     }
 }
 
-/// A project file as the analysis sees it.
+/// A project file as the analysis sees it; `namespace` is its longest namespace name
+/// ([`namespace_names`]).
 fn source_file<'a>(
     (_, module, is_package): &'a (PathBuf, String, bool),
     text: &'a str,
+    namespace: Option<&'a str>,
 ) -> SourceFile<'a> {
     SourceFile {
         text,
         module: Some(module),
         is_package: *is_package,
+        namespace,
     }
 }
 
@@ -282,7 +285,7 @@ fn installed_libraries(root: &Path) -> InstalledLibraries {
                 .filter(|(_, module, _)| module.split('.').next() == Some(name))
                 .map(|file| {
                     let text = std::fs::read_to_string(&file.0).expect("library file is UTF-8");
-                    summarize_file(source_file(file, &text))
+                    summarize_file(source_file(file, &text, None))
                 })
                 .collect();
             let distribution = Distribution {
@@ -306,12 +309,20 @@ fn check_project(root: &Path) -> Vec<CheckedFile> {
         .map(|(path, _, _)| std::fs::read_to_string(path).expect("fixture is UTF-8"))
         .collect();
     let settings = Settings::default();
+    let names: Vec<Vec<String>> = files
+        .iter()
+        .map(|file| namespace_names(root, file))
+        .collect();
+    // The names go nearest first: the last is the longest.
+    let longest = |at: usize| names[at].last().map(String::as_str);
     let summaries: Vec<_> = files
         .iter()
         .zip(&texts)
-        .map(|(file, text)| {
-            let mut summary = summarize_and_check_alone(source_file(file, text), &settings).1;
-            summary.namespace_names = namespace_names(root, file);
+        .enumerate()
+        .map(|(at, (file, text))| {
+            let file = source_file(file, text, longest(at));
+            let mut summary = summarize_and_check_alone(file, &settings).1;
+            summary.namespace_names.clone_from(&names[at]);
             summary
         })
         .collect();
@@ -351,8 +362,10 @@ fn check_project(root: &Path) -> Vec<CheckedFile> {
     let reports: Vec<Report> = files
         .iter()
         .zip(&texts)
-        .map(|(file, text)| {
-            let mut report = check_file(source_file(file, text), &settings, &workspace);
+        .enumerate()
+        .map(|(at, (file, text))| {
+            let file_at = source_file(file, text, longest(at));
+            let mut report = check_file(file_at, &settings, &workspace);
             if let Some(why) = workspace.unexported(&file.1) {
                 for diagnostic in &mut report.diagnostics {
                     pt2lsp_analyzer::as_unexported(diagnostic, &why);

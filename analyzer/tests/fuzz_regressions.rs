@@ -237,6 +237,7 @@ fn analyse(name: &str, text: &str) {
         text,
         module: Some("fuzzed.model"),
         is_package: false,
+        namespace: None,
     };
     check_file(placed, &Settings::default(), &index);
 }

@@ -55,6 +55,7 @@ fn analyse(text: &str) {
         text,
         module: Some(MODULE),
         is_package: false,
+        namespace: None,
     };
     check_report(text, &check_file(placed, &lenient, &index));
 }

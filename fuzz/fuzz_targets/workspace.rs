@@ -90,6 +90,7 @@ fn analyse(input: &str) {
                 text,
                 module: Some(module),
                 is_package: *is_package,
+                namespace: None,
             };
             check_report(text, &check_file(file, &settings, &index), &by_path);
         }

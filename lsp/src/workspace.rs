@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pt2lsp_analyzer::{ModuleSummary, summarize};
+use pt2lsp_analyzer::{ModuleSummary, SourceFile};
 
 use pt2lsp_project::walk::{self, DEFAULT_EXCLUDE, Exclude, Include};
 
@@ -23,13 +23,34 @@ pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 pub struct ModulePlace {
     pub module: String,
     pub is_package: bool,
+    /// Its longest name through the namespace packages above it
+    /// (`pt2lsp_analyzer::SourceFile::namespace`).
+    pub namespace: Option<String>,
+}
+
+impl ModulePlace {
+    /// The file at this place, holding `text`, as the analyzer reads it.
+    pub fn file<'a>(&'a self, text: &'a str) -> SourceFile<'a> {
+        SourceFile {
+            text,
+            module: Some(&self.module),
+            is_package: self.is_package,
+            namespace: self.namespace.as_deref(),
+        }
+    }
 }
 
 /// The dotted module name of a Python file, as `pt2lsp check` names it
-/// ([`walk::module_name`]: the one function for it).
+/// ([`walk::module_name`]: the one function for it), and its longest namespace name
+/// ([`walk::namespace_names`], nearest first).
 pub fn module_place(path: &Path) -> Option<ModulePlace> {
     let (module, is_package) = walk::module_name(path)?;
-    Some(ModulePlace { module, is_package })
+    let namespace = walk::namespace_names(path).pop();
+    Some(ModulePlace {
+        module,
+        is_package,
+        namespace,
+    })
 }
 
 /// `summary` of the file at `path` with the other names Python imports it by through
@@ -153,7 +174,7 @@ pub fn summarize_file(path: &Path) -> Option<ModuleSummary> {
     }
     match std::fs::read_to_string(path) {
         Ok(text) => Some(with_namespace_names(
-            summarize(&text, &place.module, place.is_package),
+            pt2lsp_analyzer::summarize_file(place.file(&text)),
             path,
         )),
         Err(error) => {

@@ -419,6 +419,7 @@ impl ContextFile {
             text: &table.text,
             module: Some(&table.module),
             is_package: false,
+            namespace: None,
         });
         ContextFile {
             module: (table.module.clone(), false),
@@ -712,12 +713,14 @@ impl<'a> Project<'a> {
                     if source.problem.is_some() {
                         return None;
                     }
+                    let namespace_names = packages.namespace_names(path);
                     let mut summary = pt2lsp_analyzer::summarize_file(SourceFile {
                         text: &source.text,
                         module: Some(&module.0),
                         is_package: module.1,
+                        namespace: namespace_names.last().map(String::as_str),
                     });
-                    summary.namespace_names = packages.namespace_names(path);
+                    summary.namespace_names = namespace_names;
                     Some(ContextFile {
                         module,
                         path: path.clone(),
@@ -1176,6 +1179,8 @@ impl Checked {
             text: &self.report.text,
             module,
             is_package,
+            // The names go nearest first: the last is the longest.
+            namespace: self.namespace_names.last().map(String::as_str),
         }
     }
 

@@ -371,6 +371,7 @@ fn summarise(modules: &[(String, bool, PathBuf)], pool: &rayon::ThreadPool) -> V
                     text: &text,
                     module: Some(module),
                     is_package: *is_package,
+                    namespace: None,
                 });
                 // A library file is never an entrypoint of the user's project.
                 summary.is_entrypoint = false;

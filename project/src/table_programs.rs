@@ -43,6 +43,7 @@ impl TableProgram {
                 text: &self.text,
                 module: Some(&self.module),
                 is_package: false,
+                namespace: None,
             },
             settings,
             workspace,

@@ -221,6 +221,7 @@ mod tests {
             text: NET,
             module: Some("pkg.net"),
             is_package: false,
+            namespace: None,
         };
         check_file(file, settings, &index)
             .diagnostics

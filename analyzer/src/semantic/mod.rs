@@ -315,11 +315,11 @@ impl<'a> SemanticModel<'a> {
                 model.modules.entry(name.as_str()).or_insert(id);
             }
             model.foreign.push(ForeignFile {
-                file: SourceFile {
-                    text: &loaded.source.text,
-                    module: Some(&loaded.module),
-                    is_package: loaded.source.is_package,
-                },
+                file: workspace.file(
+                    &loaded.source.text,
+                    &loaded.module,
+                    loaded.source.is_package,
+                ),
                 path: &loaded.source.path,
                 body: &loaded.parsed.module.body,
                 globals: FxHashMap::default(),

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use pt2lsp_analyzer::summarize;
+use pt2lsp_analyzer::summarize_file;
 use tower_lsp_server::ls_types::DidSaveTextDocumentParams;
 
 use crate::session::{Session, TraceReason};
@@ -31,7 +31,7 @@ pub fn handle(session: &Arc<Session>, params: DidSaveTextDocumentParams) {
     tokio::spawn(async move {
         let workspace = Arc::clone(&session.workspace);
         let changed = tokio::task::spawn_blocking(move || {
-            let summary = summarize(&rope.to_string(), &place.module, place.is_package);
+            let summary = summarize_file(place.file(&rope.to_string()));
             workspace.update_summary(&path, Some(summary))
         })
         .await

@@ -112,10 +112,12 @@ impl AnalysisSnapshot {
             .filter(|(path, _)| path.file_stem().is_some_and(|stem| stem != "__init__"));
         let (mut report, summary) = match tracked {
             Some((path, module)) => {
+                let namespace = workspace::module_place(path).and_then(|place| place.namespace);
                 let file = SourceFile {
                     text: &text,
                     module: Some(module),
                     is_package: false,
+                    namespace: namespace.as_deref(),
                 };
                 let (report, summary) =
                     check_file_summarized(file, &settings.analyzer, &self.index);
@@ -199,11 +201,10 @@ impl RequestSnapshot {
             .as_deref()
             .filter(|path| workspace::is_python(path))
             .and_then(workspace::module_place);
-        let file = SourceFile {
-            text: &self.text,
-            module: place.as_ref().map(|place| place.module.as_str()),
-            is_package: place.as_ref().is_some_and(|place| place.is_package),
-        };
+        let file = place.as_ref().map_or_else(
+            || SourceFile::detached(&self.text),
+            |place| place.file(&self.text),
+        );
         pt2lsp_analyzer::outline(file, &self.index)
     }
 
@@ -238,11 +239,9 @@ pub fn check(
     let place = path
         .filter(|path| workspace::is_python(path))
         .and_then(workspace::module_place);
-    let file = SourceFile {
-        text,
-        module: place.as_ref().map(|place| place.module.as_str()),
-        is_package: place.as_ref().is_some_and(|place| place.is_package),
-    };
+    let file = place
+        .as_ref()
+        .map_or_else(|| SourceFile::detached(text), |place| place.file(text));
     check_file(file, &settings.analyzer, index)
 }
 
