@@ -197,6 +197,8 @@ fn split(
         return Some(());
     };
     let quotient = match size {
+        // A lone axis is the dimension itself.
+        size if divisor == 1 => size,
         Some(DimSize::Sym(sym)) if divisor > 0 => {
             if let Some(dim) = needs_multiple(&sym, divisor) {
                 divisibility.push(dim);
@@ -206,7 +208,7 @@ fn split(
                 .or_else(|| sym.dims().next().map(|dim| DimSize::Derived(dim.clone())))
         }
         Some(DimSize::Sym(_)) => return None,
-        derived @ Some(DimSize::Derived(_)) => derived,
+        Some(DimSize::Derived(dim)) => Some(DimSize::derived_from(&dim)),
         None => None,
     };
     axes.push((name.to_owned(), quotient));
@@ -235,6 +237,10 @@ fn gcd(a: i64, b: i64) -> i64 {
 /// The size of a group of axes: their product while it stays an expression over one `Dim`;
 /// a size of unknown form that depends on a `Dim` when one of them does; static otherwise.
 fn product(sizes: &[Option<DimSize>]) -> Option<DimSize> {
+    // One axis is itself (a derived size keeps its identity).
+    if let [size] = sizes {
+        return size.clone();
+    }
     let mut total = Some(SymSize::constant(1));
     let mut dynamic = None;
     for size in sizes {
@@ -254,7 +260,7 @@ fn product(sizes: &[Option<DimSize>]) -> Option<DimSize> {
     }
     match (total, dynamic) {
         (Some(total), _) => Some(DimSize::Sym(total)),
-        (None, Some(dim)) => Some(DimSize::Derived(dim)),
+        (None, Some(dim)) => Some(DimSize::derived_from(&dim)),
         (None, None) => None,
     }
 }
@@ -302,6 +308,7 @@ mod tests {
             automatic: false,
             unbacked: false,
             range: ruff_text_size::TextRange::default(),
+            derived: false,
         })
     }
 

@@ -587,6 +587,7 @@ mod tests {
             automatic: false,
             unbacked: false,
             range: TextRange::default(),
+            derived: false,
         }))
     }
 
@@ -630,6 +631,7 @@ mod tests {
                 automatic: false,
                 unbacked: false,
                 range: TextRange::new(at.into(), at.into()),
+                derived: false,
             }))
         };
         let (x, y) = (

@@ -111,6 +111,8 @@ impl CompareOp {
 }
 
 /// A `Dim` declared in `dynamic_shapes`.
+// Its flags are independent facts about one declaration, each read on its own.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct DimDecl {
     pub(crate) name: String,
@@ -127,9 +129,18 @@ pub(crate) struct DimDecl {
     pub(crate) unbacked: bool,
     /// Where the `Dim` is made, for fixes and messages.
     pub(crate) range: TextRange,
+    /// A copy of the declaration standing for one size computed from it in a way the shapes do
+    /// not write ([`DimSize::derived_from`]): the copy is that size's identity, so two reads of
+    /// it are one size and anything computed from it is another.
+    pub(crate) derived: bool,
 }
 
 impl DimDecl {
+    /// Whether `a` and `b` are one size computed from a dimension: the same derived copy.
+    pub(crate) fn same_derived(a: &Rc<DimDecl>, b: &Rc<DimDecl>) -> bool {
+        a.derived && Rc::ptr_eq(a, b)
+    }
+
     /// `Dim.AUTO`: export makes it static where the code needs one size, with no error.
     pub(crate) fn is_auto(&self) -> bool {
         self.automatic && self.name == "AUTO"
@@ -188,6 +199,15 @@ pub(crate) enum DimSize {
 }
 
 impl DimSize {
+    /// A new size computed from dynamic dimension `dim` (or from such a size) in a way the
+    /// shape expressions do not write: dynamic through `dim`, and a size of its own.
+    pub(crate) fn derived_from(dim: &Rc<DimDecl>) -> DimSize {
+        DimSize::Derived(Rc::new(DimDecl {
+            derived: true,
+            ..(**dim).clone()
+        }))
+    }
+
     /// The declared dimension this size depends on first, when it is dynamic.
     pub(crate) fn dynamic_dim(&self) -> Option<&Rc<DimDecl>> {
         match self {
@@ -329,7 +349,12 @@ impl SizeOrigin {
         };
         match winner {
             SizeOrigin::Dynamic { dim, .. } => SizeOrigin::Dynamic {
-                dim: dim.clone(),
+                // A size computed from a derived size is another one.
+                dim: if dim.derived {
+                    Rc::new(DimDecl::clone(dim))
+                } else {
+                    dim.clone()
+                },
                 exact: false,
             },
             other => other.clone(),

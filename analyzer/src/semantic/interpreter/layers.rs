@@ -133,7 +133,7 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                 for size in &mut sizes[2..] {
                     *size = match size.take() {
                         Some(DimSize::Sym(sym)) => sym.mul(&factor).map(DimSize::Sym),
-                        derived @ Some(DimSize::Derived(_)) => derived,
+                        Some(DimSize::Derived(dim)) => Some(DimSize::derived_from(&dim)),
                         None => None,
                     };
                 }
@@ -325,7 +325,7 @@ impl Window {
         match (window, size?) {
             (Some(window), size) => window.output(Some(size)),
             (None, DimSize::Sym(sym)) => unknown_like(&sym),
-            (None, derived @ DimSize::Derived(_)) => Some(derived),
+            (None, DimSize::Derived(dim)) => Some(DimSize::derived_from(&dim)),
         }
     }
 
@@ -338,7 +338,7 @@ impl Window {
     ) -> Option<DimSize> {
         let sym = match size? {
             DimSize::Sym(sym) => sym,
-            derived @ DimSize::Derived(_) => return Some(derived),
+            DimSize::Derived(dim) => return Some(DimSize::derived_from(&dim)),
         };
         let computed = window.and_then(|(window, output_padding)| {
             let offset = -window.stride - 2 * window.padding
@@ -358,7 +358,7 @@ impl Window {
     fn output(&self, size: Option<DimSize>) -> Option<DimSize> {
         let sym = match size? {
             DimSize::Sym(sym) => sym,
-            derived @ DimSize::Derived(_) => return Some(derived),
+            DimSize::Derived(dim) => return Some(DimSize::derived_from(&dim)),
         };
         let offset = 2 * self.padding - self.dilation * (self.kernel - 1) - 1;
         let computed = sym
@@ -367,7 +367,7 @@ impl Window {
             .and_then(|quotient| quotient.add(&SymSize::constant(1)));
         Some(match computed {
             Some(sym) => DimSize::Sym(sym),
-            None => DimSize::Derived(sym.dims().next()?.clone()),
+            None => DimSize::derived_from(sym.dims().next()?),
         })
     }
 }

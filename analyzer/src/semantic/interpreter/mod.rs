@@ -741,8 +741,16 @@ fn size_guard(
                         ..
                     },
                 ) => {
+                    // One size computed from a dimension, read twice (`L` and `S` of one
+                    // tensor after a convolution whose padding the analysis lost): equal.
+                    if DimDecl::same_derived(dim, other_dim) {
+                        return Value::Guard(Guard {
+                            kind: GuardKind::Dynamic(dim.clone()),
+                            decided: true,
+                            suggestion: None,
+                        });
+                    }
                     // Two sizes derived from one dimension in ways the analysis does not follow
-                    // (the lengths of two tensors after a convolution whose padding it lost)
                     // may be the same size. The dimension itself against such a size stays a
                     // guard (`L == npo2(L)`).
                     if other_dim.name == dim.name && !*exact && !*other_exact {

@@ -9,7 +9,7 @@ use crate::catalogue;
 use crate::names;
 use crate::semantic::EventKind;
 use crate::semantic::symbolic::SymSize;
-use crate::semantic::value::{DimSize, TensorDims, Value};
+use crate::semantic::value::{DimDecl, DimSize, SizeOrigin, TensorDims, Value};
 use crate::syntax::ast::comparable::ComparableExpr;
 use crate::syntax::ast::{self, Expr};
 
@@ -78,7 +78,7 @@ fn broadcast_pair(
         // A static size the analysis does not know may be 1 (then the result is the other) or
         // not (then both are equal): the result is dynamic, in a way it cannot write.
         (Some(known), None) | (None, Some(known)) => match known.dynamic_dim() {
-            Some(dim) => Some(DimSize::Derived(dim.clone())),
+            Some(dim) => Some(DimSize::derived_from(dim)),
             None => Some(known),
         },
         (Some(DimSize::Derived(dim)), _) | (_, Some(DimSize::Derived(dim))) => {
@@ -120,11 +120,11 @@ fn shape_arguments<'v>(args: &'v [Value], exprs: &[Expr]) -> Option<Vec<ShapeArg
                         None => return ShapeArgument::Unknown,
                     },
                     Value::Size {
-                        origin: crate::semantic::value::SizeOrigin::Static,
+                        origin: SizeOrigin::Static,
                         ..
                     } => None,
                     Value::Size {
-                        origin: crate::semantic::value::SizeOrigin::Dynamic { dim, .. },
+                        origin: SizeOrigin::Dynamic { dim, .. },
                         ..
                     } => Some(DimSize::Derived(dim.clone())),
                     _ => return ShapeArgument::Unknown,
@@ -335,7 +335,10 @@ pub(super) fn method_shape(
                         None => Some(DimSize::Sym(count)),
                         Some(at) => match sizes[at].as_ref()? {
                             DimSize::Sym(size) => size.mul(&count).map(DimSize::Sym),
-                            DimSize::Derived(dim) => Some(DimSize::Derived(dim.clone())),
+                            DimSize::Derived(dim) if count.as_constant() == Some(1) => {
+                                Some(DimSize::Derived(dim.clone()))
+                            }
+                            DimSize::Derived(dim) => Some(DimSize::derived_from(dim)),
                         },
                     }
                 })
@@ -368,6 +371,10 @@ pub(super) fn method_shape(
 
 /// The product of sizes, when at most one of them is dynamic.
 fn product(sizes: &[Option<DimSize>]) -> Option<DimSize> {
+    // One size is itself (a derived one keeps its identity).
+    if let [size] = sizes {
+        return size.clone();
+    }
     let mut total = SymSize::constant(1);
     let mut derived = None;
     for size in sizes {
@@ -380,7 +387,7 @@ fn product(sizes: &[Option<DimSize>]) -> Option<DimSize> {
         }
     }
     match derived {
-        Some(dim) => Some(DimSize::Derived(dim)),
+        Some(dim) => Some(DimSize::derived_from(&dim)),
         None => Some(DimSize::Sym(total)),
     }
 }
@@ -542,7 +549,7 @@ pub(super) struct SliceGuards {
 pub(super) fn index_shape(
     input: &TensorDims,
     slice: &Expr,
-    bound: &mut dyn FnMut(&Expr) -> Option<SymSize>,
+    bound: &mut dyn FnMut(&Expr) -> Value,
     guards: &mut SliceGuards,
 ) -> Option<TensorDims> {
     let sizes = input.all_sizes()?;
@@ -595,17 +602,35 @@ struct Sliced(Option<DimSize>);
 fn slice_size(
     size: Option<DimSize>,
     range: &ast::ExprSlice,
-    bound: &mut dyn FnMut(&Expr) -> Option<SymSize>,
+    bound: &mut dyn FnMut(&Expr) -> Value,
     within: &mut Vec<(SymSize, SymSize)>,
 ) -> Option<Sliced> {
     let stride = match &range.step {
         None => 1,
         Some(step) => names::int_literal(step).filter(|step| *step > 0)?,
     };
-    // Slicing a size the analysis cannot write (or a static one it does not know) leaves one
-    // of the same kind.
-    let Some(DimSize::Sym(sym)) = size else {
-        return Some(Sliced(size));
+    let sym = match size {
+        Some(DimSize::Sym(sym)) => sym,
+        // A size the analysis cannot write: the whole of it, up to itself (`values[:, :L]` with
+        // `L` read from it), or up to a dynamic size is what it was or that size; any other
+        // slice is another size of the same kind.
+        Some(DimSize::Derived(dim)) => {
+            let from_start = range.lower.is_none() && range.step.is_none();
+            let upper = range.upper.as_deref().map(&mut *bound);
+            return Some(Sliced(Some(match upper {
+                None if from_start => DimSize::Derived(dim),
+                Some(Value::Size {
+                    origin: SizeOrigin::Dynamic { dim: other, .. },
+                    ..
+                }) if from_start && DimDecl::same_derived(&dim, &other) => DimSize::Derived(dim),
+                Some(Value::Size { sym: Some(end), .. }) if from_start && end.is_dynamic() => {
+                    DimSize::Sym((*end).clone())
+                }
+                _ => DimSize::derived_from(&dim),
+            })));
+        }
+        // A static size the analysis does not know leaves one.
+        None => return Some(Sliced(None)),
     };
     let start = match range.lower.as_deref().map(names::int_literal) {
         None => 0,
@@ -627,7 +652,7 @@ fn slice_size(
         None => None,
         Some(upper) => match names::int_literal(upper) {
             Some(end) => Some(SymSize::constant(end)),
-            None => match bound(upper) {
+            None => match bound(upper).as_sym() {
                 Some(end) => Some(end),
                 None => return Some(Sliced(unknown_like(&sym))),
             },
@@ -671,10 +696,7 @@ fn slice_size(
 /// The length of `start:start + length`, a window at an offset the analysis need not know
 /// (`dy:dy + t`, a centre crop): `length`, as long as the window stays within the dimension,
 /// which the exporter guards.
-fn offset_window(
-    range: &ast::ExprSlice,
-    bound: &mut dyn FnMut(&Expr) -> Option<SymSize>,
-) -> Option<SymSize> {
+fn offset_window(range: &ast::ExprSlice, bound: &mut dyn FnMut(&Expr) -> Value) -> Option<SymSize> {
     let start = ComparableExpr::from(range.lower.as_deref()?);
     let Expr::BinOp(ast::ExprBinOp {
         left,
@@ -694,7 +716,7 @@ fn offset_window(
     };
     names::int_literal(length)
         .map(SymSize::constant)
-        .or_else(|| bound(length))
+        .or_else(|| bound(length).as_sym())
 }
 
 /// The positional argument at `position` or the keyword `keyword` of a call (arguments after
@@ -935,7 +957,7 @@ pub(super) fn interpolate(
                 sym.mul(&SymSize::constant(factor)).map(DimSize::Sym)
             }
             (Some(DimSize::Sym(sym)), None) => unknown_like(&sym),
-            (Some(derived @ DimSize::Derived(_)), _) => Some(derived),
+            (Some(DimSize::Derived(dim)), _) => Some(DimSize::derived_from(&dim)),
             (None, _) => None,
         };
     }
@@ -964,6 +986,7 @@ pub(super) fn pad(input: &TensorDims, call: &ast::ExprCall, exprs: &[Expr]) -> O
                 Some(sum) => Some(DimSize::Sym(sum)),
                 None => unknown_like(&sym),
             },
+            Some(DimSize::Derived(dim)) if grown != 0 => Some(DimSize::derived_from(&dim)),
             other => other,
         };
     }
@@ -972,7 +995,7 @@ pub(super) fn pad(input: &TensorDims, call: &ast::ExprCall, exprs: &[Expr]) -> O
 
 /// A size computed from `sym` that the expressions cannot write: static if `sym` is.
 pub(super) fn unknown_like(sym: &SymSize) -> Option<DimSize> {
-    sym.dims().next().map(|dim| DimSize::Derived(dim.clone()))
+    sym.dims().next().map(DimSize::derived_from)
 }
 
 // -------------------------------------------------------------------------------------------
@@ -1026,12 +1049,7 @@ impl super::Interpreter<'_, '_> {
         // The bounds were evaluated already, with their events: read them again silently.
         let emit = std::mem::replace(&mut self.emit, false);
         let mut guards = SliceGuards::default();
-        let dims = index_shape(
-            dims,
-            slice,
-            &mut |bound| self.eval(bound, env).as_sym(),
-            &mut guards,
-        );
+        let dims = index_shape(dims, slice, &mut |bound| self.eval(bound, env), &mut guards);
         self.emit = emit;
         for size in guards.strided {
             if size.range().0.is_some_and(|low| low <= 1) && !size.is_automatic() {

@@ -7,6 +7,7 @@ use ruff_text_size::Ranged;
 
 use crate::names;
 use crate::semantic::symbolic::SymSize;
+use crate::semantic::value::{DimDecl, SizeOrigin};
 use crate::syntax::ast::{self, Expr, Stmt};
 use crate::syntax::is_number_literal;
 
@@ -944,6 +945,27 @@ fn known_constant(value: &Value) -> Option<&Value> {
 /// nothing here.
 fn size_truth(left: &Value, op: ast::CmpOp, right: &Value) -> Option<bool> {
     let op = compare_op(op)?;
+    // One size computed from a dimension, read twice: equal.
+    if let (
+        Value::Size {
+            origin: SizeOrigin::Dynamic { dim: a, .. },
+            sym: None,
+            ..
+        },
+        Value::Size {
+            origin: SizeOrigin::Dynamic { dim: b, .. },
+            sym: None,
+            ..
+        },
+    ) = (left, right)
+    {
+        if DimDecl::same_derived(a, b) {
+            return Some(matches!(
+                op,
+                CompareOp::Eq | CompareOp::GtE | CompareOp::LtE
+            ));
+        }
+    }
     let sym = |value: &Value| match value {
         Value::Size { sym: Some(sym), .. } => Some((**sym).clone()),
         Value::Number(number) => crate::semantic::value::integer(*number).map(SymSize::constant),

@@ -312,6 +312,7 @@ impl<'a> DimReader<'_, '_, 'a> {
             unbacked: true,
             range: call.range(),
             name,
+            derived: false,
         }
     }
 
@@ -356,6 +357,7 @@ impl<'a> DimReader<'_, '_, 'a> {
                     automatic,
                     unbacked: false,
                     range: call.range(),
+                    derived: false,
                 })
             }
             Expr::Attribute(attribute) => match attribute.attr.as_str() {
@@ -367,6 +369,7 @@ impl<'a> DimReader<'_, '_, 'a> {
                     automatic: true,
                     unbacked: false,
                     range: expr.range(),
+                    derived: false,
                 }),
                 _ => self.imported_dim(expr, depth),
             },
@@ -380,6 +383,7 @@ impl<'a> DimReader<'_, '_, 'a> {
                         automatic: false,
                         unbacked: false,
                         range: *range,
+                        derived: false,
                     });
                 }
                 match self.resolve(expr) {
