@@ -680,6 +680,43 @@ mod tests {
         assert!(!index.is_module_class("pkg.child.Plain"));
     }
 
+    /// PEP 420: a namespace name names its module where Python would import that file by it,
+    /// so its classes are modules and its importers' edges reach it; a regular module of the
+    /// same name wins, and a name two files claim names neither.
+    #[test]
+    fn namespace_names_name_their_modules_unless_a_module_or_another_file_has_them() {
+        let in_namespace = |text: &str, module: &str, names: &[&str]| {
+            let mut summary = summarize(text, module, false);
+            summary.namespace_names = names.iter().map(|name| (*name).to_owned()).collect();
+            summary
+        };
+        let networks = in_namespace(
+            "import torch\nclass Net(torch.nn.Module):\n    pass\n",
+            "networks",
+            &["wavenet.networks"],
+        );
+        let layers = in_namespace("import torch\n", "layers", &["wavenet.layers", "shared.x"]);
+        let other = in_namespace("import torch\n", "other", &["shared.x"]);
+        // A regular package module named as a namespace name of `config` would be.
+        let regular = summarize("import torch\n", "wavenet.config", false);
+        let config = in_namespace("import torch\n", "config", &["wavenet.config"]);
+        let entry = summarize(
+            "from wavenet.networks import Net\nfrom wavenet import layers\nmodel = Net()\n\
+             example_args = ()\n",
+            "export",
+            false,
+        );
+        let index = WorkspaceIndex::new(&[networks, layers, other, regular, config, entry]);
+        assert_eq!(index.module_named("wavenet.networks"), "networks");
+        assert_eq!(index.module_named("wavenet.layers"), "layers");
+        assert_eq!(index.module_named("wavenet.config"), "wavenet.config");
+        assert_eq!(index.module_named("shared.x"), "shared.x");
+        assert!(index.is_module_class("wavenet.networks.Net"));
+        assert!(index.is_module_class("networks.Net"));
+        assert_eq!(index.program_of("export"), ["export", "layers", "networks"]);
+        assert_eq!(index.entrypoints_reaching("networks"), ["export"]);
+    }
+
     #[test]
     fn fake_kernels_are_collected() {
         let summary = summarize(
