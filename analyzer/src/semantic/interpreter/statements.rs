@@ -903,8 +903,9 @@ fn known_comparison(compare: &ast::ExprCompare) -> bool {
 }
 
 /// An operand of a comparison that may be a Python constant: a name, an attribute, a literal,
-/// a display, an item, arithmetic on those, or `len` of one (`i != len(self.blocks) - 1`); no
-/// other call, whose effects evaluating it to decide the branch would repeat.
+/// a display, an item, arithmetic on those, `len` of one (`i != len(self.blocks) - 1`), or a
+/// size read (`x.size(1)`, `x.dim()`); no other call, whose effects evaluating it to decide the
+/// branch would repeat.
 fn plain_operand(expr: &Expr) -> bool {
     match expr {
         Expr::Name(_)
@@ -919,11 +920,20 @@ fn plain_operand(expr: &Expr) -> bool {
         | Expr::Subscript(_) => true,
         Expr::BinOp(binary) => plain_operand(&binary.left) && plain_operand(&binary.right),
         Expr::UnaryOp(unary) => plain_operand(&unary.operand),
-        Expr::Call(call) => {
-            matches!(&*call.func, Expr::Name(name) if name.id.as_str() == "len")
-                && call.arguments.keywords.is_empty()
-                && matches!(call.arguments.args.as_ref(), [argument] if plain_operand(argument))
-        }
+        Expr::Call(call) if call.arguments.keywords.is_empty() => match &*call.func {
+            Expr::Name(name) => {
+                name.id.as_str() == "len"
+                    && matches!(call.arguments.args.as_ref(), [argument] if plain_operand(argument))
+            }
+            // `x.size(1)`, `x.dim()`: a size read, as `x.shape[1]` is.
+            Expr::Attribute(method) => {
+                matches!(method.attr.as_str(), "size" | "dim")
+                    && plain_operand(&method.value)
+                    && call.arguments.args.iter().all(is_number_literal)
+                    && call.arguments.args.len() <= 1
+            }
+            _ => false,
+        },
         _ => false,
     }
 }
