@@ -62,6 +62,23 @@ pub(crate) fn constructed(qualified: &str) -> Option<Constructed> {
     }
 }
 
+/// Arguments of a torch function that must be Python integers while tracing, by position and
+/// keyword: a dynamic size there is specialised to the example's (measured, torch 2.15:
+/// `torch.linspace(-1, 1, steps=x.shape[1])` and `F.max_pool1d(x, x.size(2))` fix the
+/// dimension; `torch.arange(n)` does not).
+pub(crate) fn concrete_int_arguments(qualified: &str) -> &'static [(usize, &'static str)] {
+    match qualified {
+        "torch.linspace" | "torch.logspace" => &[(2, "steps")],
+        "torch.nn.functional.max_pool1d"
+        | "torch.nn.functional.max_pool2d"
+        | "torch.nn.functional.max_pool3d"
+        | "torch.nn.functional.avg_pool1d"
+        | "torch.nn.functional.avg_pool2d"
+        | "torch.nn.functional.avg_pool3d" => &[(1, "kernel_size"), (2, "stride")],
+        _ => &[],
+    }
+}
+
 /// The layer class whose window a functional pooling applies (`F.max_pool2d(x, 2)` is
 /// `nn.MaxPool2d(2)(x)`): its arguments after the input are the constructor's, in order.
 pub(crate) fn functional_window(qualified: &str) -> Option<&'static str> {

@@ -316,9 +316,11 @@ impl WorkspaceIndex {
     /// entrypoint at all (then every file is analysed for what it would do if exported), and
     /// for a top-level module: a file outside any package (a script, an example, a model kept
     /// in a file of its own) is analysed as if exported, since it is run or copied on its own,
-    /// while a package's modules (`models/matcher.py`) are only ever run through imports.
+    /// while a package's modules (`models/matcher.py`, or `utils/stft.py` of a namespace
+    /// package `utils/`) are only ever run through imports.
     pub fn unexported(&self, module: &str) -> Option<String> {
-        if !module.contains('.')
+        let in_package = module.contains('.') || !self.namespace_names(module).is_empty();
+        if !in_package
             || self.entrypoints.is_empty()
             || self.is_entrypoint(module)
             || !self.entrypoints_reaching(module).is_empty()

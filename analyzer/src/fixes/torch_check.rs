@@ -195,7 +195,10 @@ pub(crate) fn unexportable_uses(events: &[Event], strict: bool) -> Vec<TextRange
         .filter(|event| match &event.kind {
             EventKind::Scalar { usage, .. } => match usage {
                 ScalarUse::Len | ScalarUse::Conversion => !strict,
-                ScalarUse::MathCall | ScalarUse::Range | ScalarUse::ListIndex => true,
+                ScalarUse::MathCall
+                | ScalarUse::Range
+                | ScalarUse::ListIndex
+                | ScalarUse::ConcreteArgument(_) => true,
             },
             _ => false,
         })

@@ -211,7 +211,7 @@ fn declared_unbacked(kind: &EventKind, strict: bool) -> Option<(String, Failure)
             usage,
         } => {
             let fails = match usage {
-                ScalarUse::Range | ScalarUse::ListIndex => true,
+                ScalarUse::Range | ScalarUse::ListIndex | ScalarUse::ConcreteArgument(_) => true,
                 ScalarUse::Conversion | ScalarUse::Len | ScalarUse::MathCall => !strict,
             };
             fails.then(|| (dim.name.clone(), Failure::Value))

@@ -106,7 +106,7 @@ pub(crate) fn check(checker: &mut Checker) {
                 usage,
             } if dim.is_auto() => {
                 let fixes = match usage {
-                    ScalarUse::Range => true,
+                    ScalarUse::Range | ScalarUse::ConcreteArgument(_) => true,
                     ScalarUse::Conversion | ScalarUse::Len | ScalarUse::MathCall => !strict,
                     ScalarUse::ListIndex => false,
                 };

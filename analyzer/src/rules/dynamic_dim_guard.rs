@@ -313,6 +313,22 @@ fn judge(
             ),
             static_dim(checker, dim),
         ),
+        // Measured: `torch.linspace(..., steps=n)` and `F.max_pool1d(x, n)` of a size fix the
+        // dimension in either mode (`arange(n)` keeps it symbolic).
+        EventKind::Scalar {
+            value:
+                Value::Size {
+                    origin: SizeOrigin::Dynamic { dim, .. },
+                    ..
+                },
+            usage: ScalarUse::ConcreteArgument(parameter),
+        } if !dim.automatic => (
+            format!(
+                "`{text}` takes `{parameter}` from dynamic dimension `{}`, and torch needs it as a concrete number, which fixes the dimension to the example's size; make `{parameter}` a constant (an adaptive pool over the dimension, a table cut to the size), or declare the dimension static",
+                dim.name
+            ),
+            static_dim(checker, dim),
+        ),
         EventKind::DimMismatch { left, right } => (
             format!(
                 "`{text}` broadcasts dynamic dimensions `{}` and `{}` against each other, so they must be equal: export fails with \"Constraints violated ({})\"; declare `{} = {}` in `dynamic_shapes`",

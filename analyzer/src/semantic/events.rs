@@ -65,6 +65,9 @@ pub(crate) enum ScalarUse {
     MathCall,
     /// `len(t)`: Python needs a concrete integer back.
     Len,
+    /// An argument torch needs as a Python integer (`steps` of `torch.linspace`, the window of
+    /// `F.max_pool1d`): the parameter's name.
+    ConcreteArgument(&'static str),
 }
 
 /// What requires two sizes to be equal.

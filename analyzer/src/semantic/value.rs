@@ -428,6 +428,9 @@ pub(crate) struct LayerInfo {
     /// `stride=(2, 1)`, a constructor's own parameter). A tuple argument (`kernel_size=(3, 3)`)
     /// counts when its items are equal.
     pub(crate) sizes: Vec<(&'static str, Option<i64>)>,
+    /// Tuple arguments whose items differ (`kernel_size=(3, 128)`), item by item for each
+    /// spatial axis; `sizes` holds `None` for them.
+    pub(crate) per_axis: Vec<(&'static str, Vec<Option<i64>>)>,
     /// `padding="same"`: a convolution that keeps each spatial size.
     pub(crate) same_padding: bool,
     /// einops' `Rearrange(pattern, **axes)` layer: what it does to its input.
@@ -446,6 +449,31 @@ impl LayerInfo {
         match self.argument(name) {
             None => Some(default),
             Some((_, size)) => *size,
+        }
+    }
+
+    /// The size given for `name` on spatial axis `axis`: its own item of a tuple argument,
+    /// else the size every axis shares.
+    pub(crate) fn axis_size(&self, name: &str, axis: usize) -> Option<i64> {
+        match self
+            .per_axis
+            .iter()
+            .find(|(parameter, _)| *parameter == name)
+        {
+            Some((_, items)) => items.get(axis).copied().flatten(),
+            None => self.size(name),
+        }
+    }
+
+    /// [`Self::axis_size`], or `default` when the constructor does not give it.
+    pub(crate) fn axis_size_or(&self, name: &str, axis: usize, default: i64) -> Option<i64> {
+        match self
+            .per_axis
+            .iter()
+            .find(|(parameter, _)| *parameter == name)
+        {
+            Some((_, items)) => items.get(axis).copied().flatten(),
+            None => self.size_or(name, default),
         }
     }
 
@@ -768,6 +796,11 @@ impl Value {
                         .zip(&b.sizes)
                         .map(|((name, x), (_, y))| (*name, if x == y { *x } else { None }))
                         .collect(),
+                    per_axis: if a.per_axis == b.per_axis {
+                        a.per_axis.clone()
+                    } else {
+                        Vec::new()
+                    },
                     same_padding: a.same_padding,
                     rearrange: a.rearrange.clone(),
                 }))

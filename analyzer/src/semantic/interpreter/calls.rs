@@ -489,6 +489,29 @@ impl Interpreter<'_, '_> {
         if let Some(number) = super::builtins::math_of_numbers(qualified, args) {
             return Value::Number(number);
         }
+        for (position, parameter) in catalogue::concrete_int_arguments(qualified) {
+            let given = args.get(*position).or_else(|| {
+                kwargs
+                    .iter()
+                    .find(|(name, _)| name == parameter)
+                    .map(|(_, value)| value)
+            });
+            if let Some(
+                size @ Value::Size {
+                    origin: SizeOrigin::Dynamic { .. },
+                    ..
+                },
+            ) = given
+            {
+                self.record(
+                    EventKind::Scalar {
+                        value: size.clone(),
+                        usage: ScalarUse::ConcreteArgument(parameter),
+                    },
+                    call.range(),
+                );
+            }
+        }
         // einops: `rearrange(x, pattern, **axes)` / `reduce`, and the `Rearrange` / `Reduce`
         // layers built from a pattern.
         match catalogue::einops_call(qualified) {
@@ -502,6 +525,7 @@ impl Interpreter<'_, '_> {
                     return Value::Layer(Rc::new(LayerInfo {
                         qualified: Rc::from(qualified),
                         sizes: Vec::new(),
+                        per_axis: Vec::new(),
                         same_padding: false,
                         rearrange: Some(Rc::new(rearrangement)),
                     }));

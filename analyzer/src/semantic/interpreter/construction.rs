@@ -660,6 +660,7 @@ impl Interpreter<'_, '_> {
                 let layer = Value::Layer(Rc::new(LayerInfo {
                     qualified: Rc::from(layer),
                     sizes: Vec::new(),
+                    per_axis: Vec::new(),
                     same_padding: false,
                     rearrange: None,
                 }));

@@ -106,10 +106,12 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                 if layer.same_padding && !transposed {
                     return Some(TensorDims::from_sizes(sizes));
                 }
-                let window = Window::of(layer, layer.size("kernel_size")?, 1);
-                for size in &mut sizes[2..] {
+                for (axis, size) in sizes[2..].iter_mut().enumerate() {
+                    let window = layer
+                        .axis_size("kernel_size", axis)
+                        .and_then(|kernel| Window::of(layer, axis, kernel, 1));
                     *size = if transposed {
-                        let output_padding = layer.size_or("output_padding", 0);
+                        let output_padding = layer.axis_size_or("output_padding", axis, 0);
                         let window = window.as_ref().zip(output_padding);
                         Window::transposed_output_of(window, size.take())
                     } else {
@@ -146,12 +148,16 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
         }
         LayerShape::Pool { spatial } | LayerShape::AdaptivePool { spatial } => {
             // Each of the last `spatial` sizes through the window, or to the output size.
-            let pooled = |size: Option<DimSize>| match shape {
+            let pooled = |axis: usize, size: Option<DimSize>| match shape {
                 LayerShape::Pool { .. } => {
-                    let kernel = layer.size("kernel_size")?;
-                    Window::output_of(Window::of(layer, kernel, kernel).as_ref(), size)
+                    let window = layer
+                        .axis_size("kernel_size", axis)
+                        .and_then(|kernel| Window::of(layer, axis, kernel, kernel));
+                    Window::output_of(window.as_ref(), size)
                 }
-                _ => Some(DimSize::Sym(SymSize::constant(layer.size("output_size")?))),
+                _ => Some(DimSize::Sym(SymSize::constant(
+                    layer.axis_size("output_size", axis)?,
+                ))),
             };
             let dims = sizes.and_then(|mut sizes| {
                 let first = sizes
@@ -163,9 +169,11 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                     LayerShape::Pool { .. } => "kernel_size",
                     _ => "output_size",
                 };
-                layer.size(parameter)?;
-                for size in &mut sizes[first..] {
-                    *size = pooled(size.take());
+                if (0..spatial).all(|axis| layer.axis_size(parameter, axis).is_none()) {
+                    return None;
+                }
+                for (axis, size) in sizes[first..].iter_mut().enumerate() {
+                    *size = pooled(axis, size.take());
                 }
                 Some(TensorDims::from_sizes(sizes))
             });
@@ -310,12 +318,13 @@ struct Window {
 impl Window {
     /// The window of `layer`; `None` when one of its sizes is given and cannot be read
     /// (`padding="same"`): then the output's size is not known.
-    fn of(layer: &LayerInfo, kernel: i64, default_stride: i64) -> Option<Window> {
+    /// The window of `layer` over spatial axis `axis` (a tuple argument gives each axis its own).
+    fn of(layer: &LayerInfo, axis: usize, kernel: i64, default_stride: i64) -> Option<Window> {
         Some(Window {
             kernel,
-            stride: layer.size_or("stride", default_stride)?,
-            padding: layer.size_or("padding", 0)?,
-            dilation: layer.size_or("dilation", 1)?,
+            stride: layer.axis_size_or("stride", axis, default_stride)?,
+            padding: layer.axis_size_or("padding", axis, 0)?,
+            dilation: layer.axis_size_or("dilation", axis, 1)?,
         })
     }
 
@@ -406,17 +415,45 @@ pub(super) fn layer_info(
     kwargs: &[(String, Value)],
 ) -> LayerInfo {
     let parameters = catalogue::layer_shape(qualified).map_or(&[][..], catalogue::layer_parameters);
-    let literal = |expr: &Expr, value: Option<&Value>| {
-        let single = |expr: &Expr| names::int_literal(expr);
-        match expr {
-            Expr::Tuple(ast::ExprTuple { elts, .. }) => {
-                let sizes: Option<Vec<i64>> = elts.iter().map(single).collect();
-                let sizes = sizes?;
-                let first = *sizes.first()?;
-                sizes.iter().all(|size| *size == first).then_some(first)
+    let single = |expr: &Expr, value: Option<&Value>| {
+        names::int_literal(expr).or_else(|| value?.as_sym()?.as_constant())
+    };
+    // A tuple (`kernel_size=(3, 3)`, `(K, embed_dim)`): its items, literal or computed.
+    let items = |expr: &Expr, value: Option<&Value>| -> Option<Vec<Option<i64>>> {
+        match (expr, value) {
+            (Expr::Tuple(ast::ExprTuple { elts, .. }), Some(Value::Tuple(values)))
+                if values.len() == elts.len() =>
+            {
+                Some(
+                    elts.iter()
+                        .zip(values.iter())
+                        .map(|(expr, value)| single(expr, Some(value)))
+                        .collect(),
+                )
             }
-            expr => single(expr).or_else(|| value?.as_sym()?.as_constant()),
+            (Expr::Tuple(ast::ExprTuple { elts, .. }), _) => {
+                Some(elts.iter().map(|expr| single(expr, None)).collect())
+            }
+            _ => None,
         }
+    };
+    let mut per_axis = Vec::new();
+    let mut literal = |parameter: &'static str, expr: &Expr, value: Option<&Value>| {
+        let Some(items) = items(expr, value) else {
+            return single(expr, value);
+        };
+        let first = *items.first()?;
+        if items.iter().all(|item| *item == first) {
+            return first;
+        }
+        // Each axis its own size, unknown where the analysis cannot read the item; a `None`
+        // item (an adaptive pool keeping that size) leaves the whole argument unknown.
+        let keeps_a_size =
+            matches!(expr, Expr::Tuple(tuple) if tuple.elts.iter().any(Expr::is_none_literal_expr));
+        if !keeps_a_size {
+            per_axis.push((parameter, items));
+        }
+        None
     };
     let mut sizes = Vec::new();
     for (position, parameter) in parameters.iter().enumerate() {
@@ -435,7 +472,7 @@ pub(super) fn layer_info(
                 })
             });
         if let Some((expr, value)) = expr {
-            sizes.push((*parameter, literal(expr, value)));
+            sizes.push((*parameter, literal(parameter, expr, value)));
         }
     }
     // `padding="valid"` is no padding; `padding="same"` keeps the sizes (stride 1 only).
@@ -472,6 +509,7 @@ pub(super) fn layer_info(
     LayerInfo {
         qualified: Rc::from(qualified),
         sizes,
+        per_axis,
         same_padding,
         rearrange: None,
     }

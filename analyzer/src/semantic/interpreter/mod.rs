@@ -1132,9 +1132,15 @@ fn exact_items(value: &Value) -> Option<Rc<[Value]>> {
 fn element_of(value: &Value) -> Value {
     match value {
         // The rows of an opaque or assumed value may be anything: only assumed to be tensors.
-        Value::Tensor(info) | Value::Tensors(info) => Value::Tensor(TensorInfo {
+        Value::Tensor(info) => Value::Tensor(TensorInfo {
             assumed: info.assumed || info.opaque,
             ..TensorInfo::default()
+        }),
+        // An item of a list of tensors (`[conv(x) for conv in self.convs]`) is one of them.
+        Value::Tensors(info) => Value::Tensor(TensorInfo {
+            assumed: info.assumed || info.opaque,
+            opaque: false,
+            ..info.clone()
         }),
         Value::Tuple(items) => items.iter().fold(Value::Bottom, |acc, item| acc.join(item)),
         Value::DataScalars => Value::DataScalar(Interval::default()),

@@ -658,6 +658,49 @@ impl Interpreter<'_, '_> {
         self.looping -= 1;
     }
 
+    /// `b, *spatial, c = x.shape` / `first, *rest = items`: the names before and after the
+    /// star take the sequence's first and last items, the starred name a tuple of the middle
+    /// ones, when the sequence's length is known. Whether it bound the targets.
+    fn bind_starred(&mut self, elts: &[Expr], value: &Value, env: &mut Env) -> bool {
+        let Some(star) = elts.iter().position(Expr::is_starred_expr) else {
+            return false;
+        };
+        if elts
+            .iter()
+            .filter(|element| element.is_starred_expr())
+            .count()
+            > 1
+        {
+            return false;
+        }
+        let items: Vec<Value> = match value {
+            Value::Tuple(items) | Value::Modules(_, Some(items)) => items.to_vec(),
+            Value::Shape(info) => match info.dims.as_ref().and_then(|dims| dims.rank) {
+                Some(rank) => (0..rank)
+                    .map(|index| self.size_of(info, index as i64))
+                    .collect(),
+                None => return false,
+            },
+            _ => return false,
+        };
+        let after = elts.len() - star - 1;
+        if items.len() < star + after {
+            return false;
+        }
+        let middle = items.len() - after;
+        for (index, element) in elts.iter().enumerate() {
+            match element {
+                Expr::Starred(starred) => {
+                    let rest = Value::Tuple(items[star..middle].iter().cloned().collect());
+                    self.bind(&starred.value, rest, env);
+                }
+                element if index < star => self.bind(element, items[index].clone(), env),
+                element => self.bind(element, items[middle + index - star - 1].clone(), env),
+            }
+        }
+        true
+    }
+
     pub(super) fn bind(&mut self, target: &Expr, value: Value, env: &mut Env) {
         match target {
             Expr::Name(name) => {
@@ -666,6 +709,8 @@ impl Interpreter<'_, '_> {
                 self.note_shape(name.range(), &value, env.locals.get(name.id.as_str()), true);
                 env.locals.insert(name.id.to_string(), value);
             }
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+                if self.bind_starred(elts, &value, env) => {}
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
                 let has_star = elts.iter().any(Expr::is_starred_expr);
                 for (index, element) in elts.iter().enumerate() {
