@@ -62,6 +62,21 @@ pub(crate) fn constructed(qualified: &str) -> Option<Constructed> {
     }
 }
 
+/// Wrappers that return the module they are given, reparametrised but of the same shapes
+/// (`nn.utils.weight_norm(nn.Conv1d(...))`).
+pub(crate) fn returns_its_module(qualified: &str) -> bool {
+    matches!(
+        qualified,
+        "torch.nn.utils.weight_norm"
+            | "torch.nn.utils.spectral_norm"
+            | "torch.nn.utils.parametrizations.weight_norm"
+            | "torch.nn.utils.parametrizations.spectral_norm"
+            | "torch.nn.utils.parametrizations.orthogonal"
+            | "torch.nn.utils.weight_norm.weight_norm"
+            | "torch.nn.utils.spectral_norm.spectral_norm"
+    )
+}
+
 /// Arguments of a torch function that must be Python integers while tracing, by position and
 /// keyword: a dynamic size there is specialised to the example's (measured, torch 2.15:
 /// `torch.linspace(-1, 1, steps=x.shape[1])` and `F.max_pool1d(x, x.size(2))` fix the
@@ -557,7 +572,15 @@ pub(crate) fn keeps_batch_dim(qualified: &str) -> bool {
             | "TransformerEncoder"
             | "TransformerDecoder"
             | "MultiheadAttention"
-    )
+    ) || [
+        "ReflectionPad",
+        "ReplicationPad",
+        "ZeroPad",
+        "ConstantPad",
+        "CircularPad",
+    ]
+    .iter()
+    .any(|padding| layer.starts_with(padding))
 }
 
 /// The masks a `torch.nn` transformer's `forward` takes with the flag that says whether each is
@@ -613,6 +636,11 @@ pub(crate) enum LayerShape {
     Pool { spatial: usize },
     /// `AdaptiveAvgPool{n}d(output_size)`: each spatial size becomes `output_size`.
     AdaptivePool { spatial: usize },
+    /// `ReflectionPad{n}d(padding)` (and `ReplicationPad`, `ZeroPad`, `ConstantPad`,
+    /// `CircularPad`): each of the last `spatial` sizes grows by twice an integer `padding`.
+    /// Reflection needs each padded size above `padding` (measured, torch 2.15:
+    /// `ReflectionPad1d(3)` over a dynamic length guards it `>= 4`).
+    Pad { spatial: usize, reflect: bool },
     /// `Upsample(size, scale_factor)`, `UpsamplingNearest2d`, `UpsamplingBilinear2d`: every
     /// dimension after the channels scaled by an integer `scale_factor` (as `F.interpolate`).
     Upsample,
@@ -679,6 +707,20 @@ pub(crate) fn layer_shape(qualified: &str) -> Option<LayerShape> {
                 spatial("AdaptiveAvgPool").or_else(|| spatial("AdaptiveMaxPool"))
             {
                 LayerShape::AdaptivePool { spatial }
+            } else if let Some(spatial) = spatial("ReflectionPad") {
+                LayerShape::Pad {
+                    spatial,
+                    reflect: true,
+                }
+            } else if let Some(spatial) = spatial("ReplicationPad")
+                .or_else(|| spatial("ZeroPad"))
+                .or_else(|| spatial("ConstantPad"))
+                .or_else(|| spatial("CircularPad"))
+            {
+                LayerShape::Pad {
+                    spatial,
+                    reflect: false,
+                }
             } else {
                 LayerShape::BatchOnly
             }
@@ -712,6 +754,7 @@ pub(crate) fn layer_parameters(shape: LayerShape) -> &'static [&'static str] {
         ],
         LayerShape::Pool { .. } => &["kernel_size", "stride", "padding", "dilation"],
         LayerShape::AdaptivePool { .. } => &["output_size"],
+        LayerShape::Pad { .. } => &["padding"],
         LayerShape::Upsample => &["size", "scale_factor"],
         LayerShape::Recurrent => &[
             "input_size",

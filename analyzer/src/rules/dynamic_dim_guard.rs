@@ -404,6 +404,28 @@ fn judge(
                 }]),
             )
         }
+        EventKind::ReflectionTooWide {
+            size,
+            padding,
+            layer,
+        } => {
+            let (dim, min) = min_reaching(size, padding + 1)?;
+            (
+                format!(
+                    "`{text}` ({layer}) reflects {padding} values at each end of `{size}`, a size of dynamic dimension `{}` that its range allows at {padding} or less (at {} = {}); torch needs the size above the padding and guards `{size} > {padding}`: export fails with \"Constraints violated ({})\"; declare `Dim(\"{}\", min={min})`",
+                    dim.name,
+                    dim.name,
+                    dim.low(),
+                    dim.name,
+                    dim.name
+                ),
+                Some(vec![DimConstraint::Range {
+                    name: dim.name.clone(),
+                    min: Some(min),
+                    max: None,
+                }]),
+            )
+        }
         EventKind::WindowOutput { size, layer } => {
             let least = if strict { 1 } else { 2 };
             let requirement = min_reaching(size, least)

@@ -174,6 +174,13 @@ pub(crate) enum EventKind {
     /// 2)`) makes a spatial size of a dynamic dimension that the declared range allows to be 1
     /// or less: the exporter guards it (`!= 1` non-strict, `>= 1` strict), narrowing the `Dim`.
     WindowOutput { size: SymSize, layer: String },
+    /// A reflection padding of `padding` over `size`, a size of a dynamic dimension its range
+    /// allows at `padding` or less: torch needs the size above the padding and guards it.
+    ReflectionTooWide {
+        size: SymSize,
+        padding: i64,
+        layer: String,
+    },
     /// `nn.MaxPool1d` / `F.max_pool1d` over a dynamic length: measured with torch 2.15, strict
     /// and not, its decomposition fixes the length to the example's, whatever the range.
     PoolFixesLength {
@@ -270,7 +277,9 @@ impl EventKind {
         match self {
             EventKind::SizeEquality { left, right, .. } => sym(left) || sym(right),
             EventKind::MaybeOne { size, other } => sym(size) || sym(other),
-            EventKind::StridedSlice { size } | EventKind::WindowOutput { size, .. } => sym(size),
+            EventKind::StridedSlice { size }
+            | EventKind::WindowOutput { size, .. }
+            | EventKind::ReflectionTooWide { size, .. } => sym(size),
             EventKind::SliceWithin { size, length } => sym(size) || sym(length),
             EventKind::DimMismatch { left, right } => left.unbacked || right.unbacked,
             EventKind::PoolFixesLength { dim, .. }

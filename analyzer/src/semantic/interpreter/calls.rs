@@ -489,6 +489,13 @@ impl Interpreter<'_, '_> {
         if let Some(number) = super::builtins::math_of_numbers(qualified, args) {
             return Value::Number(number);
         }
+        if catalogue::returns_its_module(qualified) {
+            if let Some(module @ (Value::Layer(_) | Value::Module(..) | Value::Sequential(_))) =
+                args.first()
+            {
+                return module.clone();
+            }
+        }
         for (position, parameter) in catalogue::concrete_int_arguments(qualified) {
             let given = args.get(*position).or_else(|| {
                 kwargs

@@ -125,6 +125,28 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                 forced: channel,
             }
         }
+        LayerShape::Pad { spatial, .. } => {
+            // An integer `padding` on every side; a tuple of sides is not followed.
+            let dims = sizes.and_then(|mut sizes| {
+                let first = sizes
+                    .len()
+                    .checked_sub(spatial)
+                    .filter(|first| *first >= 1)?;
+                let grown = SymSize::constant(2 * layer.size("padding")?);
+                for size in &mut sizes[first..] {
+                    *size = match size.take() {
+                        Some(DimSize::Sym(sym)) => sym.add(&grown).map(DimSize::Sym),
+                        Some(DimSize::Derived(dim)) => Some(DimSize::derived_from(&dim)),
+                        None => None,
+                    };
+                }
+                Some(TensorDims::from_sizes(sizes))
+            });
+            LayerApplied {
+                dims: dims.or_else(batch_only),
+                forced: None,
+            }
+        }
         LayerShape::Upsample => {
             // Only an integer factor is followed: a `size` or a fractional factor is unknown.
             let dims = sizes.and_then(|mut sizes| {
@@ -644,6 +666,41 @@ impl super::Interpreter<'_, '_> {
         }
     }
 
+    /// A reflection padding wider than a padded dynamic size may be: torch needs each padded
+    /// size above the padding (measured, torch 2.15: `nn.ReflectionPad1d(3)` over `Dim("t")`
+    /// fails with "Constraints violated (t)", `t >= 4`).
+    fn record_reflection(
+        &mut self,
+        layer: &LayerInfo,
+        input: Option<&TensorDims>,
+        spatial: usize,
+        range: ruff_text_size::TextRange,
+    ) {
+        let (Some(input), Some(padding)) = (input, layer.size("padding")) else {
+            return;
+        };
+        let Some(rank) = input.rank else {
+            return;
+        };
+        let class = layer.qualified.rsplit('.').next().unwrap_or_default();
+        for at in rank.saturating_sub(spatial)..rank {
+            let Some(DimSize::Sym(size)) = input.size(at) else {
+                continue;
+            };
+            let allows_narrow = size.range().0.is_some_and(|low| low <= padding);
+            if size.is_dynamic() && !size.is_automatic() && allows_narrow {
+                self.record(
+                    super::EventKind::ReflectionTooWide {
+                        size: size.clone(),
+                        padding,
+                        layer: format!("nn.{class}"),
+                    },
+                    range,
+                );
+            }
+        }
+    }
+
     /// The spatial sizes a convolution or pooling window made from a dynamic dimension that
     /// its declared range allows to be 1 or less: each is an event (the exporter guards it).
     fn record_small_windows(
@@ -656,6 +713,14 @@ impl super::Interpreter<'_, '_> {
         if let Some(LayerShape::AdaptivePool { spatial }) = catalogue::layer_shape(&layer.qualified)
         {
             self.record_adaptive_pool(layer, input, spatial, range);
+            return;
+        }
+        if let Some(LayerShape::Pad {
+            spatial,
+            reflect: true,
+        }) = catalogue::layer_shape(&layer.qualified)
+        {
+            self.record_reflection(layer, input, spatial, range);
             return;
         }
         let Some(LayerShape::Conv { spatial } | LayerShape::Pool { spatial }) =
