@@ -8,7 +8,8 @@ declare_rule! {
     name: "dynamic-dim-guard",
     summary: "Code guards on a dimension declared dynamic",
     finds: "branches, asserts, loops on a dimension declared dynamic; convolution or pooling \
-        windows that may shrink it to 1; `max_pool1d` over it",
+        windows that may shrink it to 1; `max_pool1d` over it; reflection padding wider than \
+        it; einops groups it must divide into; sizes torch needs as numbers",
     severity: Severity::Error,
     is_static: true,
     doc: r#"## What it does
@@ -56,7 +57,13 @@ line as torch reports it, each with the one minimum under which all of them hold
 for a ResNet's five halvings; torch 2.15 suggests none, or a minimum that still fails).
 `nn.MaxPool1d` / `F.max_pool1d` over a dynamic length is reported too: torch 2.15 exports it
 only for the example's length (strict and not), and `F.max_pool2d(x.unsqueeze(-1), (k,
-1)).squeeze(-1)` gives the same values with the length dynamic. A relation torch checks at run time
+1)).squeeze(-1)` gives the same values with the length dynamic. A reflection padding
+(`nn.ReflectionPad1d(3)`) needs each padded size above the padding, so `Dim("frames")`, which
+allows 2, gets `min=4`. An einops pattern that splits a dynamic size into a group with known
+axes (`rearrange(x, "b c (h p1) (w p2) -> ...", p1=16, p2=16)`, the `Rearrange` layer) needs it
+a multiple of their product (`height = 16*_height`). Arguments torch needs as Python numbers,
+`torch.linspace(..., steps=h)` and the window of `F.max_pool1d(x, x.size(2))`, fix the
+dimension they are taken from (`torch.arange(h)` does not). A relation torch checks at run time
 instead (`dx + dy == dz`) is not reported. `Dim.AUTO` and `Dim.DYNAMIC` let the
 exporter refine the range itself and are not checked.
 
