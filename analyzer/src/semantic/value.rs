@@ -235,6 +235,33 @@ pub(crate) struct TensorDims {
 }
 
 impl TensorDims {
+    /// The shape two paths give one tensor (`if dim % 2: args = cat([args, pad], -1)`): the
+    /// sizes they agree on, and a static size where both are static; `None` when the ranks
+    /// differ or a dynamic size meets another size, which no shape here can say.
+    pub(crate) fn join(a: &TensorDims, b: &TensorDims) -> Option<TensorDims> {
+        let (sizes_a, sizes_b) = (a.all_sizes()?, b.all_sizes()?);
+        if sizes_a.len() != sizes_b.len() {
+            return None;
+        }
+        let joined: Option<Vec<Option<DimSize>>> = sizes_a
+            .into_iter()
+            .zip(sizes_b)
+            .map(|(a, b)| match (a, b) {
+                (a, b) if a == b => Some(a),
+                (a, b)
+                    if [&a, &b].iter().all(|size| {
+                        size.as_ref()
+                            .is_none_or(|size| size.dynamic_dim().is_none())
+                    }) =>
+                {
+                    Some(None)
+                }
+                _ => None,
+            })
+            .collect();
+        Some(TensorDims::from_sizes(joined?))
+    }
+
     /// A tensor of rank `sizes.len()`, each dimension known (`Some`) or static (`None`).
     pub(crate) fn from_sizes(sizes: Vec<Option<DimSize>>) -> TensorDims {
         TensorDims {
@@ -758,10 +785,10 @@ impl Value {
             (Value::Bottom, value) | (value, Value::Bottom) => value.clone(),
             (a, b) if a == b => a.clone(),
             (Value::Tensor(a), Value::Tensor(b)) => Value::Tensor(TensorInfo {
-                dims: if a.dims == b.dims {
-                    a.dims.clone()
-                } else {
-                    None
+                dims: match (&a.dims, &b.dims) {
+                    (a, b) if a == b => a.clone(),
+                    (Some(a), Some(b)) => TensorDims::join(a, b).map(Rc::new),
+                    _ => None,
                 },
                 data_dependent_shape: a.data_dependent_shape || b.data_dependent_shape,
                 maybe_none: a.maybe_none || b.maybe_none,

@@ -511,12 +511,16 @@ impl Interpreter<'_, '_> {
         });
         // `channels[1:]`, `self.blocks[:-1]`, `skips[::-1]`: the items a slice of known bounds
         // keeps, in order.
-        if let (Value::Tuple(items) | Value::Modules(_, Some(items)), Expr::Slice(slice)) =
-            (&receiver, &*subscript.slice)
+        if let (
+            Value::Tuple(items) | Value::Modules(_, Some(items)) | Value::Sequential(items),
+            Expr::Slice(slice),
+        ) = (&receiver, &*subscript.slice)
         {
             if let Some(kept) = self.sliced(items, slice, env) {
                 return match receiver {
                     Value::Modules(element, _) => Value::Modules(element, Some(kept)),
+                    // `self.layers[1:]` of an `nn.Sequential` is one of the steps kept.
+                    Value::Sequential(_) => Value::Sequential(kept),
                     _ => Value::Tuple(kept),
                 };
             }
@@ -585,7 +589,8 @@ impl Interpreter<'_, '_> {
                 _ => None,
             }
             .unwrap_or(Value::Unknown),
-            Value::Tuple(items) => position
+            // `self.layers[0]`: a step of an `nn.Sequential`, as of a tuple.
+            Value::Tuple(items) | Value::Sequential(items) => position
                 .and_then(|position| item_at(&items, position))
                 .unwrap_or(Value::Unknown),
             Value::DataScalars => Value::DataScalar(Interval::default()),

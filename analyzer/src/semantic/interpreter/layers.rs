@@ -478,7 +478,44 @@ pub(super) fn layer_info(
         None
     };
     let mut sizes = Vec::new();
-    for (position, parameter) in parameters.iter().enumerate() {
+    // `nn.Conv2d(*args, **kwargs)` with the arguments known (a factory passing its own on):
+    // the values, by position and by name, stand where no expression does.
+    let unpacked = call.arguments.args.iter().any(Expr::is_starred_expr)
+        || call
+            .arguments
+            .keywords
+            .iter()
+            .any(|keyword| keyword.arg.is_none());
+    let mut unpacked_axes = Vec::new();
+    if unpacked {
+        for (position, parameter) in parameters.iter().enumerate() {
+            let value = args.get(position).or_else(|| {
+                kwargs
+                    .iter()
+                    .find(|(name, _)| name == parameter)
+                    .map(|(_, value)| value)
+            });
+            let Some(value) = value else { continue };
+            let size = match value {
+                Value::Tuple(items) => {
+                    let items: Vec<Option<i64>> = items
+                        .iter()
+                        .map(|item| item.as_sym()?.as_constant())
+                        .collect();
+                    match items.first() {
+                        Some(first) if items.iter().all(|item| item == first) => *first,
+                        _ => {
+                            unpacked_axes.push((*parameter, items));
+                            None
+                        }
+                    }
+                }
+                value => value.as_sym().and_then(|sym| sym.as_constant()),
+            };
+            sizes.push((*parameter, size));
+        }
+    }
+    for (position, parameter) in parameters.iter().enumerate().filter(|_| !unpacked) {
         let expr = call
             .arguments
             .args
@@ -497,6 +534,7 @@ pub(super) fn layer_info(
             sizes.push((*parameter, literal(parameter, expr, value)));
         }
     }
+    per_axis.extend(unpacked_axes);
     // `padding="valid"` is no padding; `padding="same"` keeps the sizes (stride 1 only).
     let mut same_padding = false;
     if let Some(position) = sizes

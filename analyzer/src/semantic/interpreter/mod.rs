@@ -33,6 +33,7 @@ mod modules;
 mod sequences;
 mod shape_ops;
 mod statements;
+mod torch_shapes;
 mod used_classes;
 
 pub(crate) use used_classes::classes_used_across;
@@ -1153,75 +1154,6 @@ fn element_of(value: &Value) -> Value {
     }
 }
 
-/// `x.reshape(-1, 4)` on `x: [batch, 2]`: the element count `2 * batch` must divide by 4, a guard
-/// on the dynamic dimension unless its coefficient already does. Returns the dimension and the
-/// multiple it would have to be.
-fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<EventKind> {
-    let dims = info.dims.as_ref()?;
-    let rank = dims.rank?;
-    let mut dynamic = dims.dynamic();
-    let (Some((dynamic_index, size)), None) = (dynamic.next(), dynamic.next()) else {
-        return None;
-    };
-    let dim = size.sym()?.as_dim()?;
-    if dim.automatic && !dim.is_auto() && !dim.is_dynamic_hint() {
-        return None;
-    }
-    let mut coefficient: i64 = 1;
-    for index in (0..rank).filter(|index| *index != dynamic_index) {
-        coefficient = coefficient.checked_mul(dims.literal(index)?)?;
-    }
-    let targets: Vec<&Expr> = match args {
-        [Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })] => {
-            elts.iter().collect()
-        }
-        args => args.iter().collect(),
-    };
-    let sizes: Option<Vec<i64>> = targets
-        .iter()
-        .map(|target| names::int_literal(target))
-        .collect();
-    let sizes = sizes?;
-    let inferred = sizes.iter().filter(|size| **size == -1).count();
-    if sizes.is_empty() || inferred > 1 || sizes.iter().any(|size| *size == 0 || *size < -1) {
-        return None;
-    }
-    let fixed: i64 = sizes
-        .iter()
-        .filter(|size| **size > 0)
-        .try_fold(1_i64, |product, size| product.checked_mul(*size))?;
-    // Literal sizes alone fix the element count, so the dimension must be one size.
-    if inferred == 0 {
-        return (fixed % coefficient == 0).then(|| EventKind::DimFixed {
-            dim: dim.clone(),
-            size: fixed / coefficient,
-        });
-    }
-    // `Dim.AUTO`, `Dim.DYNAMIC` and `ShapeVar` dimensions get a divisibility refined or
-    // checked at run time, not a failure.
-    if dim.automatic || dim.unbacked {
-        return None;
-    }
-    if coefficient % fixed != 0 {
-        let multiple = fixed / gcd(coefficient, fixed);
-        return (multiple > 1).then(|| EventKind::ReshapeGuard {
-            dim: dim.clone(),
-            multiple,
-        });
-    }
-    None
-}
-
-/// A dimension that a broadcast against a literal size fixes with no relation to report:
-/// `Dim.AUTO` (made static), a `ShapeVar` (its range narrowed) or `Dim.DYNAMIC` (a failure).
-fn fixed_by_literal(dim: &DimDecl) -> bool {
-    dim.fixed_silently() || dim.is_dynamic_hint()
-}
-
-fn gcd(a: i64, b: i64) -> i64 {
-    if b == 0 { a.abs() } else { gcd(b, a % b) }
-}
-
 /// A numeric literal operand.
 fn number_of(expr: &Expr) -> Option<f64> {
     names::number_literal(expr)
@@ -1362,91 +1294,6 @@ fn raises_only(body: &[Stmt]) -> bool {
                 || matches!(stmt, Stmt::Expr(expr) if matches!(&*expr.value, Expr::StringLiteral(_) | Expr::Call(_)))
         })
         && body.iter().any(|stmt| matches!(stmt, Stmt::Raise(_)))
-}
-
-/// The sizes an operation requires equal, as the events the exporter's checks would fail with:
-/// a `Dim` against another `Dim` or a literal, a relation over several, or a size that may be 1.
-fn forced_events(forced: Vec<(SymSize, SymSize)>, by: &Forcing) -> Vec<EventKind> {
-    let mut events = Vec::new();
-    for (left, right) in forced {
-        // One of those dimensions against a literal size: fixed to it, with no error.
-        let fixed = match (left.as_dim(), right.as_dim()) {
-            (Some(dim), _) if fixed_by_literal(dim) => right.as_constant().map(|size| (dim, size)),
-            (_, Some(dim)) if fixed_by_literal(dim) => left.as_constant().map(|size| (dim, size)),
-            _ => None,
-        };
-        if let Some((dim, size)) = fixed {
-            let event = EventKind::DimFixed {
-                dim: dim.clone(),
-                size,
-            };
-            if !events.contains(&event) {
-                events.push(event);
-            }
-            continue;
-        }
-        if left.is_automatic()
-            || right.is_automatic()
-            || (!left.is_dynamic() && !right.is_dynamic())
-        {
-            continue;
-        }
-        let floor_division = |size: &SymSize| size.linear().2 > 1;
-        if floor_division(&left) || floor_division(&right) {
-            // Equal only at some sizes (`2*(h//2) == h` at even ones): a guard on the `Dim`.
-            if crate::semantic::symbolic::periodic_relation(&left, &right).is_some() {
-                let event = EventKind::SizeEquality {
-                    left: left.clone(),
-                    right: right.clone(),
-                    by: by.clone(),
-                };
-                if !events.contains(&event) {
-                    events.push(event);
-                }
-            }
-            // The relation is not linear: the exporter keeps it as a runtime assertion. But a
-            // broadcast size it cannot rule out being 1 gets a guard `!= 1`.
-            if *by == Forcing::Broadcast {
-                for (size, other) in [(&left, &right), (&right, &left)] {
-                    if floor_division(size) && size.range().0.is_some_and(|low| low <= 1) {
-                        events.push(EventKind::MaybeOne {
-                            size: size.clone(),
-                            other: other.clone(),
-                        });
-                    }
-                }
-            }
-            continue;
-        }
-        let event = match (
-            left.as_dim(),
-            right.as_dim(),
-            left.as_constant(),
-            right.as_constant(),
-        ) {
-            (Some(a), Some(b), _, _) if *by == Forcing::Broadcast => EventKind::DimMismatch {
-                left: a.clone(),
-                right: b.clone(),
-            },
-            (Some(dim), _, _, Some(size)) | (_, Some(dim), Some(size), _)
-                if *by == Forcing::Broadcast =>
-            {
-                EventKind::DimSpecialized {
-                    dim: dim.clone(),
-                    size,
-                }
-            }
-            _ => EventKind::SizeEquality {
-                left,
-                right,
-                by: by.clone(),
-            },
-        };
-        if !events.contains(&event) {
-            events.push(event);
-        }
-    }
-    events
 }
 
 /// `a <op> b` on Python numbers, as Python computes it (`//` and `%` floor towards minus

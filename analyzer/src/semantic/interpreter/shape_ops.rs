@@ -8,7 +8,9 @@ use std::rc::Rc;
 use crate::catalogue;
 use crate::names;
 use crate::semantic::EventKind;
+use crate::semantic::events::Forcing;
 use crate::semantic::symbolic::SymSize;
+use crate::semantic::value::TensorInfo;
 use crate::semantic::value::{DimDecl, DimSize, SizeOrigin, TensorDims, Value};
 use crate::syntax::ast::comparable::ComparableExpr;
 use crate::syntax::ast::{self, Expr};
@@ -101,6 +103,21 @@ fn shape_arguments<'v>(args: &'v [Value], exprs: &[Expr]) -> Option<Vec<ShapeArg
         }
         _ => (args.iter().collect(), exprs.iter().collect()),
     };
+    // `x.reshape(b, c, *spatial)`: the one starred argument stands for the values it unpacked.
+    let exprs: Vec<Option<&Expr>> = match exprs.iter().filter(|e| e.is_starred_expr()).count() {
+        0 => exprs.into_iter().map(Some).collect(),
+        1 if values.len() + 1 >= exprs.len() => {
+            let unpacked = values.len() + 1 - exprs.len();
+            exprs
+                .into_iter()
+                .flat_map(|expr| {
+                    let count = if expr.is_starred_expr() { unpacked } else { 1 };
+                    std::iter::repeat_n((!expr.is_starred_expr()).then_some(expr), count)
+                })
+                .collect()
+        }
+        _ => return None,
+    };
     if values.len() != exprs.len() {
         return None;
     }
@@ -108,27 +125,32 @@ fn shape_arguments<'v>(args: &'v [Value], exprs: &[Expr]) -> Option<Vec<ShapeArg
         values
             .iter()
             .zip(exprs)
-            .map(|(value, expr)| match names::int_literal(expr) {
-                Some(-1) => ShapeArgument::Inferred,
-                Some(literal) => {
-                    ShapeArgument::Size(Some(DimSize::Sym(SymSize::constant(literal))))
+            .map(|(value, expr)| {
+                match expr.map_or_else(
+                    || value.as_sym().and_then(|sym| sym.as_constant()),
+                    names::int_literal,
+                ) {
+                    Some(-1) => ShapeArgument::Inferred,
+                    Some(literal) => {
+                        ShapeArgument::Size(Some(DimSize::Sym(SymSize::constant(literal))))
+                    }
+                    None => ShapeArgument::Size(match value {
+                        Value::Size { sym: Some(sym), .. } => Some(DimSize::Sym((**sym).clone())),
+                        Value::Number(_) => match value.as_sym() {
+                            Some(sym) => Some(DimSize::Sym(sym)),
+                            None => return ShapeArgument::Unknown,
+                        },
+                        Value::Size {
+                            origin: SizeOrigin::Static,
+                            ..
+                        } => None,
+                        Value::Size {
+                            origin: SizeOrigin::Dynamic { dim, .. },
+                            ..
+                        } => Some(DimSize::Derived(dim.clone())),
+                        _ => return ShapeArgument::Unknown,
+                    }),
                 }
-                None => ShapeArgument::Size(match value {
-                    Value::Size { sym: Some(sym), .. } => Some(DimSize::Sym((**sym).clone())),
-                    Value::Number(_) => match value.as_sym() {
-                        Some(sym) => Some(DimSize::Sym(sym)),
-                        None => return ShapeArgument::Unknown,
-                    },
-                    Value::Size {
-                        origin: SizeOrigin::Static,
-                        ..
-                    } => None,
-                    Value::Size {
-                        origin: SizeOrigin::Dynamic { dim, .. },
-                        ..
-                    } => Some(DimSize::Derived(dim.clone())),
-                    _ => return ShapeArgument::Unknown,
-                }),
             })
             .collect(),
     )
@@ -1009,7 +1031,7 @@ impl super::Interpreter<'_, '_> {
         by: &super::Forcing,
         range: ruff_text_size::TextRange,
     ) {
-        for event in super::forced_events(forced, by) {
+        for event in forced_events(forced, by) {
             self.record(event, range);
         }
     }
@@ -1118,4 +1140,158 @@ pub(super) fn unbacked_cut(
     }
     let number = names::int_literal(given).or_else(|| first_value?.as_sym()?.as_constant());
     number.map(|_| UnbackedCut::Counted(unbacked.clone()))
+}
+
+/// `x.reshape(-1, 4)` on `x: [batch, 2]`: the element count `2 * batch` must divide by 4, a guard
+/// on the dynamic dimension unless its coefficient already does. Returns the dimension and the
+/// multiple it would have to be.
+pub(super) fn reshape_guard(info: &TensorInfo, args: &[Expr]) -> Option<EventKind> {
+    let dims = info.dims.as_ref()?;
+    let rank = dims.rank?;
+    let mut dynamic = dims.dynamic();
+    let (Some((dynamic_index, size)), None) = (dynamic.next(), dynamic.next()) else {
+        return None;
+    };
+    let dim = size.sym()?.as_dim()?;
+    if dim.automatic && !dim.is_auto() && !dim.is_dynamic_hint() {
+        return None;
+    }
+    let mut coefficient: i64 = 1;
+    for index in (0..rank).filter(|index| *index != dynamic_index) {
+        coefficient = coefficient.checked_mul(dims.literal(index)?)?;
+    }
+    let targets: Vec<&Expr> = match args {
+        [Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })] => {
+            elts.iter().collect()
+        }
+        args => args.iter().collect(),
+    };
+    let sizes: Option<Vec<i64>> = targets
+        .iter()
+        .map(|target| names::int_literal(target))
+        .collect();
+    let sizes = sizes?;
+    let inferred = sizes.iter().filter(|size| **size == -1).count();
+    if sizes.is_empty() || inferred > 1 || sizes.iter().any(|size| *size == 0 || *size < -1) {
+        return None;
+    }
+    let fixed: i64 = sizes
+        .iter()
+        .filter(|size| **size > 0)
+        .try_fold(1_i64, |product, size| product.checked_mul(*size))?;
+    // Literal sizes alone fix the element count, so the dimension must be one size.
+    if inferred == 0 {
+        return (fixed % coefficient == 0).then(|| EventKind::DimFixed {
+            dim: dim.clone(),
+            size: fixed / coefficient,
+        });
+    }
+    // `Dim.AUTO`, `Dim.DYNAMIC` and `ShapeVar` dimensions get a divisibility refined or
+    // checked at run time, not a failure.
+    if dim.automatic || dim.unbacked {
+        return None;
+    }
+    if coefficient % fixed != 0 {
+        let multiple = fixed / gcd(coefficient, fixed);
+        return (multiple > 1).then(|| EventKind::ReshapeGuard {
+            dim: dim.clone(),
+            multiple,
+        });
+    }
+    None
+}
+
+/// A dimension that a broadcast against a literal size fixes with no relation to report:
+/// `Dim.AUTO` (made static), a `ShapeVar` (its range narrowed) or `Dim.DYNAMIC` (a failure).
+fn fixed_by_literal(dim: &DimDecl) -> bool {
+    dim.fixed_silently() || dim.is_dynamic_hint()
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 { a.abs() } else { gcd(b, a % b) }
+}
+
+/// The sizes an operation requires equal, as the events the exporter's checks would fail with:
+/// a `Dim` against another `Dim` or a literal, a relation over several, or a size that may be 1.
+fn forced_events(forced: Vec<(SymSize, SymSize)>, by: &Forcing) -> Vec<EventKind> {
+    let mut events = Vec::new();
+    for (left, right) in forced {
+        // One of those dimensions against a literal size: fixed to it, with no error.
+        let fixed = match (left.as_dim(), right.as_dim()) {
+            (Some(dim), _) if fixed_by_literal(dim) => right.as_constant().map(|size| (dim, size)),
+            (_, Some(dim)) if fixed_by_literal(dim) => left.as_constant().map(|size| (dim, size)),
+            _ => None,
+        };
+        if let Some((dim, size)) = fixed {
+            let event = EventKind::DimFixed {
+                dim: dim.clone(),
+                size,
+            };
+            if !events.contains(&event) {
+                events.push(event);
+            }
+            continue;
+        }
+        if left.is_automatic()
+            || right.is_automatic()
+            || (!left.is_dynamic() && !right.is_dynamic())
+        {
+            continue;
+        }
+        let floor_division = |size: &SymSize| size.linear().2 > 1;
+        if floor_division(&left) || floor_division(&right) {
+            // Equal only at some sizes (`2*(h//2) == h` at even ones): a guard on the `Dim`.
+            if crate::semantic::symbolic::periodic_relation(&left, &right).is_some() {
+                let event = EventKind::SizeEquality {
+                    left: left.clone(),
+                    right: right.clone(),
+                    by: by.clone(),
+                };
+                if !events.contains(&event) {
+                    events.push(event);
+                }
+            }
+            // The relation is not linear: the exporter keeps it as a runtime assertion. But a
+            // broadcast size it cannot rule out being 1 gets a guard `!= 1`.
+            if *by == Forcing::Broadcast {
+                for (size, other) in [(&left, &right), (&right, &left)] {
+                    if floor_division(size) && size.range().0.is_some_and(|low| low <= 1) {
+                        events.push(EventKind::MaybeOne {
+                            size: size.clone(),
+                            other: other.clone(),
+                        });
+                    }
+                }
+            }
+            continue;
+        }
+        let event = match (
+            left.as_dim(),
+            right.as_dim(),
+            left.as_constant(),
+            right.as_constant(),
+        ) {
+            (Some(a), Some(b), _, _) if *by == Forcing::Broadcast => EventKind::DimMismatch {
+                left: a.clone(),
+                right: b.clone(),
+            },
+            (Some(dim), _, _, Some(size)) | (_, Some(dim), Some(size), _)
+                if *by == Forcing::Broadcast =>
+            {
+                EventKind::DimSpecialized {
+                    dim: dim.clone(),
+                    size,
+                }
+            }
+            _ => EventKind::SizeEquality {
+                left,
+                right,
+                by: by.clone(),
+            },
+        };
+        if !events.contains(&event) {
+            events.push(event);
+        }
+    }
+    events
 }

@@ -438,12 +438,17 @@ impl Interpreter<'_, '_> {
             }
             // A flag or a name the program set to a known value (`config.use_bias`,
             // `up_mode`): Python decides it the same way on every trace.
-            Expr::Name(_) | Expr::Attribute(_) => match self.known_value(expr, env)? {
-                Value::Number(number) => Some(number != 0.0),
-                Value::Str(text) => Some(!text.is_empty()),
-                Value::None => Some(false),
-                _ => None,
-            },
+            // ... or arithmetic on them (`if dim % 2:` with `dim` a known number).
+            Expr::Name(_) | Expr::Attribute(_) | Expr::BinOp(_) | Expr::Subscript(_)
+                if plain_operand(expr) =>
+            {
+                match self.known_value(expr, env)? {
+                    Value::Number(number) => Some(number != 0.0),
+                    Value::Str(text) => Some(!text.is_empty()),
+                    Value::None => Some(false),
+                    _ => None,
+                }
+            }
             Expr::Compare(compare) if self.torch_version_truth(compare, env).is_some() => {
                 self.torch_version_truth(compare, env)
             }
