@@ -943,7 +943,7 @@ async fn a_file_with_an_entrypoint_is_traced_on_open_and_retraced_on_command() {
 }
 
 /// A model whose convolution's kernel size is read from the environment: the analysis knows
-/// `y` is a tensor but not its rank.
+/// `y`'s batch and channels but not its spatial sizes.
 const KERNEL_FROM_PARAMETER: &str = "\
 import torch
 import torch.nn as nn
@@ -983,7 +983,8 @@ async fn after_a_trace_hints_and_hover_show_the_exported_programs_shapes() {
         .wait_for(|message| is_trace_progress(message, "end"))
         .await;
     assert_eq!(end["params"]["value"]["message"], "no problems", "{end}");
-    // The parameter's shape is the analysis's; `y`'s, which it did not know, the program's.
+    // The parameter's shape is the analysis's; `y`'s, whose spatial sizes it did not know,
+    // the program's.
     assert_eq!(
         client.inlay_hints(&uri).await,
         [
@@ -1015,7 +1016,10 @@ async fn after_a_trace_hints_and_hover_show_the_exported_programs_shapes() {
         .await;
     assert_eq!(
         client.inlay_hints(&uri).await,
-        [(10, ": [batch, 3, 16, 16]".to_owned())]
+        [
+            (10, ": [batch, 3, 16, 16]".to_owned()),
+            (11, ": [batch, 8, _, _]".to_owned()),
+        ]
     );
     client.shutdown_and_exit().await;
 }
