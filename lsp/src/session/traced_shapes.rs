@@ -66,7 +66,7 @@ pub(super) fn overlay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pt2lsp_analyzer::{Settings, UNKNOWN_SHAPE as UNKNOWN, check};
+    use pt2lsp_analyzer::{Settings, check};
 
     const SOURCE: &str = "\
 import torch
@@ -107,9 +107,10 @@ dynamic_shapes = {\"x\": {0: Dim(\"batch\")}}
     #[test]
     fn the_graphs_shapes_replace_the_inferred_ones_on_their_lines_and_the_names_uses() {
         let inferred = check(SOURCE, &Settings::default()).shapes;
-        // A kernel size read from the environment: the analysis knows no rank for `y`.
+        // A kernel size read from the environment: the analysis knows `y`'s batch and
+        // channels, not its spatial sizes.
         assert!(
-            shown(&inferred).contains(&("y".to_owned(), UNKNOWN.to_owned(), false)),
+            shown(&inferred).contains(&("y".to_owned(), "[batch, 8, _, _]".to_owned(), false)),
             "{inferred:?}"
         );
         // The graph: the convolution on line 12; the chunk's two parts on line 13.
