@@ -133,13 +133,7 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                     .checked_sub(spatial)
                     .filter(|first| *first >= 1)?;
                 let grown = SymSize::constant(2 * layer.size("padding")?);
-                for size in &mut sizes[first..] {
-                    *size = match size.take() {
-                        Some(DimSize::Sym(sym)) => sym.add(&grown).map(DimSize::Sym),
-                        Some(DimSize::Derived(dim)) => Some(DimSize::derived_from(&dim)),
-                        None => None,
-                    };
-                }
+                resize_each(&mut sizes[first..], |sym| sym.add(&grown));
                 Some(TensorDims::from_sizes(sizes))
             });
             LayerApplied {
@@ -154,13 +148,7 @@ pub(super) fn apply_layer(layer: &LayerInfo, input: &TensorDims) -> LayerApplied
                     return None;
                 }
                 let factor = SymSize::constant(layer.size("scale_factor")?);
-                for size in &mut sizes[2..] {
-                    *size = match size.take() {
-                        Some(DimSize::Sym(sym)) => sym.mul(&factor).map(DimSize::Sym),
-                        Some(DimSize::Derived(dim)) => Some(DimSize::derived_from(&dim)),
-                        None => None,
-                    };
-                }
+                resize_each(&mut sizes[2..], |sym| sym.mul(&factor));
                 Some(TensorDims::from_sizes(sizes))
             });
             LayerApplied {
@@ -942,5 +930,19 @@ impl super::Interpreter<'_, '_> {
             data_dependent_shape: info.data_dependent_shape,
             ..super::TensorInfo::default()
         })
+    }
+}
+
+/// Each of `sizes` through `resize`: a size it cannot write stays dynamic through its `Dim`s
+/// (a new derived size), never static; a derived size gives a new one; a static one stays.
+fn resize_each(sizes: &mut [Option<DimSize>], resize: impl Fn(&SymSize) -> Option<SymSize>) {
+    for size in sizes {
+        *size = match size.take() {
+            Some(DimSize::Sym(sym)) => resize(&sym)
+                .map(DimSize::Sym)
+                .or_else(|| super::shape_ops::unknown_like(&sym)),
+            Some(DimSize::Derived(dim)) => Some(DimSize::derived_from(&dim)),
+            None => None,
+        };
     }
 }
