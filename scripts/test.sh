@@ -9,16 +9,17 @@ root=$(pwd)
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-step "Python environment (.venv: torch, torchvision, transformers, numpy, pytest)"
+step "Python environment (.venv: torch, torchvision, transformers, einops, numpy, pytest)"
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-# transformers is pinned: the real-model tests and the 70B benchmark build its models.
-if ! .venv/bin/python -c 'import torch, torchvision, numpy, pytest, transformers' 2>/dev/null \
+# transformers is pinned: the real-model tests and the 70B benchmark build its models. einops is
+# pinned: the einops fixtures run it under the real exporter.
+if ! .venv/bin/python -c 'import torch, torchvision, numpy, pytest, transformers, einops' 2>/dev/null \
   || ! .venv/bin/python -c 'import transformers, sys; sys.exit(transformers.__version__ != "5.23.0")' 2>/dev/null; then
   .venv/bin/pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/pip install --quiet --disable-pip-version-check torch torchvision numpy pytest 'transformers==5.23.0'
+  .venv/bin/pip install --quiet --disable-pip-version-check torch torchvision numpy pytest 'transformers==5.23.0' 'einops==0.8.2'
 fi
 .venv/bin/python -c 'import torch; print("torch", torch.__version__)' >&2
 # The deployment targets' packages (tests of `targets`): ONNX's exporter and runtime, and
