@@ -1110,6 +1110,17 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
+    /// Whether `class` or one of its local bases names the installed class `qualified` as a
+    /// base (`class Block(nn.Sequential)`).
+    pub(crate) fn derives_from(&self, class: usize, qualified: &str) -> bool {
+        self.lineage(class).into_iter().any(|current| {
+            self.classes[current]
+                .bases
+                .iter()
+                .any(|base| matches!(base, Value::Qualified(name) if name.as_ref() == qualified))
+        })
+    }
+
     /// The method `name` of class `class` or of its local bases.
     pub(crate) fn find_method(&self, class: usize, name: &str) -> Option<usize> {
         self.lineage(class)

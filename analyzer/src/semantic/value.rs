@@ -567,8 +567,10 @@ pub(crate) enum Value {
     /// `Function.apply` of a workspace `torch.autograd.Function` subclass, by class: calling
     /// it runs the class's `forward` with an unknown `ctx`, as the exporter traces it.
     AutogradApply(usize),
-    /// A method looked up on a module instance: its class and function index.
-    Method(Option<usize>, usize),
+    /// A method looked up on a module instance: its class, function index and, when known,
+    /// what that instance's `__init__` stored (`checkpoint(self._forward, ...)` runs on the
+    /// block that passed it, not on the join of every block of its class).
+    Method(Option<usize>, usize, Option<Rc<BuiltFields>>),
     /// A tuple or list display with known elements.
     Tuple(Rc<[Value]>),
     /// An instance of a plain class, a dataclass or a `SimpleNamespace` (a configuration
@@ -619,6 +621,9 @@ pub(crate) struct Instance {
     /// Its class, when it is one of the workspace's (`None` for a `SimpleNamespace`).
     pub(crate) class: Option<usize>,
     pub(crate) fields: std::cell::RefCell<std::collections::BTreeMap<String, Value>>,
+    /// The order a mapping's keys were first written in, which Python dicts keep and a loop
+    /// over `items()` follows; `None` when some key's place is not known.
+    order: std::cell::RefCell<Option<Vec<String>>>,
 }
 
 impl Instance {
@@ -629,12 +634,64 @@ impl Instance {
         Rc::new(Instance {
             class,
             fields: std::cell::RefCell::new(fields),
+            order: std::cell::RefCell::new(None),
         })
+    }
+
+    /// A mapping of these entries in the order written (a later entry of one key replaces the
+    /// earlier value and keeps its place, as in a dict display).
+    pub(crate) fn mapping(entries: impl IntoIterator<Item = (String, Value)>) -> Rc<Instance> {
+        let instance = Instance {
+            class: None,
+            fields: std::cell::RefCell::default(),
+            order: std::cell::RefCell::new(Some(Vec::new())),
+        };
+        for (key, value) in entries {
+            instance.insert(&key, value);
+        }
+        Rc::new(instance)
     }
 
     /// The field `name`, when the object has it.
     pub(crate) fn field(&self, name: &str) -> Option<Value> {
         self.fields.borrow().get(name).cloned()
+    }
+
+    /// Writes the field `name`; a new key goes last in the mapping's order.
+    pub(crate) fn insert(&self, name: &str, value: Value) {
+        let new = self
+            .fields
+            .borrow_mut()
+            .insert(name.to_owned(), value)
+            .is_none();
+        if let (true, Some(order)) = (new, self.order.borrow_mut().as_mut()) {
+            order.push(name.to_owned());
+        }
+    }
+
+    /// A key the analysis cannot read was written: every value is unknown, and so is the
+    /// order.
+    pub(crate) fn forget(&self) {
+        for value in self.fields.borrow_mut().values_mut() {
+            *value = Value::Unknown;
+        }
+        *self.order.borrow_mut() = None;
+    }
+
+    /// Keys were merged in an order the analysis does not know.
+    pub(crate) fn forget_order(&self) {
+        *self.order.borrow_mut() = None;
+    }
+
+    /// The entries in the order Python iterates them, when that order is known.
+    pub(crate) fn ordered_entries(&self) -> Option<Vec<(String, Value)>> {
+        let fields = self.fields.borrow();
+        let order = self.order.borrow();
+        let order = order.as_ref().filter(|order| order.len() == fields.len())?;
+        order
+            .iter()
+            .map(|key| Some((key.clone(), fields.get(key)?.clone())))
+            .collect()
     }
 }
 
@@ -734,15 +791,20 @@ impl Value {
             | Value::Method(..)
             | Value::Building(_)
             | Value::AutogradApply(_) => Value::Unknown,
-            Value::Object(instance) => Value::Object(Instance::new(
-                None,
-                instance
+            Value::Object(instance) => {
+                let portable = Instance::new(None, std::collections::BTreeMap::new());
+                portable
+                    .order
+                    .borrow_mut()
+                    .clone_from(&instance.order.borrow());
+                *portable.fields.borrow_mut() = instance
                     .fields
                     .borrow()
                     .iter()
                     .map(|(name, value)| (name.clone(), value.portable()))
-                    .collect(),
-            )),
+                    .collect();
+                Value::Object(portable)
+            }
             Value::Tuple(items) => Value::Tuple(items.iter().map(Value::portable).collect()),
             Value::Iter(inner) => Value::Iter(Rc::new(inner.portable())),
             Value::Modules(element, items) => Value::Modules(
@@ -870,7 +932,7 @@ impl Value {
             // Two constructions of one class: a field keeps what both give it.
             (Value::Object(a), Value::Object(b)) if a.class == b.class => {
                 let other = b.fields.borrow();
-                Value::Object(Instance::new(
+                let joined = Instance::new(
                     a.class,
                     a.fields
                         .borrow()
@@ -879,7 +941,11 @@ impl Value {
                             Some((name.clone(), value.join(other.get(name)?)))
                         })
                         .collect(),
-                ))
+                );
+                if a.order == b.order {
+                    joined.order.borrow_mut().clone_from(&a.order.borrow());
+                }
+                Value::Object(joined)
             }
             _ => Value::Unknown,
         }

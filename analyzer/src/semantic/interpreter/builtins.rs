@@ -94,6 +94,21 @@ impl Interpreter<'_, '_> {
                 size @ Value::Size { .. } => size,
                 Value::Number(number) if name == "int" => Value::Number(number.trunc()),
                 number @ Value::Number(_) => number,
+                // `int(res)` of a string the program split out of a known one (`"16,8"`).
+                Value::Str(text) if args.len() == 1 => {
+                    let text = text.trim();
+                    let parsed = if name == "int" {
+                        #[allow(clippy::cast_precision_loss)] // Checked by `integer` below.
+                        text.parse::<i64>().ok().map(|number| number as f64)
+                    } else {
+                        text.parse::<f64>().ok()
+                    };
+                    parsed
+                        .filter(|number| {
+                            name == "float" || crate::semantic::value::integer(*number).is_some()
+                        })
+                        .map_or(Value::Unknown, Value::Number)
+                }
                 _ => Value::Unknown,
             },
             "bool" => {
@@ -130,6 +145,8 @@ impl Interpreter<'_, '_> {
                     #[allow(clippy::cast_precision_loss)] // A display has few elements.
                     Value::Number(items.len() as f64)
                 }
+                // `while len(emb.shape) < len(h.shape):` compares ranks.
+                Value::Shape(info) => super::calls::rank_of(&info),
                 _ => Value::Unknown,
             },
             "range" => {
@@ -384,4 +401,44 @@ fn known_range(args: &[Value]) -> Option<Vec<f64>> {
         current += step;
     }
     Some(numbers)
+}
+
+/// A method of a string the program computed (`"16,8".split(",")`, `name.lower()`): its
+/// value, for the methods whose result is plain text or a list of it.
+pub(super) fn string_method(text: &str, name: &str, args: &[Value]) -> Value {
+    let string = |text: &str| Value::Str(Rc::from(text));
+    let argument = |index: usize| match args.get(index) {
+        Some(Value::Str(text)) => Some(text.clone()),
+        _ => None,
+    };
+    match (name, args.len()) {
+        ("split", 0) => Value::Tuple(text.split_whitespace().map(string).collect()),
+        ("split", 1) => match argument(0) {
+            Some(separator) if !separator.is_empty() => {
+                Value::Tuple(text.split(&*separator).map(string).collect())
+            }
+            _ => Value::Unknown,
+        },
+        ("strip", 0) => string(text.trim()),
+        ("lstrip", 0) => string(text.trim_start()),
+        ("rstrip", 0) => string(text.trim_end()),
+        ("lower", 0) => string(&text.to_lowercase()),
+        ("upper", 0) => string(&text.to_uppercase()),
+        ("replace", 2) => match (argument(0), argument(1)) {
+            (Some(old), Some(new)) if !old.is_empty() => string(&text.replace(&*old, &new)),
+            _ => Value::Unknown,
+        },
+        ("startswith" | "endswith", 1) => match argument(0) {
+            Some(affix) => {
+                let holds = if name == "startswith" {
+                    text.starts_with(&*affix)
+                } else {
+                    text.ends_with(&*affix)
+                };
+                Value::Number(f64::from(u8::from(holds)))
+            }
+            None => Value::Unknown,
+        },
+        _ => Value::Unknown,
+    }
 }

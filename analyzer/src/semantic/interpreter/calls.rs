@@ -225,6 +225,9 @@ impl Interpreter<'_, '_> {
                 Value::Object(instance) => {
                     self.object_method(&instance, name, &args, &kwargs, call)
                 }
+                Value::Str(text) if kwargs.is_empty() => {
+                    super::builtins::string_method(&text, name, &args)
+                }
                 _ => Value::Unknown,
             };
         }
@@ -250,9 +253,9 @@ impl Interpreter<'_, '_> {
                 let outer = self.closure_of(*function, env);
                 self.inline(*function, None, args, kwargs, outer)
             }
-            Value::Method(class, method) => self.inline(
+            Value::Method(class, method, fields) => self.inline(
                 *method,
-                Some(Value::Module(*class, None)),
+                Some(Value::Module(*class, fields.clone())),
                 args,
                 kwargs,
                 None,
@@ -330,6 +333,10 @@ impl Interpreter<'_, '_> {
             self.record(event, call.range());
         }
         match name {
+            // `x.dim()`: the rank, a Python number, when the shape knows it.
+            "dim" | "ndimension" if args.is_empty() => {
+                return rank_of(info);
+            }
             "numpy" => {
                 if !info.assumed {
                     self.record(
@@ -463,6 +470,9 @@ impl Interpreter<'_, '_> {
         any_tensor: bool,
         env: &mut Env,
     ) -> Value {
+        if qualified == "builtins.dict" {
+            return Self::dict_call(args, kwargs);
+        }
         if let Some(builtin) = qualified.strip_prefix("builtins.") {
             return self.builtin_call(builtin, call, args, env);
         }
@@ -557,8 +567,17 @@ impl Interpreter<'_, '_> {
         let top = qualified.split('.').next().unwrap_or_default();
         match qualified {
             "types.SimpleNamespace" | "argparse.Namespace" => return Self::namespace(kwargs),
-            // The parser stands for its class: what matters is what `parse_args` returns.
-            "argparse.ArgumentParser" => return Value::Qualified(Rc::from(qualified)),
+            // The parser stands for its class: what matters is what `parse_args` returns. An
+            // argument group adds its options to the parser.
+            "argparse.ArgumentParser"
+            | "argparse.ArgumentParser.add_argument_group"
+            | "argparse.ArgumentParser.add_mutually_exclusive_group" => {
+                return Value::Qualified(Rc::from("argparse.ArgumentParser"));
+            }
+            "argparse.ArgumentParser.add_argument" => {
+                self.declare_option(args, kwargs);
+                return Value::Unknown;
+            }
             "argparse.ArgumentParser.parse_args" => return self.parsed_arguments(),
             "argparse.ArgumentParser.parse_known_args" => {
                 return Value::Tuple(Rc::from(vec![self.parsed_arguments(), Value::Unknown]));
@@ -913,9 +932,13 @@ impl Interpreter<'_, '_> {
                 let outer = self.closure_of(*function, env);
                 self.inline(*function, None, args, &[], outer)
             }
-            Value::Method(class, method) => {
-                self.inline(*method, Some(Value::Module(*class, None)), args, &[], None)
-            }
+            Value::Method(class, method, fields) => self.inline(
+                *method,
+                Some(Value::Module(*class, fields.clone())),
+                args,
+                &[],
+                None,
+            ),
             Value::Module(..) => Value::opaque_tensor(),
             Value::Layer(layer) => {
                 let layer = layer.clone();
@@ -1225,4 +1248,14 @@ impl Interpreter<'_, '_> {
             .map(|(_, range)| *range)
             .unwrap_or_default()
     }
+}
+
+/// A tensor's rank (`x.dim()`, `x.ndim`, `len(x.shape)`): a Python number, which export never
+/// makes symbolic, when the shape knows it.
+pub(super) fn rank_of(info: &TensorInfo) -> Value {
+    #[allow(clippy::cast_precision_loss)] // A rank is small.
+    info.dims
+        .as_ref()
+        .and_then(|dims| dims.rank)
+        .map_or(Value::Unknown, |rank| Value::Number(rank as f64))
 }

@@ -31,6 +31,23 @@ pub(super) const CONSTRUCTION_BUDGET: usize = 4000;
 /// attribute of the user's can be it.
 pub(super) const LAYER_FIELD: &str = "<torch.nn layer>";
 
+/// The field holding the steps of a subclass of `nn.Sequential` (`class Block(nn.Sequential)`,
+/// built from the layers torch's own `__init__` received): not a Python name either.
+pub(super) const SEQUENTIAL_FIELD: &str = "<torch.nn.Sequential steps>";
+
+/// `nn.Sequential(conv, act)` and its subclasses' `super().__init__(*layers)`: the steps, when
+/// each is a layer or a module the analysis knows.
+pub(super) fn sequential_steps(args: &[Value], kwargs: &[(String, Value)]) -> Option<Value> {
+    let known = kwargs.is_empty()
+        && args.iter().all(|step| {
+            matches!(
+                step,
+                Value::Layer(_) | Value::Module(Some(_), _) | Value::Sequential(_)
+            )
+        });
+    known.then(|| Value::Sequential(Rc::from(args)))
+}
+
 /// An instance whose `__init__` is running.
 pub(super) struct Building {
     pub(super) class: Option<usize>,
@@ -145,6 +162,14 @@ impl Interpreter<'_, '_> {
                 .fields
                 .insert(LAYER_FIELD.to_owned(), Value::Layer(Rc::new(layer)));
         }
+        // ... of `nn.Sequential`: torch's keeps the layers passed as its steps.
+        if init.is_none() && self.model.derives_from(class, "torch.nn.Sequential") {
+            if let Some(steps) = sequential_steps(args, kwargs) {
+                self.building[index]
+                    .fields
+                    .insert(SEQUENTIAL_FIELD.to_owned(), steps);
+            }
+        }
         if let Some(post_init) = self.model.find_method(class, "__post_init__") {
             self.inline(post_init, receiver, &[], &[], None);
         }
@@ -165,21 +190,115 @@ impl Interpreter<'_, '_> {
 
     /// `types.SimpleNamespace(a=1, b=2)`: an object with the keywords as fields.
     pub(super) fn namespace(kwargs: &[(String, Value)]) -> Value {
-        Value::Object(Instance::new(
-            None,
-            kwargs
-                .iter()
-                .filter(|(name, _)| !name.is_empty())
-                .cloned()
-                .collect(),
+        Value::Object(Instance::mapping(
+            kwargs.iter().filter(|(name, _)| !name.is_empty()).cloned(),
         ))
     }
 
+    /// `dict(a=1)`, `dict(base, a=1)`, `dict([("a", 1)])`: a mapping of those string keys, in
+    /// order. Unknown when some key is not known (`dict(**loaded)`).
+    pub(super) fn dict_call(args: &[Value], kwargs: &[(String, Value)]) -> Value {
+        if kwargs.iter().any(|(name, _)| name.is_empty()) {
+            return Value::Unknown;
+        }
+        let mut entries = match args {
+            [] => Vec::new(),
+            [Value::Object(base)] if base.class.is_none() => match base.ordered_entries() {
+                Some(entries) => entries,
+                None => return Value::Unknown,
+            },
+            [pairs] => {
+                let Some(items) = super::exact_items(pairs) else {
+                    return Value::Unknown;
+                };
+                let entries: Option<Vec<(String, Value)>> = items
+                    .iter()
+                    .map(|pair| match pair {
+                        Value::Tuple(pair) => match &pair[..] {
+                            [Value::Str(key), value] => Some((key.to_string(), value.clone())),
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect();
+                match entries {
+                    Some(entries) => entries,
+                    None => return Value::Unknown,
+                }
+            }
+            _ => return Value::Unknown,
+        };
+        entries.extend(kwargs.iter().cloned());
+        Value::Object(Instance::mapping(entries))
+    }
+
+    /// `parser.add_argument("--levels", default=3)` as the construction pass runs it: the
+    /// option's destination and the value it holds when the script runs with no arguments
+    /// (`store_true` is false, no default is `None`, a required argument is unknown). A
+    /// destination the analysis cannot read declares nothing it could name.
+    pub(super) fn declare_option(&mut self, args: &[Value], kwargs: &[(String, Value)]) {
+        let keyword = |name: &str| {
+            kwargs
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value)
+        };
+        let flag = |value: &Value| match value {
+            Value::Str(flag) => Some(flag.clone()),
+            _ => None,
+        };
+        let destination = if let Some(dest) = keyword("dest") {
+            flag(dest).map(|dest| dest.to_string())
+        } else {
+            let flags: Option<Vec<Rc<str>>> = args.iter().map(flag).collect();
+            flags.and_then(|flags| {
+                let long = flags
+                    .iter()
+                    .find(|flag| flag.starts_with("--"))
+                    .or(flags.first())?;
+                Some(long.trim_start_matches('-').replace('-', "_"))
+            })
+        };
+        let Some(destination) = destination else {
+            return;
+        };
+        let required = matches!(keyword("required"), Some(Value::Number(n)) if *n != 0.0);
+        let action = keyword("action").and_then(flag);
+        let value = match (keyword("default"), action.as_deref()) {
+            _ if required => Value::Unknown,
+            (Some(default), _) => default.clone(),
+            (None, Some("store_true")) => Value::Number(0.0),
+            (None, Some("store_false")) => Value::Number(1.0),
+            (None, _) => Value::None,
+        };
+        let value = match self.parser_options.get(&destination) {
+            Some(earlier) => earlier.join(&value),
+            None => value,
+        };
+        self.parser_options.insert(destination, value);
+    }
+
     /// What `parser.parse_args()` returns when the script runs with no arguments: a
-    /// namespace of every `add_argument` default of the analysed file (`store_true` is false,
-    /// no default is `None`, a required argument is unknown). The tracer runs export scripts
-    /// the same way unless an entrypoint table gives their arguments.
+    /// namespace of every option the construction pass saw declared, and of every
+    /// `add_argument` of the analysed file it did not run (a helper it could not follow),
+    /// read from the call as written. The tracer runs export scripts the same way unless an
+    /// entrypoint table gives their arguments.
     pub(super) fn parsed_arguments(&mut self) -> Value {
+        let mut fields = if self.file == 0 {
+            match self.written_arguments() {
+                Value::Object(written) => written.fields.borrow().clone(),
+                _ => BTreeMap::new(),
+            }
+        } else {
+            BTreeMap::new()
+        };
+        fields.extend(self.parser_options.clone());
+        Value::Object(Instance::new(None, fields))
+    }
+
+    /// Every `add_argument` default of the analysed file, read from the calls as written
+    /// (`store_true` is false, no default is `None`, a required argument is unknown).
+    fn written_arguments(&mut self) -> Value {
         use crate::syntax::ast::visitor::{self, Visitor};
         struct Arguments<'b>(Vec<&'b ast::ExprCall>);
         impl<'b> Visitor<'b> for Arguments<'b> {
@@ -251,16 +370,15 @@ impl Interpreter<'_, '_> {
     /// `setattr(config, key, value)` over overrides, after which no field is known). Under a
     /// condition the analysis cannot decide, the field keeps what both paths give it.
     pub(super) fn set_field(&self, instance: &Rc<Instance>, name: Option<&str>, value: Value) {
-        let mut fields = instance.fields.borrow_mut();
         let Some(name) = name else {
-            forget(&mut fields);
+            instance.forget();
             return;
         };
-        let value = match fields.get(name) {
+        let value = match instance.field(name) {
             Some(existing) if self.undecided > 0 => existing.join(&value),
             _ => value,
         };
-        fields.insert(name.to_owned(), value);
+        instance.insert(name, value);
     }
 
     /// `setattr(self, name, value)` with a name the analysis cannot read: no field written so
@@ -372,15 +490,51 @@ impl Interpreter<'_, '_> {
                 .or_else(|| args.get(1).cloned())
                 .unwrap_or(Value::None),
             None => {
+                let known_keywords = kwargs.iter().all(|(name, _)| !name.is_empty());
                 match (name, args) {
-                    ("update", [Value::Object(other)]) if other.class.is_none() => {
-                        let merged = other.fields.borrow().clone();
-                        for (field, value) in merged {
+                    // `defaults.update(other)`, `defaults.update(size=32)`: merged in order.
+                    ("update", [] | [Value::Object(_)]) if known_keywords => {
+                        let merged = match args {
+                            [Value::Object(other)] if other.class.is_none() => {
+                                other.ordered_entries().or_else(|| {
+                                    // Known keys in an unknown order: the values still hold.
+                                    let fields = other.fields.borrow().clone();
+                                    instance.forget_order();
+                                    Some(fields.into_iter().collect())
+                                })
+                            }
+                            [] => Some(Vec::new()),
+                            _ => None,
+                        };
+                        let Some(merged) = merged else {
+                            self.set_field(instance, None, Value::Unknown);
+                            return Value::Unknown;
+                        };
+                        for (field, value) in merged.into_iter().chain(kwargs.iter().cloned()) {
                             self.set_field(instance, Some(&field), value);
                         }
                     }
                     ("update" | "pop" | "popitem" | "setdefault" | "clear", _) => {
                         self.set_field(instance, None, Value::Unknown);
+                    }
+                    // A loop over `defaults.items()` runs once per entry, in the dict's order.
+                    ("items" | "keys" | "values", []) => {
+                        let Some(entries) = instance.ordered_entries() else {
+                            return Value::Unknown;
+                        };
+                        return Value::Tuple(
+                            entries
+                                .into_iter()
+                                .map(|(key, value)| match name {
+                                    "items" => Value::Tuple(Rc::from(vec![
+                                        Value::Str(Rc::from(key)),
+                                        value,
+                                    ])),
+                                    "keys" => Value::Str(Rc::from(key)),
+                                    _ => value,
+                                })
+                                .collect(),
+                        );
                     }
                     _ => {}
                 }
@@ -645,6 +799,11 @@ impl Interpreter<'_, '_> {
             {
                 let layer = layers::layer_info(&base, call, args, kwargs);
                 self.write_field(*index, LAYER_FIELD, Value::Layer(Rc::new(layer)));
+            }
+            if self.model.derives_from(class, "torch.nn.Sequential") {
+                if let Some(steps) = sequential_steps(args, kwargs) {
+                    self.write_field(*index, SEQUENTIAL_FIELD, steps);
+                }
             }
             let built: Vec<(&str, &str)> = self.model.classes[class]
                 .bases

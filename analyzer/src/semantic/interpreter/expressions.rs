@@ -312,6 +312,14 @@ impl Interpreter<'_, '_> {
                 self.comprehension(generators, &mut inner);
                 comprehension_value(self.eval(elt, &mut inner))
             }
+            // `{key: getattr(args, key) for key in keys}` over keys known one by one: a mapping
+            // of those entries.
+            Expr::DictComp(comprehension)
+                if comprehension.key.is_some()
+                    && matches!(comprehension.generators.as_slice(), [generator] if generator.ifs.is_empty() && !generator.is_async) =>
+            {
+                self.dict_comprehension(comprehension, env)
+            }
             Expr::DictComp(comprehension) => {
                 let mut inner = env.clone();
                 self.comprehension(&comprehension.generators, &mut inner);
@@ -379,29 +387,75 @@ impl Interpreter<'_, '_> {
     /// Apart from `eval`, whose frame every nested expression pays for.
     #[inline(never)]
     fn dict_display(&mut self, dict: &ast::ExprDict, env: &mut Env) -> Value {
-        let mut fields = Some(std::collections::BTreeMap::new());
+        let mut entries = Some(Vec::new());
+        let mut ordered = true;
         for item in &dict.items {
             let value = self.eval(&item.value, env);
             match (&item.key, value) {
                 (Some(key), value) => {
-                    self.eval(key, env);
-                    match (names::string_literal(key), fields.as_mut()) {
-                        (Some(key), Some(fields)) => {
-                            fields.insert(key.to_owned(), value);
-                        }
-                        _ => fields = None,
+                    let key = match self.eval(key, env) {
+                        Value::Str(key) => Some(key.to_string()),
+                        _ => names::string_literal(key).map(str::to_owned),
+                    };
+                    match (key, entries.as_mut()) {
+                        (Some(key), Some(entries)) => entries.push((key, value)),
+                        _ => entries = None,
                     }
                 }
                 (None, Value::Object(unpacked)) if unpacked.class.is_none() => {
-                    if let Some(fields) = fields.as_mut() {
-                        fields.extend(unpacked.fields.borrow().clone());
+                    if let Some(entries) = entries.as_mut() {
+                        if let Some(unpacked) = unpacked.ordered_entries() {
+                            entries.extend(unpacked);
+                        } else {
+                            ordered = false;
+                            entries.extend(unpacked.fields.borrow().clone());
+                        }
                     }
                 }
-                (None, _) => fields = None,
+                (None, _) => entries = None,
             }
         }
-        fields.map_or(Value::Unknown, |fields| {
-            Value::Object(crate::semantic::value::Instance::new(None, fields))
+        entries.map_or(Value::Unknown, |entries| {
+            let mapping = crate::semantic::value::Instance::mapping(entries);
+            if !ordered {
+                mapping.forget_order();
+            }
+            Value::Object(mapping)
+        })
+    }
+
+    /// A dict comprehension of one generator: unrolled over items known one by one, a mapping
+    /// when every key is a known string; otherwise run once abstractly, unknown.
+    #[inline(never)]
+    fn dict_comprehension(&mut self, comprehension: &ast::ExprDictComp, env: &mut Env) -> Value {
+        let generator = &comprehension.generators[0];
+        let Some(key) = comprehension.key.as_deref() else {
+            return Value::Unknown;
+        };
+        let iterable = self.eval(&generator.iter, env);
+        let Some(items) = exact_items(&iterable)
+            .filter(|items| items.len() <= MAX_UNROLL.min(self.unroll_budget))
+        else {
+            let mut inner = env.clone();
+            self.bind(&generator.target, element_of(&iterable), &mut inner);
+            self.eval(key, &mut inner);
+            self.eval(&comprehension.value, &mut inner);
+            return Value::Unknown;
+        };
+        self.unroll_budget -= items.len();
+        let mut entries = Some(Vec::with_capacity(items.len()));
+        for item in items.iter() {
+            let mut inner = env.clone();
+            self.bind(&generator.target, item.clone(), &mut inner);
+            let key = self.eval(key, &mut inner);
+            let value = self.eval(&comprehension.value, &mut inner);
+            match (key, entries.as_mut()) {
+                (Value::Str(key), Some(entries)) => entries.push((key.to_string(), value)),
+                _ => entries = None,
+            }
+        }
+        entries.map_or(Value::Unknown, |entries| {
+            Value::Object(crate::semantic::value::Instance::mapping(entries))
         })
     }
 
@@ -417,6 +471,7 @@ impl Interpreter<'_, '_> {
 
     pub(super) fn attribute(&mut self, receiver: &Value, name: &str) -> Value {
         match receiver {
+            Value::Tensor(info) if name == "ndim" => super::calls::rank_of(info),
             Value::Tensor(info) | Value::Tensors(info) => match catalogue::tensor_attribute(name) {
                 AttributeResult::Shape => Value::Shape(info.clone()),
                 AttributeResult::Tensor => Value::Tensor(TensorInfo {
@@ -439,7 +494,7 @@ impl Interpreter<'_, '_> {
                     _ if autograd && name == "apply" => Value::AutogradApply(*class),
                     // `Model.from_config(cfg)`: bound to the class.
                     Some(method) if self.is_classmethod(method) => {
-                        Value::Method(Some(*class), method)
+                        Value::Method(Some(*class), method, None)
                     }
                     Some(method) => Value::Function(method),
                     None => Value::Unknown,
@@ -457,7 +512,11 @@ impl Interpreter<'_, '_> {
                     return value.clone();
                 }
                 if let Some(method) = self.model.find_method(*class, name) {
-                    return Value::Method(Some(*class), method);
+                    let fields = match receiver {
+                        Value::Module(_, fields) => fields.clone(),
+                        _ => None,
+                    };
+                    return Value::Method(Some(*class), method, fields);
                 }
                 module_parameter(name)
             }

@@ -255,6 +255,10 @@ pub(crate) struct Interpreter<'m, 'a> {
     warmed: FxHashMap<usize, std::collections::BTreeMap<String, Value>>,
     /// The analysed file's module-level statements, where its `add_argument` calls are found.
     module_body: &'a [Stmt],
+    /// The options the `add_argument` calls the construction pass ran declared, by
+    /// destination, with their defaults: calls in loops and helpers of other files
+    /// (`for key, value in defaults.items(): parser.add_argument(f"--{key}", default=value)`).
+    parser_options: std::collections::BTreeMap<String, Value>,
     /// The module class the construction pass saw passed to an export call: the entrypoint's
     /// model when the model expression names no class the resolver knows.
     exported: Option<usize>,
@@ -298,6 +302,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             run_before_export: FxHashSet::default(),
             warmed: FxHashMap::default(),
             module_body: &[],
+            parser_options: std::collections::BTreeMap::new(),
             exported: None,
             exported_instance: None,
             export_site: None,
@@ -1124,7 +1129,16 @@ pub(super) const UNROLL_BUDGET: usize = 2048;
 /// code, the numbers of a small `range`, the modules of a `ModuleList` filled the same way.
 fn exact_items(value: &Value) -> Option<Rc<[Value]>> {
     match value {
-        Value::Tuple(items) | Value::Modules(_, Some(items)) => Some(items.clone()),
+        Value::Tuple(items) | Value::Modules(_, Some(items)) | Value::Sequential(items) => {
+            Some(items.clone())
+        }
+        // `for layer in self:` in a subclass of `nn.Sequential`: its steps.
+        Value::Module(Some(_), Some(fields)) => {
+            match fields.0.get(construction::SEQUENTIAL_FIELD) {
+                Some(Value::Sequential(steps)) => Some(steps.clone()),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }

@@ -57,7 +57,11 @@ impl Interpreter<'_, '_> {
                     self.transformer_masks(&layer, args, kwargs, range);
                     self.layer_call(&layer, args, range)
                 }
-                _ => Value::opaque_tensor(),
+                // ... or `nn.Sequential`'s, which runs its steps.
+                _ => match super::exact_items(module) {
+                    Some(steps) if class.is_some() => self.run_sequential(&steps, args),
+                    _ => Value::opaque_tensor(),
+                },
             },
         }
     }

@@ -449,6 +449,17 @@ impl Interpreter<'_, '_> {
                     _ => None,
                 }
             }
+            // The entry script runs as `__main__` (the tracer runs it so), and its
+            // `if __name__ == "__main__":` block is what reaches the export call: the values
+            // it computes are not joined with a path on which it did not run.
+            Expr::Compare(compare)
+                if self.constructing
+                    && self.file == 0
+                    && !env.binds("__name__")
+                    && main_guard_truth(compare).is_some() =>
+            {
+                main_guard_truth(compare)
+            }
             Expr::Compare(compare) if self.torch_version_truth(compare, env).is_some() => {
                 self.torch_version_truth(compare, env)
             }
@@ -607,7 +618,12 @@ impl Interpreter<'_, '_> {
             Value::Object(instance) => instance.class,
             Value::Module(Some(class), _) => Some(class),
             Value::Building(index) => Some(self.building[index].class?),
-            Value::Number(_) | Value::Str(_) | Value::None => None,
+            // A `torch.nn` layer is no workspace class's instance either.
+            Value::Number(_)
+            | Value::Str(_)
+            | Value::None
+            | Value::Layer(_)
+            | Value::Sequential(_) => None,
             _ => return None,
         };
         let Some(class) = class else {
@@ -1136,6 +1152,23 @@ fn leaves_iteration(body: &[Stmt]) -> bool {
         Stmt::While(inner) => leaves_iteration(&inner.orelse),
         _ => false,
     })
+}
+
+/// `__name__ == "__main__"` (either way round, or `!=`) in a script run as `__main__`.
+fn main_guard_truth(compare: &ast::ExprCompare) -> Option<bool> {
+    let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
+        return None;
+    };
+    let is_name = |expr: &Expr| matches!(expr, Expr::Name(name) if name.id.as_str() == "__name__");
+    let is_main = |expr: &Expr| names::string_literal(expr) == Some("__main__");
+    if !(is_name(&compare.left) && is_main(right) || is_main(&compare.left) && is_name(right)) {
+        return None;
+    }
+    match op {
+        ast::CmpOp::Eq => Some(true),
+        ast::CmpOp::NotEq => Some(false),
+        _ => None,
+    }
 }
 
 /// Whether `test` reads an attribute whose state the script's calls before the export left.

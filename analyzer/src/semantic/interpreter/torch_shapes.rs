@@ -209,8 +209,18 @@ pub(super) fn shaped_method(
     if info.data_dependent_shape || !moves_dimensions(name) {
         return None;
     }
-    let dims =
-        shape_ops::method_shape(info.dims.as_ref()?, name, call, args, &call.arguments.args)?;
+    // `t.reshape(b, c, *spatial)` gives the sizes written whatever `t`'s shape was; only a
+    // `-1` among them needs it.
+    let unknown = crate::semantic::value::TensorDims {
+        rank: None,
+        sizes: Vec::new(),
+    };
+    let input = match info.dims.as_deref() {
+        Some(dims) => dims,
+        None if matches!(name, "view" | "reshape") => &unknown,
+        None => return None,
+    };
+    let dims = shape_ops::method_shape(input, name, call, args, &call.arguments.args)?;
     Some(Value::Tensor(TensorInfo {
         dims: Some(Rc::new(dims)),
         maybe_none: false,
