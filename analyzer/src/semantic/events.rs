@@ -226,6 +226,10 @@ pub(crate) enum EventKind {
     /// A `torch.func` transform that differentiates (`grad`, `jacrev`, …) called in traced
     /// code: export lifts the input it differentiates as a constant of the trace.
     GradientTransform { transform: String },
+    /// A tensor moved to CUDA in traced code (by the call `moved`, as written) meets tensors
+    /// on the device of the inputs, or a layer's parameters, in one operation; recorded only
+    /// when the entrypoint's example inputs are built on the CPU.
+    DeviceMismatch { moved: String },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -55,6 +55,9 @@ pub(crate) struct Entrypoint {
     parameters: Vec<String>,
     /// Instances of the file's own classes that the exporter must flatten but cannot (PT404).
     pub(crate) unregistered: Vec<UnregisteredValue>,
+    /// Every example input is a tensor the file builds on the CPU (`torch.randn(2, 8)`, moved
+    /// nowhere): a tensor traced code moves to CUDA meets them on two devices (PT604).
+    pub(crate) examples_on_cpu: bool,
 }
 
 /// Where an instance of a class with no pytree registration crosses the export boundary.
@@ -108,6 +111,8 @@ struct ExampleSize {
 struct ExampleTensor {
     rank: Option<usize>,
     sizes: Vec<ExampleSize>,
+    /// Built on the CPU: a factory without a device, moved nowhere else (`.float()`, `.cpu()`).
+    on_cpu: bool,
 }
 
 /// One example input, in the order torch sees them.
@@ -966,6 +971,10 @@ pub(crate) fn collect<'a>(
                     .map(|p| p.names.clone())
                     .unwrap_or_default(),
                 unregistered,
+                examples_on_cpu: !inputs.is_empty()
+                    && inputs
+                        .iter()
+                        .all(|input| input.tensor.as_ref().is_some_and(|tensor| tensor.on_cpu)),
             }
         });
     let written_spec = module_level("dynamic_shapes").or_else(|| keyword("dynamic_shapes"));

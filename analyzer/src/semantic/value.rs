@@ -444,6 +444,9 @@ pub(crate) struct TensorInfo {
     /// The result of calling a submodule or an unknown callable: a tensor, or a tuple of
     /// things that may not all be tensors. Its parts are only assumed to be tensors.
     pub(crate) opaque: bool,
+    /// Moved to a CUDA device in traced code (`torch.zeros(n).cuda()`, `device="cuda"`), by the
+    /// call in file `.0` at `.1`: on another device than inputs built on the CPU.
+    pub(crate) on_cuda: Option<(u32, TextRange)>,
 }
 
 /// A `torch.nn` layer and the sizes its constructor was given.
@@ -856,6 +859,7 @@ impl Value {
                 maybe_none: a.maybe_none || b.maybe_none,
                 assumed: a.assumed || b.assumed,
                 opaque: a.opaque || b.opaque,
+                on_cuda: a.on_cuda.filter(|_| b.on_cuda.is_some()),
             }),
             (Value::Tensor(info), Value::None) | (Value::None, Value::Tensor(info)) => {
                 Value::Tensor(TensorInfo {

@@ -143,6 +143,13 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
             "a NumPy function got a size of a dynamic dimension, which is a symbolic integer (`SymInt`) while "
             "exporting: " + first_lines(messages, 1),
         )
+    if any(is_kind(e, "FakeTensorDeviceMismatchError") for e in chain):
+        # A tensor the code put on another device (`.cuda()` in `forward`) meets the inputs.
+        return finding(
+            "PT604",
+            "tensors on two devices meet here: code that moves a tensor to another device (`.cuda()`, "
+            '`device="cuda"`) while the inputs are elsewhere fails to export: ' + first_lines(messages, 1),
+        )
     if "Cannot access data pointer of Tensor" in messages:
         return finding("PT202", "data_ptr() cannot be called while exporting: " + first_sentence(messages))
     if any(is_kind(e, "MemoryError") for e in chain) or "can't allocate memory" in messages:

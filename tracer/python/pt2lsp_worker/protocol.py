@@ -35,6 +35,7 @@ RULES = {
     "PT706": "executorch-not-delegated",
     "PT602": "tensor-data-attribute",
     "PT603": "gradient-transform",
+    "PT604": "device-mismatch",
 }
 
 

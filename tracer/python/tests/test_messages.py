@@ -337,3 +337,15 @@ def test_numpy_on_a_dynamic_size_is_pt201(tmp_path):
     found = classify(TypeError(message), target, workspace, {})
     assert found.code == "PT201"
     assert "SymInt" in found.message and "dynamic dimension" in found.message
+
+
+def test_tensors_on_two_devices_are_pt604(tmp_path):
+    workspace, target = _entry(tmp_path, "model = M()\nexample_args = (x,)\n")
+
+    class FakeTensorDeviceMismatchError(RuntimeError):
+        pass
+
+    message = "Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!"
+    found = classify(FakeTensorDeviceMismatchError(message), target, workspace, {})
+    assert found.code == "PT604"
+    assert "cpu and cuda:0" in found.message

@@ -17,7 +17,7 @@ use super::{
     MAX_DEPTH, MethodResult, OpDefinition, ScalarUse, SizeOrigin, TensorInfo, TorchResult, Value,
     all_parameters, annotation_kind, default_value, narrow,
 };
-use super::{layers, sequences, shape_ops, statements};
+use super::{devices, layers, sequences, shape_ops, statements};
 use crate::semantic::value::{BakedRead, DimSize, LayerInfo};
 
 impl Interpreter<'_, '_> {
@@ -318,7 +318,35 @@ impl Interpreter<'_, '_> {
         }
     }
 
+    /// A method called on a tensor. A tensor on CUDA given tensors on the inputs' device says
+    /// so (`h.matmul(w)`); its result stays on CUDA when every tensor it takes is there.
     pub(super) fn tensor_method(
+        &mut self,
+        info: &TensorInfo,
+        name: &str,
+        call: &ast::ExprCall,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Value {
+        let receiver = Value::Tensor(info.clone());
+        let operands = || std::iter::once(&receiver).chain(args.iter());
+        // `x.to(y)`, `x.copy_(y)`, `x.view_as(y)` take `y`'s device or sizes: no operation
+        // on both.
+        let reads_other = matches!(
+            name,
+            "to" | "type_as" | "copy_" | "view_as" | "reshape_as" | "expand_as"
+        );
+        if !reads_other && args.iter().any(Value::is_tensor) {
+            self.note_devices(operands(), call.range());
+        }
+        let result = self.tensor_method_inner(info, name, call, args, kwargs);
+        match name {
+            "cpu" | "cuda" | "to" => result,
+            _ => Self::kept_on_cuda(result, operands()),
+        }
+    }
+
+    fn tensor_method_inner(
         &mut self,
         info: &TensorInfo,
         name: &str,
@@ -408,7 +436,21 @@ impl Interpreter<'_, '_> {
             }
             _ => {}
         }
-        let _ = kwargs;
+        // `.cuda()`, `.to("cuda")`: the same tensor on another device; `.cpu()` brings it back.
+        match name {
+            "cuda" => return self.moved_to_cuda(Value::Tensor(info.clone()), call),
+            "cpu" => {
+                return Value::Tensor(TensorInfo {
+                    on_cuda: None,
+                    maybe_none: false,
+                    ..info.clone()
+                });
+            }
+            "to" if devices::names_cuda_device(args, kwargs) => {
+                return self.moved_to_cuda(Value::Tensor(info.clone()), call);
+            }
+            _ => {}
+        }
         if let Some(value) = shaped_method(info, name, call, args) {
             return value;
         }
@@ -461,7 +503,40 @@ impl Interpreter<'_, '_> {
         }
     }
 
+    /// A call of a function or class by qualified name; a torch function given tensors on two
+    /// devices, or one building a tensor on CUDA (`torch.zeros(n, device="cuda")`), says so.
     pub(super) fn qualified_call(
+        &mut self,
+        qualified: &str,
+        call: &ast::ExprCall,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+        any_tensor: bool,
+        env: &mut Env,
+    ) -> Value {
+        let torch = qualified.starts_with("torch.") && !qualified.starts_with("torch.nn.Module");
+        if torch && any_tensor {
+            self.note_devices(
+                args.iter().chain(kwargs.iter().map(|(_, value)| value)),
+                call.range(),
+            );
+        }
+        let result = self.qualified_call_inner(qualified, call, args, kwargs, any_tensor, env);
+        if torch && devices::names_cuda_device(&[], kwargs) {
+            return self.moved_to_cuda(result, call);
+        }
+        if torch && any_tensor {
+            let operands = args.iter().flat_map(|arg| match arg {
+                Value::Tuple(items) => items.to_vec(),
+                arg => vec![arg.clone()],
+            });
+            let operands: Vec<Value> = operands.collect();
+            return Self::kept_on_cuda(result, operands.iter());
+        }
+        result
+    }
+
+    fn qualified_call_inner(
         &mut self,
         qualified: &str,
         call: &ast::ExprCall,
@@ -567,6 +642,12 @@ impl Interpreter<'_, '_> {
         let top = qualified.split('.').next().unwrap_or_default();
         match qualified {
             "types.SimpleNamespace" | "argparse.Namespace" => return Self::namespace(kwargs),
+            // A `Variable` is the tensor itself since torch 0.4.
+            "torch.autograd.Variable" | "torch.autograd.variable.Variable" => {
+                if let Some(tensor @ Value::Tensor(_)) = args.first() {
+                    return tensor.clone();
+                }
+            }
             // The parser stands for its class: what matters is what `parse_args` returns. An
             // argument group adds its options to the parser.
             "argparse.ArgumentParser"

@@ -30,6 +30,7 @@ impl Interpreter<'_, '_> {
         right_number: Option<f64>,
         range: TextRange,
     ) -> Value {
+        self.note_devices([left, right].into_iter(), range);
         let mut result = binary(left, op, right, right_number);
         if let (Value::Baked(source), Value::Tensor(info))
         | (Value::Tensor(info), Value::Baked(source)) = (left, right)

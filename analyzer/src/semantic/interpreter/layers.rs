@@ -609,6 +609,21 @@ impl super::Interpreter<'_, '_> {
         if let Some(rearrangement) = &layer.rearrange {
             return self.rearranged(args.first(), rearrangement, range);
         }
+        // A layer with parameters holds them on the model's device, the inputs' one.
+        if matches!(
+            catalogue::layer_shape(&layer.qualified),
+            Some(
+                LayerShape::Linear
+                    | LayerShape::Embedding
+                    | LayerShape::Conv { .. }
+                    | LayerShape::ConvTranspose { .. }
+                    | LayerShape::ChannelNorm
+                    | LayerShape::Recurrent
+            )
+        ) {
+            let parameters = Value::Tensor(crate::semantic::value::TensorInfo::default());
+            self.note_devices(args.iter().chain([&parameters]), range);
+        }
         match catalogue::layer_shape(&layer.qualified) {
             Some(catalogue::LayerShape::Recurrent) => {
                 return self.recurrent_call(layer, args, range);

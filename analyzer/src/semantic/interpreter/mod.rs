@@ -27,6 +27,7 @@ use crate::syntax::ast::{self, Expr, Stmt};
 mod builtins;
 mod calls;
 mod construction;
+mod devices;
 mod expressions;
 mod layers;
 mod modules;
@@ -817,6 +818,7 @@ fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f
             maybe_none: false,
             assumed: a.assumed && b.assumed,
             opaque: false,
+            on_cuda: a.on_cuda.filter(|_| b.on_cuda.is_some()),
         }),
         (Value::Tensor(info), other) | (other, Value::Tensor(info)) => Value::Tensor(TensorInfo {
             // An operand the analysis lost may be a tensor that broadcasts the shape larger.
@@ -829,6 +831,12 @@ fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f
             maybe_none: false,
             assumed: info.assumed,
             opaque: false,
+            // A Python number goes to the tensor's device.
+            on_cuda: if matches!(other, Value::Number(_) | Value::Size { .. }) {
+                info.on_cuda
+            } else {
+                None
+            },
         }),
         (Value::Tensors(_), _) | (_, Value::Tensors(_)) => Value::Unknown,
         // Arithmetic on a value read at trace time is read at trace time too.

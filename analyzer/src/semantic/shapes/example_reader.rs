@@ -46,8 +46,15 @@ impl<'a> ExampleReader<'_, '_, 'a> {
             }
             Expr::Call(call) => {
                 if let Expr::Attribute(attribute) = &*call.func {
-                    if KEEPS_EXAMPLE_SHAPE.contains(&attribute.attr.as_str()) {
-                        if let Some(tensor) = self.tensor(&attribute.value, depth + 1) {
+                    let method = attribute.attr.as_str();
+                    if KEEPS_EXAMPLE_SHAPE.contains(&method) {
+                        if let Some(mut tensor) = self.tensor(&attribute.value, depth + 1) {
+                            tensor.on_cpu = match method {
+                                "cpu" => true,
+                                "cuda" => false,
+                                "to" | "type" => tensor.on_cpu && stays_on_device(call),
+                                _ => tensor.on_cpu,
+                            };
                             return Some(tensor);
                         }
                     }
@@ -88,6 +95,7 @@ impl<'a> ExampleReader<'_, '_, 'a> {
                 return Some(ExampleTensor {
                     rank: args.first().map(list_depth),
                     sizes: Vec::new(),
+                    on_cpu: built_on_cpu(call),
                 });
             }
             _ => return None,
@@ -107,6 +115,7 @@ impl<'a> ExampleReader<'_, '_, 'a> {
         Some(ExampleTensor {
             rank: Some(sizes.len()),
             sizes: sizes_known,
+            on_cpu: built_on_cpu(call),
         })
     }
 
@@ -133,6 +142,37 @@ impl<'a> ExampleReader<'_, '_, 'a> {
             _ => None,
         }
     }
+}
+
+/// A factory call without a device, or with `device="cpu"`.
+fn built_on_cpu(call: &ast::ExprCall) -> bool {
+    call.arguments
+        .find_keyword("device")
+        .is_none_or(|device| names::string_literal(&device.value) == Some("cpu"))
+}
+
+/// `.to(torch.float32)`, `.to("cpu")`, `.type(torch.float16)`: a conversion that leaves the
+/// tensor on the CPU. A device the file does not spell (`.to(device)`) may be another.
+fn stays_on_device(call: &ast::ExprCall) -> bool {
+    let dtype = |expr: &Expr| {
+        names::dotted(expr)
+            .is_some_and(|name| name.starts_with("torch.") && !name.contains("device"))
+    };
+    call.arguments.keywords.iter().all(|keyword| {
+        match keyword
+            .arg
+            .as_ref()
+            .map(ruff_python_ast::Identifier::as_str)
+        {
+            Some("dtype" | "non_blocking" | "copy" | "memory_format") => true,
+            Some("device") => names::string_literal(&keyword.value) == Some("cpu"),
+            _ => false,
+        }
+    }) && call
+        .arguments
+        .args
+        .iter()
+        .all(|arg| dtype(arg) || names::string_literal(arg) == Some("cpu"))
 }
 
 fn list_depth(expr: &Expr) -> usize {
