@@ -58,6 +58,10 @@ pub(crate) struct Entrypoint {
     /// Every example input is a tensor the file builds on the CPU (`torch.randn(2, 8)`, moved
     /// nowhere): a tensor traced code moves to CUDA meets them on two devices (PT604).
     pub(crate) examples_on_cpu: bool,
+    /// The model and its inputs come from an export call, not from the module-level `model`
+    /// and `example_args`: the tracer runs the file as a script (`__name__ == "__main__"`)
+    /// to reach the call, where it imports a file of module-level names.
+    pub(crate) runs_as_main: bool,
 }
 
 /// Where an instance of a class with no pytree registration crosses the export boundary.
@@ -971,6 +975,9 @@ pub(crate) fn collect<'a>(
                     .map(|p| p.names.clone())
                     .unwrap_or_default(),
                 unregistered,
+                runs_as_main: module_level("model").is_none()
+                    && module_level("example_args").is_none()
+                    && export_call.is_some(),
                 examples_on_cpu: !inputs.is_empty()
                     && inputs
                         .iter()

@@ -449,12 +449,18 @@ impl Interpreter<'_, '_> {
                     _ => None,
                 }
             }
-            // The entry script runs as `__main__` (the tracer runs it so), and its
-            // `if __name__ == "__main__":` block is what reaches the export call: the values
-            // it computes are not joined with a path on which it did not run.
+            // An entry script whose export call the tracer reaches runs as `__main__`, and
+            // its `if __name__ == "__main__":` block is what reaches the call: the values it
+            // computes are not joined with a path on which it did not run. (A file of
+            // module-level `model` and `example_args` is imported: the block does not run.)
             Expr::Compare(compare)
                 if self.constructing
                     && self.file == 0
+                    && self
+                        .model
+                        .entry
+                        .as_ref()
+                        .is_some_and(|entry| entry.runs_as_main)
                     && !env.binds("__name__")
                     && main_guard_truth(compare).is_some() =>
             {
