@@ -159,11 +159,7 @@ fn stays_on_device(call: &ast::ExprCall) -> bool {
             .is_some_and(|name| name.starts_with("torch.") && !name.contains("device"))
     };
     call.arguments.keywords.iter().all(|keyword| {
-        match keyword
-            .arg
-            .as_ref()
-            .map(ruff_python_ast::Identifier::as_str)
-        {
+        match keyword.arg.as_ref().map(ast::Identifier::as_str) {
             Some("dtype" | "non_blocking" | "copy" | "memory_format") => true,
             Some("device") => names::string_literal(&keyword.value) == Some("cpu"),
             _ => false,
