@@ -312,16 +312,13 @@ impl WorkspaceIndex {
     }
 
     /// Why nothing the project exports runs `module`'s code: the project has entrypoints and
-    /// none of them is `module` or may reach it. `None` when one does, when the project has no
-    /// entrypoint at all (then every file is analysed for what it would do if exported), and
-    /// for a top-level module: a file outside any package (a script, an example, a model kept
-    /// in a file of its own) is analysed as if exported, since it is run or copied on its own,
-    /// while a package's modules (`models/matcher.py`, or `utils/stft.py` of a namespace
-    /// package `utils/`) are only ever run through imports.
+    /// none of them is `module` or may reach it. `None` when one does, and when the project has
+    /// no entrypoint at all (then every file is analysed for what it would do if exported).
+    /// A file beside the export scripts counts as much as one in a package: a loss kept in
+    /// `splitcross.py` at the top of a checkout is no more exported than `models/matcher.py`,
+    /// and whether the checkout's directory is a valid package name must not decide it.
     pub fn unexported(&self, module: &str) -> Option<String> {
-        let in_package = module.contains('.') || !self.namespace_names(module).is_empty();
-        if !in_package
-            || self.entrypoints.is_empty()
+        if self.entrypoints.is_empty()
             || self.is_entrypoint(module)
             || !self.entrypoints_reaching(module).is_empty()
         {

@@ -1139,42 +1139,56 @@ fn a_files_diagnostics_do_not_depend_on_how_the_project_is_asked() {
     }
 }
 
-/// In a project with entrypoints, code none of them imports is never exported: a problem there
-/// is a warning that says so, however the file is asked for. In a project without any, every
-/// file is analysed for what it would do if exported, as before.
+/// In a project with entrypoints, code none of them imports is never exported, in a package or
+/// in a file of its own: a problem there is a warning that says so, however the file is asked
+/// for. In a project without any, every file is analysed for what it would do if exported, as
+/// before.
 #[test]
 fn code_no_entrypoint_exports_is_warned_about_not_failed() {
     let loss: &[u8] = b"import torch\nimport torch.nn as nn\n\n\nclass HungarianMatcher(nn.Module):\n    def forward(self, outputs, targets):\n        cost = torch.cdist(outputs, targets)\n        if cost.max() > 10:\n            cost = cost / cost.max()\n        return cost.argmin(-1)\n";
     let net: &[u8] = b"import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n    def forward(self, x):\n        return self.fc(x)\n";
     let export: &[u8] = b"import torch\nfrom pkg.net import Net\n\ntorch.export.export(Net().eval(), (torch.randn(2, 4),))\n";
+    // The same loss in a package and in a file of its own beside the export script (as a
+    // checkout keeps `splitcross.py` next to `main.py`).
     let dir = tree(&[
         ("pkg/__init__.py", b""),
         ("pkg/loss.py", loss),
         ("pkg/net.py", net),
+        ("matcher.py", loss),
         ("export.py", export),
     ]);
-    for args in [
-        &["check", "--format", "json"][..],
-        &["check", "--format", "json", "pkg/loss.py"],
+    for (args, expected) in [
+        (&["check", "--format", "json"][..], 2),
+        (&["check", "--format", "json", "pkg/loss.py"], 1),
+        (&["check", "--format", "json", "matcher.py"], 1),
     ] {
         let run = pt2lsp(dir.path(), args);
         assert_eq!(run.code, 0, "{run:?}");
         let report = json(&run);
         let found = report.as_array().unwrap();
-        assert_eq!(found.len(), 1, "{report:#}");
-        assert_eq!(found[0]["severity"], "warning");
-        assert!(
-            found[0]["message"]
-                .as_str()
-                .unwrap()
-                .contains("no entrypoint exports this"),
-            "{report:#}"
-        );
+        assert_eq!(found.len(), expected, "{report:#}");
+        for finding in found {
+            assert_eq!(finding["severity"], "warning", "{report:#}");
+            assert!(
+                finding["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("no entrypoint exports this"),
+                "{report:#}"
+            );
+        }
     }
     fs::remove_file(dir.path().join("export.py")).unwrap();
     let run = pt2lsp(dir.path(), &["check", "--format", "json"]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert_eq!(json(&run)[0]["severity"], "error");
+    assert!(
+        json(&run)
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|finding| finding["severity"] == "error"),
+        "{run:?}"
+    );
 }
 
 /// `export -o` into a directory that does not exist says that it creates it (a typo in the path
