@@ -864,9 +864,15 @@ fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f
                 sym: None,
             }
         }
-        (_, Value::Size { origin, .. }) => Value::Size {
+        (_, Value::Size {
+            origin, interval, ..
+        }) => Value::Size {
             origin: origin.combine(&SizeOrigin::Static),
-            interval: Interval::default(),
+            // `K - (L % K)`, `P + L % K`: a number and a size.
+            interval: match left {
+                Value::Number(number) => interval_of_number_and(*number, op, *interval),
+                _ => Interval::default(),
+            },
             sym: None,
         },
         _ => Value::Unknown,
@@ -1206,6 +1212,28 @@ fn shift_interval(interval: Interval, op: ast::Operator, constant: Option<f64>) 
         ast::Operator::Mult if constant >= 0.0 => Interval {
             low: interval.low.map(|low| low * constant),
             high: interval.high.map(|high| high * constant),
+        },
+        // `L % K` of a size: Python's remainder by a positive number is in `[0, K - 1]`.
+        ast::Operator::Mod if constant >= 1.0 && constant.fract() == 0.0 => Interval {
+            low: Some(0.0),
+            high: Some(constant - 1.0),
+        },
+        ast::Operator::FloorDiv if constant > 0.0 => Interval {
+            low: interval.low.map(|low| (low / constant).floor()),
+            high: interval.high.map(|high| (high / constant).floor()),
+        },
+        _ => Interval::default(),
+    }
+}
+
+/// The range of `number <op> size` for a size in `interval`.
+fn interval_of_number_and(number: f64, op: ast::Operator, interval: Interval) -> Interval {
+    match op {
+        ast::Operator::Add | ast::Operator::Mult => shift_interval(interval, op, Some(number)),
+        // `K - size` runs the other way.
+        ast::Operator::Sub => Interval {
+            low: interval.high.map(|high| number - high),
+            high: interval.low.map(|low| number - low),
         },
         _ => Interval::default(),
     }
