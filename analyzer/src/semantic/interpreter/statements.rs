@@ -13,7 +13,7 @@ use crate::syntax::is_number_literal;
 
 use super::{
     BoolContext, CompareOp, Env, EventKind, Guard, GuardKind, Interpreter, Interval, MAX_UNROLL,
-    TensorInfo, TensorNames, Value, binary, compare_op, element_of, exact_items, narrow, number_of,
+    TensorInfo, TensorNames, Value, compare_op, element_of, exact_items, narrow, number_of,
     raises_only, self_attribute, size_guard, tensor_locals,
 };
 
@@ -142,7 +142,9 @@ impl Interpreter<'_, '_> {
                     }
                 }
                 let right_number = number_of(&assign.value).or_else(|| right.known_constant());
-                let value = binary(&left, assign.op, &right, right_number);
+                // `out += x` of tensors broadcasts as `out + x` does, and keeps the shape.
+                let value =
+                    self.operation(&left, assign.op, &right, right_number, assign.range());
                 self.bind(&assign.target, value, env);
             }
             Stmt::Return(ret) => {
