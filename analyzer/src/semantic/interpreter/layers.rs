@@ -428,23 +428,30 @@ pub(super) fn layer_info(
     let single = |expr: &Expr, value: Option<&Value>| {
         names::int_literal(expr).or_else(|| value?.as_sym()?.as_constant())
     };
-    // A tuple (`kernel_size=(3, 3)`, `(K, embed_dim)`): its items, literal or computed.
+    // A tuple or a list (`kernel_size=(3, 3)`, `(K, embed_dim)`, `[2, 2]`, a name bound to
+    // one): its items, literal or computed.
     let items = |expr: &Expr, value: Option<&Value>| -> Option<Vec<Option<i64>>> {
-        match (expr, value) {
-            (Expr::Tuple(ast::ExprTuple { elts, .. }), Some(Value::Tuple(values)))
-                if values.len() == elts.len() =>
-            {
-                Some(
-                    elts.iter()
-                        .zip(values.iter())
-                        .map(|(expr, value)| single(expr, Some(value)))
-                        .collect(),
-                )
-            }
-            (Expr::Tuple(ast::ExprTuple { elts, .. }), _) => {
-                Some(elts.iter().map(|expr| single(expr, None)).collect())
+        let elts = match expr {
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                Some(elts)
             }
             _ => None,
+        };
+        match (elts, value) {
+            (Some(elts), Some(Value::Tuple(values))) if values.len() == elts.len() => Some(
+                elts.iter()
+                    .zip(values.iter())
+                    .map(|(expr, value)| single(expr, Some(value)))
+                    .collect(),
+            ),
+            (Some(elts), _) => Some(elts.iter().map(|expr| single(expr, None)).collect()),
+            (None, Some(Value::Tuple(values))) => Some(
+                values
+                    .iter()
+                    .map(|value| value.as_sym()?.as_constant())
+                    .collect(),
+            ),
+            (None, _) => None,
         }
     };
     let mut per_axis = Vec::new();
@@ -458,8 +465,14 @@ pub(super) fn layer_info(
         }
         // Each axis its own size, unknown where the analysis cannot read the item; a `None`
         // item (an adaptive pool keeping that size) leaves the whole argument unknown.
-        let keeps_a_size =
-            matches!(expr, Expr::Tuple(tuple) if tuple.elts.iter().any(Expr::is_none_literal_expr));
+        let keeps_a_size = match (expr, value) {
+            (
+                Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }),
+                _,
+            ) => elts.iter().any(Expr::is_none_literal_expr),
+            (_, Some(Value::Tuple(values))) => values.iter().any(|value| *value == Value::None),
+            _ => false,
+        };
         if !keeps_a_size {
             per_axis.push((parameter, items));
         }

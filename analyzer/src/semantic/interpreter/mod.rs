@@ -864,9 +864,12 @@ fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f
                 sym: None,
             }
         }
-        (_, Value::Size {
-            origin, interval, ..
-        }) => Value::Size {
+        (
+            _,
+            Value::Size {
+                origin, interval, ..
+            },
+        ) => Value::Size {
             origin: origin.combine(&SizeOrigin::Static),
             // `K - (L % K)`, `P + L % K`: a number and a size.
             interval: match left {

@@ -143,8 +143,7 @@ impl Interpreter<'_, '_> {
                 }
                 let right_number = number_of(&assign.value).or_else(|| right.known_constant());
                 // `out += x` of tensors broadcasts as `out + x` does, and keeps the shape.
-                let value =
-                    self.operation(&left, assign.op, &right, right_number, assign.range());
+                let value = self.operation(&left, assign.op, &right, right_number, assign.range());
                 self.bind(&assign.target, value, env);
             }
             Stmt::Return(ret) => {
