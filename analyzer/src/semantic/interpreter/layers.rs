@@ -470,7 +470,7 @@ pub(super) fn layer_info(
                 Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }),
                 _,
             ) => elts.iter().any(Expr::is_none_literal_expr),
-            (_, Some(Value::Tuple(values))) => values.iter().any(|value| *value == Value::None),
+            (_, Some(Value::Tuple(values))) => values.contains(&Value::None),
             _ => false,
         };
         if !keeps_a_size {
