@@ -642,6 +642,22 @@ impl Interpreter<'_, '_> {
         let top = qualified.split('.').next().unwrap_or_default();
         match qualified {
             "types.SimpleNamespace" | "argparse.Namespace" => return Self::namespace(kwargs),
+            // `torch.device("cuda")` held in a name: the device's string, which `.to(device)`
+            // and `device=device` read.
+            "torch.device" => {
+                return match (args, kwargs) {
+                    ([Value::Str(kind)], []) => Value::Str(kind.clone()),
+                    ([Value::Str(kind), Value::Number(index)], []) => {
+                        match crate::semantic::value::integer(*index) {
+                            Some(index) if !kind.contains(':') => {
+                                Value::Str(Rc::from(format!("{kind}:{index}")))
+                            }
+                            _ => Value::Unknown,
+                        }
+                    }
+                    _ => Value::Unknown,
+                };
+            }
             // A `Variable` is the tensor itself since torch 0.4.
             "torch.autograd.Variable" | "torch.autograd.variable.Variable" => {
                 if let Some(tensor @ Value::Tensor(_)) = args.first() {
