@@ -68,6 +68,17 @@ impl Interpreter<'_, '_> {
                     Value::Tuple(items) | Value::Modules(_, Some(items)) => {
                         args.extend(items.iter().cloned());
                     }
+                    // `x.view(*input.shape[:-1])`: the sizes of a shape of known rank.
+                    Value::Shape(info)
+                        if info.dims.as_ref().is_some_and(|dims| dims.rank.is_some()) =>
+                    {
+                        let rank = info.dims.as_ref().and_then(|dims| dims.rank).unwrap_or(0);
+                        for position in 0..rank {
+                            let size = i64::try_from(position)
+                                .map_or(Value::Unknown, |position| self.size_of(&info, position));
+                            args.push(size);
+                        }
+                    }
                     _ => {
                         unpacked_unknown = true;
                         args.push(Value::Unknown);
@@ -940,6 +951,31 @@ impl Interpreter<'_, '_> {
             if let Some(dims) = factory_dims(name, call, args) {
                 return Value::Tensor(TensorInfo {
                     dims: Some(Rc::new(dims)),
+                    ..TensorInfo::default()
+                });
+            }
+        }
+        // `F.embedding(indices, weight)`: a row of the (2-D) weight for each index.
+        if qualified == "torch.nn.functional.embedding" {
+            if let Some(Value::Tensor(indices)) = args.first() {
+                let row = match args.get(1) {
+                    Some(Value::Tensor(weight)) => weight
+                        .dims
+                        .as_deref()
+                        .and_then(|dims| dims.size(dims.rank?.checked_sub(1)?).cloned()),
+                    _ => None,
+                };
+                let dims = indices
+                    .dims
+                    .as_deref()
+                    .and_then(crate::semantic::value::TensorDims::all_sizes)
+                    .map(|mut sizes| {
+                        sizes.push(row);
+                        Rc::new(crate::semantic::value::TensorDims::from_sizes(sizes))
+                    });
+                return Value::Tensor(TensorInfo {
+                    dims,
+                    assumed: indices.assumed,
                     ..TensorInfo::default()
                 });
             }
