@@ -842,6 +842,11 @@ impl Interpreter<'_, '_> {
                             }
                         }
                     }
+                    // `self.cache[:b] = x`: writing through a slice takes the same view a read
+                    // does, with the same guards (a fixed-size buffer cut up to a dynamic size).
+                    Value::Tensor(_) if is_slicing(&subscript.slice) => {
+                        self.eval(target, env);
+                    }
                     _ => {}
                 }
             }
@@ -1286,5 +1291,17 @@ fn version_literal(
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// Whether a subscript's key slices (`[:b]`, `[:, start:end]`) rather than indexes.
+fn is_slicing(key: &Expr) -> bool {
+    match key {
+        Expr::Slice(_) => true,
+        Expr::Tuple(tuple) => tuple
+            .elts
+            .iter()
+            .any(|element| matches!(element, Expr::Slice(_))),
+        _ => false,
     }
 }
