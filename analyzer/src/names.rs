@@ -46,10 +46,15 @@ pub(crate) fn import_bindings(stmt: &Stmt, file: SourceFile<'_>) -> Vec<(String,
             let Some(base) = import_from_base(import, file) else {
                 return Vec::new();
             };
+            // `from wrap import Wrapper` inside `wrap.py` itself (a `__main__` demo) names what
+            // the module already binds: no new binding, and none that would refer to itself.
+            // (A package's `from . import sub` imports a submodule: a binding.)
+            let own_module = !file.is_package && file.module.is_some_and(|module| module == base);
             import
                 .names
                 .iter()
                 .filter(|alias| alias.name.id.as_str() != "*")
+                .filter(|alias| !(own_module && alias.asname.is_none()))
                 .map(|alias| {
                     let local = alias.asname.as_ref().unwrap_or(&alias.name).id.to_string();
                     let qualified = if base.is_empty() {
