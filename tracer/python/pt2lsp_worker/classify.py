@@ -143,7 +143,9 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
             "a NumPy function got a size of a dynamic dimension, which is a symbolic integer (`SymInt`) while "
             "exporting: " + first_lines(messages, 1),
         )
-    if any(is_kind(e, "FakeTensorDeviceMismatchError") for e in chain):
+    if any(is_kind(e, "FakeTensorDeviceMismatchError") for e in chain) or (
+        "is not on the expected device" in messages or "to be on the same device" in messages
+    ):
         # A tensor the code put on another device (`.cuda()` in `forward`) meets the inputs.
         return finding(
             "PT604",

@@ -349,3 +349,6 @@ def test_tensors_on_two_devices_are_pt604(tmp_path):
     found = classify(FakeTensorDeviceMismatchError(message), target, workspace, {})
     assert found.code == "PT604"
     assert "cpu and cuda:0" in found.message
+    # An op that checks its operands' devices itself raises a plain RuntimeError.
+    found = classify(RuntimeError("Tensor on device cuda:0 is not on the expected device cpu!"), target, workspace, {})
+    assert found.code == "PT604"
