@@ -428,6 +428,30 @@ impl Interpreter<'_, '_> {
         if let Some(method) = class.and_then(|class| self.model.find_method(class, name)) {
             return self.inline(method, Some(Value::Building(index)), args, kwargs, None);
         }
+        // `self.add_module("norm", ...)` in a subclass of `nn.Sequential`: a step after those
+        // its constructor received, in order; one the analysis cannot read leaves the steps
+        // unknown.
+        if let ("add_module" | "register_module" | "append", Some(building)) =
+            (name, self.building.get_mut(index))
+        {
+            let step = match name {
+                "append" => args.first(),
+                _ => args.get(1),
+            };
+            if let Some(Value::Sequential(steps)) = building.fields.get(SEQUENTIAL_FIELD) {
+                let grown = step
+                    .and_then(|step| sequential_steps(std::slice::from_ref(step), &[]))
+                    .map(|_| Value::Sequential(steps.iter().chain(step).cloned().collect()));
+                match grown {
+                    Some(grown) => {
+                        building.fields.insert(SEQUENTIAL_FIELD.to_owned(), grown);
+                    }
+                    None => {
+                        building.fields.remove(SEQUENTIAL_FIELD);
+                    }
+                }
+            }
+        }
         // The name as the program computes it: a literal, or `f"block{i}"` in an unrolled loop.
         let named = match args.first() {
             Some(Value::Str(field)) => Some(field.to_string()),
