@@ -74,7 +74,13 @@ pub(crate) fn check(checker: &mut Checker) {
         let message = format!(
             "`{text}` uses a tensor that `{moved}` put on CUDA together with tensors on the CPU, where the example inputs and the model's parameters are: export fails with \"FakeTensorDeviceMismatchError: Expected all tensors to be on the same device\"; build that tensor on the device of the input it goes with (`device=x.device`, `.to(x.device)`), or export with the model and the inputs on CUDA"
         );
-        let severity = Checker::failure_severity(event);
+        // Under a condition the analysis cannot decide (`if x.is_cuda:`), the move may never
+        // happen.
+        let severity = if event.undecided_path {
+            Severity::Warning
+        } else {
+            Checker::failure_severity(event)
+        };
         checker.report(Rule::DeviceMismatch, severity, event.range, message);
     }
 }

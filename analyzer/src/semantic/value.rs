@@ -444,9 +444,32 @@ pub(crate) struct TensorInfo {
     /// The result of calling a submodule or an unknown callable: a tensor, or a tuple of
     /// things that may not all be tensors. Its parts are only assumed to be tensors.
     pub(crate) opaque: bool,
-    /// Moved to a CUDA device in traced code (`torch.zeros(n).cuda()`, `device="cuda"`), by the
-    /// call in file `.0` at `.1`: on another device than inputs built on the CPU.
-    pub(crate) on_cuda: Option<(u32, TextRange)>,
+    /// The device it is on, as far as traced code moved it.
+    pub(crate) device: TensorDevice,
+}
+
+/// Where a tensor is, for the device mismatch the exporter refuses (PT604).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) enum TensorDevice {
+    /// With the inputs and the parameters: built without a device, or computed from them.
+    #[default]
+    Inputs,
+    /// Moved to CUDA by the call in file `.0` at `.1` (`.cuda()`, `device="cuda"`).
+    Cuda(u32, TextRange),
+    /// On a device the analysis cannot read (`.to(h.device)`, `device=x.device`).
+    Unknown,
+}
+
+impl TensorDevice {
+    /// The device of a value that is `a` on one path and `b` on another, or the result of an
+    /// operation on both.
+    pub(crate) fn join(self, other: TensorDevice) -> TensorDevice {
+        match (self, other) {
+            (a, b) if a == b => a,
+            (cuda @ TensorDevice::Cuda(..), TensorDevice::Cuda(..)) => cuda,
+            _ => TensorDevice::Unknown,
+        }
+    }
 }
 
 /// A `torch.nn` layer and the sizes its constructor was given.
@@ -672,6 +695,14 @@ impl Instance {
         }
     }
 
+    /// `del mapping[name]`.
+    pub(crate) fn remove(&self, name: &str) {
+        self.fields.borrow_mut().remove(name);
+        if let Some(order) = self.order.borrow_mut().as_mut() {
+            order.retain(|key| key != name);
+        }
+    }
+
     /// A key the analysis cannot read was written: every value is unknown, and so is the
     /// order.
     pub(crate) fn forget(&self) {
@@ -859,7 +890,7 @@ impl Value {
                 maybe_none: a.maybe_none || b.maybe_none,
                 assumed: a.assumed || b.assumed,
                 opaque: a.opaque || b.opaque,
-                on_cuda: a.on_cuda.filter(|_| b.on_cuda.is_some()),
+                device: a.device.join(b.device),
             }),
             (Value::Tensor(info), Value::None) | (Value::None, Value::Tensor(info)) => {
                 Value::Tensor(TensorInfo {

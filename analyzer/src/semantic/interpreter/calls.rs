@@ -18,6 +18,7 @@ use super::{
     all_parameters, annotation_kind, default_value, narrow,
 };
 use super::{devices, layers, sequences, shape_ops, statements};
+use crate::semantic::value::TensorDevice;
 use crate::semantic::value::{BakedRead, DimSize, LayerInfo};
 
 impl Interpreter<'_, '_> {
@@ -160,7 +161,11 @@ impl Interpreter<'_, '_> {
                 }
             }
             if let (Expr::Name(list), "append" | "extend" | "insert") = (&*attribute.value, name) {
-                if let Some(value) = env.locals.get(list.id.as_str()) {
+                if let Some(value) = env
+                    .locals
+                    .get(list.id.as_str())
+                    .filter(|value| !matches!(value, Value::Building(_)))
+                {
                     // `layers = nn.ModuleList()` filled in a loop, then stored on `self`.
                     let grown = match value {
                         Value::Modules(element, items) => {
@@ -341,19 +346,50 @@ impl Interpreter<'_, '_> {
     ) -> Value {
         let receiver = Value::Tensor(info.clone());
         let operands = || std::iter::once(&receiver).chain(args.iter());
-        // `x.to(y)`, `x.copy_(y)`, `x.view_as(y)` take `y`'s device or sizes: no operation
-        // on both.
+        // `x.to(y)`, `x.copy_(y)`, `x.view_as(y)` take `y`'s device or sizes, and
+        // `x.new_tensor(y)` copies `y` to `x`'s device: no operation on both.
         let reads_other = matches!(
             name,
-            "to" | "type_as" | "copy_" | "view_as" | "reshape_as" | "expand_as"
+            "to" | "type_as"
+                | "copy_"
+                | "view_as"
+                | "reshape_as"
+                | "expand_as"
+                | "new_tensor"
+                | "new_zeros"
+                | "new_ones"
+                | "new_full"
+                | "new_empty"
         );
         if !reads_other && args.iter().any(Value::is_tensor) {
             self.note_devices(operands(), call.range());
         }
         let result = self.tensor_method_inner(info, name, call, args, kwargs);
-        match name {
-            "cpu" | "cuda" | "to" => result,
-            _ => Self::kept_on_cuda(result, operands()),
+        let explicit =
+            devices::device_keyword(kwargs).map(|device| self.device_named(device, call));
+        match (name, explicit) {
+            (_, Some(device)) => devices::with_device(result, device),
+            ("cuda", _) => self.moved_to_cuda(result, call),
+            ("cpu", _) => devices::with_device(result, TensorDevice::Inputs),
+            ("to", _) => {
+                let device = match args.first() {
+                    // `.to(torch.float16)`: the same device.
+                    None => info.device,
+                    Some(Value::Qualified(dtype)) if dtype.starts_with("torch.") => info.device,
+                    // `.to(other)`: `other`'s device.
+                    Some(Value::Tensor(other)) => other.device,
+                    Some(device) => self.device_named(device, call),
+                };
+                devices::with_device(result, device)
+            }
+            ("type_as", _) => match args.first() {
+                Some(Value::Tensor(other)) => devices::with_device(result, other.device),
+                _ => devices::with_device(result, TensorDevice::Unknown),
+            },
+            ("new_tensor" | "new_zeros" | "new_ones" | "new_full" | "new_empty", _) => {
+                devices::with_device(result, info.device)
+            }
+            _ => devices::device_of_result(result, operands()),
         }
     }
 
@@ -365,6 +401,36 @@ impl Interpreter<'_, '_> {
         args: &[Value],
         kwargs: &[(String, Value)],
     ) -> Value {
+        // `x.sum()`, `x.max()`: a reduction over every element is a tensor of no dimensions.
+        if call.arguments.is_empty()
+            && matches!(
+                name,
+                "sum"
+                    | "mean"
+                    | "max"
+                    | "min"
+                    | "prod"
+                    | "norm"
+                    | "std"
+                    | "var"
+                    | "amax"
+                    | "amin"
+                    | "all"
+                    | "any"
+                    | "logsumexp"
+                    | "median"
+            )
+        {
+            return Value::Tensor(TensorInfo {
+                dims: Some(Rc::new(crate::semantic::value::TensorDims {
+                    rank: Some(0),
+                    sizes: Vec::new(),
+                })),
+                assumed: info.assumed,
+                data_dependent_shape: false,
+                ..TensorInfo::default()
+            });
+        }
         // Only on a value known to be a tensor: a method of that name on anything else is not
         // the op.
         let op = target_ops::call_event(name, true);
@@ -447,20 +513,14 @@ impl Interpreter<'_, '_> {
             }
             _ => {}
         }
-        // `.cuda()`, `.to("cuda")`: the same tensor on another device; `.cpu()` brings it back.
-        match name {
-            "cuda" => return self.moved_to_cuda(Value::Tensor(info.clone()), call),
-            "cpu" => {
-                return Value::Tensor(TensorInfo {
-                    on_cuda: None,
-                    maybe_none: false,
-                    ..info.clone()
-                });
-            }
-            "to" if devices::names_cuda_device(args, kwargs) => {
-                return self.moved_to_cuda(Value::Tensor(info.clone()), call);
-            }
-            _ => {}
+        let _ = kwargs;
+        // `.cuda()`, `.cpu()`, `.to(device)`: the same tensor, on the device `tensor_method`
+        // gives it.
+        if matches!(name, "cuda" | "cpu") {
+            return Value::Tensor(TensorInfo {
+                maybe_none: false,
+                ..info.clone()
+            });
         }
         if let Some(value) = shaped_method(info, name, call, args) {
             return value;
@@ -533,16 +593,36 @@ impl Interpreter<'_, '_> {
             );
         }
         let result = self.qualified_call_inner(qualified, call, args, kwargs, any_tensor, env);
-        if torch && devices::names_cuda_device(&[], kwargs) {
-            return self.moved_to_cuda(result, call);
+        if !torch {
+            return result;
         }
-        if torch && any_tensor {
+        // `torch.tensor(2.0)`: a tensor of no dimensions, which goes with tensors on any device.
+        let result = match (qualified, args.first(), result) {
+            (
+                "torch.tensor" | "torch.as_tensor" | "torch.scalar_tensor",
+                Some(Value::Number(_)),
+                Value::Tensor(info),
+            ) => Value::Tensor(TensorInfo {
+                dims: Some(Rc::new(crate::semantic::value::TensorDims {
+                    rank: Some(0),
+                    sizes: Vec::new(),
+                })),
+                ..info
+            }),
+            (_, _, result) => result,
+        };
+        // `torch.zeros(n, device="cuda")`, `torch.zeros_like(h, device=x.device)`.
+        if let Some(device) = devices::device_keyword(kwargs) {
+            let device = self.device_named(device, call);
+            return devices::with_device(result, device);
+        }
+        if any_tensor {
             let operands = args.iter().flat_map(|arg| match arg {
                 Value::Tuple(items) => items.to_vec(),
                 arg => vec![arg.clone()],
             });
             let operands: Vec<Value> = operands.collect();
-            return Self::kept_on_cuda(result, operands.iter());
+            return devices::device_of_result(result, operands.iter());
         }
         result
     }
@@ -686,7 +766,19 @@ impl Interpreter<'_, '_> {
                 self.declare_option(args, kwargs);
                 return Value::Unknown;
             }
+            // `parse_args(["--swap", "0"])`: arguments the script gives itself, which the
+            // defaults do not say.
+            "argparse.ArgumentParser.parse_args"
+                if args.iter().any(|arg| *arg != Value::None)
+                    || kwargs.iter().any(|(_, value)| *value != Value::None) =>
+            {
+                return Value::Unknown;
+            }
             "argparse.ArgumentParser.parse_args" => return self.parsed_arguments(),
+            "argparse.ArgumentParser.set_defaults" => {
+                self.set_option_defaults(kwargs);
+                return Value::None;
+            }
             "argparse.ArgumentParser.parse_known_args" => {
                 return Value::Tuple(Rc::from(vec![self.parsed_arguments(), Value::Unknown]));
             }

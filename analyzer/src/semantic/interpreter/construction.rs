@@ -271,11 +271,28 @@ impl Interpreter<'_, '_> {
             (None, Some("store_false")) => Value::Number(1.0),
             (None, _) => Value::None,
         };
-        let value = match self.parser_options.get(&destination) {
+        let Some(options) = self.parser_options.as_mut() else {
+            return;
+        };
+        let value = match options.get(&destination) {
             Some(earlier) => earlier.join(&value),
             None => value,
         };
-        self.parser_options.insert(destination, value);
+        options.insert(destination, value);
+    }
+
+    /// `parser.set_defaults(swap=0)`: the defaults `parse_args` then gives, over those of the
+    /// options (a keyword of unknown name leaves every option unknown).
+    pub(super) fn set_option_defaults(&mut self, kwargs: &[(String, Value)]) {
+        for (name, value) in kwargs {
+            match self.parser_options.as_mut() {
+                Some(_) if name.is_empty() => self.parser_options = None,
+                Some(options) => {
+                    options.insert(name.clone(), value.clone());
+                }
+                None => {}
+            }
+        }
     }
 
     /// What `parser.parse_args()` returns when the script runs with no arguments: a
@@ -292,7 +309,10 @@ impl Interpreter<'_, '_> {
         } else {
             BTreeMap::new()
         };
-        fields.extend(self.parser_options.clone());
+        let Some(options) = self.parser_options.as_ref() else {
+            return Value::Unknown;
+        };
+        fields.extend(options.clone());
         Value::Object(Instance::new(None, fields))
     }
 
@@ -363,6 +383,16 @@ impl Interpreter<'_, '_> {
             Some(existing) if undecided > building.undecided => existing.join(&value),
             _ => value,
         };
+        // `self.head = nn.Linear(...)` in a subclass of `nn.Sequential` registers one more
+        // step, which its `forward` runs: where, among the others, is not followed.
+        if name != SEQUENTIAL_FIELD
+            && matches!(
+                value,
+                Value::Module(..) | Value::Layer(_) | Value::Sequential(_) | Value::Modules(..)
+            )
+        {
+            building.fields.remove(SEQUENTIAL_FIELD);
+        }
         building.fields.insert(name.to_owned(), value);
     }
 
@@ -376,6 +406,12 @@ impl Interpreter<'_, '_> {
         };
         let value = match instance.field(name) {
             Some(existing) if self.undecided > 0 => existing.join(&value),
+            // A key written only on some paths may not be there: the mapping's keys are not
+            // known one by one any more.
+            None if self.undecided > 0 => {
+                instance.forget_order();
+                value
+            }
             _ => value,
         };
         instance.insert(name, value);
@@ -431,12 +467,16 @@ impl Interpreter<'_, '_> {
         // `self.add_module("norm", ...)` in a subclass of `nn.Sequential`: a step after those
         // its constructor received, in order; one the analysis cannot read leaves the steps
         // unknown.
-        if let ("add_module" | "register_module" | "append", Some(building)) =
+        if let ("add_module" | "register_module" | "append" | "extend" | "insert", Some(building)) =
             (name, self.building.get_mut(index))
         {
             let step = match name {
                 "append" => args.first(),
-                _ => args.get(1),
+                // A name of a step it already has (`"0"`) replaces that step.
+                "add_module" | "register_module" if matches!(args.first(), Some(Value::Str(named)) if named.parse::<usize>().is_err()) => {
+                    args.get(1)
+                }
+                _ => None,
             };
             if let Some(Value::Sequential(steps)) = building.fields.get(SEQUENTIAL_FIELD) {
                 let grown = step

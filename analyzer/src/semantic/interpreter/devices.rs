@@ -1,7 +1,10 @@
 //! Devices in traced code: a tensor the code moves to CUDA (`.cuda()`, `.to("cuda")`,
 //! `device="cuda"`), followed through the operations that keep it there, and the operation
-//! where it meets tensors on the inputs' device, which the exporter refuses (PT604).
+//! where it meets tensors on the inputs' device, which the exporter refuses (PT604). A device
+//! the program does not spell (`.to(h.device)`, `device=x.device`) is unknown, and a tensor
+//! on an unknown device meets nothing.
 
+use crate::semantic::value::TensorDevice;
 use crate::syntax::ast;
 use ruff_text_size::Ranged;
 
@@ -10,18 +13,25 @@ use super::{EventKind, Interpreter, TensorInfo, Value};
 impl Interpreter<'_, '_> {
     /// `value`, a tensor, moved to CUDA by `call`.
     pub(super) fn moved_to_cuda(&self, value: Value, call: &ast::ExprCall) -> Value {
-        match value {
-            Value::Tensor(info) => Value::Tensor(TensorInfo {
-                on_cuda: Some((self.file, call.range())),
-                maybe_none: false,
-                ..info
-            }),
-            value => value,
+        with_device(value, TensorDevice::Cuda(self.file, call.range()))
+    }
+
+    /// The device `device` (a `.to(...)` argument or a `device=` keyword, as the program
+    /// computed it) names: CUDA, the CPU (where the inputs are), or one the analysis cannot
+    /// read.
+    pub(super) fn device_named(&self, device: &Value, call: &ast::ExprCall) -> TensorDevice {
+        match device {
+            Value::Str(name) if name.as_ref() == "cuda" || name.starts_with("cuda:") => {
+                TensorDevice::Cuda(self.file, call.range())
+            }
+            Value::Str(name) if name.as_ref() == "cpu" => TensorDevice::Inputs,
+            _ => TensorDevice::Unknown,
         }
     }
 
     /// One operation over `values`: a tensor moved to CUDA among tensors on the inputs' device
-    /// is the device mismatch the exporter raises here.
+    /// is the device mismatch the exporter raises here. A tensor of no dimensions (`x.sum()`,
+    /// `torch.tensor(2.0)`) goes with tensors on any device.
     pub(super) fn note_devices<'v>(
         &mut self,
         values: impl Iterator<Item = &'v Value>,
@@ -31,9 +41,13 @@ impl Interpreter<'_, '_> {
         let mut on_inputs_device = false;
         let mut visit = |value: &Value| {
             if let Value::Tensor(info) = value {
-                match info.on_cuda {
-                    Some(at) => moved = moved.or(Some(at)),
-                    None => on_inputs_device |= !info.assumed && !info.opaque,
+                match info.device {
+                    TensorDevice::Cuda(file, at) => moved = moved.or(Some((file, at))),
+                    TensorDevice::Inputs => {
+                        let rank = info.dims.as_ref().and_then(|dims| dims.rank);
+                        on_inputs_device |= !info.assumed && !info.opaque && rank != Some(0);
+                    }
+                    TensorDevice::Unknown => {}
                 }
             }
         };
@@ -54,38 +68,45 @@ impl Interpreter<'_, '_> {
             self.record(EventKind::DeviceMismatch { moved }, range);
         }
     }
+}
 
-    /// `result`, on CUDA when every tensor among `operands` is: `torch.triu(ones_on_cuda)`.
-    pub(super) fn kept_on_cuda<'v>(
-        result: Value,
-        operands: impl Iterator<Item = &'v Value>,
-    ) -> Value {
-        let mut on_cuda = None;
-        for operand in operands {
-            match operand {
-                Value::Tensor(TensorInfo {
-                    on_cuda: Some(at), ..
-                }) => on_cuda = on_cuda.or(Some(*at)),
-                Value::Tensor(_) => return result,
-                _ => {}
-            }
+/// The device of an operation's result from its tensor operands: CUDA when every one is
+/// there, unknown when one is on a device the analysis cannot read or they differ (the
+/// mismatch itself is [`Interpreter::note_devices`]'s), and the result's own otherwise.
+pub(super) fn device_of_result<'v>(
+    result: Value,
+    operands: impl Iterator<Item = &'v Value>,
+) -> Value {
+    let mut joined: Option<TensorDevice> = None;
+    for operand in operands {
+        if let Value::Tensor(info) = operand {
+            joined = Some(joined.map_or(info.device, |device| device.join(info.device)));
         }
-        match (result, on_cuda) {
-            (Value::Tensor(info), Some(at)) => Value::Tensor(TensorInfo {
-                on_cuda: Some(at),
-                ..info
-            }),
-            (result, _) => result,
+    }
+    match joined {
+        Some(device @ (TensorDevice::Cuda(..) | TensorDevice::Unknown)) => {
+            with_device(result, device)
         }
+        _ => result,
     }
 }
 
-/// Whether a `.to(...)` or a factory's `device=` names a CUDA device as a string the program
-/// computed (`"cuda"`, `"cuda:0"`).
-pub(super) fn names_cuda_device(args: &[Value], kwargs: &[(String, Value)]) -> bool {
-    let cuda = |value: &Value| matches!(value, Value::Str(device) if device.as_ref() == "cuda" || device.starts_with("cuda:"));
-    args.first().is_some_and(cuda)
-        || kwargs
-            .iter()
-            .any(|(name, value)| name == "device" && cuda(value))
+/// `value` on `device`, when it is a tensor.
+pub(super) fn with_device(value: Value, device: TensorDevice) -> Value {
+    match value {
+        Value::Tensor(info) => Value::Tensor(TensorInfo {
+            device,
+            maybe_none: false,
+            ..info
+        }),
+        value => value,
+    }
+}
+
+/// The `device=` keyword of a call, when it has one.
+pub(super) fn device_keyword(kwargs: &[(String, Value)]) -> Option<&Value> {
+    kwargs
+        .iter()
+        .find(|(name, _)| name == "device")
+        .map(|(_, value)| value)
 }

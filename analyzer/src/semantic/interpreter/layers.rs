@@ -634,7 +634,14 @@ impl super::Interpreter<'_, '_> {
                     | LayerShape::Recurrent
             )
         ) {
-            let parameters = Value::Tensor(crate::semantic::value::TensorInfo::default());
+            // A weight: on the inputs' device, of two dimensions or more.
+            let parameters = Value::Tensor(crate::semantic::value::TensorInfo {
+                dims: Some(Rc::new(crate::semantic::value::TensorDims {
+                    rank: Some(2),
+                    sizes: Vec::new(),
+                })),
+                ..crate::semantic::value::TensorInfo::default()
+            });
             self.note_devices(args.iter().chain([&parameters]), range);
         }
         match catalogue::layer_shape(&layer.qualified) {

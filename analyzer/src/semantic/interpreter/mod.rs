@@ -16,7 +16,7 @@ use super::events::{BoolContext, Event, EventKind, ScalarUse};
 use super::symbolic::SymSize;
 use super::value::{
     BuiltFields, CompareOp, Compared, DimDecl, Guard, GuardKind, Interval, SizeComparison,
-    SizeOrigin, TensorDims, TensorInfo, Value,
+    SizeOrigin, TensorDevice, TensorDims, TensorInfo, Value,
 };
 use super::{SemanticModel, ShapesSpec, Site};
 use crate::catalogue::{AttributeResult, Constructed, MethodResult, TorchResult};
@@ -259,7 +259,8 @@ pub(crate) struct Interpreter<'m, 'a> {
     /// The options the `add_argument` calls the construction pass ran declared, by
     /// destination, with their defaults: calls in loops and helpers of other files
     /// (`for key, value in defaults.items(): parser.add_argument(f"--{key}", default=value)`).
-    parser_options: std::collections::BTreeMap<String, Value>,
+    /// `None` once a `set_defaults(**unknown)` ran: then no option's value is known.
+    parser_options: Option<std::collections::BTreeMap<String, Value>>,
     /// The module class the construction pass saw passed to an export call: the entrypoint's
     /// model when the model expression names no class the resolver knows.
     exported: Option<usize>,
@@ -303,7 +304,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             run_before_export: FxHashSet::default(),
             warmed: FxHashMap::default(),
             module_body: &[],
-            parser_options: std::collections::BTreeMap::new(),
+            parser_options: Some(std::collections::BTreeMap::new()),
             exported: None,
             exported_instance: None,
             export_site: None,
@@ -818,7 +819,7 @@ fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f
             maybe_none: false,
             assumed: a.assumed && b.assumed,
             opaque: false,
-            on_cuda: a.on_cuda.filter(|_| b.on_cuda.is_some()),
+            device: a.device.join(b.device),
         }),
         (Value::Tensor(info), other) | (other, Value::Tensor(info)) => Value::Tensor(TensorInfo {
             // An operand the analysis lost may be a tensor that broadcasts the shape larger.
@@ -831,11 +832,12 @@ fn binary(left: &Value, op: ast::Operator, right: &Value, right_number: Option<f
             maybe_none: false,
             assumed: info.assumed,
             opaque: false,
-            // A Python number goes to the tensor's device.
-            on_cuda: if matches!(other, Value::Number(_) | Value::Size { .. }) {
-                info.on_cuda
+            // A Python number goes to the tensor's device; what else the operand is, is not
+            // known.
+            device: if matches!(other, Value::Number(_) | Value::Size { .. }) {
+                info.device
             } else {
-                None
+                TensorDevice::Unknown
             },
         }),
         (Value::Tensors(_), _) | (_, Value::Tensors(_)) => Value::Unknown,

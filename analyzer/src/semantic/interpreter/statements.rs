@@ -92,6 +92,20 @@ impl Interpreter<'_, '_> {
             Stmt::Expr(expr) => {
                 self.eval(&expr.value, env);
             }
+            // `del stages["c"]`: the key is gone from the mapping.
+            Stmt::Delete(delete) => {
+                for target in &delete.targets {
+                    let Expr::Subscript(subscript) = target else {
+                        continue;
+                    };
+                    if let Value::Object(mapping) = self.eval(&subscript.value, env) {
+                        match self.eval(&subscript.slice, env) {
+                            Value::Str(key) => mapping.remove(&key),
+                            _ => mapping.forget(),
+                        }
+                    }
+                }
+            }
             Stmt::Assign(assign) => {
                 let value = self.eval(&assign.value, env);
                 for target in &assign.targets {
@@ -842,6 +856,36 @@ impl Interpreter<'_, '_> {
                             }
                         }
                     }
+                    // `self[0] = nn.Identity()` in a subclass of `nn.Sequential`, or
+                    // `self.features[0] = ...`: a step replaced, which the analysis does not
+                    // place.
+                    Value::Building(index) => {
+                        if let Some(building) = self.building.get_mut(index) {
+                            building
+                                .fields
+                                .remove(super::construction::SEQUENTIAL_FIELD);
+                        }
+                    }
+                    Value::Sequential(_) => match &*subscript.value {
+                        Expr::Name(name) => {
+                            env.locals
+                                .insert(name.id.to_string(), Value::Module(None, None));
+                        }
+                        Expr::Attribute(field) => {
+                            if let Expr::Name(owner) = &*field.value {
+                                if let Some(&Value::Building(index)) =
+                                    env.locals.get(owner.id.as_str())
+                                {
+                                    self.write_field(
+                                        index,
+                                        field.attr.as_str(),
+                                        Value::Module(None, None),
+                                    );
+                                }
+                            }
+                        }
+                        _ => {}
+                    },
                     // `self.cache[:b] = x`: writing through a slice takes the same view a read
                     // does, with the same guards (a fixed-size buffer cut up to a dynamic size).
                     Value::Tensor(_) if is_slicing(&subscript.slice) => {
