@@ -202,7 +202,13 @@ fn check_parsed(
         .filter(|module| workspace.is_entrypoint(module))
         .map(|module| program_of(workspace, module));
     let program: &[workspace::LoadedFile] = entry_program.as_ref().map_or(&[], |p| &p.files);
-    let mut model = semantic::SemanticModel::build_program(parsed, file, workspace, program);
+    let mut model = semantic::SemanticModel::build_run(
+        parsed,
+        file,
+        workspace,
+        program,
+        settings.runs_with_arguments(file.module),
+    );
     // What this file's own entrypoint is lowered for goes with the calls its analysis found,
     // here and in installed libraries.
     let lowered_for = semantic::target_ops::of_entrypoint(
@@ -510,8 +516,13 @@ fn import_events(
         };
         let parsed = workspace.parse(entry, &source.text);
         let entry_file = workspace.file(&source.text, entry, source.is_package);
-        let mut entry_model =
-            semantic::SemanticModel::build_program(&parsed, entry_file, workspace, &program.files);
+        let mut entry_model = semantic::SemanticModel::build_run(
+            &parsed,
+            entry_file,
+            workspace,
+            &program.files,
+            settings.runs_with_arguments(Some(entry)),
+        );
         // Whether this analysis or an earlier one noted what the entrypoint enters, the answer
         // is the same: a module it does not enter gets nothing from it.
         if !program
@@ -725,6 +736,7 @@ pub fn summarize_and_check_alone(
         drop(model);
         return (Alone::NeedsWorkspace(ParsedFile(Arc::new(parsed))), summary);
     }
+    model.arguments_given = settings.runs_with_arguments(file.module);
     model.interpret(&parsed);
     let lowered_for = semantic::target_ops::of_entrypoint(
         settings,

@@ -45,6 +45,9 @@ pub struct Settings {
     /// names (its `model`'s module, or its `script`'s): that module is an entrypoint lowered for
     /// them too, and so is what its analysis reaches in other files.
     pub entrypoint_targets: Vec<(String, Vec<String>)>,
+    /// The dotted modules of the scripts that `[[tool.pt2lsp.entrypoints]]` tables run with
+    /// command-line arguments (`args = [...]`): their `parse_args()` is not the defaults.
+    pub scripts_with_arguments: Vec<String>,
 }
 
 impl Default for Settings {
@@ -55,11 +58,21 @@ impl Default for Settings {
             ignore: Vec::new(),
             targets: Vec::new(),
             entrypoint_targets: Vec::new(),
+            scripts_with_arguments: Vec::new(),
         }
     }
 }
 
 impl Settings {
+    /// Whether the tracer runs module `module` with command-line arguments of its own.
+    pub fn runs_with_arguments(&self, module: Option<&str>) -> bool {
+        module.is_some_and(|module| {
+            self.scripts_with_arguments
+                .iter()
+                .any(|script| script == module)
+        })
+    }
+
     /// A rule runs when the most specific selector that matches it is a `select`.
     pub fn is_enabled(&self, rule: Rule) -> bool {
         let best = |selectors: &[RuleSelector]| {

@@ -114,6 +114,10 @@ impl SettingsSource {
             &resolved.entrypoints,
             resolved.project_dir().as_deref(),
         );
+        resolved.analyzer.scripts_with_arguments = pt2lsp_project::config::scripts_with_arguments(
+            &resolved.entrypoints,
+            resolved.project_dir().as_deref(),
+        );
         (resolved, warnings)
     }
 }

@@ -179,6 +179,7 @@ impl Resolved {
                 .collect(),
             // By module, which needs the project's directory: `Session::resolve_settings`.
             entrypoint_targets: Vec::new(),
+            scripts_with_arguments: Vec::new(),
         };
         Self {
             analyzer,

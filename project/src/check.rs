@@ -509,6 +509,10 @@ fn resolve_settings(options: &CheckOptions, config: &Config) -> Result<Settings>
             config.entrypoints.as_deref().unwrap_or_default(),
             config.root(),
         ),
+        scripts_with_arguments: config::scripts_with_arguments(
+            config.entrypoints.as_deref().unwrap_or_default(),
+            config.root(),
+        ),
     })
 }
 

@@ -271,6 +271,20 @@ pub fn entrypoint_targets(
     found
 }
 
+/// The modules of the scripts that `[[tool.pt2lsp.entrypoints]]` tables run with arguments
+/// (`Settings::scripts_with_arguments`), named as the walk names files.
+pub fn scripts_with_arguments(entrypoints: &[Entrypoint], root: Option<&Path>) -> Vec<String> {
+    entrypoints
+        .iter()
+        .filter(|entry| entry.args.as_ref().is_some_and(|args| !args.is_empty()))
+        .filter_map(|entry| {
+            let script = entry.script.as_deref()?;
+            let path = root.map_or_else(|| PathBuf::from(script), |root| root.join(script));
+            super::walk::module_name(&path).map(|(module, _)| module)
+        })
+        .collect()
+}
+
 /// Finds the nearest `pyproject.toml` with a `[tool.pt2lsp]` table at or above `start`.
 ///
 /// A `pyproject.toml` without the table is skipped, as ruff skips one without `[tool.ruff]`:

@@ -95,6 +95,7 @@ pub fn settings(
         // its own `targets = [...]`.
         targets: Vec::new(),
         entrypoint_targets: Vec::new(),
+        scripts_with_arguments: Vec::new(),
     })
 }
 

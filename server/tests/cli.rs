@@ -1191,6 +1191,29 @@ fn code_no_entrypoint_exports_is_warned_about_not_failed() {
     );
 }
 
+/// A script that an entrypoint table runs with its own arguments (`args = [...]`) does not get
+/// the `add_argument` defaults from `parse_args()`: the analysis does not claim what a default
+/// would make of the model. Without the table's `args`, the default decides, as the tracer then
+/// runs it.
+#[test]
+fn a_script_run_with_table_arguments_is_not_judged_by_its_defaults() {
+    let script: &[u8] = b"import argparse\n\nimport torch\nimport torch.nn as nn\nfrom torch.export import Dim\n\n\nclass Gate(nn.Module):\n    def __init__(self, limit):\n        super().__init__()\n        self.limit = limit\n\n    def forward(self, x):\n        assert x.shape[0] <= self.limit\n        return x * 2\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(\"--limit\", type=int, default=8)\n    args = parser.parse_args()\n    batch = Dim(\"batch\", max=64)\n    torch.export.export(Gate(args.limit), (torch.randn(4, 3),), dynamic_shapes={\"x\": {0: batch}})\n\n\nif __name__ == \"__main__\":\n    main()\n";
+    let with_arguments: &[u8] = b"[tool.pt2lsp]\n\n[[tool.pt2lsp.entrypoints]]\nscript = \"export.py\"\nargs = [\"--limit\", \"64\"]\n";
+    let without: &[u8] = b"[tool.pt2lsp]\n\n[[tool.pt2lsp.entrypoints]]\nscript = \"export.py\"\n";
+    for (pyproject, errors) in [(with_arguments, 0), (without, 1)] {
+        let dir = tree(&[("pyproject.toml", pyproject), ("export.py", script)]);
+        let run = pt2lsp(dir.path(), &["check", "--format", "json", "--exit-zero"]);
+        let report = json(&run);
+        let found = report
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|finding| finding["severity"] == "error")
+            .count();
+        assert_eq!(found, errors, "{report:#}");
+    }
+}
+
 /// `export -o` into a directory that does not exist says that it creates it (a typo in the path
 /// must not make directories unnoticed); the message comes before any Python runs.
 #[test]

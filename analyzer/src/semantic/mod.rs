@@ -129,6 +129,9 @@ pub(crate) struct SemanticModel<'a> {
     stars: Vec<String>,
     /// Events the analysis found in foreign files, each with its file id.
     pub(crate) foreign_events: Vec<Event>,
+    /// The tracer runs this file with command-line arguments an entrypoint table gives
+    /// (`args = [...]`): `parse_args()` does not return the defaults.
+    pub(crate) arguments_given: bool,
     /// Functions of foreign files the analysis entered: (file, the function's range).
     pub(crate) reached: FxHashSet<Site>,
     /// The module class the file's entrypoint exports, once the analysis ran, when known.
@@ -248,7 +251,21 @@ impl<'a> SemanticModel<'a> {
         workspace: &'a WorkspaceIndex,
         program: &'a [LoadedFile],
     ) -> Self {
+        Self::build_run(parsed, file, workspace, program, false)
+    }
+
+    /// [`Self::build_program`] of a script the tracer runs with command-line arguments of its
+    /// entrypoint table (`arguments_given`), which `parse_args()` returns instead of the
+    /// defaults.
+    pub(crate) fn build_run(
+        parsed: &'a Parsed,
+        file: SourceFile<'a>,
+        workspace: &'a WorkspaceIndex,
+        program: &'a [LoadedFile],
+        arguments_given: bool,
+    ) -> Self {
         let mut model = Self::declarations(parsed, file, workspace, program);
+        model.arguments_given = arguments_given;
         model.interpret(parsed);
         model
     }
@@ -289,6 +306,7 @@ impl<'a> SemanticModel<'a> {
             modules: FxHashMap::default(),
             stars: Vec::new(),
             foreign_events: Vec::new(),
+            arguments_given: false,
             reached: FxHashSet::default(),
             exported_class: None,
             ran_unknown_module: false,

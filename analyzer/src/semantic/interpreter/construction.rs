@@ -301,6 +301,9 @@ impl Interpreter<'_, '_> {
     /// read from the call as written. The tracer runs export scripts the same way unless an
     /// entrypoint table gives their arguments.
     pub(super) fn parsed_arguments(&mut self) -> Value {
+        if self.model.arguments_given {
+            return Value::Unknown;
+        }
         let mut fields = if self.file == 0 {
             match self.written_arguments() {
                 Value::Object(written) => written.fields.borrow().clone(),
