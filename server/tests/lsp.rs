@@ -397,10 +397,13 @@ async fn data_dependent_branch_is_reported_explained_and_ignorable() {
         )
         .await;
     let markdown = hover["result"]["contents"]["value"].as_str().unwrap();
-    // The line's own message first, then the rule in one line.
+    // The shape of `y` (a tensor of no dimensions) heads the hover; after it, the line's own
+    // message first, then the rule in one line.
+    let (shape, found) = markdown.split_once("\n---\n\n").unwrap_or(("", markdown));
+    assert!(shape.contains("y: Tensor[]"), "{markdown}");
     let message = diagnostics[0]["message"].as_str().unwrap();
     assert!(
-        markdown.starts_with(&format!("**PT101** {message}")),
+        found.starts_with(&format!("**PT101** {message}")),
         "{markdown}"
     );
     assert!(markdown.contains("`data-dependent-branch`"), "{markdown}");
