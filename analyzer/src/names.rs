@@ -305,10 +305,17 @@ pub(crate) fn argparse_destination(call: &ast::ExprCall) -> Option<String> {
         .iter()
         .filter_map(string_literal)
         .collect();
+    option_destination(&flags)
+}
+
+/// The attribute argparse stores an option of these flags in: the first long flag's, or the
+/// first flag's, with dashes as underscores (`--block-size` is `block_size`).
+pub(crate) fn option_destination<S: AsRef<str>>(flags: &[S]) -> Option<String> {
     let long = flags
         .iter()
+        .map(AsRef::as_ref)
         .find(|flag| flag.starts_with("--"))
-        .or(flags.first())?;
+        .or_else(|| flags.first().map(AsRef::as_ref))?;
     Some(long.trim_start_matches('-').replace('-', "_"))
 }
 

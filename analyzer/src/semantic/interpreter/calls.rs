@@ -617,12 +617,7 @@ impl Interpreter<'_, '_> {
             return devices::with_device(result, device);
         }
         if any_tensor {
-            let operands = args.iter().flat_map(|arg| match arg {
-                Value::Tuple(items) => items.to_vec(),
-                arg => vec![arg.clone()],
-            });
-            let operands: Vec<Value> = operands.collect();
-            return devices::device_of_result(result, operands.iter());
+            return devices::device_of_result(result, args.iter());
         }
         result
     }

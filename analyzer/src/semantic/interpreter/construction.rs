@@ -251,26 +251,14 @@ impl Interpreter<'_, '_> {
             flag(dest).map(|dest| dest.to_string())
         } else {
             let flags: Option<Vec<Rc<str>>> = args.iter().map(flag).collect();
-            flags.and_then(|flags| {
-                let long = flags
-                    .iter()
-                    .find(|flag| flag.starts_with("--"))
-                    .or(flags.first())?;
-                Some(long.trim_start_matches('-').replace('-', "_"))
-            })
+            flags.and_then(|flags| names::option_destination(&flags))
         };
         let Some(destination) = destination else {
             return;
         };
         let required = matches!(keyword("required"), Some(Value::Number(n)) if *n != 0.0);
         let action = keyword("action").and_then(flag);
-        let value = match (keyword("default"), action.as_deref()) {
-            _ if required => Value::Unknown,
-            (Some(default), _) => default.clone(),
-            (None, Some("store_true")) => Value::Number(0.0),
-            (None, Some("store_false")) => Value::Number(1.0),
-            (None, _) => Value::None,
-        };
+        let value = option_value(required, keyword("default").cloned(), action.as_deref());
         let Some(options) = self.parser_options.as_mut() else {
             return;
         };
@@ -335,9 +323,6 @@ impl Interpreter<'_, '_> {
                 visitor::walk_expr(self, expr);
             }
         }
-        if self.file != 0 {
-            return Value::Unknown;
-        }
         let mut arguments = Arguments(Vec::new());
         arguments.visit_body(self.module_body);
         let emit = std::mem::replace(&mut self.emit, false);
@@ -350,16 +335,11 @@ impl Interpreter<'_, '_> {
             let required = keyword("required").is_some_and(
                 |value| matches!(value, Expr::BooleanLiteral(literal) if literal.value),
             );
-            let value = match (
-                keyword("default"),
-                keyword("action").and_then(names::string_literal),
-            ) {
-                _ if required => Value::Unknown,
-                (Some(default), _) => self.eval(default, &mut Env::default()),
-                (None, Some("store_true")) => Value::Number(0.0),
-                (None, Some("store_false")) => Value::Number(1.0),
-                (None, _) => Value::None,
-            };
+            let default = keyword("default")
+                .filter(|_| !required)
+                .map(|default| self.eval(default, &mut Env::default()));
+            let action = keyword("action").and_then(names::string_literal);
+            let value = option_value(required, default, action);
             let value = match fields.get(&dest) {
                 Some(earlier) => earlier.join(&value),
                 None => value,
@@ -898,5 +878,17 @@ impl Interpreter<'_, '_> {
         } else {
             Value::Unknown
         }
+    }
+}
+
+/// What an option holds when the script runs with no arguments: unknown when it is required,
+/// else its default (`store_true` is false, `store_false` true, no default is `None`).
+fn option_value(required: bool, default: Option<Value>, action: Option<&str>) -> Value {
+    match (default, action) {
+        _ if required => Value::Unknown,
+        (Some(default), _) => default,
+        (None, Some("store_true")) => Value::Number(0.0),
+        (None, Some("store_false")) => Value::Number(1.0),
+        (None, _) => Value::None,
     }
 }

@@ -70,7 +70,8 @@ impl Interpreter<'_, '_> {
     }
 }
 
-/// The device of an operation's result from its tensor operands: CUDA when every one is
+/// The device of an operation's result from its tensor operands (and those of a list among
+/// them): CUDA when every one is
 /// there, unknown when one is on a device the analysis cannot read or they differ (the
 /// mismatch itself is [`Interpreter::note_devices`]'s), and the result's own otherwise.
 pub(super) fn device_of_result<'v>(
@@ -78,9 +79,16 @@ pub(super) fn device_of_result<'v>(
     operands: impl Iterator<Item = &'v Value>,
 ) -> Value {
     let mut joined: Option<TensorDevice> = None;
-    for operand in operands {
+    let mut visit = |operand: &Value| {
         if let Value::Tensor(info) = operand {
             joined = Some(joined.map_or(info.device, |device| device.join(info.device)));
+        }
+    };
+    // `torch.cat([a, b])`: the tensors of a list argument too.
+    for operand in operands {
+        match operand {
+            Value::Tuple(items) => items.iter().for_each(&mut visit),
+            operand => visit(operand),
         }
     }
     match joined {

@@ -886,10 +886,10 @@ impl Interpreter<'_, '_> {
                         }
                         _ => {}
                     },
-                    // `self.cache[:b] = x`: writing through a slice takes the same view a read
-                    // does, with the same guards (a fixed-size buffer cut up to a dynamic size).
-                    Value::Tensor(_) if is_slicing(&subscript.slice) => {
-                        self.eval(target, env);
+                    // `self.cache[:b] = x`: writing through a slice of a fixed-size tensor
+                    // takes the same view a read does, with the same guard.
+                    Value::Tensor(_) if self_attribute(&subscript.value).is_some() => {
+                        self.check_buffer_slice(&subscript.slice, env);
                     }
                     _ => {}
                 }
@@ -1335,17 +1335,5 @@ fn version_literal(
             _ => None,
         },
         _ => None,
-    }
-}
-
-/// Whether a subscript's key slices (`[:b]`, `[:, start:end]`) rather than indexes.
-fn is_slicing(key: &Expr) -> bool {
-    match key {
-        Expr::Slice(_) => true,
-        Expr::Tuple(tuple) => tuple
-            .elts
-            .iter()
-            .any(|element| matches!(element, Expr::Slice(_))),
-        _ => false,
     }
 }
