@@ -21,7 +21,10 @@ tensor on the device of the example inputs: an arithmetic operation, a torch fun
 both, or a layer with parameters (`nn.Linear`, `nn.LSTM`, a convolution, an embedding, a batch
 norm), whose parameters are where the model is. Only when every example input is known to be
 built on the CPU (`torch.randn(2, 8)`, with no `.cuda()` or `.to(device)`): with inputs on
-CUDA, the same code exports.
+CUDA, the same code exports. Moves back are followed (`.to(x.device)`, `.cpu()`, `type_as`,
+`new_tensor`, `device=x.device`); a tensor on a device the program does not spell, and a
+tensor of no dimensions (`x.sum()`, `torch.tensor(2.0)`, which torch lets meet any device),
+are not reported. In a branch the analysis cannot decide (`if x.is_cuda:`) it is a warning.
 
 The tracer reports torch's own exception on the same line.
 
