@@ -55,6 +55,9 @@ fi
 .venv/bin/ruff format --check --config tracer/python/ruff.toml tracer/python
 PYTHONDONTWRITEBYTECODE=1 .venv/bin/python -m pytest -q -p no:cacheprovider tracer/python/tests
 
+# A clean clone gains nothing from incremental compilation, whose caches were 5 GB of target/.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -75,7 +78,9 @@ step "Python package: build the wheel, install it into a fresh venv, test the AP
 PT2LSP_WHEEL_PROFILE=dev scripts/test-package.sh
 
 step "Editors: the VS Code extension's tests and .vsix, the Neovim plugin against the server"
-cargo build --quiet -p pt2lsp
+# The binary `cargo test` built for the server's integration tests: `cargo build -p pt2lsp`
+# unifies features without the dev-dependencies, and so compiled and linked a second binary.
+cargo test --workspace --no-run --quiet
 PT2LSP_BIN="$root/target/debug/pt2lsp" tests/editors/run.sh
 
 step "Benchmarks, fast mode: every stage runs on a small subset (asserts nothing about time)"
