@@ -817,7 +817,16 @@ fn report(
         .iter()
         .map(|suppression| rules::unused_suppression::unproven(file.text, suppression))
         .collect();
-    diagnostics.sort_by_key(|diagnostic| (diagnostic.range.start(), diagnostic.rule));
+    // One diagnostic per rule and range: code analysed more than once (a loop body, a helper
+    // each caller runs) finds the same thing again, and the end orders ranges that share a
+    // start so that the copies sit together.
+    diagnostics.sort_by_key(|diagnostic| {
+        (
+            diagnostic.range.start(),
+            diagnostic.rule,
+            diagnostic.range.end(),
+        )
+    });
     diagnostics.dedup_by(|a, b| a.rule == b.rule && a.range == b.range);
     Report {
         diagnostics,

@@ -106,6 +106,21 @@ fn fixtures_match_their_inline_expectations() {
             .unwrap_or(path)
             .display()
             .to_string();
+        // Code the analysis runs more than once (a loop body, a helper two callers run) must
+        // not report the same finding twice.
+        let mut seen = BTreeSet::new();
+        for diagnostic in &report.diagnostics {
+            let (start, end) = (diagnostic.range.start(), diagnostic.range.end());
+            if !seen.insert((diagnostic.rule.code(), start, end)) {
+                let line = index.line_column(start).line + 1;
+                failures.push(format!(
+                    "{relative}:{line}: reported twice: {}[{}] {}",
+                    diagnostic.severity.as_str(),
+                    diagnostic.rule.code(),
+                    diagnostic.message
+                ));
+            }
+        }
         for (line, severity, code) in expected.difference(&actual) {
             failures.push(format!("{relative}:{line}: missing {severity}[{code}]"));
         }
