@@ -800,6 +800,22 @@ pub(crate) const SHAPE_OPS: &[&str] = &[
     "repeat",
 ];
 
+/// Tensor methods whose arguments are sizes, as ints (`x.view(b, -1)`, `x.new_zeros(n, 4)`):
+/// `new_full`'s only its first, the size tuple.
+pub(crate) fn method_takes_sizes(method: &str) -> bool {
+    matches!(
+        method,
+        "view"
+            | "reshape"
+            | "expand"
+            | "repeat"
+            | "new_zeros"
+            | "new_ones"
+            | "new_empty"
+            | "new_full"
+    )
+}
+
 /// Functions that make a tensor of the sizes they are given.
 pub(crate) fn is_factory(name: &str) -> bool {
     matches!(name, "ones" | "zeros" | "randn" | "rand" | "empty" | "full")

@@ -212,6 +212,8 @@ def _reason_ok(code: str, res: dict) -> bool:
         return "Constraints violated" not in msg and "fake impl" not in msg
     if code == "PT604":
         return "on the same device" in msg
+    if code == "PT605":
+        return exc == "builtins.TypeError" and "tuple of ints" in msg and "float" in msg
     if code == "PT201":
         # A NumPy function of a `SymInt`: "loop of ufunc does not support argument 0 of type SymInt".
         return "numpy" in msg.lower() or "tensor subclasses" in msg or "ufunc" in msg

@@ -230,6 +230,10 @@ pub(crate) enum EventKind {
     /// on the device of the inputs, or a layer's parameters, in one operation; recorded only
     /// when the entrypoint's example inputs are built on the CPU.
     DeviceMismatch { moved: String },
+    /// A size given to `op`, which takes sizes (`view`, `reshape`, `expand`, `repeat`, a
+    /// factory), is a Python number with a fractional part, `value`: torch wants ints there,
+    /// and raises a `TypeError` in eager as under export. The event's range is the argument's.
+    FloatSize { op: String, value: f64 },
 }
 
 #[derive(Debug, Clone, PartialEq)]

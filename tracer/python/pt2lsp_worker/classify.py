@@ -152,6 +152,14 @@ def classify(exc: BaseException, target: Target, workspace: Workspace, definitio
             "tensors on two devices meet here: code that moves a tensor to another device (`.cuda()`, "
             '`device="cuda"`) while the inputs are elsewhere fails to export: ' + first_lines(messages, 1),
         )
+    if any(isinstance(e, TypeError) for e in chain) and "tuple of ints" in messages and "float" in messages:
+        # A size computed as a float (`(window - kernel) / skip`, Python 2's `/`): torch takes
+        # only ints as sizes, in eager as while exporting.
+        return finding(
+            "PT605",
+            "a size is a float where torch takes only ints (a true division `/` of sizes gives a float; use `//` "
+            "or `int(...)`): " + first_lines(messages, 1),
+        )
     if "Cannot access data pointer of Tensor" in messages:
         return finding("PT202", "data_ptr() cannot be called while exporting: " + first_sentence(messages))
     if any(is_kind(e, "MemoryError") for e in chain) or "can't allocate memory" in messages:

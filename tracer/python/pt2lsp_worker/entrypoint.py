@@ -14,7 +14,7 @@ import traceback
 from .findings import Finding, Location, Related, binding_finding, frame_location, located
 from .locations import deepest_user_frame
 from .lowering import requested_targets
-from .script import CallArgument, EntrypointStopped, reach_export_call
+from .script import CallArgument, EntrypointStopped, program_environment, reach_export_call
 from .text import first_lines
 from .weights import (
     PROBE_BYTES,
@@ -127,11 +127,22 @@ def load_entrypoint(job: dict, workspace: Workspace) -> Target:
 
 
 def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
+    if job.get("call"):
+        target = Target()
+        _load_call(job, workspace, target)
+        return _checked(target, job.get("entrypoint"), job, workspace)
+    # The entry's module-level code runs as a script run with no arguments would: a
+    # `parser.parse_args()` there reads its defaults, not the worker's own command line.
+    with program_environment(workspace.entry_file, []):
+        return _checked(_load_bindings(job, workspace), job.get("entrypoint"), job, workspace)
+
+
+def _load_bindings(job: dict, workspace: Workspace) -> Target:
+    """The target an entry file's module-level bindings (`model`, `example_args`, ...) or an
+    entrypoint table's `module:expression` values name."""
     entry = job.get("entrypoint")
     target = Target()
-    if job.get("call"):
-        _load_call(job, workspace, target)
-    elif entry is None:
+    if entry is None:
         path = workspace.entry_file
         module = _import_file(path, workspace)
         target.model_binding = (path, "model")
@@ -180,6 +191,11 @@ def _load_entrypoint(job: dict, workspace: Workspace) -> Target:
         strict = entry.get("strict")
         target.strict = bool(job.get("strict")) if strict is None else bool(strict)
         target.targets = requested_targets(job, entry.get("targets"))
+    return target
+
+
+def _checked(target: Target, entry: dict | None, job: dict, workspace: Workspace) -> Target:
+    """`target`, once its model is a module and its keyword arguments a dict (PT503 otherwise)."""
     import torch
 
     if not isinstance(target.model, torch.nn.Module):

@@ -36,6 +36,7 @@ RULES = {
     "PT602": "tensor-data-attribute",
     "PT603": "gradient-transform",
     "PT604": "device-mismatch",
+    "PT605": "float-size",
 }
 
 

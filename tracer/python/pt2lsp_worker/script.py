@@ -171,7 +171,7 @@ def _argparse_raises():
 
 
 @contextlib.contextmanager
-def _program_environment(path: str, argv: list[str]):
+def program_environment(path: str, argv: list[str]):
     """The process state a script expects: its argv, an empty stdin, no display to open."""
     saved_argv = sys.argv
     saved_stdin = sys.stdin
@@ -198,7 +198,7 @@ def reach_export_call(job: dict, workspace: Workspace, import_file) -> ExportArg
     budget = float(job.get("timeout") or 60) - _DEADLINE_MARGIN_SECONDS
     where = f"the export call at line {line}"
     stopped: Finding | None = None
-    with _program_environment(path, list(call.get("argv") or [])), interceptor, _argparse_raises():
+    with program_environment(path, list(call.get("argv") or [])), interceptor, _argparse_raises():
         try:
             with raise_after(budget, _DeadlineReached):
                 if call.get("reach") == "call":

@@ -352,3 +352,23 @@ def test_tensors_on_two_devices_are_pt604(tmp_path):
     # An op that checks its operands' devices itself raises a plain RuntimeError.
     found = classify(RuntimeError("Tensor on device cuda:0 is not on the expected device cpu!"), target, workspace, {})
     assert found.code == "PT604"
+
+
+def test_a_float_where_torch_takes_sizes_is_pt605(tmp_path):
+    workspace, target = _entry(tmp_path, "model = M()\nexample_args = (x,)\n")
+    message = (
+        "view(): argument 'size' failed to unpack the object at pos 3 with error \"type must be tuple of ints,but got float\""
+    )
+    found = classify(TypeError(message), target, workspace, {})
+    assert found.code == "PT605"
+    assert "`//`" in found.message and "pos 3" in found.message
+
+
+def test_a_tensor_where_torch_takes_sizes_stays_pt103(tmp_path):
+    workspace, target = _entry(tmp_path, "model = M()\nexample_args = (x,)\n")
+    message = (
+        "zeros(): argument 'size' failed to unpack the object at pos 1 with error "
+        '"type must be tuple of ints,but got FakeTensor"'
+    )
+    found = classify(TypeError(message), target, workspace, {})
+    assert found.code == "PT103"

@@ -393,6 +393,16 @@ impl Interpreter<'_, '_> {
         }
     }
 
+    /// Records a size among `sizes`, the first arguments of the call to `op`, that is a number
+    /// with a fractional part (PT605): `view(b, c, self.pt)` after `self.pt = (p - k) / skip`.
+    fn note_fractional_size(&mut self, op: &str, sizes: &[Value], call: &ast::ExprCall) {
+        let exprs = call.arguments.args.get(..sizes.len()).unwrap_or_default();
+        if let Some((value, range)) = shape_ops::fractional_size(sizes, exprs, call.range()) {
+            let op = op.to_owned();
+            self.record(EventKind::FloatSize { op, value }, range);
+        }
+    }
+
     fn tensor_method_inner(
         &mut self,
         info: &TensorInfo,
@@ -436,6 +446,14 @@ impl Interpreter<'_, '_> {
         let op = target_ops::call_event(name, true);
         if let Some(event) = op.filter(|_| !info.assumed && !info.opaque) {
             self.record(event, call.range());
+        }
+        if catalogue::method_takes_sizes(name) && !info.assumed {
+            let sizes = if name == "new_full" {
+                args.get(..1).unwrap_or_default()
+            } else {
+                args
+            };
+            self.note_fractional_size(name, sizes, call);
         }
         match name {
             // `x.dim()`: the rank, a Python number, when the shape knows it.
@@ -1035,6 +1053,12 @@ impl Interpreter<'_, '_> {
             });
         }
         if catalogue::is_factory(name) && qualified.starts_with("torch.") {
+            let sizes = match args.first() {
+                Some(Value::Tuple(_)) => &args[..1],
+                _ if name == "full" => &[],
+                _ => args,
+            };
+            self.note_fractional_size(name, sizes, call);
             if let Some(dims) = factory_dims(name, call, args) {
                 return Value::Tensor(TensorInfo {
                     dims: Some(Rc::new(dims)),

@@ -14,6 +14,7 @@ use crate::semantic::value::TensorInfo;
 use crate::semantic::value::{DimDecl, DimSize, SizeOrigin, TensorDims, Value};
 use crate::syntax::ast::comparable::ComparableExpr;
 use crate::syntax::ast::{self, Expr};
+use ruff_text_size::{Ranged, TextRange};
 
 /// The result of broadcasting two shapes, and the pairs of sizes it requires to be equal.
 pub(super) struct Broadcast {
@@ -161,6 +162,44 @@ enum ShapeArgument {
     /// `-1`: the size that keeps the element count.
     Inferred,
     Unknown,
+}
+
+/// The first of the sizes given to an op (`args`, or one tuple or list of them, with the
+/// expressions that wrote them) that is a Python number with a fractional part, and the range
+/// of the argument that gives it (the call's, `call`, where the arguments are not written one
+/// by one). Torch takes only ints as sizes. A whole number is never said: the analysis does
+/// not tell the float `7.0` from the int `7`.
+pub(super) fn fractional_size(
+    args: &[Value],
+    exprs: &[Expr],
+    call: TextRange,
+) -> Option<(f64, TextRange)> {
+    let (values, exprs): (&[Value], Vec<&Expr>) = match (args, exprs) {
+        (
+            [Value::Tuple(items)],
+            [Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })],
+        ) => (items, elts.iter().collect()),
+        ([Value::Tuple(items)], _) => (items, Vec::new()),
+        _ => (args, exprs.iter().collect()),
+    };
+    let (position, value) =
+        values
+            .iter()
+            .enumerate()
+            .find_map(|(position, value)| match value {
+                Value::Number(number) if number.is_finite() && number.fract() != 0.0 => {
+                    Some((position, *number))
+                }
+                _ => None,
+            })?;
+    let written_one_by_one =
+        exprs.len() == values.len() && !exprs.iter().any(|expr| expr.is_starred_expr());
+    let range = if written_one_by_one {
+        exprs[position].range()
+    } else {
+        call
+    };
+    Some((value, range))
 }
 
 /// The element count as a product of factors, when every dimension is written.
