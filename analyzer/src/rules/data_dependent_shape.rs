@@ -73,6 +73,30 @@ use crate::syntax::parse_expression;
 pub(crate) fn check(checker: &mut Checker) {
     let strict = checker.strict();
     let unexportable = torch_check::unexportable_uses(&checker.model.events, strict);
+    // `if len(keep) == 0:` fails at `len(keep)` (non-strict): that is the one finding, not a
+    // second one for the `if` around it, unless the `if` carries the fix.
+    let failing_lengths: Vec<TextRange> = if strict {
+        Vec::new()
+    } else {
+        checker
+            .model
+            .events
+            .iter()
+            .filter(|event| {
+                matches!(
+                    event.kind,
+                    EventKind::Scalar {
+                        value: Value::Size {
+                            origin: SizeOrigin::Unbacked,
+                            ..
+                        },
+                        usage: ScalarUse::Len,
+                    }
+                )
+            })
+            .map(|event| event.range)
+            .collect()
+    };
     for event in &checker.model.events {
         let text = checker.model.text(event.range);
         let message = match &event.kind {
@@ -84,10 +108,12 @@ pub(crate) fn check(checker: &mut Checker) {
                         ..
                     }),
                 context,
-            } if *context != BoolContext::Assert => format!(
-                "{} on `{text}`, which depends on the size of a data-dependent result (`nonzero`, `unique`, a boolean mask); the exporter cannot decide it",
-                context.describe()
-            ),
+            } if *context != BoolContext::Assert => {
+                format!(
+                    "{} on `{text}`, which depends on the size of a data-dependent result (`nonzero`, `unique`, a boolean mask); the exporter cannot decide it",
+                    context.describe()
+                )
+            }
             EventKind::Scalar {
                 value:
                     Value::Size {
@@ -162,6 +188,13 @@ pub(crate) fn check(checker: &mut Checker) {
             ),
             _ => None,
         };
+        let around_a_failing_length = matches!(event.kind, EventKind::Truthiness { .. })
+            && failing_lengths
+                .iter()
+                .any(|length| event.range.contains_range(*length));
+        if around_a_failing_length && fix.is_none() {
+            continue;
+        }
         checker.report_with_fix(
             Rule::DataDependentShape,
             Checker::failure_severity(event),
@@ -286,4 +319,27 @@ fn pools_an_input(body: &[Stmt], text: &str, range: TextRange) -> bool {
         ast::visitor::Visitor::visit_stmt(&mut rebinds, stmt);
     }
     is_parameter && !rebinds.found
+}
+
+#[cfg(test)]
+mod tests {
+    /// `if len(keep) == 0:` fails at `len(keep)`: one finding, on the length. Strict export
+    /// takes the length, and fails at the `if`.
+    #[test]
+    fn an_if_on_a_failing_length_is_one_finding_at_the_length() {
+        let source = "import torch\n\n\nclass Keep(torch.nn.Module):\n    def forward(self, scores):\n        keep = torch.nonzero(scores > 0.5).squeeze(1)\n        if len(keep) == 0:\n            return scores.new_zeros(1)\n        return scores[keep]\n\n\nmodel = Keep()\nexample_args = (torch.rand(8),)\n";
+        let found = |settings: &crate::Settings| -> Vec<String> {
+            crate::check(source, settings)
+                .diagnostics
+                .iter()
+                .map(|diagnostic| source[diagnostic.range].to_owned())
+                .collect()
+        };
+        assert_eq!(found(&crate::Settings::default()), ["len(keep)"]);
+        let strict = crate::Settings {
+            strict: true,
+            ..crate::Settings::default()
+        };
+        assert_eq!(found(&strict), ["len(keep) == 0"]);
+    }
 }
