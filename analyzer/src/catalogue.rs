@@ -128,6 +128,26 @@ pub(crate) enum TorchResult {
     Unknown,
 }
 
+/// `torch.cuda.FloatTensor(...)` and its kin: legacy constructors of a tensor on CUDA, of the
+/// sizes given (or of the data given, a list).
+pub(crate) fn is_legacy_cuda_constructor(qualified: &str) -> bool {
+    qualified.strip_prefix("torch.cuda.").is_some_and(|class| {
+        matches!(
+            class,
+            "FloatTensor"
+                | "DoubleTensor"
+                | "HalfTensor"
+                | "BFloat16Tensor"
+                | "LongTensor"
+                | "IntTensor"
+                | "ShortTensor"
+                | "CharTensor"
+                | "ByteTensor"
+                | "BoolTensor"
+        )
+    })
+}
+
 /// Namespaces of torch whose functions do not compute tensors from tensors.
 const NON_TENSOR_NAMESPACES: &[&str] = &[
     "torch.jit.",

@@ -494,7 +494,7 @@ impl Interpreter<'_, '_> {
                 if let Some(dims) = info.dims.as_deref() {
                     self.note_unbacked_cut(dims, name, call, exprs, args);
                 }
-                if let Some(parts) = split_into_tuple(info, name, call, exprs, args) {
+                if let Some(parts) = split_into_tuple(info, name, call, exprs, args, kwargs) {
                     return parts;
                 }
             }
@@ -609,6 +609,20 @@ impl Interpreter<'_, '_> {
                 args.iter().chain(kwargs.iter().map(|(_, value)| value)),
                 call.range(),
             );
+        }
+        // `torch.cuda.FloatTensor(b, c, t)`: the legacy constructor of an uninitialised tensor
+        // of those sizes, on CUDA.
+        if catalogue::is_legacy_cuda_constructor(qualified) {
+            let dims = args
+                .iter()
+                .all(|arg| matches!(arg, Value::Number(_) | Value::Size { .. }))
+                .then(|| factory_dims("empty", call, args))
+                .flatten();
+            let tensor = Value::Tensor(TensorInfo {
+                dims: dims.map(Rc::new),
+                ..TensorInfo::default()
+            });
+            return self.moved_to_cuda(tensor, call);
         }
         let result = self.qualified_call_inner(qualified, call, args, kwargs, any_tensor, env);
         if !torch {
@@ -1131,7 +1145,7 @@ impl Interpreter<'_, '_> {
             } else {
                 args
             };
-            if let Some(value) = self.torch_shape_call(name, call, args, assumed) {
+            if let Some(value) = self.torch_shape_call(name, call, args, kwargs, assumed) {
                 return value;
             }
         }

@@ -799,13 +799,15 @@ pub(super) fn argument<'e>(
 /// The parts `chunk`, `split` and `unbind` cut `input` into, each with its shape, when their
 /// number and sizes are known: the dimension cut has a literal size, the counts are literal or
 /// numbers the program computes (`[config.dt_rank, config.d_state]`). `exprs` are the call's
-/// positional arguments after the tensor, `values` what they evaluated to.
+/// positional arguments after the tensor, `values` what they evaluated to, and `keywords` what
+/// its keyword arguments did (`split_size=[self.h, self.h]`).
 pub(super) fn split_parts(
     input: &TensorDims,
     name: &str,
     call: &ast::ExprCall,
     exprs: &[Expr],
     values: &[Value],
+    keywords: &[(String, Value)],
 ) -> Option<Vec<TensorDims>> {
     // The most parts followed: beyond that the parts are one unknown tensor each.
     const MOST_PARTS: i64 = 64;
@@ -813,7 +815,18 @@ pub(super) fn split_parts(
     let number = |expr: &Expr, value: Option<&Value>| {
         names::int_literal(expr).or_else(|| value?.as_sym()?.as_constant())
     };
-    let first_value = values.first().filter(|_| !exprs.is_empty());
+    // The count or sizes: the first positional argument, or the keyword that gives them.
+    let first_value = values.first().filter(|_| !exprs.is_empty()).or_else(|| {
+        keywords
+            .iter()
+            .find(|(keyword, _)| {
+                matches!(
+                    keyword.as_str(),
+                    "chunks" | "split_size_or_sections" | "split_size"
+                )
+            })
+            .map(|(_, value)| value)
+    });
     let sizes = input.all_sizes()?;
     let dim_position = usize::from(name != "unbind");
     let dim = argument(exprs, call, dim_position, &["dim"]).map_or(Some(0), names::int_literal)?;
@@ -833,7 +846,7 @@ pub(super) fn split_parts(
             );
         }
         "chunk" => {
-            let chunks = names::int_literal(argument(exprs, call, 0, &["chunks"])?)?;
+            let chunks = number(argument(exprs, call, 0, &["chunks"])?, first_value)?;
             if chunks <= 0 || length == 0 {
                 return None;
             }

@@ -46,6 +46,7 @@ impl Interpreter<'_, '_> {
         name: &str,
         call: &ast::ExprCall,
         args: &[Value],
+        kwargs: &[(String, Value)],
         assumed: bool,
     ) -> Option<Value> {
         match name {
@@ -109,7 +110,7 @@ impl Interpreter<'_, '_> {
                 if let Some(dims) = info.dims.as_deref() {
                     self.note_unbacked_cut(dims, name, call, exprs, &args[1..]);
                 }
-                split_into_tuple(info, name, call, exprs, &args[1..])
+                split_into_tuple(info, name, call, exprs, &args[1..], kwargs)
             }
             "einsum" => {
                 let equation = names::string_literal(call.arguments.args.first()?)?;
@@ -237,11 +238,12 @@ pub(super) fn split_into_tuple(
     call: &ast::ExprCall,
     exprs: &[Expr],
     values: &[Value],
+    keywords: &[(String, Value)],
 ) -> Option<Value> {
     if info.data_dependent_shape {
         return None;
     }
-    let parts = shape_ops::split_parts(info.dims.as_deref()?, name, call, exprs, values)?;
+    let parts = shape_ops::split_parts(info.dims.as_deref()?, name, call, exprs, values, keywords)?;
     Some(Value::Tuple(
         parts
             .into_iter()
