@@ -146,7 +146,7 @@ impl Interpreter<'_, '_> {
                     Value::Number(items.len() as f64)
                 }
                 // `while len(emb.shape) < len(h.shape):` compares ranks.
-                Value::Shape(info) => super::calls::rank_of(&info),
+                Value::Shape(info) => super::tensor_sizes::rank_of(&info),
                 _ => Value::Unknown,
             },
             "range" => {

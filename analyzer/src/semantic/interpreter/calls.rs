@@ -1,5 +1,5 @@
 //! The interpreter's calls: to tensor and module methods, torch functions, builtins, and the
-//! user's own functions (followed inline, within budgets), and the sizes calls read.
+//! user's own functions (followed inline, within budgets).
 
 use rustc_hash::FxHashMap;
 use std::rc::Rc;
@@ -17,9 +17,9 @@ use super::{
     MAX_DEPTH, MethodResult, OpDefinition, ScalarUse, SizeOrigin, TensorInfo, TorchResult, Value,
     all_parameters, annotation_kind, default_value, narrow,
 };
-use super::{devices, layers, sequences, shape_ops, statements};
+use super::{devices, layers, sequences, shape_ops, statements, tensor_sizes};
 use crate::semantic::value::TensorDevice;
-use crate::semantic::value::{BakedRead, DimSize, LayerInfo};
+use crate::semantic::value::{BakedRead, LayerInfo};
 
 impl Interpreter<'_, '_> {
     // ---------------------------------------------------------------------------------------
@@ -458,7 +458,7 @@ impl Interpreter<'_, '_> {
         match name {
             // `x.dim()`: the rank, a Python number, when the shape knows it.
             "dim" | "ndimension" if args.is_empty() => {
-                return rank_of(info);
+                return tensor_sizes::rank_of(info);
             }
             "numpy" => {
                 if !info.assumed {
@@ -1430,75 +1430,6 @@ impl Interpreter<'_, '_> {
         result
     }
 
-    // ---------------------------------------------------------------------------------------
-    // Sizes
-
-    pub(super) fn untracked_for(&self, info: &TensorInfo) -> SizeOrigin {
-        match &info.dims {
-            Some(dims) if !dims.is_dynamic() => SizeOrigin::Static,
-            _ => self.untracked.clone(),
-        }
-    }
-
-    pub(super) fn size_of(&self, info: &TensorInfo, position: i64) -> Value {
-        let untracked = |origin: SizeOrigin| Value::Size {
-            origin,
-            interval: Interval::at_least(0.0),
-            sym: None,
-        };
-        if info.data_dependent_shape {
-            return untracked(if position == 0 {
-                SizeOrigin::Unbacked
-            } else {
-                self.untracked.clone()
-            });
-        }
-        let Some(dims) = &info.dims else {
-            return untracked(self.untracked.clone());
-        };
-        match dims.index(position) {
-            Some(index) => match dims.size(index) {
-                Some(DimSize::Sym(sym)) => Value::sym_size(sym.clone()),
-                Some(DimSize::Derived(dim)) => Value::Size {
-                    origin: SizeOrigin::Dynamic {
-                        dim: dim.clone(),
-                        exact: false,
-                    },
-                    interval: Interval::at_least(0.0),
-                    sym: None,
-                },
-                None => Value::static_size(),
-            },
-            None if !dims.is_dynamic() => Value::static_size(),
-            None => Value::Size {
-                origin: SizeOrigin::Unknown,
-                interval: Interval::default(),
-                sym: None,
-            },
-        }
-    }
-
-    pub(super) fn numel_of(&self, info: &TensorInfo) -> Value {
-        let size = |origin: SizeOrigin| Value::Size {
-            origin,
-            interval: Interval::at_least(0.0),
-            sym: None,
-        };
-        if info.data_dependent_shape {
-            return size(SizeOrigin::Unbacked);
-        }
-        match &info.dims {
-            Some(dims) => match dims.first_dynamic() {
-                Some(dim) => size(SizeOrigin::Dynamic {
-                    dim: dim.clone(),
-                    exact: false,
-                }),
-                None => Value::static_size(),
-            },
-            None => size(self.untracked.clone()),
-        }
-    }
-
     /// The call site being evaluated.
     pub(super) fn call_range(&self) -> ruff_text_size::TextRange {
         self.sites
@@ -1506,14 +1437,4 @@ impl Interpreter<'_, '_> {
             .map(|(_, range)| *range)
             .unwrap_or_default()
     }
-}
-
-/// A tensor's rank (`x.dim()`, `x.ndim`, `len(x.shape)`): a Python number, which export never
-/// makes symbolic, when the shape knows it.
-pub(super) fn rank_of(info: &TensorInfo) -> Value {
-    #[allow(clippy::cast_precision_loss)] // A rank is small.
-    info.dims
-        .as_ref()
-        .and_then(|dims| dims.rank)
-        .map_or(Value::Unknown, |rank| Value::Number(rank as f64))
 }

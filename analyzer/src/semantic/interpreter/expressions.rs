@@ -472,7 +472,7 @@ impl Interpreter<'_, '_> {
 
     pub(super) fn attribute(&mut self, receiver: &Value, name: &str) -> Value {
         match receiver {
-            Value::Tensor(info) if name == "ndim" => super::calls::rank_of(info),
+            Value::Tensor(info) if name == "ndim" => super::tensor_sizes::rank_of(info),
             Value::Tensor(info) | Value::Tensors(info) => match catalogue::tensor_attribute(name) {
                 AttributeResult::Shape => Value::Shape(info.clone()),
                 AttributeResult::Tensor => Value::Tensor(TensorInfo {

@@ -34,6 +34,7 @@ mod modules;
 mod sequences;
 mod shape_ops;
 mod statements;
+mod tensor_sizes;
 mod torch_shapes;
 mod used_classes;
 
