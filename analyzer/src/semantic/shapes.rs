@@ -17,9 +17,11 @@ use crate::syntax::ast::{self, Expr, Stmt};
 mod dim_reader;
 mod example_reader;
 mod model_class;
+mod parameters;
 use dim_reader::{Assumed, DimReader, ForeignSpec, spec_item};
 use example_reader::ExampleReader;
 use model_class::ModelResolver;
+use parameters::{PassedVarargs, forward_parameters};
 
 /// A mistake in `dynamic_shapes` that `torch.export` rejects before tracing.
 #[derive(Debug, Clone)]
@@ -1088,11 +1090,31 @@ pub(crate) fn collect<'a>(
         .filter(|_| {
             parameters
                 .as_ref()
-                .is_some_and(|p| !p.has_kwargs && !p.has_varargs)
+                .is_some_and(|p| !p.has_kwargs && p.varargs.is_none())
         })
         .map(|bound| bound.iter().map(|(name, _)| name.clone()).collect());
-    let input_count = match (args, &kwargs) {
-        (Some(args), Some(kwargs)) => Some((args.len(), kwargs.len())),
+    // `*args` in the example inputs (`(data, *mems)`) pass a number of inputs the analysis
+    // does not count.
+    let counted_args = args.filter(|args| !args.iter().any(|arg| matches!(arg, Expr::Starred(_))));
+    // `forward(self, data, *mems)`: torch binds the example inputs to the signature, so the
+    // positional ones past `data` are one input, the tuple `mems`, named by one key or one
+    // tuple entry. `None` for the count when it is not known.
+    let varargs = parameters.as_ref().and_then(|p| {
+        p.varargs.as_ref().map(|name| PassedVarargs {
+            name: name.clone(),
+            slot: p.positional,
+            count: counted_args.map(|args| args.len().saturating_sub(p.positional)),
+        })
+    });
+    // The top-level entries torch expects: one per bound parameter, keywords included.
+    let input_count = match (counted_args, &kwargs, &varargs) {
+        (Some(args), Some(kwargs), None) => Some((args.len(), kwargs.len())),
+        (Some(args), Some(kwargs), Some(varargs)) => varargs.count.map(|count| {
+            (
+                args.len().min(varargs.slot) + usize::from(count > 0),
+                kwargs.len(),
+            )
+        }),
         _ => None,
     };
     let rank_of = |spec: &ShapesSpec, index: Option<usize>| {
@@ -1106,9 +1128,10 @@ pub(crate) fn collect<'a>(
                 .filter_map(|item| item.key.as_ref().and_then(names::string_literal))
                 .collect();
             if let Some(parameters) = &parameters {
-                let misnamed = keys
-                    .iter()
-                    .any(|key| !parameters.names.iter().any(|name| name == key));
+                let misnamed = keys.iter().any(|key| {
+                    !parameters.names.iter().any(|name| name == key)
+                        && parameters.varargs.as_deref() != Some(*key)
+                });
                 let missing: Vec<&str> = passed
                     .iter()
                     .flatten()
@@ -1116,8 +1139,23 @@ pub(crate) fn collect<'a>(
                     .filter(|name| !keys.contains(name))
                     .collect();
                 // A misspelled key is reported on itself; the input it meant is not "missing".
-                if !missing.is_empty() && !misnamed && keys.len() == dict.items.len() && !lists_some
-                {
+                let readable_keys = keys.len() == dict.items.len() && !lists_some;
+                if let Some(varargs) = &varargs {
+                    if varargs.count.is_some_and(|count| count > 0)
+                        && !keys.contains(&varargs.name.as_str())
+                        && !misnamed
+                        && readable_keys
+                    {
+                        spec.problems.push(SpecProblem {
+                            range: spec_expr.range(),
+                            message: format!(
+                                "`dynamic_shapes` must name every example input of `forward`, and the inputs past the named parameters are one input, `{name}`: add `\"{name}\": (...)`, a tuple with one entry per input it takes (`None` keeps one static)",
+                                name = varargs.name
+                            ),
+                        });
+                    }
+                }
+                if !missing.is_empty() && !misnamed && readable_keys {
                     spec.problems.push(SpecProblem {
                         range: spec_expr.range(),
                         message: format!(
@@ -1136,6 +1174,21 @@ pub(crate) fn collect<'a>(
                 let key = item.key.as_ref().expect("a string key");
                 // `ParamsSpec`'s slots for `*args` and `**kwargs`.
                 if name.starts_with('*') {
+                    continue;
+                }
+                if let Some(varargs) = varargs.as_ref().filter(|varargs| varargs.name == name) {
+                    if !lists_some {
+                        if let Some(message) = varargs.entry_problem(&item.value) {
+                            spec.problems.push(SpecProblem {
+                                range: key.range(),
+                                message,
+                            });
+                            continue;
+                        }
+                    }
+                    // Its entries' dimensions belong to several inputs, which `forward` reads
+                    // through the tuple: the analysis takes them for unknown.
+                    spec.unreadable_inputs.push((Some(name.to_owned()), None));
                     continue;
                 }
                 let position = parameters
@@ -1185,7 +1238,15 @@ pub(crate) fn collect<'a>(
             if let Some((positional, keywords)) = input_count {
                 let count = positional + keywords;
                 if elts.len() != count {
-                    let inputs = if keywords == 0 {
+                    let inputs = if let Some(varargs) =
+                        varargs.as_ref().filter(|v| v.count.is_some_and(|c| c > 0))
+                    {
+                        format!(
+                            "the example inputs fill {count} parameters of `forward` (`*{}` takes {} of them as one)",
+                            varargs.name,
+                            varargs.count.unwrap_or_default()
+                        )
+                    } else if keywords == 0 {
                         format!("`example_args` has {positional} inputs")
                     } else {
                         format!(
@@ -1202,6 +1263,16 @@ pub(crate) fn collect<'a>(
                 }
             }
             for (position, element) in elts.iter().enumerate() {
+                // The entry of `*mems`, and those after it, whose inputs the analysis does
+                // not place: unknown.
+                if let Some(varargs) = varargs.as_ref().filter(|varargs| {
+                    position >= varargs.slot && varargs.count.is_none_or(|count| count > 0)
+                }) {
+                    let name = (position == varargs.slot).then(|| varargs.name.clone());
+                    spec.unreadable_inputs.push((name, None));
+                    spec.by_position.push(Rc::new(TensorDims::default()));
+                    continue;
+                }
                 let rank = rank_of(&spec, Some(position));
                 let label = spec
                     .inputs
@@ -1334,60 +1405,5 @@ impl Resolve for GlobalNames<'_> {
             Some(Value::Qualified(qualified)) => Some(qualified),
             _ => None,
         }
-    }
-}
-
-struct ForwardParameters {
-    /// Every parameter after `self`, positional ones first.
-    names: Vec<String>,
-    /// How many of `names` can be passed by position.
-    positional: usize,
-    has_varargs: bool,
-    has_kwargs: bool,
-}
-
-impl ForwardParameters {
-    /// The parameter each example input feeds (`positional` arguments, then `keywords` by
-    /// name), or `None` when the call does not bind (too many arguments, an unknown keyword, a
-    /// parameter given twice): torch rejects such calls before tracing, and the analysis does
-    /// not guess.
-    fn bind(&self, positional: usize, keywords: &[(String, &Expr)]) -> Option<Vec<String>> {
-        if positional > self.positional {
-            return None;
-        }
-        let mut bound: Vec<String> = self.names[..positional].to_vec();
-        for (name, _) in keywords {
-            let known = self.names.iter().any(|parameter| parameter == name);
-            if bound.contains(name) || !(known || self.has_kwargs) {
-                return None;
-            }
-            bound.push(name.clone());
-        }
-        Some(bound)
-    }
-}
-
-fn forward_parameters(def: &ast::StmtFunctionDef) -> ForwardParameters {
-    let parameters = &def.parameters;
-    let positional: Vec<String> = parameters
-        .posonlyargs
-        .iter()
-        .chain(parameters.args.iter())
-        .skip(1)
-        .map(|parameter| parameter.parameter.name.to_string())
-        .collect();
-    let count = positional.len();
-    let mut names = positional;
-    names.extend(
-        parameters
-            .kwonlyargs
-            .iter()
-            .map(|parameter| parameter.parameter.name.to_string()),
-    );
-    ForwardParameters {
-        names,
-        positional: count,
-        has_varargs: parameters.vararg.is_some(),
-        has_kwargs: parameters.kwarg.is_some(),
     }
 }
