@@ -7,10 +7,13 @@
 //! `!pip install x`, `x = !ls`, `obj?`, a `%%bash` cell) keeps its indentation and becomes `...`
 //! (or keeps `x = ` before it), so blocks around it still parse and nothing is reported on it.
 //! Cells are numbered from 1 as VS Code and Jupyter show them: markdown and raw cells count.
+//! A code cell in another language (VS Code's `"vscode": {"languageId": "shellscript"}`, or any
+//! cell of a notebook whose kernel is not Python's) is left out of the module, as markdown is.
 
 use std::ops::Range;
 
 use serde::Deserialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 /// Cell magics whose body is Python that runs as usual (`%%time` times it).
@@ -117,6 +120,7 @@ struct RawNotebook<'a> {
     #[serde(borrow)]
     cells: Option<Vec<RawCell<'a>>>,
     nbformat: Option<u32>,
+    metadata: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -124,6 +128,30 @@ struct RawCell<'a> {
     cell_type: String,
     #[serde(borrow)]
     source: &'a RawValue,
+    metadata: Option<Value>,
+}
+
+/// The language a notebook says its code cells are in: its kernel's (`kernelspec.language`),
+/// or the one it last ran (`language_info.name`); `None` when it does not say.
+fn notebook_language(metadata: Option<&Value>) -> Option<&str> {
+    let metadata = metadata?;
+    metadata
+        .pointer("/kernelspec/language")
+        .or_else(|| metadata.pointer("/language_info/name"))
+        .and_then(Value::as_str)
+}
+
+/// The language VS Code gave a code cell (`metadata.vscode.languageId`).
+fn cell_language(metadata: Option<&Value>) -> Option<&str> {
+    metadata?
+        .pointer("/vscode/languageId")
+        .and_then(Value::as_str)
+}
+
+/// Whether a language a notebook or a cell names is Python (`python`, `python3`, `ipython`).
+fn is_python(language: &str) -> bool {
+    let language = language.to_ascii_lowercase();
+    language.starts_with("python") || language.starts_with("ipython")
 }
 
 /// Code cells appended one after another as one module, each masked (see the module's doc).
@@ -202,12 +230,16 @@ impl<'a> Notebook<'a> {
         };
         let mut cells = Vec::with_capacity(raw_cells.len());
         let mut joiner = Joiner::default();
+        let notebook_language = notebook_language(raw.metadata.as_ref());
         for (index, raw) in raw_cells.into_iter().enumerate() {
             let source = raw.source.get();
             let start = source.as_ptr() as usize - text.as_ptr() as usize;
             let text_of_cell = decode_source(source)
                 .map_err(|error| format!("cell {}: its source {error}", index + 1))?;
-            let code = (raw.cell_type == "code").then(|| joiner.push(&text_of_cell));
+            let python = cell_language(raw.metadata.as_ref())
+                .or(notebook_language)
+                .is_none_or(is_python);
+            let code = (raw.cell_type == "code" && python).then(|| joiner.push(&text_of_cell));
             cells.push(Cell {
                 number: u32::try_from(index + 1).unwrap_or(u32::MAX),
                 source_span: start..start + source.len(),
@@ -514,7 +546,8 @@ fn mask(text: &str) -> (String, Vec<bool>) {
         };
         let trimmed = body.trim_start();
         let indent = &body[..body.len() - trimmed.len()];
-        let escape = trimmed.starts_with(['%', '!', '?']) || is_help(trimmed);
+        let escape =
+            trimmed.starts_with(['%', '!', '?']) || is_help(trimmed) || is_automagic(trimmed);
         let replacement = if whole_cell || continued {
             // A non-Python cell magic's body, or the rest of an escape continued with `\`.
             Some(String::new())
@@ -534,6 +567,40 @@ fn mask(text: &str) -> (String, Vec<bool>) {
         out.push_str(newline);
     }
     (out, masked)
+}
+
+/// Line magics IPython runs without their `%` (its automagic, on by default) that notebooks
+/// write that way: `pip install x`, `cd data`, `matplotlib inline`.
+const AUTOMAGICS: &[&str] = &[
+    "pip",
+    "conda",
+    "mamba",
+    "cd",
+    "matplotlib",
+    "load_ext",
+    "autoreload",
+];
+
+/// `pip install timm`: a line magic written without its `%`. IPython takes the line for one when
+/// the magic's name is followed by words, not by what would make it Python (`pip = 3`,
+/// `cd.path`, `pip(x)`, `pip + 1`).
+fn is_automagic(line: &str) -> bool {
+    let name_end = line
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(line.len());
+    let (name, rest) = line.split_at(name_end);
+    if !AUTOMAGICS.contains(&name) || !rest.starts_with([' ', '\t']) {
+        return false;
+    }
+    let rest = rest.trim_start();
+    !rest.is_empty()
+        && !rest.starts_with([
+            '=', '+', '*', '/', '%', '<', '>', '!', '&', '|', '^', '.', '(', '[', ',', ':', ';',
+            '#',
+        ])
+        && !["if ", "else ", "and ", "or ", "in ", "is ", "not ", "for "]
+            .iter()
+            .any(|keyword| rest.starts_with(keyword))
 }
 
 /// `torch.ones?`, `model.forward??`, `torch.*ones*?`: IPython's help on a name.
@@ -753,6 +820,40 @@ mod tests {
             "\n\n\n...\nx = 1\n...\n\n...\n# a comment?\ny = 2  # why?\n"
         );
         assert_eq!(notebook.locate(10), Some(CellLine { cell: 3, line: 5 }));
+    }
+
+    #[test]
+    fn cells_in_another_language_stay_out_of_the_module() {
+        // A shell cell, a Python cell VS Code names, a cell of no stated language (the
+        // notebook's: Python), and a plain-text one.
+        let text = r#"{"cells": [
+            {"cell_type": "code", "metadata": {"vscode": {"languageId": "shellscript"}}, "source": "bash run.sh --x 1\n"},
+            {"cell_type": "code", "metadata": {"vscode": {"languageId": "python"}}, "source": "a = 1\n"},
+            {"cell_type": "code", "metadata": {}, "source": "b = 2\n"},
+            {"cell_type": "code", "metadata": {"vscode": {"languageId": "plaintext"}}, "source": "Epoch: 1 | loss 0.4\n"}
+        ], "metadata": {"language_info": {"name": "python"}}, "nbformat": 4}"#;
+        let notebook = Notebook::parse(text).unwrap();
+        assert_eq!(notebook.python(), "a = 1\nb = 2\n");
+        assert_eq!(notebook.locate(1), Some(CellLine { cell: 2, line: 1 }));
+        assert_eq!(notebook.locate(2), Some(CellLine { cell: 3, line: 1 }));
+        // A kernel in another language: no cell is Python unless VS Code says it is.
+        let r = r#"{"cells": [
+            {"cell_type": "code", "source": "x <- c(1, 2)\n"},
+            {"cell_type": "code", "metadata": {"vscode": {"languageId": "python"}}, "source": "y = 1\n"}
+        ], "metadata": {"kernelspec": {"language": "R"}}, "nbformat": 4}"#;
+        assert_eq!(Notebook::parse(r).unwrap().python(), "y = 1\n");
+    }
+
+    #[test]
+    fn automagics_are_masked_and_python_that_looks_like_them_is_not() {
+        let (masked, lines) = mask(
+            "pip install timm\ncd data\nmatplotlib inline\npip = 3\ncd.path\npip(x)\npip if a else b\nconda\n",
+        );
+        assert_eq!(
+            masked,
+            "...\n...\n...\npip = 3\ncd.path\npip(x)\npip if a else b\nconda\n"
+        );
+        assert_eq!(lines, [true, true, true, false, false, false, false, false]);
     }
 
     #[test]

@@ -408,3 +408,42 @@ fn export_writes_what_the_notebooks_export_call_exports_and_names_cells_when_it_
     assert!(!failed.stdout.contains(".py"), "{failed:?}");
     assert!(!dir.path().join("gate.pt2").exists());
 }
+
+/// Cells in another language (VS Code's shell and plain-text cells) are not Python and are not
+/// checked; the Python cells are, on their own lines, automagics (`pip install x`) masked.
+#[test]
+fn cells_in_other_languages_are_not_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/notebooks/other_languages.ipynb");
+    fs::copy(path, dir.path().join("other_languages.ipynb")).unwrap();
+    let found = pt2lsp(
+        dir.path(),
+        &["check", "--isolated", "other_languages.ipynb"],
+    );
+    assert_eq!(found.code, 1, "{found:?}");
+    let lines: Vec<&str> = found
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("other_languages.ipynb:"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", found.stdout);
+    assert!(
+        lines[0].starts_with("other_languages.ipynb:cell 5:3:12: PT101 [error] "),
+        "{}",
+        found.stdout
+    );
+}
+
+/// A notebook whose kernel is not Python's has no Python cells.
+#[test]
+fn a_notebook_in_another_language_has_nothing_to_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut notebook: Value =
+        serde_json::from_str(&notebook_of(&["x <- c(1, 2)\nprint(x)\n"])).unwrap();
+    notebook["metadata"] = serde_json::json!({"kernelspec": {"language": "R", "name": "ir"}});
+    fs::write(dir.path().join("r.ipynb"), notebook.to_string()).unwrap();
+    let found = pt2lsp(dir.path(), &["check", "--isolated", "r.ipynb"]);
+    assert_eq!(found.code, 0, "{found:?}");
+    assert!(!found.stdout.contains("PT001"), "{}", found.stdout);
+}
