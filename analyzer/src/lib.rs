@@ -40,7 +40,7 @@ pub use ruff_text_size::{TextRange, TextSize};
 pub use settings::{RuleSelector, Settings};
 pub use summary::{ModuleSummary, SUMMARY_FORMAT, import_targets, summarize};
 pub use suppression::silences as suppression_silences;
-pub use workspace::{ModuleSource, ParseCache, WorkspaceIndex, WorkspaceSources};
+pub use workspace::{ModuleSource, ParseCache, WorkspaceIndex, WorkspaceSources, link_namespaces};
 
 use std::collections::HashMap;
 use std::path::PathBuf;

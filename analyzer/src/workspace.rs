@@ -176,6 +176,12 @@ pub struct WorkspaceIndex {
     entrypoints: FxHashSet<String>,
     /// For each module an entrypoint's analysis may reach, those entrypoints.
     reached_by: FxHashMap<String, Vec<String>>,
+    /// For each module, the names it imports that no module here defines nor a library:
+    /// modules of the project's other namespaces, reached through `sys.path` (see
+    /// [`link_namespaces`]).
+    imports_beyond: FxHashMap<String, Vec<String>>,
+    /// What the entrypoints of the project's other namespaces reach here.
+    from_other_namespaces: OtherNamespaces,
     sources: Option<Arc<dyn WorkspaceSources>>,
     /// Each entrypoint's program and what its analysis entered: derived facts, computed on
     /// first demand and kept while every text they were computed from is unchanged, so an
@@ -240,6 +246,24 @@ impl WorkspaceIndex {
                 (summary.module.clone(), targets)
             })
             .collect();
+        let imports_beyond = summaries
+            .iter()
+            .filter_map(|summary| {
+                let mut beyond: Vec<String> = summary
+                    .imported_modules
+                    .iter()
+                    .filter(|name| {
+                        !modules.contains(name.as_str())
+                            && !namespace.contains_key(name.as_str())
+                            && !in_library(name)
+                    })
+                    .cloned()
+                    .collect();
+                beyond.sort();
+                beyond.dedup();
+                (!beyond.is_empty()).then(|| (summary.module.clone(), beyond))
+            })
+            .collect();
         let mut namespace_names: FxHashMap<String, Vec<String>> = FxHashMap::default();
         for (name, module) in &namespace {
             namespace_names
@@ -284,6 +308,8 @@ impl WorkspaceIndex {
             outermost,
             entrypoints,
             reached_by,
+            imports_beyond,
+            from_other_namespaces: OtherNamespaces::default(),
             sources: None,
             programs: Arc::default(),
             parse_cache: None,
@@ -317,18 +343,27 @@ impl WorkspaceIndex {
     /// A file beside the export scripts counts as much as one in a package: a loss kept in
     /// `splitcross.py` at the top of a checkout is no more exported than `models/matcher.py`,
     /// and whether the checkout's directory is a valid package name must not decide it.
+    /// The entrypoints of the project's other namespaces count too ([`link_namespaces`]).
     pub fn unexported(&self, module: &str) -> Option<String> {
-        if self.entrypoints.is_empty()
+        let others = &self.from_other_namespaces;
+        if (self.entrypoints.is_empty() && others.entrypoints.is_empty())
             || self.is_entrypoint(module)
             || !self.entrypoints_reaching(module).is_empty()
+            || others.reached.contains(module)
         {
             return None;
         }
         // The first three by name, found in one pass: asked for every file of a project
         // that may have hundreds of entrypoints.
         let mut first: Vec<&str> = Vec::with_capacity(4);
-        for entry in &self.entrypoints {
+        let mut count = 0;
+        for entry in self.entrypoints.iter().chain(&others.entrypoints) {
+            count += 1;
             let at = first.partition_point(|shown| *shown < entry.as_str());
+            // Two namespaces' scripts may share a name (`train` in each example's directory).
+            if first.get(at) == Some(&entry.as_str()) {
+                continue;
+            }
             if at < 3 {
                 first.insert(at, entry);
                 first.truncate(3);
@@ -339,15 +374,41 @@ impl WorkspaceIndex {
             .map(|entry| format!("`{entry}`"))
             .collect::<Vec<_>>()
             .join(", ");
-        let more = if self.entrypoints.len() > 3 {
-            ", …"
-        } else {
-            ""
-        };
+        let more = if count > 3 { ", …" } else { "" };
         Some(format!(
             "no entrypoint exports this: the project's entrypoints ({shown}{more}) do not import \
              `{module}`"
         ))
+    }
+
+    /// The names this namespace's entrypoints import, directly or through its modules, that
+    /// it does not define: what they may find in the project's other namespaces.
+    fn entrypoints_import_beyond(&self) -> FxHashSet<&str> {
+        let mut reached: FxHashSet<&str> = self.entrypoints.iter().map(String::as_str).collect();
+        reached.extend(self.reached_by.keys().map(String::as_str));
+        reached
+            .into_iter()
+            .filter_map(|module| self.imports_beyond.get(module))
+            .flatten()
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Records that the project's other namespaces have `entrypoints`, which import `names`:
+    /// the modules here those names stand for, and what they import here, are exported.
+    fn reached_from_other_namespaces(&mut self, entrypoints: Vec<String>, names: &FxHashSet<&str>) {
+        let mut reached = FxHashSet::default();
+        for name in names {
+            let module = self.module_named(name);
+            if !self.imports.contains_key(module) || reached.contains(module) {
+                continue;
+            }
+            reached.extend(closure(&self.imports, module));
+        }
+        self.from_other_namespaces = OtherNamespaces {
+            entrypoints,
+            reached,
+        };
     }
 
     /// The entrypoints whose analysis may reach `module`, in name order.
@@ -578,6 +639,49 @@ impl WorkspaceIndex {
     /// The installed libraries, when the index has them.
     pub fn libraries(&self) -> Option<&LibraryIndex> {
         self.libraries.as_deref()
+    }
+}
+
+/// What the entrypoints of a project's other namespaces reach in one namespace.
+#[derive(Clone, Debug, Default)]
+struct OtherNamespaces {
+    /// Their entrypoints, in name order.
+    entrypoints: Vec<String>,
+    /// The modules of this namespace they import, and what those import in it.
+    reached: FxHashSet<String>,
+}
+
+/// Tells each of one project's namespaces (the indexes a check builds for it: a script's
+/// directory that defines a top-level name another directory defines too is a namespace of
+/// its own) which of its modules the other namespaces' entrypoints import. A directory they
+/// put on `sys.path` (`sys.path.append('utils')`, then `from head import Head`) is then no
+/// less reached than it would be in one namespace: whether its files share a name with a file
+/// elsewhere in the project must not decide whether code in them is exported. The answer
+/// does not depend on the order of `indexes`.
+pub fn link_namespaces(indexes: &mut [&mut WorkspaceIndex]) {
+    let beyond: Vec<(Vec<String>, FxHashSet<String>)> = indexes
+        .iter()
+        .map(|index| {
+            let names = index
+                .entrypoints_import_beyond()
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            (index.entrypoints.iter().cloned().collect(), names)
+        })
+        .collect();
+    for (at, index) in indexes.iter_mut().enumerate() {
+        let mut entrypoints: Vec<String> = Vec::new();
+        let mut names: FxHashSet<&str> = FxHashSet::default();
+        for (other, (their_entrypoints, their_names)) in beyond.iter().enumerate() {
+            if other != at {
+                entrypoints.extend(their_entrypoints.iter().cloned());
+                names.extend(their_names.iter().map(String::as_str));
+            }
+        }
+        entrypoints.sort();
+        entrypoints.dedup();
+        index.reached_from_other_namespaces(entrypoints, &names);
     }
 }
 

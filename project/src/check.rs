@@ -7,7 +7,7 @@
 //! reusing the text read in phase 1. `pt2lsp check` (`cli::check`), `--fix` (`cli::fix`) and
 //! the Python API's `check_paths` (`api`) run it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -914,16 +914,86 @@ impl<'a> Project<'a> {
             .collect();
         let mut file_space = walk::namespaces_named(&named);
         let context_space = file_space.split_off(self.files.len());
-        let mut spaces = file_space.clone();
+        // Every namespace of the checked files' projects: those the checked files are in are
+        // checked, and the others' entrypoints may import from them.
+        let mut spaces: Vec<&Option<PathBuf>> = file_space.iter().chain(&context_space).collect();
         spaces.sort();
         spaces.dedup();
         self.entrypoints_elsewhere.clear();
-        for space in &spaces {
-            let files: Vec<bool> = file_space.iter().map(|of| of == space).collect();
-            let context: Vec<bool> = context_space.iter().map(|of| of == space).collect();
-            self.check_namespace(&files, &context);
+        let mut roots = walk::NamespaceRoots::default();
+        let members: Vec<(Vec<bool>, Vec<bool>, Option<PathBuf>)> = spaces
+            .iter()
+            .map(|space| {
+                let files: Vec<bool> = file_space.iter().map(|of| of == *space).collect();
+                let context: Vec<bool> = context_space.iter().map(|of| of == *space).collect();
+                let path = self
+                    .files
+                    .iter()
+                    .map(|file| file.path.as_path())
+                    .zip(&files)
+                    .chain(
+                        self.context
+                            .iter()
+                            .map(|file| file.path.as_path())
+                            .zip(&context),
+                    )
+                    .find_map(|(path, inside)| inside.then_some(path));
+                let project = path.and_then(|path| roots.of(path));
+                (files, context, project)
+            })
+            .collect();
+        let checked = |files: &[bool]| files.iter().any(|inside| *inside);
+        let checked_projects: HashSet<&Option<PathBuf>> = members
+            .iter()
+            .filter(|(files, ..)| checked(files))
+            .map(|(.., project)| project)
+            .collect();
+        let members: Vec<&(Vec<bool>, Vec<bool>, Option<PathBuf>)> = members
+            .iter()
+            .filter(|(.., project)| checked_projects.contains(project))
+            .collect();
+        let mut indexes: Vec<WorkspaceIndex> = members
+            .iter()
+            .map(|(files, context, _)| self.namespace_index(files, context))
+            .collect();
+        // The namespaces of one project learn what the others' entrypoints import.
+        let mut projects: BTreeMap<&Option<PathBuf>, Vec<&mut WorkspaceIndex>> = BTreeMap::new();
+        for ((.., project), index) in members.iter().zip(&mut indexes) {
+            projects.entry(project).or_default().push(index);
+        }
+        for namespaces in projects.values_mut() {
+            pt2lsp_analyzer::link_namespaces(namespaces);
+        }
+        for ((files, context, _), index) in members.iter().zip(indexes) {
+            if checked(files) {
+                self.check_namespace(files, context, index);
+            }
         }
         self.place_table_companions();
+    }
+
+    /// The index of the checked files and context files marked in `files` and `context`, one
+    /// namespace, from their summaries.
+    fn namespace_index(&self, files: &[bool], context: &[bool]) -> WorkspaceIndex {
+        let summaries = self
+            .files
+            .iter()
+            .zip(files)
+            .filter(|(file, inside)| **inside && file.module.is_some())
+            .filter_map(|(file, _)| file.summary.as_ref())
+            .chain(
+                self.context
+                    .iter()
+                    .zip(context)
+                    .filter(|(_, inside)| **inside)
+                    .map(|(file, _)| &file.summary),
+            );
+        WorkspaceIndex::with_libraries(
+            summaries,
+            self.libraries
+                .as_ref()
+                .map(|libraries| Arc::clone(&libraries.index)),
+        )
     }
 
     /// Puts the companions phase 2 found for `Dim`s written in entrypoint tables' strings in
@@ -964,27 +1034,9 @@ impl<'a> Project<'a> {
     }
 
     /// Phase 2 for the checked files and context files marked in `files` and `context`, one
-    /// namespace: `models.net` names one file in it.
-    fn check_namespace(&mut self, files: &[bool], context: &[bool]) {
-        let summaries = self
-            .files
-            .iter()
-            .zip(files)
-            .filter(|(file, inside)| **inside && file.module.is_some())
-            .filter_map(|(file, _)| file.summary.as_ref())
-            .chain(
-                self.context
-                    .iter()
-                    .zip(context)
-                    .filter(|(_, inside)| **inside)
-                    .map(|(file, _)| &file.summary),
-            );
-        let mut workspace = WorkspaceIndex::with_libraries(
-            summaries,
-            self.libraries
-                .as_ref()
-                .map(|libraries| Arc::clone(&libraries.index)),
-        );
+    /// namespace whose index is `index`: `models.net` names one file in it.
+    fn check_namespace(&mut self, files: &[bool], context: &[bool], index: WorkspaceIndex) {
+        let mut workspace = index;
         // Texts are handed to the analysis only when some entrypoint may follow calls into
         // other files: most projects have none, and copying every text would cost time.
         let program = self.files.iter().zip(files).any(|(file, &inside)| {

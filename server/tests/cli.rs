@@ -1191,6 +1191,37 @@ fn code_no_entrypoint_exports_is_warned_about_not_failed() {
     );
 }
 
+/// Two directories of one project that define the same top-level module (`vocabulary.py` in
+/// `pytorch/utils/` and in `tf/`) are namespaces of their own; the scripts' imports still reach
+/// into them, so what no entrypoint imports there is a warning that says so, as it is when no
+/// file shares a name, asked for whole or alone (`fixtures/projects/duplicate_module_names`).
+#[test]
+fn a_module_name_two_directories_define_keeps_code_no_entrypoint_exports_a_warning() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/projects/duplicate_module_names");
+    let dir = tempfile::tempdir().unwrap();
+    tree::copy_tree(&fixture, dir.path());
+    for args in [
+        &["check", "--format", "json"][..],
+        &["check", "--format", "json", "pytorch/utils/unused_loss.py"],
+    ] {
+        let run = pt2lsp(dir.path(), args);
+        assert_eq!(run.code, 0, "{run:?}");
+        let report = json(&run);
+        let found = report.as_array().unwrap();
+        assert_eq!(found.len(), 1, "{report:#}");
+        assert_eq!(found[0]["code"], "PT103", "{report:#}");
+        assert_eq!(found[0]["severity"], "warning", "{report:#}");
+        assert!(
+            found[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("no entrypoint exports this: the project's entrypoints (`export_model`)"),
+            "{report:#}"
+        );
+    }
+}
+
 /// A script that an entrypoint table runs with its own arguments (`args = [...]`) does not get
 /// the `add_argument` defaults from `parse_args()`: the analysis does not claim what a default
 /// would make of the model. Without the table's `args`, the default decides, as the tracer then

@@ -446,7 +446,7 @@ impl WorkspaceState {
             summaries.push(summary.clone());
         }
         drop(all);
-        let spaces = members
+        let mut spaces: Vec<_> = members
             .into_iter()
             .map(|(root, (paths, mut summaries))| {
                 let mut sources = BufferSources::new(
@@ -483,8 +483,23 @@ impl WorkspaceState {
                     .into_iter()
                     .map(|summary| summary.module)
                     .collect();
-                (root, paths, modules, Arc::new(index))
+                (root, paths, modules, index)
             })
+            .collect();
+        // The namespaces of one project learn what the others' entrypoints import, as
+        // `pt2lsp check` links them.
+        let mut roots = walk::NamespaceRoots::with_boundaries(&opened);
+        let mut projects: BTreeMap<Option<PathBuf>, Vec<&mut WorkspaceIndex>> = BTreeMap::new();
+        for (_, paths, _, index) in &mut spaces {
+            let project = paths.first().and_then(|path| roots.of(path));
+            projects.entry(project).or_default().push(index);
+        }
+        for namespaces in projects.values_mut() {
+            pt2lsp_analyzer::link_namespaces(namespaces);
+        }
+        let spaces = spaces
+            .into_iter()
+            .map(|(root, paths, modules, index)| (root, paths, modules, Arc::new(index)))
             .collect();
         let index = Namespaces::new(spaces);
         if let Ok(mut current) = self.index.write() {
