@@ -13,7 +13,8 @@ declare_rule! {
     doc: r#"## What it does
 Checks the file's `dynamic_shapes` against the exported model's `forward`: dictionary keys must
 name its parameters, a tuple needs one entry per example argument, and dimension indices must
-exist in the example inputs.
+exist in the example inputs. A `*args` parameter is one input: its key (`"mems"` for `*mems`)
+takes a tuple with one entry per example input it receives.
 
 ## Why export fails
 `torch.export.export` validates the specification before tracing and raises
