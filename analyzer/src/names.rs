@@ -99,6 +99,65 @@ pub(crate) fn star_import(stmt: &Stmt, file: SourceFile<'_>) -> Option<String> {
     }
 }
 
+/// What a module says of its `__all__`, the names `from module import *` binds.
+pub(crate) enum DeclaredAll {
+    /// No `__all__`: every public module-level name is star-exported.
+    Undeclared,
+    /// A literal list or tuple of names, with what `__all__ += [...]` adds.
+    Listed(Vec<String>),
+    /// An `__all__` the analysis cannot read (computed, changed by a call).
+    Computed,
+}
+
+/// The names `body`'s module-level `__all__` lists.
+pub(crate) fn declared_all(body: &[Stmt]) -> DeclaredAll {
+    fn literal_names(expr: &ast::Expr) -> Option<Vec<String>> {
+        let elements = match expr {
+            ast::Expr::List(list) => &list.elts,
+            ast::Expr::Tuple(tuple) => &tuple.elts,
+            _ => return None,
+        };
+        elements
+            .iter()
+            .map(|element| string_literal(element).map(str::to_owned))
+            .collect()
+    }
+    let is_all =
+        |expr: &ast::Expr| matches!(expr, ast::Expr::Name(name) if name.id.as_str() == "__all__");
+    let mut declared = DeclaredAll::Undeclared;
+    for stmt in module_level_statements(body) {
+        let written = match stmt {
+            Stmt::Assign(assign) if assign.targets.iter().any(is_all) => {
+                match (assign.targets.len(), literal_names(&assign.value)) {
+                    (1, Some(names)) => Some(names),
+                    _ => None,
+                }
+            }
+            Stmt::AugAssign(assign) if is_all(&assign.target) => {
+                match (&declared, literal_names(&assign.value)) {
+                    (DeclaredAll::Listed(before), Some(added)) => {
+                        Some(before.iter().cloned().chain(added).collect())
+                    }
+                    _ => None,
+                }
+            }
+            Stmt::AnnAssign(assign) if is_all(&assign.target) => {
+                assign.value.as_deref().and_then(literal_names)
+            }
+            // `__all__.append(...)`, `__all__.extend(...)`.
+            Stmt::Expr(ast::StmtExpr { value, .. }) => match &**value {
+                ast::Expr::Call(call) if matches!(&*call.func, ast::Expr::Attribute(method) if is_all(&method.value)) => {
+                    None
+                }
+                _ => continue,
+            },
+            _ => continue,
+        };
+        declared = written.map_or(DeclaredAll::Computed, DeclaredAll::Listed);
+    }
+    declared
+}
+
 /// The statements that run at module level, including those nested in `if`, `try` and `with`
 /// blocks (`if TYPE_CHECKING:`, `try: import x except ImportError:`, `if __name__ == ...`).
 pub(crate) fn module_level_statements(body: &[Stmt]) -> Vec<&Stmt> {

@@ -1099,4 +1099,91 @@ mod tests {
             assert_eq!(check(&after, layers), first, "after checking {order:?}");
         }
     }
+
+    /// `from module import *` binds what Python binds: `module`'s `__all__` when it lists its
+    /// names, else its public module-level names, those it imports and star-imports itself
+    /// included; a later binding of the same name replaces it; a cycle of star imports ends.
+    /// Whether the entrypoint's model is found shows in `mymodels.net`'s report: its guard on the
+    /// dynamic batch (PT401) when the entrypoint's analysis reaches it, else what the file
+    /// alone finds there, a branch on a static size (PT402).
+    #[test]
+    fn a_star_import_binds_the_public_names_of_a_workspace_module() {
+        const ENTRY: &str = "import torch\nfrom torch.export import Dim\nfrom mymodels.{from} import *\n{more}\
+             torch.export.export({class}(4), (torch.randn(8, 16),), dynamic_shapes={\"x\": {0: Dim(\"batch\")}})\n";
+        const NET: &str = "{head}from torch import nn\nclass {class}(nn.Module):\n    def __init__(self, limit):\n        \
+             super().__init__()\n        self.limit = limit\n    def forward(self, x):\n        \
+             if x.shape[0] > self.limit:\n            return x\n        return x.relu()\n";
+        // Where `Net` is not bound, a second class of that name in `mymodels.api` keeps the
+        // analysis from taking the one class of the name the program defines.
+        const OTHER: &str = "import mymodels.api\n";
+        const SAME: &str = "class {class}:\n    pass\n";
+        // Imported from, what the entry adds, net's head, the class, api's text, what net gets.
+        type Case<'c> = (&'c str, &'c str, &'c str, &'c str, &'c str, &'c [&'c str]);
+        let cases: [Case<'_>; 8] = [
+            ("net", "", "", "Net", "", &["PT401"]),
+            ("net", "", "__all__ = [\"Net\"]\n", "Net", "", &["PT401"]),
+            (
+                "net",
+                OTHER,
+                "__all__ = (\"Other\",)\n",
+                "Net",
+                SAME,
+                &["PT402"],
+            ),
+            (
+                "net",
+                "",
+                "__all__ = [\"Other\"]\n__all__ += [\"Net\"]\n",
+                "Net",
+                "",
+                &["PT401"],
+            ),
+            ("net", OTHER, "", "_Net", SAME, &["PT402"]),
+            (
+                "net",
+                "def Net(limit):\n    return None\nimport mymodels.api\n",
+                "",
+                "Net",
+                SAME,
+                &["PT402"],
+            ),
+            ("api", "", "", "Net", "from .net import *\n", &["PT401"]),
+            (
+                "api",
+                "",
+                "from .api import *\n",
+                "Net",
+                "from .net import *\n",
+                &["PT401"],
+            ),
+        ];
+        for (from, more, head, class, api, expected) in cases {
+            let entry = ENTRY
+                .replace("{from}", from)
+                .replace("{more}", more)
+                .replace("{class}", class);
+            let net = NET.replace("{head}", head).replace("{class}", class);
+            let api = api.replace("{class}", class);
+            let files = [
+                ("export_net", entry.as_str()),
+                ("mymodels", ""),
+                ("mymodels.api", api.as_str()),
+                ("mymodels.net", net.as_str()),
+            ];
+            let summaries = summaries_of(&files, "mymodels");
+            let index = WorkspaceIndex::new(&summaries).with_sources(Arc::new(Texts::of(&files)));
+            let file = SourceFile {
+                text: &net,
+                module: Some("mymodels.net"),
+                is_package: false,
+                namespace: None,
+            };
+            let codes: Vec<&str> = crate::check_file(file, &crate::Settings::default(), &index)
+                .diagnostics
+                .iter()
+                .map(|d| d.rule.code())
+                .collect();
+            assert_eq!(codes, expected, "entry:\n{entry}\nnet:\n{net}\napi:\n{api}");
+        }
+    }
 }

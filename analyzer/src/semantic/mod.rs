@@ -771,6 +771,67 @@ impl<'a> SemanticModel<'a> {
         None
     }
 
+    /// The names `from module import *` binds, each with the qualified name it refers to:
+    /// those `module`'s `__all__` lists, or without one every public name it binds at module
+    /// level (its defs, classes, assignments, and what it imports, star imports of its own
+    /// included). `None` when the analysis cannot tell: `module` is not a workspace file of the
+    /// program (an installed library's star import keeps binding nothing), or its `__all__` is
+    /// not a literal list of names. `visiting` holds the modules whose star imports are being
+    /// followed: a cycle back to one of them binds nothing more.
+    fn star_exported(
+        &self,
+        module: &str,
+        visiting: &mut Vec<String>,
+    ) -> Option<Vec<(String, String)>> {
+        let &file = self.modules.get(module)?;
+        let foreign = self.foreign.get(file.checked_sub(1)? as usize)?;
+        if self.workspace.is_library(module) {
+            return None;
+        }
+        let listed = match names::declared_all(foreign.body) {
+            names::DeclaredAll::Listed(listed) => Some(listed),
+            names::DeclaredAll::Undeclared => None,
+            names::DeclaredAll::Computed => return None,
+        };
+        if visiting.iter().any(|seen| seen == module) || visiting.len() > 8 {
+            return Some(Vec::new());
+        }
+        visiting.push(module.to_owned());
+        // The last binding of a name wins, as Python leaves the module.
+        let mut bound: FxHashMap<String, String> = FxHashMap::default();
+        for stmt in names::module_level_statements(foreign.body) {
+            match stmt {
+                Stmt::Import(_) | Stmt::ImportFrom(_) => {
+                    if let Some(star) = names::star_import(stmt, foreign.file) {
+                        bound.extend(self.star_exported(&star, visiting).unwrap_or_default());
+                    }
+                    bound.extend(names::import_bindings(stmt, foreign.file));
+                }
+                _ => bound.extend(
+                    bound_otherwise(stmt).map(|name| (name.to_owned(), format!("{module}.{name}"))),
+                ),
+            }
+        }
+        visiting.pop();
+        Some(match listed {
+            // A listed name the module does not bind is its submodule (`__all__ = ["resnet"]`).
+            Some(listed) => listed
+                .into_iter()
+                .map(|name| {
+                    let qualified = bound
+                        .get(&name)
+                        .cloned()
+                        .unwrap_or_else(|| format!("{module}.{name}"));
+                    (name, qualified)
+                })
+                .collect(),
+            None => bound
+                .into_iter()
+                .filter(|(name, _)| !name.starts_with('_'))
+                .collect(),
+        })
+    }
+
     fn split_module<'n>(&self, name: &'n str) -> Option<(u32, &'n str)> {
         let (module, rest) =
             names::split_at_module(name, |module| self.modules.contains_key(module))?;
@@ -803,6 +864,18 @@ impl<'a> SemanticModel<'a> {
             match stmt {
                 Stmt::Import(_) | Stmt::ImportFrom(_) => {
                     if let Some(star) = names::star_import(stmt, source) {
+                        // What the star import binds here, at its place among the file's
+                        // statements: a later def of the same name replaces it, as in Python.
+                        let mut visiting: Vec<String> =
+                            source.module.map(str::to_owned).into_iter().collect();
+                        for (local, qualified) in
+                            self.star_exported(&star, &mut visiting).unwrap_or_default()
+                        {
+                            let qualified =
+                                self.imported_from_outside(&qualified).unwrap_or(qualified);
+                            self.globals_in_mut(file)
+                                .insert(local, Value::Qualified(Rc::from(qualified)));
+                        }
                         match file.checked_sub(1) {
                             Some(index) => self.foreign[index as usize].stars.insert(0, star),
                             None => self.stars.insert(0, star),
