@@ -98,6 +98,9 @@ def run_one(path: str, out: str, override: bool | None) -> None:
             spec = importlib.util.spec_from_file_location("pt2lsp_fixture", path)
             mod = importlib.util.module_from_spec(spec)
             sys.modules["pt2lsp_fixture"] = mod
+            # As `python fixture.py` would, with no arguments: a `parse_args()` at module level
+            # reads its defaults, not this runner's command line.
+            sys.argv = [path]
             try:
                 spec.loader.exec_module(mod)
             except BaseException as exc:  # the fixture itself is broken
